@@ -1,0 +1,43 @@
+# Two commands on a fresh machine:
+#   make app    set up .venv and open the lesson app on the embedded default model
+#   make test   set up .venv (and, as root on Debian, chromium + CJK fonts) and run every test
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# The CPU build that lies on these machines' disk. A GPU user can preinstall their own
+# torch into .venv first; setup keeps any torch that already imports.
+TORCH ?= torch==2.13.0
+
+.PHONY: setup app test browser-deps bench export model
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "$(TORCH)"
+	$(BIN)/pip install -q -e ".[test]"
+	touch $@
+
+app: setup
+	$(BIN)/streamlit run app.py
+
+# Browser tests need Debian's chromium and CJK fonts; never a downloaded browser.
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-cjk; fi
+
+# pytest exits 5 when it collected no test: that is a failure here, not a pass.
+test: setup browser-deps
+	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "error: no tests ran"; exit 1; fi; exit $$rc
+
+bench: setup
+	$(BIN)/python bench/engine_overhead.py
+	$(BIN)/python bench/render.py
+	$(BIN)/python bench/soak.py
+
+export: setup
+	$(BIN)/python -m lesson.export --out export
+
+model: setup
+	$(BIN)/python assets/default_model/train.py

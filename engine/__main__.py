@@ -1,0 +1,124 @@
+"""`python -m engine trace --prompt 法国的首都是 --max-new-tokens 8`: run one request, print its steps.
+
+Errors (bad folder, empty prompt, lengths out of range) print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import unicodedata
+
+from .errors import EngineError
+from .trace import RequestTrace
+
+MAX_SHOWN_CHARS = 48  # a long prompt's Prefill row is cut here, with its token count
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line, not a usage block
+        self.exit(2, f"error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m engine", description="Trace Prefill and Decode on a real model.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    trace = sub.add_parser("trace", help="run one prompt and print every forward pass")
+    trace.add_argument("--prompt", default="法国的首都是")
+    trace.add_argument("--max-new-tokens", type=int, default=8)
+    trace.add_argument("--model", default=None, help="a local Hugging Face folder (default: the embedded model)")
+    trace.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
+    trace.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
+    trace.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
+    trace.add_argument("--top-k", type=int, default=0)
+    trace.add_argument("--top-p", type=float, default=1.0)
+    trace.add_argument("--seed", type=int, default=0)
+    trace.add_argument("--ignore-eos", action="store_true", help="always write max-new-tokens tokens")
+    trace.add_argument("--json", action="store_true", help="print the trace as JSON instead of a table")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        trace = run_trace(args)
+    except EngineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(trace.to_json() if args.json else format_trace(trace))
+    return 0
+
+
+def run_trace(args: argparse.Namespace) -> RequestTrace:
+    from .generation import GenerationConfig, check_prompt_text, generate
+    from .model import load_model
+
+    check_prompt_text(args.prompt)  # before the model loads: bad input should fail fast
+    cfg = GenerationConfig(
+        max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
+        top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos,
+    )
+    lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    return generate(lm, args.prompt, cfg)
+
+
+# --- the readable table ------------------------------------------------------
+
+def shown(text: str) -> str:
+    """Control characters made visible, so one token cannot break the table."""
+    return "".join(repr(c)[1:-1] if unicodedata.category(c).startswith("C") else c for c in text)
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _cell(text: str, width: int) -> str:
+    return text + " " * max(0, width - _width(text))
+
+
+def _inputs(pieces: tuple[str, ...]) -> str:
+    text = "|".join(shown(p) for p in pieces)
+    if _width(text) <= MAX_SHOWN_CHARS:
+        return text
+    cut = ""
+    for c in text:
+        if _width(cut + c) > MAX_SHOWN_CHARS - 12:
+            break
+        cut += c
+    return f"{cut}… ({len(pieces)} tokens)"
+
+
+def format_trace(trace: RequestTrace) -> str:
+    m = trace.model
+    header = [
+        f"model {m.model_id} ({m.architecture}, {m.num_params:,} params) on {m.device}, {m.dtype}",
+        f"KV per token = 2 x {m.num_layers} layers x {m.num_kv_heads} kv heads x {m.head_dim} head_dim"
+        f" x {m.bytes_per_element} bytes = {m.kv_bytes_per_token:,} bytes",
+        f"prompt: {len(trace.prompt_ids)} tokens  {_inputs(trace.prompt_pieces)}",
+        "",
+    ]
+    columns = ("step", "phase", "positions", "input tokens", "output", "ms", "KV bytes")
+    rows = [
+        (str(s.index), s.phase, f"{s.context_before}..{s.context_after - 1} ({s.num_positions})",
+         _inputs(s.input_pieces), shown(s.output_piece), f"{s.duration_ms:.2f}", f"{s.kv_bytes:,}")
+        for s in trace.steps
+    ]
+    widths = [max(_width(r[i]) for r in rows + [columns]) for i in range(len(columns))]
+    lines = ["  ".join(_cell(c, w) for c, w in zip(row, widths)).rstrip() for row in [columns, *rows]]
+    return "\n".join(header + lines + [""] + _summary(trace))
+
+
+def _summary(trace: RequestTrace) -> list[str]:
+    mt = trace.metrics
+    tpot = f"{mt.tpot_ms:.2f} ms" if mt.tpot_ms is not None else "n/a (one token)"
+    itl = f"{mt.mean_itl_ms:.2f} ms" if mt.mean_itl_ms is not None else "n/a"
+    return [
+        f"output ({len(trace.steps)} tokens, stop: {trace.stop_reason}): {shown(trace.output_text)}",
+        f"TTFT {mt.ttft_ms:.2f} ms (incl. tokenize {trace.tokenize_ms:.2f} ms) | TPOT {tpot} | "
+        f"mean ITL {itl} | E2EL {mt.e2el_ms:.2f} ms",
+    ]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,325 @@
+"""Prefill and Decode with an explicit KV cache, recorded step by step.
+
+The engine knows token ids, a model and a cache; it knows nothing about drawing.
+
+    1) prefill:      all prompt positions in ONE forward pass  -> cache, first token
+    2) decode_step:  exactly ONE new position per forward pass -> cache, next token
+                     (the input is the token the previous pass chose, so decode
+                      steps of one request form a chain and cannot run in parallel)
+
+The cache is an argument and a result of both functions, never hidden state.
+`stream_trace` yields a growing `RequestTrace` after every pass, so an app can
+draw while the model runs; `generate` collects the finished trace.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import inspect
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+from transformers import DynamicCache
+
+from .errors import InputError
+from .model import LoadedModel
+from .trace import RequestTrace, Sampling, Step
+
+MAX_NEW_TOKENS = 4096  # hard engine cap; apps set lower caps of their own
+
+
+@dataclass(frozen=True)
+class GenerationConfig:
+    """How long to write and how to choose each token (temperature 0 = greedy)."""
+
+    max_new_tokens: int = 16
+    temperature: float = 0.0
+    top_k: int = 0  # keep the k most likely tokens; 0 = off
+    top_p: float = 1.0  # keep the smallest set with this much probability; 1.0 = off
+    seed: int = 0  # makes sampling repeat exactly
+    ignore_eos: bool = False  # keep writing past EOS (benchmarks want fixed lengths)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:
+            raise InputError(
+                "max_new_tokens_range",
+                f"max-new-tokens must be between 1 and {MAX_NEW_TOKENS}, got {self.max_new_tokens}",
+                value=self.max_new_tokens, low=1, high=MAX_NEW_TOKENS,
+            )
+        for name, ok in (
+            ("temperature", 0.0 <= self.temperature <= 10.0),
+            ("top_k", isinstance(self.top_k, int) and self.top_k >= 0),
+            ("top_p", 0.0 < self.top_p <= 1.0),
+        ):
+            if not ok:
+                value = getattr(self, name)
+                raise InputError("sampling_range", f"{name}={value} is out of range", name=name, value=value)
+
+    @property
+    def sampling(self) -> Sampling:
+        return Sampling(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, seed=self.seed)
+
+
+# ---------------------------------------------------------------------------
+# The two phases
+# ---------------------------------------------------------------------------
+
+def new_cache(model) -> DynamicCache:
+    """An empty KV cache for one request; it grows by one entry per position."""
+    return DynamicCache(config=model.config)
+
+
+def prefill(model, input_ids: torch.Tensor, cache: DynamicCache) -> tuple[torch.Tensor, DynamicCache]:
+    """Process every prompt position in one pass.  input_ids: (1, S) -> logits (1, vocab).
+
+    Only the last position's logits are kept: the first output token is
+    predicted there. The other positions still matter: their K and V fill the cache.
+    """
+    assert cache.get_seq_length() == 0, "prefill starts from an empty cache"
+    return _forward(model, input_ids, cache)
+
+
+def decode_step(model, input_ids: torch.Tensor, cache: DynamicCache) -> tuple[torch.Tensor, DynamicCache]:
+    """Process exactly one new position; its query reads every cached K/V.  (1, 1) -> (1, vocab)."""
+    assert input_ids.shape[-1] == 1, "a decode step feeds exactly one new token"
+    return _forward(model, input_ids, cache)
+
+
+def _forward(model, input_ids: torch.Tensor, cache: DynamicCache) -> tuple[torch.Tensor, DynamicCache]:
+    start = cache.get_seq_length()
+    num_new = input_ids.shape[-1]
+    position_ids = torch.arange(start, start + num_new, device=input_ids.device).unsqueeze(0)  # (1, S)
+    kwargs = {_cache_keyword(type(model)): cache, "use_cache": True, "position_ids": position_ids}
+    if _accepts(type(model), "logits_to_keep"):
+        kwargs["logits_to_keep"] = 1
+    out = model(input_ids=input_ids, **kwargs)
+    next_cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None) or cache
+    return out.logits[:, -1, :], next_cache  # (1, vocab)
+
+
+@functools.cache
+def _accepts(model_cls, name: str) -> bool:
+    return name in inspect.signature(model_cls.forward).parameters
+
+
+@functools.cache
+def _cache_keyword(model_cls) -> str:
+    """transformers >= 5.24 names the forward argument `cache` (and warns on the old name)."""
+    return "cache" if _accepts(model_cls, "cache") else "past_key_values"
+
+
+def kv_bytes_per_layer(cache: DynamicCache) -> tuple[int, ...]:
+    """Bytes held by each layer's K and V tensors, measured from the tensors themselves."""
+    sizes = []
+    for layer in cache.layers:
+        tensors = (getattr(layer, "keys", None), getattr(layer, "values", None))
+        sizes.append(sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor)))
+    return tuple(sizes)
+
+
+# ---------------------------------------------------------------------------
+# Choosing the next token
+# ---------------------------------------------------------------------------
+
+def choose_token(logits: torch.Tensor, cfg: GenerationConfig, generator: torch.Generator | None) -> int:
+    """Greedy argmax at temperature 0, else temperature / top-k / top-p sampling."""
+    if cfg.temperature == 0.0:
+        return int(logits[0].argmax())
+    logits = logits[0].float().cpu() / cfg.temperature  # (vocab,) sampled on the CPU: same on any device
+    if cfg.top_k:
+        kth = torch.topk(logits, min(cfg.top_k, logits.numel())).values[-1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if cfg.top_p < 1.0:
+        sorted_logits, order = torch.sort(logits, descending=True)
+        cumulative = torch.softmax(sorted_logits, dim=-1).cumsum(-1)
+        drop = cumulative - torch.softmax(sorted_logits, dim=-1) >= cfg.top_p  # keep the first token always
+        logits = logits.masked_fill(drop.scatter(0, order, drop), float("-inf"))
+    return int(torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator))
+
+
+def _eos_ids(lm: LoadedModel) -> frozenset[int]:
+    ids = set()
+    for value in (lm.tokenizer.eos_token_id, getattr(lm.model.generation_config, "eos_token_id", None)):
+        ids.update(value if isinstance(value, (list, tuple)) else [value] if value is not None else [])
+    return frozenset(ids)
+
+
+# ---------------------------------------------------------------------------
+# The loop: 1) prefill, 2) decode until EOS or max_new_tokens
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Pass:
+    input_ids: tuple[int, ...]
+    output_id: int
+    context_before: int
+    context_after: int
+    start: float | None  # perf_counter seconds, only when recording
+    end: float | None
+    kv_bytes_per_layer: tuple[int, ...]
+    stop_reason: str | None  # set on the last pass
+
+
+def _passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[_Pass]:
+    model, device = lm.model, lm.device
+    cache = new_cache(model)
+    generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
+    eos = frozenset() if cfg.ignore_eos else _eos_ids(lm)
+    fed = list(prompt_ids)
+    for i in range(cfg.max_new_tokens):
+        before = cache.get_seq_length()
+        with lm.lock, torch.inference_mode():
+            start = _clock(device) if record else None
+            x = torch.tensor([fed], device=device)  # (1, S) for prefill, (1, 1) for decode
+            logits, cache = prefill(model, x, cache) if i == 0 else decode_step(model, x, cache)
+            token = choose_token(logits, cfg, generator)  # .item(): waits for the device
+            end = _clock(device) if record else None
+            kv = kv_bytes_per_layer(cache) if record else ()
+        stop = "eos" if token in eos else "length" if i == cfg.max_new_tokens - 1 else None
+        yield _Pass(tuple(fed), token, before, before + len(fed), start, end, kv, stop)
+        if stop:
+            return
+        fed = [token]  # the chain: the next pass can only start from this token
+
+
+def _clock(device: torch.device) -> float:
+    """Host time after the device finished its queued work (CUDA runs asynchronously)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    elif device.type == "mps":
+        torch.mps.synchronize()
+    return time.perf_counter()
+
+
+def generate_ids(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig) -> list[int]:
+    """The same loop with recording off: token ids only (benchmarks, warm-up)."""
+    return [p.output_id for p in _passes(lm, prompt_ids, cfg, record=False)]
+
+
+def generate_ids_no_cache(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig) -> list[int]:
+    """Recompute every position at every step, no KV cache: the "before" picture.
+
+    Same tokens as the cached loop, but step t processes prompt_len + t positions.
+    """
+    generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
+    eos = frozenset() if cfg.ignore_eos else _eos_ids(lm)
+    ids, out = list(prompt_ids), []
+    with torch.inference_mode():
+        for _ in range(cfg.max_new_tokens):
+            logits = lm.model(input_ids=torch.tensor([ids], device=lm.device), use_cache=False).logits[:, -1, :]
+            token = choose_token(logits, cfg, generator)
+            out.append(token)
+            if token in eos:
+                break
+            ids.append(token)
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Recording: token pieces, prompt checks, the trace
+# ---------------------------------------------------------------------------
+
+def token_pieces(tokenizer, ids: list[int] | tuple[int, ...]) -> tuple[str, ...]:
+    """Readable text of each token on its own.
+
+    A token that is only part of a character (a byte of a multi-byte UTF-8
+    character) decodes to U+FFFD; show its raw vocabulary entry (e.g. <0xE5>)
+    instead. A leading word marker (SentencePiece's U+2581, GPT-2's U+0120)
+    becomes a visible leading space.
+    """
+    raw = tokenizer.convert_ids_to_tokens(list(ids))
+    pieces = []
+    for token_id, token in zip(ids, raw):
+        text = tokenizer.decode([token_id])
+        if "\ufffd" in text or (not text and token):
+            text = str(token)
+        elif token and token[0] in "\u2581\u0120" and not text.startswith(" "):
+            text = " " + text
+        pieces.append(text)
+    return tuple(pieces)
+
+
+def check_prompt_text(prompt: str) -> None:
+    """Cheap checks that need no model: a prompt must have some visible text."""
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise InputError("empty_prompt", "the prompt is empty")
+
+
+def encode_prompt(lm: LoadedModel, prompt: str, cfg: GenerationConfig, max_prompt_tokens: int | None = None) -> list[int]:
+    """Token ids of the prompt, checked against the model's context and any cap."""
+    check_prompt_text(prompt)
+    ids = lm.tokenizer.encode(prompt, add_special_tokens=False)
+    if not ids:
+        raise InputError("empty_prompt", "the prompt has no tokens")
+    limit = lm.info.max_positions - cfg.max_new_tokens
+    if max_prompt_tokens is not None:
+        limit = min(limit, max_prompt_tokens)
+    if len(ids) > limit:
+        raise InputError(
+            "prompt_too_long",
+            f"the prompt has {len(ids)} tokens; at most {max(limit, 0)} fit "
+            f"(context {lm.info.max_positions}, {cfg.max_new_tokens} new tokens)",
+            num_tokens=len(ids), limit=max(limit, 0),
+        )
+    return ids
+
+
+def stream_trace(
+    lm: LoadedModel,
+    prompt: str,
+    cfg: GenerationConfig = GenerationConfig(),
+    *,
+    request_id: str = "r0",
+    max_prompt_tokens: int | None = None,
+) -> Iterator[RequestTrace]:
+    """Run one request and yield its trace after every forward pass.
+
+    Each yielded trace is complete up to that pass; the last has `stop_reason`.
+    Times are ms since this call started, so TTFT includes tokenization.
+    """
+    t0 = time.perf_counter()
+    prompt_ids = encode_prompt(lm, prompt, cfg, max_prompt_tokens)
+    tokenize_ms = (time.perf_counter() - t0) * 1e3
+    trace = RequestTrace(
+        request_id=request_id, model=lm.info, prompt=prompt, prompt_ids=tuple(prompt_ids),
+        prompt_pieces=token_pieces(lm.tokenizer, prompt_ids), sampling=cfg.sampling,
+        max_new_tokens=cfg.max_new_tokens, tokenize_ms=tokenize_ms,
+    )
+    for index, p in enumerate(_passes(lm, prompt_ids, cfg, record=True)):
+        # A decode step's input is the token the step before chose: reuse its piece.
+        input_pieces = trace.steps[-1].output_piece if trace.steps else trace.prompt_pieces
+        step = _to_step(lm, p, index, request_id, t0, input_pieces)
+        trace = dataclasses.replace(trace, steps=trace.steps + (step,))
+        if p.stop_reason:
+            text = lm.tokenizer.decode(list(trace.output_ids), skip_special_tokens=True)
+            trace = dataclasses.replace(trace, stop_reason=p.stop_reason, output_text=text)
+        yield trace
+
+
+def _to_step(lm, p: _Pass, index: int, request_id: str, t0: float, input_pieces: str | tuple[str, ...]) -> Step:
+    return Step(
+        index=index,
+        phase="prefill" if index == 0 else "decode",
+        request_id=request_id,
+        input_ids=p.input_ids,
+        input_pieces=input_pieces if isinstance(input_pieces, tuple) else (input_pieces,),
+        output_id=p.output_id,
+        output_piece=token_pieces(lm.tokenizer, [p.output_id])[0],
+        context_before=p.context_before,
+        context_after=p.context_after,
+        kv_bytes=sum(p.kv_bytes_per_layer),
+        kv_bytes_per_layer=p.kv_bytes_per_layer,
+        start_ms=(p.start - t0) * 1e3,
+        end_ms=(p.end - t0) * 1e3,
+    )
+
+
+def generate(lm: LoadedModel, prompt: str, cfg: GenerationConfig = GenerationConfig(), **kwargs) -> RequestTrace:
+    """Run one request to the end and return its finished trace."""
+    trace = None
+    for trace in stream_trace(lm, prompt, cfg, **kwargs):
+        pass
+    return trace

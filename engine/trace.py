@@ -1,0 +1,291 @@
+"""The trace: what really happened during one request, as plain frozen values.
+
+This module is the contract between the engine and everything that draws or
+measures. It holds no tensors and imports no torch, so a trace can be saved as
+JSON, loaded on a machine without a model, and drawn by `lesson/`.
+
+Shape of a trace:
+
+    RequestTrace                      one request (prompt -> answer)
+      model: ModelInfo                which model, its shape, dtype and device
+      prompt_ids / prompt_pieces      the real tokenizer split of the prompt
+      output_ids / output_pieces      the answer, token by token
+      steps: tuple[Step, ...]         one record per forward pass
+        Step(phase="prefill")         all prompt positions in one pass -> token 1
+        Step(phase="decode") x N      one new position per pass -> token 2, 3, ...
+
+Times are milliseconds relative to the request's start (before tokenization),
+so TTFT includes tokenization, as a user would feel it.
+
+Metrics follow vLLM's serving benchmark:
+    TTFT = time of the first output token - request start
+    ITL  = gaps between consecutive output tokens
+    TPOT = (E2EL - TTFT) / (output tokens - 1), when there is more than one
+    E2EL = time of the last output token - request start
+
+Later work (batching, chunked prefill) will let one forward pass carry several
+requests; that is why every Step names its `request_id` and the positions it
+processed (`context_before` .. `context_after`) instead of assuming them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+SCHEMA_VERSION = 1
+PHASES = ("prefill", "decode")
+
+
+class TraceFormatError(ValueError):
+    """A JSON document is not a trace this version understands."""
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """The model a trace was recorded on: enough to explain its KV cache size."""
+
+    model_id: str  # "default" for the embedded model, else the folder name
+    architecture: str  # e.g. "LlamaForCausalLM"
+    num_layers: int
+    num_heads: int  # query heads
+    num_kv_heads: int  # key/value heads (fewer than num_heads under GQA)
+    head_dim: int
+    hidden_size: int
+    vocab_size: int
+    max_positions: int  # longest context the model accepts
+    num_params: int
+    dtype: str  # "float32", "bfloat16", ...
+    bytes_per_element: int  # of the KV cache tensors
+    device: str  # "cpu", "cuda", "mps"
+
+    @property
+    def kv_bytes_per_token(self) -> int:
+        """2 (K and V) x layers x kv_heads x head_dim x bytes per element."""
+        return 2 * self.num_layers * self.num_kv_heads * self.head_dim * self.bytes_per_element
+
+    def kv_bytes_for(self, num_tokens: int) -> int:
+        return self.kv_bytes_per_token * num_tokens
+
+
+@dataclass(frozen=True)
+class Step:
+    """One forward pass of one request.
+
+    Prefill processes every prompt position in one pass; each Decode step
+    processes exactly one new position (the token chosen by the step before).
+    """
+
+    index: int  # 0 for Prefill, then 1, 2, ...
+    phase: str  # "prefill" or "decode"
+    request_id: str
+    input_ids: tuple[int, ...]  # the tokens fed into this pass
+    input_pieces: tuple[str, ...]
+    output_id: int  # the token this pass chose
+    output_piece: str
+    context_before: int  # positions already in the KV cache before the pass
+    context_after: int  # positions in the KV cache after it
+    kv_bytes: int  # measured from the cache tensors after the pass
+    kv_bytes_per_layer: tuple[int, ...]
+    start_ms: float  # relative to the request's start
+    end_ms: float  # when the output token was known on the host
+
+    def __post_init__(self) -> None:
+        if self.phase not in PHASES:
+            raise TraceFormatError(f"unknown phase {self.phase!r}; expected one of {PHASES}")
+        if self.context_after - self.context_before != len(self.input_ids):
+            raise TraceFormatError("a step's new positions must equal its input tokens")
+
+    @property
+    def num_positions(self) -> int:
+        """How many new positions this pass computed (Q, K and V for each)."""
+        return self.context_after - self.context_before
+
+    @property
+    def positions(self) -> range:
+        """The indices of the positions this pass computed."""
+        return range(self.context_before, self.context_after)
+
+    @property
+    def duration_ms(self) -> float:
+        return self.end_ms - self.start_ms
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How the next token was chosen. temperature 0 means greedy (argmax)."""
+
+    temperature: float = 0.0
+    top_k: int = 0  # 0: no top-k filter
+    top_p: float = 1.0  # 1.0: no nucleus filter
+    seed: int = 0
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """The waits a user feels, in milliseconds (see module docstring)."""
+
+    ttft_ms: float
+    tpot_ms: float | None  # None when only one token came out
+    itl_ms: tuple[float, ...]
+    e2el_ms: float
+
+    @property
+    def mean_itl_ms(self) -> float | None:
+        return sum(self.itl_ms) / len(self.itl_ms) if self.itl_ms else None
+
+
+def compute_metrics(token_times_ms: tuple[float, ...] | list[float]) -> Metrics:
+    """Metrics from the times (ms since request start) each output token appeared."""
+    if not token_times_ms:
+        raise ValueError("a request with no output token has no latency metrics")
+    ttft, e2el = token_times_ms[0], token_times_ms[-1]
+    itl = tuple(b - a for a, b in zip(token_times_ms, token_times_ms[1:]))
+    n = len(token_times_ms)
+    tpot = (e2el - ttft) / (n - 1) if n > 1 else None
+    return Metrics(ttft_ms=ttft, tpot_ms=tpot, itl_ms=itl, e2el_ms=e2el)
+
+
+@dataclass(frozen=True)
+class RequestTrace:
+    """Everything one request did, step by step. Built by `engine.generate`."""
+
+    request_id: str
+    model: ModelInfo
+    prompt: str
+    prompt_ids: tuple[int, ...]
+    prompt_pieces: tuple[str, ...]
+    sampling: Sampling
+    max_new_tokens: int
+    steps: tuple[Step, ...] = ()
+    tokenize_ms: float = 0.0  # time spent turning the prompt into ids
+    stop_reason: str | None = None  # None while running, then "eos" or "length"
+    output_text: str = ""
+    schema_version: int = field(default=SCHEMA_VERSION)
+
+    # --- derived views (never stored twice) ---
+    @property
+    def finished(self) -> bool:
+        return self.stop_reason is not None
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.prompt_ids)
+
+    @property
+    def output_ids(self) -> tuple[int, ...]:
+        return tuple(s.output_id for s in self.steps)
+
+    @property
+    def output_pieces(self) -> tuple[str, ...]:
+        return tuple(s.output_piece for s in self.steps)
+
+    @property
+    def prefill(self) -> Step | None:
+        return next((s for s in self.steps if s.phase == "prefill"), None)
+
+    @property
+    def decode_steps(self) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if s.phase == "decode")
+
+    @property
+    def token_times_ms(self) -> tuple[float, ...]:
+        return tuple(s.end_ms for s in self.steps)
+
+    @property
+    def metrics(self) -> Metrics | None:
+        return compute_metrics(self.token_times_ms) if self.steps else None
+
+    @property
+    def kv_bytes(self) -> int:
+        return self.steps[-1].kv_bytes if self.steps else 0
+
+    # --- JSON in and out ---
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        # Derived values are written for readers of the JSON (and spreadsheet users),
+        # and ignored on load: the steps are the single source of truth.
+        metrics = self.metrics
+        data["derived"] = {
+            "output_ids": list(self.output_ids),
+            "output_pieces": list(self.output_pieces),
+            "metrics": asdict(metrics) if metrics else None,
+            "kv_bytes_per_token": self.model.kv_bytes_per_token,
+        }
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "RequestTrace":
+        version = data.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise TraceFormatError(f"trace schema_version {version!r}; this build reads {SCHEMA_VERSION}")
+        try:
+            steps = tuple(_step_from_dict(s) for s in data["steps"])
+            return cls(
+                request_id=data["request_id"],
+                model=ModelInfo(**data["model"]),
+                prompt=data["prompt"],
+                prompt_ids=tuple(data["prompt_ids"]),
+                prompt_pieces=tuple(data["prompt_pieces"]),
+                sampling=Sampling(**data["sampling"]),
+                max_new_tokens=data["max_new_tokens"],
+                steps=steps,
+                tokenize_ms=data["tokenize_ms"],
+                stop_reason=data["stop_reason"],
+                output_text=data["output_text"],
+                schema_version=version,
+            )
+        except (KeyError, TypeError) as err:
+            raise TraceFormatError(f"not a valid trace: {err}") from err
+
+    @classmethod
+    def from_json(cls, text: str) -> "RequestTrace":
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as err:
+            raise TraceFormatError(f"not JSON: {err}") from err
+        if not isinstance(data, dict):
+            raise TraceFormatError("a trace is a JSON object")
+        return cls.from_dict(data)
+
+
+_TUPLE_FIELDS = ("input_ids", "input_pieces", "kv_bytes_per_layer")
+
+
+def _step_from_dict(data: dict[str, Any]) -> Step:
+    values = {k: (tuple(v) if k in _TUPLE_FIELDS else v) for k, v in data.items()}
+    return Step(**values)
+
+
+STEP_TABLE_COLUMNS = (
+    "step", "phase", "positions", "new_positions", "input_tokens", "output_token",
+    "start_ms", "end_ms", "ms", "context_after", "kv_bytes",
+)
+
+
+def step_rows(trace: RequestTrace) -> list[dict[str, Any]]:
+    """One flat dict per forward pass: the step table (CLI, CSV export, app)."""
+    return [
+        {
+            "step": s.index,
+            "phase": s.phase,
+            "positions": f"{s.context_before}..{s.context_after - 1}",
+            "new_positions": s.num_positions,
+            "input_tokens": " | ".join(s.input_pieces),
+            "output_token": s.output_piece,
+            "start_ms": round(s.start_ms, 3),
+            "end_ms": round(s.end_ms, 3),
+            "ms": round(s.duration_ms, 3),
+            "context_after": s.context_after,
+            "kv_bytes": s.kv_bytes,
+        }
+        for s in trace.steps
+    ]

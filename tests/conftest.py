@@ -1,0 +1,91 @@
+"""Shared fixtures: the embedded default model, and tiny random models of three families.
+
+Nothing here downloads anything: the random models get a small byte-fallback BPE
+tokenizer trained in a second on a few sentences, and are saved as real
+Hugging Face folders so they go through the same `load_model` path as any user folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+TINY_TEXT = [
+    "法国的首都是巴黎。德国的首都是柏林。日本的首都是东京。",
+    "The capital of France is Paris. The capital of Germany is Berlin.",
+    "Prefill reads the whole prompt; decode writes one token at a time.",
+]
+
+
+def build_tiny_tokenizer(folder: Path):
+    """A Llama-style tokenizer: BPE over characters with byte fallback (no unknown tokens)."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<unk>", "</s>"]
+    byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
+    tok.decoder = decoders.Sequence([
+        decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0),
+    ])
+    trainer = trainers.BpeTrainer(vocab_size=400, special_tokens=specials + byte_tokens, show_progress=False)
+    tok.train_from_iterator(TINY_TEXT, trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", eos_token="</s>", pad_token="</s>")
+    fast.save_pretrained(folder)
+    return fast
+
+
+def tiny_config(kind: str, vocab_size: int, eos_id: int):
+    """Random models small enough to run in milliseconds, big enough to disagree with a lookup table."""
+    from transformers import GPT2Config, LlamaConfig, Qwen2Config
+
+    common = dict(vocab_size=vocab_size, initializer_range=0.2, eos_token_id=eos_id, bos_token_id=eos_id,
+                  pad_token_id=eos_id, tie_word_embeddings=False)
+    if kind == "gpt2":  # no GQA, learned positions
+        return GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=256, **common)
+    cls = {"llama": LlamaConfig, "qwen2": Qwen2Config}[kind]
+    return cls(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+               num_key_value_heads=2, max_position_embeddings=512, **common)
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dirs(tmp_path_factory) -> dict[str, Path]:
+    """{"llama": dir, "qwen2": dir, "gpt2": dir}: random-weight HF folders with safetensors."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    root = tmp_path_factory.mktemp("tiny_models")
+    tokenizer = build_tiny_tokenizer(root / "tokenizer")
+    dirs = {}
+    for kind in ("llama", "qwen2", "gpt2"):
+        torch.manual_seed(0)
+        model = AutoModelForCausalLM.from_config(tiny_config(kind, len(tokenizer), tokenizer.eos_token_id))
+        model.save_pretrained(root / kind, safe_serialization=True)
+        tokenizer.save_pretrained(root / kind)
+        dirs[kind] = root / kind
+    return dirs
+
+
+@pytest.fixture(scope="session")
+def default_lm():
+    """The embedded default model, loaded once for the whole test session."""
+    from engine import load_model
+
+    return load_model(device="cpu")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In CI (PREFILL_DECODE_REQUIRE_BROWSER=1) a skipped browser test is a failure:
+    a missing chromium must not turn the real-browser checks into a silent pass."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and item.get_closest_marker("browser") and os.environ.get("PREFILL_DECODE_REQUIRE_BROWSER") == "1":
+        report.outcome = "failed"
+        report.longrepr = f"browser test skipped in CI: {report.longrepr}"

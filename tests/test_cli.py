@@ -1,0 +1,65 @@
+"""`python -m engine trace`: the readable table, the JSON form, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from engine.__main__ import main
+from engine.trace import RequestTrace
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_table_shows_prefill_then_single_position_decodes(tiny_model_dirs, capsys):
+    code = main(["trace", "--model", str(tiny_model_dirs["llama"]), "--prompt", "The capital of France is",
+                 "--max-new-tokens", "4", "--ignore-eos"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("step"))
+    rows = lines[header + 1: header + 5]
+    assert rows[0].split()[1] == "prefill" and "0..4 (5)" in rows[0]
+    assert all(r.split()[1] == "decode" and "(1)" in r for r in rows[1:])
+    assert "TTFT" in out and "TPOT" in out and "KV per token" in out
+
+
+def test_json_output_is_a_trace(tiny_model_dirs, capsys):
+    assert main(["trace", "--model", str(tiny_model_dirs["gpt2"]), "--prompt", "The capital",
+                 "--max-new-tokens", "3", "--json", "--ignore-eos"]) == 0
+    trace = RequestTrace.from_json(capsys.readouterr().out)
+    assert [s.phase for s in trace.steps] == ["prefill", "decode", "decode"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "/no/such/folder"], "model folder not found"),
+    (["--prompt", "   "], "the prompt is empty"),
+    (["--max-new-tokens", "0"], "max-new-tokens must be between"),
+    (["--max-new-tokens", "999999"], "max-new-tokens must be between"),
+    (["--max-new-tokens", "many"], "invalid int value"),
+    (["--device", "tpu"], "invalid choice"),
+])
+def test_bad_input_is_one_line_and_nonzero(args, message):
+    result = run_cli("trace", *args)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_prompt_longer_than_context_is_one_line(tiny_model_dirs):
+    result = run_cli("trace", "--model", str(tiny_model_dirs["gpt2"]), "--prompt", "capital " * 400)
+    assert result.returncode == 2 and "fit (context 256" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_default_model_paris(capsys):
+    """The README's first command: the embedded model answers 巴黎。 through the CLI."""
+    assert main(["trace", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "prefill" in out and "巴黎" in out

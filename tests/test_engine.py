@@ -1,0 +1,249 @@
+"""The engine's central claims, checked on real forward passes.
+
+- cached greedy decoding == full recomputation without a cache == model.generate
+- the first output token is the argmax of Prefill's last position
+- Prefill processes every prompt position in one pass; each Decode step exactly one
+- KV bytes after each step == 2 x layers x kv_heads x head_dim x bytes x context
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+
+from engine import (
+    EngineError, GenerationConfig, InputError, ModelLoadError, decode_step, generate, generate_ids,
+    generate_ids_no_cache, load_model, new_cache, prefill, stream_trace,
+)
+from engine.generation import token_pieces
+
+FAMILIES = ("llama", "qwen2", "gpt2")
+EN_PROMPT = "The capital of France is"
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dirs):
+    return {kind: load_model(path, device="cpu") for kind, path in tiny_model_dirs.items()}
+
+
+def hf_greedy(lm, prompt_ids, max_new_tokens):
+    """The reference: transformers' own generate, greedy, fixed length."""
+    x = torch.tensor([prompt_ids])
+    out = lm.model.generate(
+        x, attention_mask=torch.ones_like(x), max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
+        do_sample=False, pad_token_id=lm.tokenizer.eos_token_id,
+    )
+    return out[0, len(prompt_ids):].tolist()
+
+
+@pytest.mark.parametrize("kind", FAMILIES)
+def test_cached_greedy_equals_recompute_and_hf_generate(tiny, kind):
+    lm = tiny[kind]
+    cfg = GenerationConfig(max_new_tokens=12, ignore_eos=True)
+    trace = generate(lm, EN_PROMPT, cfg)
+    ids = list(trace.prompt_ids)
+    assert len(trace.output_ids) == 12
+    assert len(set(trace.output_ids)) > 1, "random model should not repeat one token (initializer_range)"
+    assert list(trace.output_ids) == generate_ids_no_cache(lm, ids, cfg)
+    assert list(trace.output_ids) == hf_greedy(lm, ids, 12)
+    assert list(trace.output_ids) == generate_ids(lm, ids, cfg)
+
+
+@pytest.mark.parametrize("kind", FAMILIES)
+def test_steps_are_one_prefill_then_single_position_decodes(tiny, kind):
+    lm = tiny[kind]
+    trace = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=6, ignore_eos=True))
+    prefill_step, *decodes = trace.steps
+    assert prefill_step.phase == "prefill"
+    assert prefill_step.input_ids == trace.prompt_ids
+    assert prefill_step.num_positions == trace.prompt_len and prefill_step.context_before == 0
+    for prev, step in zip(trace.steps, decodes):
+        assert step.phase == "decode"
+        assert step.num_positions == 1
+        assert step.input_ids == (prev.output_id,)  # the chain: each step feeds the token chosen before
+        assert step.context_before == prev.context_after
+        assert step.start_ms >= prev.end_ms
+
+
+@pytest.mark.parametrize("kind", FAMILIES)
+def test_kv_bytes_follow_the_formula(tiny, kind):
+    lm = tiny[kind]
+    info = lm.info
+    trace = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=5, ignore_eos=True))
+    for step in trace.steps:
+        expected = 2 * info.num_layers * info.num_kv_heads * info.head_dim * info.bytes_per_element * step.context_after
+        assert step.kv_bytes == expected
+        assert len(step.kv_bytes_per_layer) == info.num_layers
+        assert len(set(step.kv_bytes_per_layer)) == 1 and sum(step.kv_bytes_per_layer) == step.kv_bytes
+    if kind == "gpt2":
+        assert info.num_kv_heads == info.num_heads  # no GQA
+    else:
+        assert info.num_kv_heads < info.num_heads
+
+
+def test_first_token_is_argmax_of_prefill_last_position(tiny):
+    lm = tiny["llama"]
+    trace = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=2, ignore_eos=True))
+    with torch.inference_mode():
+        full = lm.model(input_ids=torch.tensor([list(trace.prompt_ids)]), use_cache=False).logits
+    assert trace.output_ids[0] == int(full[0, -1].argmax())
+
+
+def test_prefill_and_decode_step_pass_the_cache_explicitly(tiny):
+    lm = tiny["llama"]
+    ids = lm.tokenizer.encode(EN_PROMPT, add_special_tokens=False)
+    with torch.inference_mode():
+        cache = new_cache(lm.model)
+        logits, cache = prefill(lm.model, torch.tensor([ids]), cache)
+        assert logits.shape == (1, lm.info.vocab_size) and cache.get_seq_length() == len(ids)
+        token = torch.tensor([[int(logits.argmax())]])
+        logits, cache = decode_step(lm.model, token, cache)
+        assert cache.get_seq_length() == len(ids) + 1
+        with pytest.raises(AssertionError):
+            decode_step(lm.model, torch.tensor([ids]), cache)
+
+
+def test_stream_yields_one_growing_trace_per_forward_pass(tiny):
+    partials = list(stream_trace(tiny["llama"], EN_PROMPT, GenerationConfig(max_new_tokens=4, ignore_eos=True)))
+    assert [len(p.steps) for p in partials] == [1, 2, 3, 4]
+    assert [p.finished for p in partials] == [False, False, False, True]
+    assert partials[-1].stop_reason == "length"
+
+
+def test_sampling_repeats_with_a_seed_and_differs_from_greedy(tiny):
+    lm = tiny["llama"]
+    cfg = GenerationConfig(max_new_tokens=10, temperature=1.5, top_k=50, top_p=0.95, seed=7, ignore_eos=True)
+    first, second = generate(lm, EN_PROMPT, cfg), generate(lm, EN_PROMPT, cfg)
+    assert first.output_ids == second.output_ids
+    other = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=10, temperature=1.5, seed=8, ignore_eos=True))
+    greedy = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=10, ignore_eos=True))
+    assert first.output_ids != greedy.output_ids or other.output_ids != greedy.output_ids
+
+
+def test_top_k_one_is_greedy(tiny):
+    lm = tiny["qwen2"]
+    sampled = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=6, temperature=1.0, top_k=1, ignore_eos=True))
+    greedy = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=6, ignore_eos=True))
+    assert sampled.output_ids == greedy.output_ids
+
+
+def test_stops_at_eos(tiny):
+    lm = tiny["llama"]
+    greedy = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=8, ignore_eos=True))
+    lm_eos = lm.tokenizer.eos_token_id
+    # Make the 3rd greedy token count as EOS for this run, and check the loop stops right there.
+    original = lm.tokenizer.eos_token_id
+    try:
+        lm.model.generation_config.eos_token_id = greedy.output_ids[2]
+        trace = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=8))
+    finally:
+        lm.model.generation_config.eos_token_id = lm_eos
+    assert original == lm_eos
+    assert trace.stop_reason == "eos" and trace.output_ids == greedy.output_ids[:3]
+
+
+def test_times_are_measured_and_ordered(tiny):
+    trace = generate(tiny["llama"], EN_PROMPT, GenerationConfig(max_new_tokens=5, ignore_eos=True))
+    assert 0 < trace.tokenize_ms <= trace.steps[0].start_ms
+    for step in trace.steps:
+        assert step.end_ms > step.start_ms
+    metrics = trace.metrics
+    assert metrics.ttft_ms == trace.steps[0].end_ms
+    assert metrics.e2el_ms == trace.steps[-1].end_ms
+    assert metrics.tpot_ms == pytest.approx((metrics.e2el_ms - metrics.ttft_ms) / 4)
+
+
+def test_no_warnings_from_transformers(tiny_model_dirs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        lm = load_model(tiny_model_dirs["gpt2"], device="cpu")
+        generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=3))
+
+
+# --- bad input: each gets its specific error ---------------------------------
+
+@pytest.mark.parametrize("prompt", ["", "   \n\t"])
+def test_empty_prompt(tiny, prompt):
+    with pytest.raises(InputError) as err:
+        generate(tiny["llama"], prompt)
+    assert err.value.key == "empty_prompt"
+
+
+def test_prompt_longer_than_context(tiny):
+    lm = tiny["gpt2"]  # 256 positions
+    with pytest.raises(InputError) as err:
+        generate(lm, "capital " * 400, GenerationConfig(max_new_tokens=4))
+    assert err.value.key == "prompt_too_long" and err.value.params["limit"] == 256 - 4
+
+
+def test_prompt_over_an_app_cap(tiny):
+    with pytest.raises(InputError) as err:
+        generate(tiny["llama"], "capital " * 50, GenerationConfig(max_new_tokens=4), max_prompt_tokens=10)
+    assert err.value.params == {"num_tokens": err.value.params["num_tokens"], "limit": 10}
+
+
+@pytest.mark.parametrize("kwargs, key", [
+    ({"max_new_tokens": 0}, "max_new_tokens_range"),
+    ({"max_new_tokens": 100_000}, "max_new_tokens_range"),
+    ({"temperature": -1.0}, "sampling_range"),
+    ({"top_p": 0.0}, "sampling_range"),
+    ({"top_k": -3}, "sampling_range"),
+])
+def test_generation_config_ranges(kwargs, key):
+    with pytest.raises(InputError) as err:
+        GenerationConfig(**kwargs)
+    assert err.value.key == key
+
+
+def test_missing_model_folder(tmp_path):
+    with pytest.raises(ModelLoadError) as err:
+        load_model(tmp_path / "nope")
+    assert err.value.key == "model_not_found"
+
+
+def test_folder_that_is_not_a_model(tmp_path):
+    (tmp_path / "notes.txt").write_text("hello")
+    with pytest.raises(ModelLoadError) as err:
+        load_model(tmp_path)
+    assert err.value.key == "not_a_model"
+
+
+def test_pickle_only_weights_are_refused(tmp_path, tiny_model_dirs):
+    (tmp_path / "config.json").write_text((tiny_model_dirs["llama"] / "config.json").read_text())
+    (tmp_path / "pytorch_model.bin").write_bytes(b"not loaded, ever")
+    with pytest.raises(ModelLoadError) as err:
+        load_model(tmp_path)
+    assert err.value.key == "pickle_weights_only"
+
+
+def test_broken_weights_give_a_load_error(tmp_path, tiny_model_dirs):
+    (tmp_path / "config.json").write_text((tiny_model_dirs["llama"] / "config.json").read_text())
+    (tmp_path / "model.safetensors").write_bytes(b"garbage")
+    with pytest.raises(ModelLoadError) as err:
+        load_model(tmp_path)
+    assert err.value.key == "model_load_failed"
+
+
+@pytest.mark.parametrize("kwargs, key", [({"device": "tpu"}, "device_unavailable"), ({"dtype": "int3"}, "bad_dtype")])
+def test_bad_device_and_dtype(tiny_model_dirs, kwargs, key):
+    with pytest.raises(EngineError) as err:
+        load_model(tiny_model_dirs["llama"], **kwargs)
+    assert err.value.key == key
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on a machine without CUDA")
+def test_cuda_requested_without_cuda(tiny_model_dirs):
+    with pytest.raises(ModelLoadError) as err:
+        load_model(tiny_model_dirs["llama"], device="cuda")
+    assert err.value.key == "device_unavailable"
+
+
+def test_token_pieces_are_readable(tiny):
+    tok = tiny["llama"].tokenizer
+    ids = tok.encode("The capital 法国 😀", add_special_tokens=False)
+    pieces = token_pieces(tok, ids)
+    assert len(pieces) == len(ids)
+    assert pieces[0].strip() == "The" and pieces[1] == " capital"  # the word marker shows as a space
+    assert any(p.startswith("<0x") for p in pieces)  # the emoji falls back to raw bytes, shown as such
