@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 from engine import DEFAULT_MODEL_DIR, GenerationConfig, generate, generate_ids_no_cache
 
@@ -45,14 +44,15 @@ def test_prompt_splits_without_a_bos_token(default_lm):
     assert "".join(trace.prompt_pieces).strip() == "法国的首都是"
 
 
-def test_cached_equals_recompute_on_the_default_model(default_lm):
-    cfg = GenerationConfig(max_new_tokens=16, ignore_eos=True)
-    trace = generate(default_lm, "德国的首都是", cfg)
-    assert list(trace.output_ids) == generate_ids_no_cache(default_lm, list(trace.prompt_ids), cfg)
-    x = torch.tensor([list(trace.prompt_ids)])
-    hf = default_lm.model.generate(x, attention_mask=torch.ones_like(x), do_sample=False, max_new_tokens=16,
-                                   min_new_tokens=16, pad_token_id=default_lm.tokenizer.eos_token_id)
-    assert list(trace.output_ids) == hf[0, x.shape[1]:].tolist()
+def test_cached_equals_recompute_and_hf_on_the_default_model(default_lm):
+    from tests.test_engine import hf_greedy
+
+    for prompt in ("德国的首都是", "The capital of Japan is", "Prefill"):
+        cfg = GenerationConfig(max_new_tokens=24)
+        trace = generate(default_lm, prompt, cfg)
+        ids = list(trace.prompt_ids)
+        assert list(trace.output_ids) == generate_ids_no_cache(default_lm, ids, cfg)
+        assert list(trace.output_ids) == hf_greedy(default_lm, ids, 24)
 
 
 def test_a_long_prompt_runs(default_lm):
@@ -61,11 +61,12 @@ def test_a_long_prompt_runs(default_lm):
     assert trace.prompt_len > 1000 and trace.steps[0].num_positions == trace.prompt_len
 
 
-def test_model_card_reports_measured_accuracy():
+def test_model_card_reports_the_measured_accuracy():
     card = (DEFAULT_MODEL_DIR / "README.md").read_text()
-    evaluation = json.loads((DEFAULT_MODEL_DIR / "eval.json").read_text())
-    assert "accuracy" in card.lower()
-    assert "71" in card
+    accuracy = json.loads((DEFAULT_MODEL_DIR / "eval.json").read_text())["accuracy"]
+    for lang in ("zh", "en"):
+        assert f"{accuracy[lang]['correct']}/{accuracy[lang]['total']}" in card
+        assert accuracy[lang]["total"] == 71 and accuracy[lang]["correct"] >= 64  # "most" countries
 
 
 @pytest.mark.parametrize("prompt", ["<script>alert(1)</script>", "😀🎉", "مرحبا", "a\x00b\x07c"])

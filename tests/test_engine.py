@@ -29,26 +29,26 @@ def tiny(tiny_model_dirs):
 
 
 def hf_greedy(lm, prompt_ids, max_new_tokens):
-    """The reference: transformers' own generate, greedy, fixed length."""
+    """The reference: transformers' own generate, greedy, stopping at EOS as ours does."""
     x = torch.tensor([prompt_ids])
     out = lm.model.generate(
-        x, attention_mask=torch.ones_like(x), max_new_tokens=max_new_tokens, min_new_tokens=max_new_tokens,
-        do_sample=False, pad_token_id=lm.tokenizer.eos_token_id,
-    )
-    return out[0, len(prompt_ids):].tolist()
+        x, attention_mask=torch.ones_like(x), max_new_tokens=max_new_tokens, do_sample=False,
+        pad_token_id=lm.tokenizer.eos_token_id,
+    )[0, len(prompt_ids):].tolist()
+    eos = lm.tokenizer.eos_token_id
+    return out[: out.index(eos) + 1] if eos in out else out
 
 
 @pytest.mark.parametrize("kind", FAMILIES)
 def test_cached_greedy_equals_recompute_and_hf_generate(tiny, kind):
     lm = tiny[kind]
-    cfg = GenerationConfig(max_new_tokens=12, ignore_eos=True)
-    trace = generate(lm, EN_PROMPT, cfg)
-    ids = list(trace.prompt_ids)
-    assert len(trace.output_ids) == 12
-    assert len(set(trace.output_ids)) > 1, "random model should not repeat one token (initializer_range)"
-    assert list(trace.output_ids) == generate_ids_no_cache(lm, ids, cfg)
-    assert list(trace.output_ids) == hf_greedy(lm, ids, 12)
-    assert list(trace.output_ids) == generate_ids(lm, ids, cfg)
+    for cfg in (GenerationConfig(max_new_tokens=12, ignore_eos=True), GenerationConfig(max_new_tokens=12)):
+        trace = generate(lm, EN_PROMPT, cfg)
+        ids = list(trace.prompt_ids)
+        assert len(set(trace.output_ids)) > 1, "random model should not repeat one token (initializer_range)"
+        assert list(trace.output_ids) == generate_ids_no_cache(lm, ids, cfg)
+        assert list(trace.output_ids) == generate_ids(lm, ids, cfg)
+    assert list(trace.output_ids) == hf_greedy(lm, ids, 12)  # the second cfg stops at EOS, as HF does
 
 
 @pytest.mark.parametrize("kind", FAMILIES)

@@ -1,0 +1,99 @@
+"""What the page caches: the model (one per process) and data derived from it.
+
+- `get_model`: `st.cache_resource`, loaded and warmed up once per process and
+  shared by every visitor; never mutated (the engine's `lm.lock` serialises
+  forward passes).
+- traces, token splits and SVGs: `st.cache_data`, keyed by plain arguments
+  (strings and numbers), so repeated demos cost nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import streamlit as st
+
+from engine.trace import RequestTrace
+from lesson.views import ServerSettings, resolve_model_choice, settings_from_env
+
+log = logging.getLogger("prefill_decode.app")
+
+
+@st.cache_resource(show_spinner=False)
+def server_settings() -> ServerSettings:
+    """Operator settings, read once per process from the environment."""
+    return settings_from_env()
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def get_model(model_choice: str, device: str, dtype: str):
+    """Load (and warm up) a model once per process. Raises EngineError on bad folders."""
+    from engine import load_model  # late: keeps torch out of the import of this module
+
+    path = resolve_model_choice(model_choice, server_settings().models_dir)
+    log.info("loading model %r from %s on %s/%s", model_choice, path or "<default>", device, dtype)
+    return load_model(path, device=device, dtype=dtype)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def finished_trace_json(
+    model_choice: str, device: str, dtype: str, prompt: str, max_new_tokens: int,
+    temperature: float, top_k: int, top_p: float, seed: int, max_prompt_tokens: int,
+) -> str:
+    """A whole request's trace as JSON (used for the first view, before any Run)."""
+    from engine import GenerationConfig, generate
+
+    lm = get_model(model_choice, device, dtype)
+    cfg = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                           seed=seed)
+    return generate(lm, prompt, cfg, max_prompt_tokens=max_prompt_tokens).to_json(indent=None)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def prompt_preview(
+    model_choice: str, device: str, dtype: str, prompt: str, target_tokens: int,
+) -> tuple[str, tuple[str, ...], int]:
+    """(the prompt the model will get, its real token pieces, the typed prompt's token count).
+
+    A target above the typed prompt's length extends it with filler text
+    (engine.prompts.extend_prompt); otherwise the prompt is used as typed.
+    """
+    from engine.generation import token_pieces
+    from engine.prompts import extend_prompt
+
+    tokenizer = get_model(model_choice, device, dtype).tokenizer
+    natural = len(tokenizer.encode(prompt, add_special_tokens=False)) if prompt.strip() else 0
+    effective = extend_prompt(tokenizer, prompt, target_tokens) if prompt.strip() and target_tokens > natural else prompt
+    ids = tokenizer.encode(effective, add_special_tokens=False) if effective.strip() else []
+    return effective, token_pieces(tokenizer, ids), natural
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def diagram_svg(name: str, trace_json: str, lang: str, classroom: bool) -> str:
+    """One diagram of a trace, as an SVG string."""
+    from lesson.diagrams import DIAGRAMS
+
+    return DIAGRAMS[name](RequestTrace.from_json(trace_json), lang=lang, style=diagram_style(classroom))
+
+
+@st.cache_data(show_spinner=False, max_entries=512)
+def schematic_svg(prompt_len: int, output_len: int, lang: str, classroom: bool) -> str:
+    """The block sketch for the two sliders; no model involved."""
+    from lesson.diagrams import render_blocks_schematic
+
+    return render_blocks_schematic(prompt_len, output_len, lang=lang, style=diagram_style(classroom))
+
+
+def diagram_style(classroom: bool):
+    """The diagrams' classroom style where lesson.style offers one, else the default."""
+    if not classroom:
+        return None
+    import lesson.style as style
+
+    return getattr(style, "CLASSROOM_STYLE", None)
+
+
+def latency_figure(trace_json: str, lang: str):
+    from lesson.charts import latency_figure as make_figure
+
+    return make_figure(RequestTrace.from_json(trace_json), lang)

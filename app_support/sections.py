@@ -1,0 +1,462 @@
+"""The page, section by section, in the lesson's order.
+
+Each function draws one part of the page. Sections that show a diagram take
+the trace as JSON (a plain string, so the SVG cache can key on it) or None
+when there is no run to show yet.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+
+import streamlit as st
+
+from engine.trace import RequestTrace, step_rows
+from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
+from lesson.views import (
+    DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, ServerSettings, bottleneck_live_text, error_message, escape_markdown,
+    format_bytes, format_count, format_ms, list_model_choices, markdown_table, metric_cards, queue_wait_ms,
+    step_log_line, stop_reason_text, token_split_text, trace_csv, trace_summary, truncate_trace,
+)
+
+from . import resources, state
+from .ui import error_boundary, metric_row, svg_figure
+
+log = logging.getLogger("prefill_decode.app")
+
+# (anchor, title key) in page order: the sidebar's table of contents.
+CONTENTS = (
+    ("run", "run_title"), ("timeline", "sec_timeline"), ("prefill", "sec_prefill"), ("decode", "sec_decode"),
+    ("blocks", "sec_blocks"), ("bottleneck", "sec_bottleneck"), ("waits", "sec_waits"), ("many", "sec_many"),
+    ("summary", "sec_summary"), ("animation", "sec_animation"), ("references", "sec_references"),
+    ("review", "sec_review"),
+)
+
+
+@dataclass(frozen=True)
+class RunArgs:
+    """Everything that determines a trace, as plain values (the cache key)."""
+
+    model_choice: str
+    device: str
+    dtype: str
+    prompt: str
+    max_new_tokens: int
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+    max_prompt_tokens: int
+
+
+# ---------------------------------------------------------------------------
+# Top of the page: header, sidebar, model
+# ---------------------------------------------------------------------------
+
+def header(lang: str) -> None:
+    title_col, switch_col = st.columns([5, 2], vertical_alignment="bottom")
+    with title_col:
+        st.caption(t(lang, "kicker"))
+        st.title(t(lang, "title"), anchor="top")
+    with switch_col:
+        st.radio(
+            t(lang, "language"), LANGUAGES, key="lang", horizontal=True,
+            format_func=LANGUAGE_NAMES.__getitem__,
+        )
+        st.toggle(t(lang, "classroom"), key="classroom", help=t(lang, "classroom_help"), on_change=_classroom_changed)
+
+
+def _classroom_changed() -> None:
+    """Entering classroom mode starts the stepping at Prefill; leaving shows everything."""
+    st.session_state.class_step = 1 if st.session_state.classroom else 10**9
+
+
+def show_flash(lang: str) -> None:
+    for key, params in state.pop_flash():
+        params = dict(params)
+        if "name_key" in params:
+            params["name"] = t(lang, params.pop("name_key"))
+        st.warning(t(lang, key, **{k: escape_markdown(str(v)) for k, v in params.items()}))
+
+
+def sidebar(lang: str, settings: ServerSettings):
+    """Settings, limits and contents. Returns a slot at the top for the classroom buttons."""
+    classroom = st.session_state.classroom
+    with st.sidebar:
+        classroom_slot = st.container()
+        st.subheader(t(lang, "sidebar_title"))
+        st.selectbox(
+            t(lang, "model"), list_model_choices(settings.models_dir), key="model_choice",
+            help=t(lang, "model_help"),  # options are folder names (language-neutral; "default" = embedded)
+        )
+        with st.expander(t(lang, "sampling"), expanded=False):
+            if classroom:
+                st.caption(t(lang, "sampling_locked"))
+            st.slider(t(lang, "temperature"), 0.0, 2.0, step=0.05, key="temperature", disabled=classroom)
+            st.number_input(t(lang, "top_k"), 0, 1000, step=1, key="top_k", disabled=classroom)
+            st.slider(t(lang, "top_p"), 0.05, 1.0, step=0.05, key="top_p", disabled=classroom)
+            st.number_input(t(lang, "seed"), 0, 2**31 - 1, step=1, key="seed", disabled=classroom)
+        limits = settings.limits
+        st.caption(t(lang, "limits", max_prompt_tokens=limits.max_prompt_tokens,
+                     max_prompt_chars=limits.max_prompt_chars, max_new_tokens=limits.max_new_tokens))
+        st.markdown(f"**{t(lang, 'toc')}**")
+        st.markdown("\n".join(f"- [{t(lang, key)}](#{anchor})" for anchor, key in CONTENTS))
+    return classroom_slot
+
+
+def load_model(lang: str, settings: ServerSettings):
+    """The model for this run, or None (with a message) when it cannot be loaded.
+
+    A listed folder that fails to load sends the picker back to the default.
+    """
+    choice = st.session_state.model_choice
+    try:
+        with st.spinner(t(lang, "loading_model")):
+            return resources.get_model(choice, settings.device, settings.dtype)
+    except Exception as err:  # noqa: BLE001 - becomes a message, never a traceback
+        log.warning("model %r failed to load: %s", choice, err)
+        if choice != "default":
+            state.flash(f"err_{err.key}" if getattr(err, "key", None) else "err_internal",
+                        **_flash_params(err))
+            st.session_state.reset_model_choice = True  # applied before the picker is drawn again
+            st.rerun()
+        st.error(error_message(err, lang))
+        return None
+
+
+def _flash_params(err: Exception) -> dict:
+    from pathlib import Path
+
+    params = {k: str(v) for k, v in (getattr(err, "params", None) or {}).items() if k != "reason"}
+    if params.get("path"):
+        params["path"] = Path(params["path"]).name
+    return params or {"kind": type(err).__name__}
+
+
+def model_caption(lang: str, lm) -> None:
+    info = lm.info
+    with st.sidebar:
+        st.markdown(t(lang, "model_in_use", model_id=escape_markdown(info.model_id),
+                      architecture=escape_markdown(info.architecture), num_layers=info.num_layers,
+                      num_params=format_count(info.num_params)))
+        st.markdown(t(lang, "device_dtype", device=info.device, dtype=info.dtype,
+                      kv_per_token=format_bytes(info.kv_bytes_per_token)))
+
+
+def intro(lang: str) -> None:
+    st.markdown(t(lang, "intro_1"))
+    st.markdown(t(lang, "intro_2"))
+
+
+# ---------------------------------------------------------------------------
+# The run panel: prompt, lengths, the real token split, Run (streams)
+# ---------------------------------------------------------------------------
+
+def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
+    """Controls and the live run. Returns the trace JSON the diagrams should show."""
+    st.header(t(lang, "run_title"), anchor="run")
+    st.markdown(t(lang, "run_intro"))
+    limits = settings.limits
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        st.text_area(t(lang, "prompt"), key="prompt", placeholder=t(lang, "prompt_placeholder"), height=110)
+    with right:
+        st.slider(t(lang, "output_len"), 1, limits.max_new_tokens, key="output_len", help=t(lang, "output_len_help"))
+        st.slider(t(lang, "prompt_len"), 0, limits.max_prompt_tokens, key="prompt_len", help=t(lang, "prompt_len_help"))
+
+    prompt = st.session_state.prompt
+    preview = _prompt_preview(lang, lm, settings, prompt) if lm is not None else None
+    effective = preview[0] if preview else None
+    clicked = st.button(t(lang, "run"), key="run", type="primary", icon=":material/play_arrow:",
+                        disabled=lm is None)
+    result = st.container(border=True)
+    if clicked and effective is not None:
+        with result, error_boundary(lang):
+            _stream_run(lang, lm, current_args(settings, effective), num_prompt_tokens=preview[1])
+    trace_json = _trace_to_show(lang, settings)
+    if trace_json is None:
+        result.info(t(lang, "no_trace"))
+        return None
+    with result, error_boundary(lang):
+        shown = classroom_view(trace_json)
+        if not clicked:
+            _result_box(lang, RequestTrace.from_json(shown))
+        st.caption(trace_summary(RequestTrace.from_json(trace_json), lang))
+        if effective is not None and st.session_state.trace_args != current_args(settings, effective):
+            st.info(t(lang, "stale_note"), icon=":material/refresh:")
+    with st.expander(t(lang, "data_title")), error_boundary(lang):
+        _data_downloads(lang, RequestTrace.from_json(trace_json))
+    return shown
+
+
+def _prompt_preview(lang: str, lm, settings: ServerSettings, prompt: str) -> tuple[str, int] | None:
+    """Show the real tokenizer split; return (the prompt to run, its tokens), or None if it cannot run."""
+    limits = settings.limits
+    if len(prompt) > limits.max_prompt_chars:
+        st.error(t(lang, "err_prompt_too_many_chars", num_chars=len(prompt), limit=limits.max_prompt_chars))
+        return None
+    if not prompt.strip():
+        st.warning(t(lang, "err_empty_prompt"))
+        return None
+    with error_boundary(lang):
+        effective, pieces, natural = resources.prompt_preview(
+            st.session_state.model_choice, settings.device, settings.dtype, prompt, st.session_state.prompt_len)
+        target = st.session_state.prompt_len
+        if target and target <= natural:
+            st.caption(t(lang, "prompt_len_note", natural=natural))
+        elif target:
+            st.caption(t(lang, "prompt_extended", natural=natural, num_tokens=len(pieces)))
+        if len(pieces) > limits.max_prompt_tokens:
+            st.error(t(lang, "err_prompt_too_long", num_tokens=len(pieces), limit=limits.max_prompt_tokens))
+            return None
+        st.caption(t(lang, "token_split", num_tokens=len(pieces)))
+        st.code(token_split_text(pieces), language=None, wrap_lines=True, height="content" if len(pieces) < 80 else 140)
+        return effective, len(pieces)
+    return None
+
+
+def current_args(settings: ServerSettings, prompt: str) -> RunArgs:
+    ss = st.session_state
+    greedy_fixed = ss.classroom  # classroom: greedy, seed 0, so a demo repeats exactly
+    return RunArgs(
+        model_choice=ss.model_choice, device=settings.device, dtype=settings.dtype, prompt=prompt,
+        max_new_tokens=int(ss.output_len),
+        temperature=0.0 if greedy_fixed else float(ss.temperature),
+        top_k=0 if greedy_fixed else int(ss.top_k),
+        top_p=1.0 if greedy_fixed else float(ss.top_p),
+        seed=0 if greedy_fixed else int(ss.seed),
+        max_prompt_tokens=settings.limits.max_prompt_tokens,
+    )
+
+
+def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> None:
+    """Run the model, drawing Prefill and then each Decode token as it arrives."""
+    from engine import GenerationConfig, stream_trace
+
+    cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                           top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+    queued = st.empty()
+    if lm.lock.locked():  # another visitor's forward pass is running: say so while we wait
+        queued.info(t(lang, "queued"), icon=":material/hourglass_top:")
+    progress = st.progress(0.0, text=t(lang, "running_prefill", num_positions=num_prompt_tokens))
+    answer, log_box = st.empty(), st.empty()
+    trace = None
+    for trace in stream_trace(lm, args.prompt, cfg, max_prompt_tokens=args.max_prompt_tokens):
+        queued.empty()
+        done = len(trace.steps)
+        progress.progress(min(1.0, done / cfg.max_new_tokens), text=t(
+            lang, "progress", step=done, num_tokens=done, max_tokens=cfg.max_new_tokens))
+        _answer_and_log(lang, trace, answer, log_box, tail=6)
+    progress.empty()
+    if trace is None:
+        return
+    st.session_state.trace_json = trace.to_json(indent=None)
+    st.session_state.trace_args = args
+    st.session_state.class_step = 1 if st.session_state.classroom else len(trace.steps)
+    shown = RequestTrace.from_json(classroom_view(st.session_state.trace_json))
+    _answer_and_log(lang, shown, answer, log_box)
+    _done_notes(lang, shown)
+
+
+def _result_box(lang: str, trace: RequestTrace) -> None:
+    _answer_and_log(lang, trace, st.empty(), st.empty())
+    _done_notes(lang, trace)
+
+
+def _done_notes(lang: str, trace: RequestTrace) -> None:
+    if trace.finished:
+        st.success(t(lang, "done", num_tokens=len(trace.steps), stop_reason=stop_reason_text(trace, lang)))
+    waited = queue_wait_ms(trace)
+    if waited is not None:
+        st.caption(t(lang, "queued_for", ms=format_ms(waited)))
+
+
+def _answer_and_log(lang: str, trace: RequestTrace, answer, log_box, tail: int | None = None) -> None:
+    text = trace.output_text if trace.finished else "".join(trace.output_pieces)
+    with answer.container():
+        st.markdown(f"**{t(lang, 'answer')}**")
+        st.code(text or " ", language=None, wrap_lines=True)
+    indices = range(len(trace.steps))
+    if tail is not None and len(trace.steps) > tail:
+        indices = range(len(trace.steps) - tail, len(trace.steps))
+    lines = [f"- {step_log_line(trace, i, lang)}" for i in indices]
+    if tail is not None and len(trace.steps) > tail:
+        lines.insert(0, "- …")
+    if tail is None and len(lines) > 8:  # a long finished run: first few, then the last few
+        lines = lines[:4] + [f"- … ({len(lines) - 7})"] + lines[-3:]
+    log_box.markdown("\n".join(lines))
+
+
+def _trace_to_show(lang: str, settings: ServerSettings) -> str | None:
+    """The last run; before any run, the default prompt's trace (cached per model)."""
+    if st.session_state.trace_json is not None:
+        return st.session_state.trace_json
+    args = RunArgs(st.session_state.model_choice, settings.device, settings.dtype, DEFAULT_PROMPT,
+                   min(DEFAULT_OUTPUT_LEN, settings.limits.max_new_tokens), 0.0, 0, 1.0, 0,
+                   settings.limits.max_prompt_tokens)
+    try:
+        trace_json = resources.finished_trace_json(*_plain(args))
+    except Exception as err:  # noqa: BLE001
+        log.warning("default trace failed: %s", err)
+        st.error(error_message(err, lang))
+        return None
+    st.session_state.trace_json, st.session_state.trace_args = trace_json, args
+    st.session_state.class_step = 1 if st.session_state.classroom else len(json.loads(trace_json)["steps"])
+    return trace_json
+
+
+def _plain(args: RunArgs) -> tuple:
+    return (args.model_choice, args.device, args.dtype, args.prompt, args.max_new_tokens,
+            args.temperature, args.top_k, args.top_p, args.seed, args.max_prompt_tokens)
+
+
+def _data_downloads(lang: str, trace: RequestTrace) -> None:
+    st.dataframe(step_rows(trace), hide_index=True, width="stretch", height=240)
+    left, right = st.columns(2)
+    left.download_button(t(lang, "download_json"), data=trace.to_json(), file_name="trace.json",
+                         mime="application/json", key="download_json", on_click="ignore",
+                         icon=":material/download:")
+    right.download_button(t(lang, "download_csv"), data=trace_csv(trace), file_name="trace_steps.csv",
+                          mime="text/csv", key="download_csv", on_click="ignore", icon=":material/download:")
+
+
+# ---------------------------------------------------------------------------
+# Classroom stepping: one forward pass at a time through every diagram
+# ---------------------------------------------------------------------------
+
+def classroom_view(trace_json: str) -> str:
+    """The trace cut to the passes shown so far (whole when not in classroom mode)."""
+    if not st.session_state.classroom:
+        return trace_json
+    trace = RequestTrace.from_json(trace_json)
+    step = max(1, min(int(st.session_state.class_step), len(trace.steps)))
+    return truncate_trace(trace, step).to_json(indent=None) if step < len(trace.steps) else trace_json
+
+
+def classroom_controls(lang: str, slot) -> None:
+    """Buttons at the top of the sidebar (always in reach while the teacher scrolls)."""
+    if not st.session_state.classroom or st.session_state.trace_json is None:
+        return
+    total = len(json.loads(st.session_state.trace_json)["steps"])
+    with slot:
+        st.button(t(lang, "classroom_step"), key="class_next", type="primary", width="stretch",
+                  icon=":material/skip_next:", on_click=_set_class_step, args=(1, total, True))
+        st.button(t(lang, "classroom_reset"), key="class_reset", width="stretch", icon=":material/first_page:",
+                  on_click=_set_class_step, args=(1, total, False))
+        st.button(t(lang, "classroom_all"), key="class_all", width="stretch", icon=":material/last_page:",
+                  on_click=_set_class_step, args=(total, total, False))
+        shown = max(1, min(int(st.session_state.class_step), total))
+        phase = t(lang, "phase_prefill") if shown == 1 else f"{t(lang, 'phase_decode')} {shown - 1}"
+        st.progress(shown / total, text=t(lang, "classroom_position", shown=shown, total=total, phase=phase))
+        st.divider()
+
+
+def _set_class_step(value: int, total: int, relative: bool) -> None:
+    """Button callback: runs before the page, so every part shows the same step."""
+    current = int(st.session_state.class_step)
+    st.session_state.class_step = max(1, min(total, current + value if relative else value))
+
+
+# ---------------------------------------------------------------------------
+# The lesson's sections
+# ---------------------------------------------------------------------------
+
+def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | None = None) -> None:
+    if trace_json is None:
+        st.info(t(lang, "no_trace"))
+        return
+    with error_boundary(lang, "err_diagram"):
+        svg = resources.diagram_svg(name, trace_json, lang, bool(st.session_state.classroom))
+        svg_figure(name, svg, lang, caption)
+
+
+def section_timeline(lang: str, trace_json: str | None) -> None:
+    st.header(t(lang, "sec_timeline"), anchor="timeline")
+    st.markdown(t(lang, "timeline_1"))
+    st.markdown(markdown_table(t(lang, "timeline_table")))
+    st.markdown(t(lang, "timeline_2"))
+    live_diagram("timeline", trace_json, lang, t(lang, "timeline_caption"))
+    st.caption(t(lang, "timeline_real_split"))
+
+
+def section_prefill(lang: str, trace_json: str | None) -> None:
+    st.header(t(lang, "sec_prefill"), anchor="prefill")
+    st.markdown(t(lang, "prefill_1"))
+    st.markdown(t(lang, "prefill_2"))
+    live_diagram("blocks", trace_json, lang, t(lang, "blocks_caption"))
+
+
+def section_decode(lang: str, trace_json: str | None) -> None:
+    st.header(t(lang, "sec_decode"), anchor="decode")
+    for key in ("decode_1", "decode_2", "decode_3"):
+        st.markdown(t(lang, key))
+    live_diagram("kv_growth", trace_json, lang, t(lang, "kv_caption"))
+
+
+def section_blocks_demo(lang: str) -> None:
+    st.header(t(lang, "sec_blocks"), anchor="blocks")
+    st.markdown(t(lang, "blocks_note"))
+    left, right = st.columns(2)
+    left.slider(t(lang, "demo_prompt_len"), 1, state.DEMO_MAX_PROMPT, key="demo_prompt_len")
+    right.slider(t(lang, "demo_output_len"), 1, state.DEMO_MAX_OUTPUT, key="demo_output_len")
+    with error_boundary(lang, "err_diagram"):
+        svg = resources.schematic_svg(int(st.session_state.demo_prompt_len), int(st.session_state.demo_output_len),
+                                      lang, bool(st.session_state.classroom))
+        svg_figure("blocks_schematic", svg, lang, t(lang, "demo_live_hint"))
+
+
+def section_bottleneck(lang: str, trace_json: str | None) -> None:
+    st.header(t(lang, "sec_bottleneck"), anchor="bottleneck")
+    st.markdown(t(lang, "bottleneck_1"))
+    st.markdown(markdown_table(t(lang, "bottleneck_table")))
+    st.markdown(t(lang, "bottleneck_2"))
+    if trace_json is not None:
+        live = bottleneck_live_text(RequestTrace.from_json(trace_json), lang)
+        if live:
+            st.info(live, icon=":material/speed:")
+
+
+def section_waits(lang: str, trace_json: str | None) -> None:
+    st.header(t(lang, "sec_waits"), anchor="waits")
+    st.markdown(t(lang, "waits_1"))
+    st.markdown(t(lang, "waits_2"))
+    if trace_json is None:
+        st.info(t(lang, "no_trace"))
+        return
+    with error_boundary(lang):
+        metric_row(metric_cards(RequestTrace.from_json(trace_json), lang))
+    with error_boundary(lang, "err_diagram"):
+        st.plotly_chart(resources.latency_figure(trace_json, lang), key="latency_chart", width="stretch",
+                        config={"displaylogo": False})
+        st.caption(t(lang, "latency_caption"))
+    live_diagram("latency", trace_json, lang, t(lang, "latency_svg_caption"))
+
+
+def section_many(lang: str) -> None:
+    st.header(t(lang, "sec_many"), anchor="many")
+    st.markdown(t(lang, "many_1"))
+    st.caption(t(lang, "many_server_note"))
+
+
+def section_summary(lang: str) -> None:
+    st.header(t(lang, "sec_summary"), anchor="summary")
+    with st.container(border=True):
+        st.markdown(f"**{t(lang, 'summary')}**")
+
+
+def section_animation(lang: str, trace_json: str | None) -> None:
+    st.header(t(lang, "sec_animation"), anchor="animation")
+    live_diagram("animation", trace_json, lang, t(lang, "animation_caption"))
+
+
+def section_references(lang: str) -> None:
+    st.header(t(lang, "sec_references"), anchor="references")
+    st.markdown("\n".join(f"{i}. {ref}" for i, ref in enumerate(t(lang, "references"), start=1)))
+
+
+def section_review(lang: str, trace_json: str | None) -> None:
+    st.header(t(lang, "sec_review"), anchor="review")
+    live_diagram("review_map", trace_json, lang, t(lang, "review_caption"))
+    st.markdown(f"*{t(lang, 'next_lesson')}*")

@@ -1,0 +1,90 @@
+"""The page's session state: defaults, repairs of bad values, one-shot messages.
+
+Every widget has a key listed in DEFAULTS. Values are checked *before* the
+widgets are drawn, so a forged or stale value (a length out of range, a model
+that is no longer listed) is repaired with a message instead of an exception.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from lesson.text import LANGUAGES
+from lesson.views import (
+    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, Limits, as_int_in_range, list_model_choices,
+)
+
+DEMO_MAX_PROMPT = 64
+DEMO_MAX_OUTPUT = 32
+
+DEFAULTS: dict[str, Any] = {
+    "lang": "zh",
+    "classroom": False,
+    "model_choice": DEFAULT_MODEL_CHOICE,
+    "prompt": DEFAULT_PROMPT,
+    "output_len": DEFAULT_OUTPUT_LEN,
+    "prompt_len": 0,
+    "temperature": 0.0,
+    "top_k": 0,
+    "top_p": 1.0,
+    "seed": 0,
+    "demo_prompt_len": 4,  # the lesson's sketch: 法国 / 的 / 首都 / 是
+    "demo_output_len": 2,  # -> 巴黎 / 。
+    "trace_json": None,  # the last finished run
+    "trace_args": None,  # the plain arguments that produced it
+    "class_step": 1,  # classroom: forward passes shown so far
+    "flash": [],  # (text key, params) shown once at the top
+    "reset_model_choice": False,  # a listed model failed to load: back to the default
+}
+
+
+def init_session() -> None:
+    for key, value in DEFAULTS.items():
+        st.session_state.setdefault(key, list(value) if isinstance(value, list) else value)
+
+
+def flash(key: str, **params: Any) -> None:
+    st.session_state.flash = [*st.session_state.flash, (key, params)]
+
+
+def pop_flash() -> list[tuple[str, dict]]:
+    messages, st.session_state.flash = st.session_state.flash, []
+    return messages
+
+
+def repair_session(limits: Limits, models_dir) -> None:
+    """Bring every widget value into its legal range before the widgets exist."""
+    ss = st.session_state
+    if ss.lang not in LANGUAGES:
+        ss.lang = DEFAULTS["lang"]
+    if not isinstance(ss.prompt, str):
+        ss.prompt = ""
+    ss.classroom = bool(ss.classroom)
+    if ss.reset_model_choice:
+        ss.model_choice, ss.reset_model_choice = DEFAULT_MODEL_CHOICE, False
+    if ss.model_choice not in list_model_choices(models_dir):
+        flash("err_unknown_model", path=str(ss.model_choice)[:80])
+        ss.model_choice = DEFAULT_MODEL_CHOICE
+    ranges = {
+        "output_len": (1, limits.max_new_tokens, min(DEFAULT_OUTPUT_LEN, limits.max_new_tokens)),
+        "prompt_len": (0, limits.max_prompt_tokens, 0),
+        "top_k": (0, 1000, 0),
+        "seed": (0, 2**31 - 1, 0),
+        "demo_prompt_len": (1, DEMO_MAX_PROMPT, DEFAULTS["demo_prompt_len"]),
+        "demo_output_len": (1, DEMO_MAX_OUTPUT, DEFAULTS["demo_output_len"]),
+    }
+    for key, (low, high, default) in ranges.items():
+        fixed, ok = as_int_in_range(ss[key], low, high, default)
+        if not ok:
+            flash("err_length_range", name_key=key, value=str(ss[key])[:40], clamped=fixed)
+            ss[key] = fixed
+    for key, low, high, default in (("temperature", 0.0, 2.0, 0.0), ("top_p", 0.05, 1.0, 1.0)):
+        value = ss[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            ss[key] = default
+        elif not low <= value <= high:
+            ss[key] = float(min(high, max(low, value)))
+        else:
+            ss[key] = float(value)

@@ -1,0 +1,37 @@
+"""One module per figure; each `render_<name>(...) -> str` (a standalone SVG document).
+
+`DIAGRAMS` maps a name to a renderer of a trace: `DIAGRAMS[name](trace, lang=..., style=...)`.
+`SCHEMATIC_DIAGRAMS` maps a name to a renderer of (prompt_len, output_len): no model needed.
+The export CLI and the app both iterate over these, so a new figure registers once here.
+"""
+
+from .animation import render_animation
+from .blocks import render_blocks, render_blocks_schematic
+from .kv_growth import render_kv_growth
+from .latency import render_latency
+from .review_map import render_review_map
+from .timeline import render_timeline
+
+DIAGRAMS = {
+    "timeline": render_timeline,
+    "blocks": render_blocks,
+    "kv_growth": render_kv_growth,
+    "latency": render_latency,
+    "review_map": render_review_map,
+    "animation": render_animation,
+}
+
+
+def _review_map_schematic(prompt_len: int, output_len: int, *, lang: str = "zh", style=None) -> str:
+    return render_review_map(None, lang=lang, style=style)
+
+
+SCHEMATIC_DIAGRAMS = {
+    "blocks_schematic": render_blocks_schematic,
+    "review_map": _review_map_schematic,
+}
+
+__all__ = [
+    "DIAGRAMS", "SCHEMATIC_DIAGRAMS", "render_animation", "render_blocks", "render_blocks_schematic",
+    "render_kv_growth", "render_latency", "render_review_map", "render_timeline",
+]

@@ -1,0 +1,102 @@
+"""svgwrite helpers shared by the figures: the document, text, chips, legends.
+
+All text goes through `text()` / `add_title()`, which apply `svgtext.visible`
+and let svgwrite escape the result, so no caller ever concatenates markup.
+"""
+
+from __future__ import annotations
+
+import svgwrite
+
+from ..layout import text_width, wrap_text
+from ..strings import label
+from ..style import Style
+from ..svgtext import visible
+
+# svgwrite's validator is off: it rejects data-* attributes and costs seconds on
+# thousands of elements. Structure is checked by parsing the output in tests.
+VALIDATE = False
+
+
+def new_drawing(width: float, height: float, style: Style, name: str, title: str) -> svgwrite.Drawing:
+    """A standalone SVG 1.1 document with viewBox, size, fonts and a white page."""
+    width, height = round(width), round(height)
+    dwg = svgwrite.Drawing(size=(width, height), profile="full", debug=VALIDATE)
+    set_size(dwg, width, height)
+    dwg.attribs.update({"class": f"lesson-diagram {name}", "font-family": style.font_family})
+    dwg.set_desc(title=visible(title))
+    dwg.add(dwg.rect((0, 0), (width, height), fill=style.paper, class_="background"))
+    return dwg
+
+
+def set_size(dwg, width: float, height: float) -> None:
+    """width, height and a matching space-separated viewBox (read by every SVG viewer)."""
+    width, height = round(width), round(height)
+    dwg.attribs.update({"width": width, "height": height, "viewBox": f"0 0 {width} {height}"})
+
+
+def text(dwg, content: str, x: float, y: float, *, size: float, fill: str, anchor: str = "start",
+         weight: str | None = None, class_: str = "label", **extra):
+    """One line of escaped, visible text (baseline at y)."""
+    attrs = {"insert": (round(x, 2), round(y, 2)), "font_size": size, "fill": fill, "class_": class_}
+    if anchor != "start":
+        attrs["text_anchor"] = anchor
+    if weight:
+        attrs["font_weight"] = weight
+    return dwg.text(visible(content), **attrs, **extra)
+
+
+def add_title(element, content: str):
+    """A hover tooltip (<title>) holding escaped, visible text."""
+    element.set_desc(title=visible(content))
+    return element
+
+
+def header(dwg, style: Style, title: str, subtitle: str, x: float = 32) -> float:
+    """Title and subtitle at the top left; returns the y below them."""
+    dwg.add(text(dwg, title, x, 40, size=style.title_size, fill=style.ink, weight="bold", class_="title"))
+    dwg.add(text(dwg, subtitle, x, 66, size=style.small_size, fill=style.muted_ink, class_="subtitle"))
+    return 84.0
+
+
+def notes(dwg, style: Style, lines: list[str], x: float, y: float, width: float) -> float:
+    """Wrapped footnotes from y down; returns the y below them."""
+    line_h = style.small_size * 1.45
+    for note in lines:
+        for line in wrap_text(note, width, style.small_size):
+            y += line_h
+            dwg.add(text(dwg, line, x, y, size=style.small_size, fill=style.muted_ink, class_="note"))
+    return y
+
+
+def notes_height(style: Style, lines: list[str], width: float) -> float:
+    return sum(len(wrap_text(n, width, style.small_size)) for n in lines) * style.small_size * 1.45
+
+
+def legend_item(dwg, style: Style, x: float, y: float, fill: str, caption: str, class_: str) -> float:
+    """A swatch and its caption; returns the x after it."""
+    group = dwg.g(class_=f"legend-item {class_}")
+    group.add(dwg.rect((x, y - 11), (14, 14), rx=3, fill=fill, class_=f"swatch {class_}"))
+    group.add(text(dwg, caption, x + 20, y, size=style.small_size, fill=style.ink))
+    dwg.add(group)
+    return x + 20 + text_width(caption, style.small_size) + 24
+
+
+def phase_legend(dwg, style: Style, table: dict, x: float, y: float, cached: bool = True) -> float:
+    x = legend_item(dwg, style, x, y, style.prefill, label(table, "legend_prefill"), "prefill")
+    x = legend_item(dwg, style, x, y, style.decode, label(table, "legend_decode"), "decode")
+    if cached:
+        x = legend_item(dwg, style, x, y, style.cached, label(table, "legend_cached"), "cached")
+    return x
+
+
+def arrow_marker(dwg, marker_id: str, color: str):
+    """A small filled arrowhead, referenced by id (ids are fixed: byte-stable output)."""
+    marker = dwg.marker(id=marker_id, insert=(7, 4), size=(8, 8), orient="auto", markerUnits="userSpaceOnUse")
+    marker.add(dwg.path(d="M0,0 L8,4 L0,8 z", fill=color))
+    dwg.defs.add(marker)
+    return marker
+
+
+def to_string(dwg) -> str:
+    return dwg.tostring()

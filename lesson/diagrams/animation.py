@@ -1,0 +1,105 @@
+"""The animated step-through: the timeline playing pass by pass, by itself.
+
+Pure SVG: SMIL `<animate>` elements, no JavaScript, looping forever, for a
+classroom screen (it replaces the lesson's 90-second video). Each row fades in
+when its pass "runs", a highlight moves to the current row, and a caption says
+what this pass does. Viewers without SMIL (Inkscape, LibreOffice) show the
+finished timeline and the closing caption, because the animated attributes'
+base values are the end state.
+"""
+
+from __future__ import annotations
+
+from engine.trace import RequestTrace
+
+from ..layout import Slot
+from ..strings import label, strings_for
+from ..style import DEFAULT_STYLE, Style
+from ..svgtext import fmt_int, piece_label
+from ._common import text, to_string
+from .timeline import PAD, build_timeline
+
+SECONDS = {"prefill": 3.0, "decode": 1.6, "gap": 2.0}
+HOLD_S, FADE_S, CAPTION_Y = 3.0, 0.4, 100.0
+
+
+def schedule(slots: list[Slot], phases: list[str]) -> tuple[tuple[float, ...], float]:
+    """Start time of each slot (seconds) and the loop's total length."""
+    starts, clock = [], 0.0
+    for slot, phase in zip(slots, phases):
+        starts.append(clock)
+        clock += SECONDS["gap" if slot.kind == "gap" else phase]
+    return tuple(starts), clock + HOLD_S
+
+
+def _key(t: float, total: float) -> str:
+    return f"{min(max(t / total, 0.0), 1.0):.4f}"
+
+
+def _fade_in(dwg, start: float, total: float):
+    if start == 0:
+        values, times = "0;1;1", f"0;{_key(FADE_S, total)};1"
+    else:
+        values, times = "0;0;1;1", f"0;{_key(start, total)};{_key(start + FADE_S, total)};1"
+    return dwg.animate(attributeName="opacity", values=values, keyTimes=times, dur=f"{total:g}s",
+                       repeatCount="indefinite")
+
+
+def _window(dwg, start: float, end: float | None, total: float):
+    """Visible (opacity 1) from start to end, hidden otherwise; discrete steps."""
+    if end is None:
+        values, times = ("0;1", f"0;{_key(start, total)}")
+    elif start == 0:
+        values, times = ("1;0", f"0;{_key(end, total)}")
+    else:
+        values, times = ("0;1;0", f"0;{_key(start, total)};{_key(end, total)}")
+    return dwg.animate(attributeName="opacity", values=values, keyTimes=times, calcMode="discrete",
+                       dur=f"{total:g}s", repeatCount="indefinite")
+
+
+def _captions(trace: RequestTrace, slots: list[Slot], table: dict) -> list[str]:
+    words = []
+    for slot in slots:
+        step = trace.steps[slot.first]
+        if slot.kind == "gap":
+            words.append(label(table, "anim_caption_gap", n=fmt_int(slot.count)))
+        elif step.phase == "prefill":
+            words.append(label(table, "anim_caption_prefill", n=fmt_int(step.num_positions),
+                               token=piece_label(step.output_piece)))
+        else:
+            words.append(label(table, "anim_caption_decode", input=piece_label(step.input_pieces[0]),
+                               token=piece_label(step.output_piece)))
+    return words
+
+
+def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None) -> str:
+    """The timeline, animated pass by pass with SMIL; loops forever."""
+    table, style = strings_for(lang), style or DEFAULT_STYLE
+    dwg, layout, row_groups = build_timeline(trace, table, style, "animation", label(table, "anim_title"),
+                                             header_y=CAPTION_Y + 40)
+    slots = [row.slot for row in layout.rows]
+    starts, total = schedule(slots, [row.phase for row in layout.rows])
+    cursor = dwg.rect((PAD - 8, layout.rows[0].y + 2), (layout.width - 2 * PAD + 16, layout.rows[0].h - 4), rx=8,
+                      fill="none", stroke=style.muted_ink, stroke_width=1.5, class_="cursor")
+    cursor.add(dwg.animate(attributeName="y", values=";".join(f"{r.y + 2:g}" for r in layout.rows),
+                           keyTimes=";".join(_key(t, total) for t in starts), calcMode="discrete",
+                           dur=f"{total:g}s", repeatCount="indefinite"))
+    cursor.add(dwg.animate(attributeName="height", values=";".join(f"{r.h - 4:g}" for r in layout.rows),
+                           keyTimes=";".join(_key(t, total) for t in starts), calcMode="discrete",
+                           dur=f"{total:g}s", repeatCount="indefinite"))
+    dwg.add(cursor)
+    for group, start in zip(row_groups, starts):
+        group.attribs["data-start-s"] = f"{start:g}"
+        group.add(_fade_in(dwg, start, total))
+    captions = _captions(trace, slots, table)
+    ends = list(starts[1:]) + [total - HOLD_S]
+    for i, (words, start, end) in enumerate(zip(captions, starts, ends)):
+        caption = text(dwg, words, PAD, CAPTION_Y, size=style.font_size + 1, fill=style.ink, weight="bold",
+                       class_=f"caption step-{i}", opacity=0)
+        caption.add(_window(dwg, start, end, total))
+        dwg.add(caption)
+    done = text(dwg, label(table, "anim_caption_done", k=fmt_int(len(trace.steps)), n=fmt_int(len(trace.steps))),
+                PAD, CAPTION_Y, size=style.font_size + 1, fill=style.ink, weight="bold", class_="caption done")
+    done.add(_window(dwg, total - HOLD_S, None, total))
+    dwg.add(done)
+    return to_string(dwg)

@@ -1,0 +1,210 @@
+"""Processed-position blocks: each forward pass a column, each position a block.
+
+Prefill computes all N prompt positions in one column; each Decode column
+computes one new position on top. Positions already in the KV cache are drawn
+muted in every later column: they are not recomputed, but the new query still
+reads them. Blocks are positions, not time or FLOPs (the figure says so).
+
+Two entry points share one layout:
+    render_blocks_schematic(prompt_len, output_len)   lengths only, no model
+    render_blocks(trace)                              measured, with each pass's time
+
+Scale: past MAX_COLS passes the middle Decode columns fold into one gap column;
+past MAX_SINGLE_ROWS prompt positions the prompt is drawn as a few runs with a
+count. Every block carries data-count (positions it stands for), so the sum per
+column equals the positions that pass processed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.trace import RequestTrace
+
+from ..layout import PassSpan, Run, Slot, plan_slots, slot_span, spans_from_lengths, spans_from_trace, split_runs
+from ..layout import text_width
+from ..strings import label, strings_for
+from ..style import DEFAULT_STYLE, Style
+from ..svgtext import fmt_int, fmt_ms, piece_label
+from ._common import add_title, header, new_drawing, notes, notes_height, phase_legend, text, to_string
+
+MAX_COLS, HEAD_COLS, TAIL_COLS = 12, 6, 3
+MAX_SINGLE_ROWS, PROMPT_RUNS = 16, 6
+MAX_LENGTH = 1_000_000
+PAD, COL_W, COL_GAP, ROW_H, RUN_ROW_H, ROW_GAP = 32, 46, 8, 20, 30, 3
+
+
+@dataclass(frozen=True)
+class Cell:
+    x: float
+    y: float
+    w: float
+    h: float
+    state: str  # "prefill", "decode" (computed by this pass) or "cached" (read from the KV cache)
+    run: Run
+    slot: Slot
+
+
+@dataclass(frozen=True)
+class BlocksLayout:
+    width: float
+    height: float
+    plot_left: float
+    plot_bottom: float
+    plot_top: float
+    bands: tuple[tuple[Run, float, float], ...]  # (run, y top, height)
+    columns: tuple[tuple[Slot, PassSpan, float], ...]  # (slot, span, x)
+    cells: tuple[Cell, ...]
+    legend_y: float
+    notes_y: float
+
+
+def _bands(spans: tuple[PassSpan, ...], slots: tuple[Slot, ...]) -> tuple[Run, ...]:
+    runs: list[Run] = []
+    for slot in slots:
+        span = slot_span(spans, slot)
+        if slot.kind == "gap":
+            runs.append(Run(span.context_before, span.num_positions))
+        else:
+            runs.extend(split_runs(span.context_before, span.context_after, MAX_SINGLE_ROWS, PROMPT_RUNS))
+    return tuple(runs)
+
+
+def _state(run: Run, span: PassSpan) -> str | None:
+    if run.start >= span.context_before and run.stop <= span.context_after:
+        return span.phase
+    if run.stop <= span.context_before:
+        return "cached"
+    return None
+
+
+def blocks_layout(spans: tuple[PassSpan, ...], row_labels_w: float, notes_h: float, style: Style) -> BlocksLayout:
+    slots = plan_slots(len(spans), MAX_COLS, HEAD_COLS, TAIL_COLS)
+    runs = _bands(spans, slots)
+    plot_left = PAD + row_labels_w + 12
+    plot_top = 168.0
+    heights = [ROW_H if r.count == 1 else RUN_ROW_H for r in runs]
+    plot_bottom = plot_top + sum(heights) + ROW_GAP * len(runs)
+    y, bands = plot_bottom, []
+    for run, h in zip(runs, heights):  # position 0 at the bottom: the cache grows upwards
+        y -= h + ROW_GAP
+        bands.append((run, y, h))
+    columns = tuple((slot, slot_span(spans, slot), plot_left + i * (COL_W + COL_GAP)) for i, slot in enumerate(slots))
+    cells = tuple(
+        Cell(x, y, COL_W, h, state, run, slot)
+        for slot, span, x in columns for run, y, h in bands
+        if (state := _state(run, span)) is not None
+    )
+    plot_right = plot_left + len(columns) * (COL_W + COL_GAP)
+    width = max(plot_right + PAD, 820)
+    legend_y = plot_bottom + 80
+    notes_y = legend_y + 6
+    return BlocksLayout(width, notes_y + notes_h + 24, plot_left, plot_bottom, plot_top, tuple(bands), columns,
+                        cells, legend_y, notes_y)
+
+
+# --- drawing ---
+
+def _draw_cell(dwg, cell: Cell, style: Style):
+    fill = style.cached if cell.state == "cached" else style.phase_color(cell.state)
+    slot = cell.slot
+    attrs = {"data-pass": slot.first if slot.kind == "pass" else f"{slot.first}-{slot.last}",
+             "data-count": cell.run.count, "data-start": cell.run.start}
+    elided = " elided" if slot.kind == "gap" else ""
+    rect = dwg.rect((cell.x, cell.y), (cell.w, cell.h), rx=3, fill=fill, class_=f"pos {cell.state}{elided}", **attrs)
+    return rect
+
+
+def _draw_band_labels(dwg, layout: BlocksLayout, labels: dict[int, str], style: Style, table: dict) -> None:
+    x = layout.plot_left - 10
+    for run, y, h in layout.bands:
+        if run.count == 1:
+            words = f"{run.start}" + (f"  {labels[run.start]}" if run.start in labels else "")
+        else:
+            words = label(table, "run_label", a=fmt_int(run.start), b=fmt_int(run.stop - 1), n=fmt_int(run.count))
+        dwg.add(text(dwg, words, x, y + h / 2 + style.tiny_size * 0.36, size=style.tiny_size, fill=style.muted_ink,
+                     anchor="end", class_="position-label"))
+    dwg.add(text(dwg, label(table, "axis_position"), x, layout.plot_top - 26, size=style.small_size,
+                 fill=style.muted_ink, anchor="end", weight="bold", class_="axis-label"))
+
+
+def _column_texts(slot: Slot, span: PassSpan, durations, table: dict) -> tuple[str, str, str | None]:
+    """(header under the column, "+N" over it, measured time or None)."""
+    if slot.kind == "gap":
+        head = label(table, "more_passes_short", n=fmt_int(slot.count))
+        ms = None if durations is None else fmt_ms(sum(durations[slot.first:slot.last + 1]) / slot.count)
+        return head, label(table, "blocks_new", n=fmt_int(span.num_positions)), ms and "≈" + ms
+    key = "pass_short_prefill" if span.phase == "prefill" else "pass_short_decode"
+    ms = None if durations is None else fmt_ms(durations[slot.first])
+    return label(table, key, n=slot.first), label(table, "blocks_new", n=fmt_int(span.num_positions)), ms
+
+
+def _draw_columns(dwg, layout: BlocksLayout, durations, style: Style, table: dict) -> None:
+    for slot, span, x in layout.columns:
+        group = dwg.g(class_=f"pass-column {span.phase}" + (" gap" if slot.kind == "gap" else ""),
+                      **{"data-pass": slot.first if slot.kind == "pass" else f"{slot.first}-{slot.last}",
+                         "data-positions": span.num_positions})
+        for cell in layout.cells:
+            if cell.slot == slot:
+                group.add(_draw_cell(dwg, cell, style))
+        head, new, ms = _column_texts(slot, span, durations, table)
+        top = min(c.y for c in layout.cells if c.slot == slot and c.state != "cached")
+        cx = x + COL_W / 2
+        group.add(text(dwg, new, cx, top - 6, size=style.tiny_size, fill=style.phase_color(span.phase),
+                       anchor="middle", weight="bold", class_="new-count"))
+        group.add(text(dwg, head, cx, layout.plot_bottom + 18, size=style.small_size,
+                       fill=style.phase_color(span.phase), anchor="middle", weight="bold", class_="pass-label"))
+        if ms:
+            group.add(text(dwg, ms, cx, layout.plot_bottom + 34, size=style.tiny_size, fill=style.ink,
+                           anchor="middle", class_="pass-ms"))
+        add_title(group, f"{head}: {label(table, 'positions_range', a=span.context_before, b=span.context_after - 1)}"
+                  + (f", {ms}" if ms else ""))
+        dwg.add(group)
+    dwg.add(text(dwg, label(table, "axis_pass"), layout.plot_left, layout.plot_bottom + 54, size=style.small_size,
+                 fill=style.muted_ink, weight="bold", class_="axis-label"))
+
+
+def _position_labels(trace: RequestTrace | None) -> dict[int, str]:
+    if trace is None:
+        return {}
+    return {s.context_before + k: piece_label(p, 8) for s in trace.steps for k, p in enumerate(s.input_pieces)
+            if s.num_positions <= MAX_SINGLE_ROWS}
+
+
+def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | None) -> str:
+    table, style = strings_for(lang), style or DEFAULT_STYLE
+    labels = _position_labels(trace)
+    label_w = max([text_width(f"{p}  {t}", style.tiny_size) for p, t in labels.items()]
+                  + [text_width(label(table, "run_label", a="0,000", b="0,000", n="0,000"), style.tiny_size), 40])
+    total = sum(s.num_positions for s in spans)
+    note_lines = [label(table, "blocks_note"), label(table, "blocks_note_cache"),
+                  label(table, "blocks_total", k=fmt_int(len(spans)), n=fmt_int(total))]
+    note_w = 820 - 2 * PAD
+    layout = blocks_layout(spans, label_w, notes_height(style, note_lines, note_w), style)
+    dwg = new_drawing(layout.width, layout.height, style, "blocks", label(table, "blocks_title"))
+    header(dwg, style, label(table, "blocks_title"), subtitle)
+    phase_legend(dwg, style, table, PAD, 110)
+    _draw_band_labels(dwg, layout, labels, style, table)
+    _draw_columns(dwg, layout, durations, style, table)
+    notes(dwg, style, note_lines, PAD, layout.notes_y, note_w)
+    return to_string(dwg)
+
+
+def render_blocks_schematic(prompt_len: int, output_len: int, *, lang: str = "zh", style: Style | None = None) -> str:
+    """The lesson's "change the prompt and answer length" picture, from lengths alone."""
+    for name, value in (("prompt_len", prompt_len), ("output_len", output_len)):
+        if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_LENGTH:
+            raise ValueError(f"{name} must be a whole number from 1 to {MAX_LENGTH:,}, got {value!r}")
+    table = strings_for(lang)
+    subtitle = label(table, "blocks_subtitle_schematic", p=fmt_int(prompt_len), o=fmt_int(output_len))
+    return _render(spans_from_lengths(prompt_len, output_len), None, None, subtitle, lang, style)
+
+
+def render_blocks(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None) -> str:
+    """The same picture from a measured trace, each pass's time under its column."""
+    if not trace.steps:
+        raise ValueError("the blocks diagram needs a trace with at least one forward pass")
+    table = strings_for(lang)
+    subtitle = label(table, "blocks_subtitle_measured", p=fmt_int(trace.prompt_len), o=fmt_int(len(trace.steps)))
+    durations = tuple(s.duration_ms for s in trace.steps)
+    return _render(spans_from_trace(trace), durations, trace, subtitle, lang, style)

@@ -1,0 +1,163 @@
+"""The review map (复习总图): one page comparing Prefill and Decode.
+
+Rows: new positions per pass, shape of computation, product, bottleneck,
+dependency, the wait users feel; then the serving techniques (continuous
+batching, chunked prefill, disaggregation, PagedAttention) and the closing
+sentence. With a trace, a "this run" row carries the run's live numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.trace import RequestTrace
+
+from ..layout import wrap_text
+from ..strings import label, strings_for
+from ..style import DEFAULT_STYLE, Style
+from ..svgtext import fmt_bytes, fmt_int, fmt_ms
+from ._common import header, new_drawing, set_size, text, to_string
+
+WIDTH, PAD, HEAD_W, GAP, CELL_PAD = 1120, 32, 200, 12, 14
+ROWS = ("new", "shape", "output", "bottleneck", "depends", "wait")
+# Which colour marks each technique: the phase it mainly serves ("both" = half and half).
+TECHNIQUES = (("cb", "decode"), ("chunked", "prefill"), ("disagg", "both"), ("paged", "cached"))
+
+
+@dataclass(frozen=True)
+class TableRow:
+    key: str
+    heading: tuple[str, ...]
+    cells: tuple[tuple[str, ...], tuple[str, ...]]  # wrapped lines: Prefill, Decode
+    y: float
+    h: float
+    live: bool = False
+
+
+def _col_x() -> tuple[float, float, float]:
+    col_w = (WIDTH - 2 * PAD - HEAD_W - 2 * GAP) / 2
+    return PAD + HEAD_W + GAP, PAD + HEAD_W + 2 * GAP + col_w, col_w
+
+
+def _live_texts(trace: RequestTrace, table: dict) -> tuple[str, str, str]:
+    metrics, prefill = trace.metrics, trace.steps[0]
+    decode = trace.decode_steps
+    tpot = fmt_ms(metrics.tpot_ms) if metrics.tpot_ms is not None else label(table, "na")
+    return (
+        label(table, "review_live_title") + f" · {trace.model.model_id} · {trace.model.device}",
+        label(table, "review_live_prefill", n=fmt_int(prefill.num_positions), ms=fmt_ms(prefill.duration_ms),
+              ttft=fmt_ms(metrics.ttft_ms)),
+        label(table, "review_live_decode", k=fmt_int(len(decode)), tpot=tpot) + " · " +
+        label(table, "review_live_kv", bytes=fmt_bytes(trace.kv_bytes), tokens=fmt_int(trace.steps[-1].context_after)),
+    )
+
+
+def table_rows(trace: RequestTrace | None, table: dict, style: Style, top: float) -> tuple[TableRow, ...]:
+    _, _, col_w = _col_x()
+    line_h = style.font_size * 1.4
+    items = [(key, label(table, f"review_row_{key}"), label(table, f"review_{key}_prefill"),
+              label(table, f"review_{key}_decode"), False) for key in ROWS]
+    if trace is not None and trace.steps:
+        items.append(("live", *_live_texts(trace, table), True))
+    rows, y = [], top
+    for key, heading, pre, dec, live in items:
+        size = style.small_size if live else style.font_size
+        wrapped = (wrap_text(pre, col_w - 2 * CELL_PAD - (70 if key == "new" else 0), size),
+                   wrap_text(dec, col_w - 2 * CELL_PAD - (70 if key == "new" else 0), size))
+        head = wrap_text(heading, HEAD_W - CELL_PAD, style.small_size if live else style.font_size)
+        h = max(len(wrapped[0]), len(wrapped[1]), len(head)) * line_h + 2 * CELL_PAD - 6
+        rows.append(TableRow(key, head, wrapped, y, h, live))
+        y += h + 6
+    return tuple(rows)
+
+
+def _draw_row(dwg, row: TableRow, style: Style) -> None:
+    x_pre, x_dec, col_w = _col_x()
+    group = dwg.g(class_=f"review-row {row.key}")
+    line_h = style.font_size * 1.4
+    size = style.small_size if row.live else style.font_size
+    group.add(dwg.rect((PAD, row.y), (WIDTH - 2 * PAD, row.h), rx=8,
+                       fill=style.paper if not row.live else style.panel, stroke=style.grid, class_="row-box"))
+    for i, line in enumerate(row.heading):
+        group.add(text(dwg, line, PAD + CELL_PAD, row.y + CELL_PAD + 10 + i * line_h, size=size, fill=style.ink,
+                       weight="bold", class_="row-heading"))
+    for phase, x, lines in (("prefill", x_pre, row.cells[0]), ("decode", x_dec, row.cells[1])):
+        cell = dwg.g(class_=f"cell {phase}")
+        cell.add(dwg.rect((x, row.y + 4), (4, row.h - 8), rx=2, fill=style.phase_color(phase)))
+        for i, line in enumerate(lines):
+            cell.add(text(dwg, line, x + CELL_PAD, row.y + CELL_PAD + 10 + i * line_h, size=size,
+                          fill=style.phase_color(phase) if row.live else style.ink,
+                          weight="bold" if row.live else None))
+        if row.key == "new":
+            cell.add(_glyph(dwg, phase, x + col_w - 78, row.y + row.h / 2, style))
+        group.add(cell)
+    dwg.add(group)
+
+
+def _glyph(dwg, phase: str, x: float, cy: float, style: Style):
+    """Tiny picture of one pass: Prefill = a row of new blocks; Decode = cached blocks + one new."""
+    group = dwg.g(class_=f"glyph {phase}")
+    for i in range(6):
+        new = phase == "prefill" or i == 5
+        fill = style.phase_color(phase) if new else style.cached
+        group.add(dwg.rect((x + i * 11, cy - 5), (9, 10), rx=2, fill=fill))
+    return group
+
+
+def _draw_headers(dwg, y: float, style: Style, table: dict) -> None:
+    x_pre, x_dec, col_w = _col_x()
+    for phase, x in (("prefill", x_pre), ("decode", x_dec)):
+        dwg.add(dwg.rect((x, y), (col_w, 36), rx=8, fill=style.phase_color(phase), class_=f"phase-header {phase}"))
+        dwg.add(text(dwg, label(table, f"phase_{phase}"), x + col_w / 2, y + 24, size=style.font_size + 3,
+                     fill=style.paper, anchor="middle", weight="bold"))
+
+
+def _draw_serving(dwg, y: float, style: Style, table: dict) -> float:
+    dwg.add(text(dwg, label(table, "review_serving_title"), PAD, y + 18, size=style.font_size + 1, fill=style.ink,
+                 weight="bold", class_="section-title"))
+    box_w = (WIDTH - 2 * PAD - 3 * GAP) / 4
+    desc_lines = [wrap_text(label(table, f"review_{k}_desc"), box_w - 2 * CELL_PAD, style.small_size)
+                  for k, _ in TECHNIQUES]
+    box_h = 54 + max(len(d) for d in desc_lines) * style.small_size * 1.45
+    top = y + 32
+    for i, ((key, marks), lines) in enumerate(zip(TECHNIQUES, desc_lines)):
+        x = PAD + i * (box_w + GAP)
+        box = dwg.g(class_=f"technique {key} {marks}")
+        box.add(dwg.rect((x, top), (box_w, box_h), rx=8, fill=style.paper, stroke=style.grid))
+        colors = (style.prefill, style.decode) if marks == "both" else \
+            (style.cached_dark,) if marks == "cached" else (style.phase_color(marks),)
+        for k, color in enumerate(colors):
+            part = (box_w - 16) / len(colors)
+            box.add(dwg.rect((x + 8 + k * part, top + 6), (part, 5), rx=2, fill=color))
+        box.add(text(dwg, label(table, f"review_{key}_name"), x + CELL_PAD, top + 34, size=style.font_size,
+                     fill=style.ink, weight="bold"))
+        for j, line in enumerate(lines):
+            box.add(text(dwg, line, x + CELL_PAD, top + 56 + j * style.small_size * 1.45, size=style.small_size,
+                         fill=style.muted_ink))
+        dwg.add(box)
+    return top + box_h
+
+
+def render_review_map(trace: RequestTrace | None = None, *, lang: str = "zh", style: Style | None = None) -> str:
+    """The lesson's closing one-page comparison; with a trace, this run's numbers too."""
+    table, style = strings_for(lang), style or DEFAULT_STYLE
+    rows = table_rows(trace, table, style, top=146)
+    serving_y = rows[-1].y + rows[-1].h + 22
+    closing = wrap_text(label(table, "review_closing"), WIDTH - 2 * PAD - 2 * CELL_PAD, style.font_size)
+    # Height: serving title (32) + box, then the closing box.
+    box_h = 54 + 3 * style.small_size * 1.45
+    height = serving_y + 32 + box_h + 24 + len(closing) * style.font_size * 1.5 + 2 * CELL_PAD + 24
+    dwg = new_drawing(WIDTH, height, style, "review-map", label(table, "review_title"))
+    header(dwg, style, label(table, "review_title"), label(table, "review_subtitle"))
+    _draw_headers(dwg, 98, style, table)
+    for row in rows:
+        _draw_row(dwg, row, style)
+    bottom = _draw_serving(dwg, serving_y, style, table) + 20
+    close_h = len(closing) * style.font_size * 1.5 + 2 * CELL_PAD - 6
+    dwg.add(dwg.rect((PAD, bottom), (WIDTH - 2 * PAD, close_h), rx=8, fill=style.panel, stroke=style.grid,
+                     class_="closing-box"))
+    for i, line in enumerate(closing):
+        dwg.add(text(dwg, line, PAD + CELL_PAD, bottom + CELL_PAD + 11 + i * style.font_size * 1.5,
+                     size=style.font_size, fill=style.ink, weight="bold", class_="closing"))
+    set_size(dwg, WIDTH, bottom + close_h + 24)  # the rows' wrapped height is known only now
+    return to_string(dwg)

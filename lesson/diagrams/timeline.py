@@ -1,0 +1,339 @@
+"""The request timeline: one row per forward pass, like the lesson's table.
+
+    Pass | positions fed in (chips) | token out | phase | time axis (measured)
+
+The Prefill row shows every prompt piece from the real tokenizer (head and tail
+chips plus "…N more…" when they do not fit); each Decode row shows the one token
+fed back, with an arrow from the previous row's output. The time panel draws each
+pass at its measured start/end, marks TTFT at the end of Prefill and ITL under
+each Decode. Past `MAX_ROWS` passes the middle Decode rows fold into one gap row.
+
+`timeline_layout()` computes every coordinate; `draw_timeline()` only draws. The
+animation module reuses both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from engine.trace import RequestTrace
+
+from ..layout import LinearScale, Slot, fit_chips, nice_ticks, plan_slots, text_width
+from ..strings import label, strings_for
+from ..style import DEFAULT_STYLE, Style
+from ..svgtext import fmt_int, fmt_ms, piece_label, visible
+from ._common import add_title, arrow_marker, header, new_drawing, notes, notes_height, text, to_string
+
+MAX_ROWS, HEAD_ROWS, TAIL_ROWS = 9, 4, 2
+PAD, ROW_H, GAP_ROW_H, CHIP_H, CHIP_GAP = 32, 48, 36, 28, 6
+INPUT_BUDGET, TIME_W, CHIP_SCAN = 460, 330, 64
+
+
+@dataclass(frozen=True)
+class Chip:
+    x: float
+    y: float
+    w: float
+    text: str
+    tooltip: str
+    kind: str  # "piece", "more" or "output"
+    position: int = -1
+
+
+@dataclass(frozen=True)
+class Row:
+    slot: Slot
+    phase: str
+    y: float  # top
+    h: float
+    chips: tuple[Chip, ...]
+    output: Chip | None
+    bar: tuple[float, float]  # x range on the time panel
+    wait: tuple[float, float] | None  # request start -> pass start (tokenizing), Prefill only
+    itl: tuple[float, float] | None  # previous token -> this token
+    time_label: str
+    time_label_x: float
+    time_label_anchor: str
+
+    @property
+    def cy(self) -> float:
+        return self.y + self.h / 2
+
+
+@dataclass(frozen=True)
+class TimelineLayout:
+    width: float
+    height: float
+    col_x: dict  # "pass", "input", "output", "phase", "time", "time_end"
+    header_y: float
+    rows: tuple[Row, ...]
+    arrows: tuple[tuple[int, str, str], ...]  # (row index it enters, path d, phase)
+    ticks: tuple[tuple[float, str], ...]  # (x, label) on the time axis
+    axis_y: float
+    ttft_x: float
+    notes_y: float
+    notes: tuple[str, ...]
+
+
+def _chip_w(content: str, style: Style) -> float:
+    return max(text_width(content, style.small_size) + 16, 26)
+
+
+def _candidates(num_pieces: int) -> list[int]:
+    """Pieces worth measuring: a row shows at most a few dozen chips, from either end."""
+    if num_pieces <= 2 * CHIP_SCAN:
+        return list(range(num_pieces))
+    return list(range(CHIP_SCAN)) + list(range(num_pieces - CHIP_SCAN, num_pieces))
+
+
+def _input_chips(trace: RequestTrace, slot: Slot, x0: float, y: float, style: Style, table) -> tuple[Chip, ...]:
+    if slot.kind == "gap":
+        return ()
+    step = trace.steps[slot.first]
+    total = len(step.input_pieces)
+    candidates = _candidates(total)
+    labels = [piece_label(step.input_pieces[i]) for i in candidates]
+    widths = [_chip_w(t, style) for t in labels]
+    more_w = _chip_w(label(table, "more_pieces", n=fmt_int(total)), style)
+    head, tail = fit_chips(widths, INPUT_BUDGET, CHIP_GAP, more_w)
+    hidden = total - head - tail
+    chips, x = [], x0
+    for k in list(range(head)) + list(range(len(candidates) - tail, len(candidates))):
+        if k == len(candidates) - tail and hidden:
+            x = _append_more(chips, x, y, hidden, style, table)
+        i = candidates[k]
+        tip = f"{step.context_before + i}: {visible(step.input_pieces[i])!r} (id {step.input_ids[i]})"
+        chips.append(Chip(x, y, widths[k], labels[k], tip, "piece", step.context_before + i))
+        x += widths[k] + CHIP_GAP
+    if hidden and tail == 0:
+        _append_more(chips, x, y, hidden, style, table)
+    return tuple(chips)
+
+
+def _append_more(chips: list, x: float, y: float, hidden: int, style: Style, table) -> float:
+    words = label(table, "more_pieces", n=fmt_int(hidden))
+    chips.append(Chip(x, y, _chip_w(words, style), words, words, "more"))
+    return x + chips[-1].w + CHIP_GAP
+
+
+def _columns(trace: RequestTrace, slots, style: Style, table) -> dict:
+    pass_w = max(text_width(label(table, "pass_n", n=len(trace.steps)), style.font_size), 56) + 16
+    chip_rows = [_input_chips(trace, slot, 0, 0, style, table) for slot in slots]
+    chips_w = max((row[-1].x + row[-1].w for row in chip_rows if row), default=0)
+    input_w = max(chips_w, text_width(label(table, "col_input"), style.small_size) + 8)
+    out_w = max([_chip_w(piece_label(trace.steps[s.first].output_piece), style) for s in slots if s.kind == "pass"]
+                + [text_width(label(table, "col_output"), style.small_size) + 8])
+    col = {"pass": PAD, "input": PAD + pass_w}
+    col["output"] = col["input"] + input_w + 40
+    col["phase"] = col["output"] + out_w + 24
+    col["time"] = col["phase"] + 92
+    col["time_end"] = col["time"] + TIME_W
+    return col
+
+
+def _time_row(trace: RequestTrace, slot: Slot, scale: LinearScale, style: Style, table) -> dict:
+    first, last = trace.steps[slot.first], trace.steps[slot.last]
+    bar = (scale(first.start_ms), max(scale(last.end_ms), scale(first.start_ms) + 2))
+    prev_end = trace.steps[slot.first - 1].end_ms if slot.first > 0 else None
+    itl = (scale(prev_end), scale(last.end_ms)) if prev_end is not None and slot.kind == "pass" else None
+    wait = (scale(0), scale(first.start_ms)) if first.phase == "prefill" else None
+    if first.phase == "prefill":
+        words = label(table, "ttft", ms=fmt_ms(first.end_ms))
+    elif slot.kind == "gap":
+        mean = (last.end_ms - prev_end) / slot.count
+        words = f"{slot.count} × " + label(table, "itl", ms=fmt_ms(mean))
+    else:
+        words = label(table, "itl", ms=fmt_ms(last.end_ms - prev_end))
+    x, anchor = _label_place(bar, text_width(words, style.tiny_size), scale)
+    return {"bar": bar, "wait": wait, "itl": itl, "time_label": words, "time_label_x": x, "time_label_anchor": anchor}
+
+
+def _label_place(bar: tuple[float, float], width: float, scale: LinearScale) -> tuple[float, str]:
+    """Right of the bar if it fits, else inside it if it is wide, else left of it."""
+    if bar[1] + 8 + width <= scale.r1 + 4:
+        return bar[1] + 6, "start"
+    if bar[1] - bar[0] >= width + 12:
+        return (bar[0] + bar[1]) / 2, "middle"
+    return max(bar[0] - 6, scale.r0 + width), "end"
+
+
+def timeline_layout(trace: RequestTrace, table: dict, style: Style, header_y: float = 112.0) -> TimelineLayout:
+    if not trace.steps:
+        raise ValueError("the timeline needs a trace with at least one forward pass")
+    slots = plan_slots(len(trace.steps), MAX_ROWS, HEAD_ROWS, TAIL_ROWS)
+    col = _columns(trace, slots, style, table)
+    end_ms = trace.steps[-1].end_ms
+    ticks = nice_ticks(0, end_ms, 4)
+    scale = LinearScale(0, ticks[-1], col["time"] + 8, col["time_end"] - 8)
+    y, rows = header_y + 12, []
+    for slot in slots:
+        h = GAP_ROW_H if slot.kind == "gap" else ROW_H
+        chip_y = y + (h - CHIP_H) / 2
+        chips = _input_chips(trace, slot, col["input"], chip_y, style, table)
+        step = trace.steps[slot.first]
+        out = None
+        if slot.kind == "pass":
+            text_out = piece_label(step.output_piece)
+            out = Chip(col["output"], chip_y, _chip_w(text_out, style), text_out,
+                       f"{visible(step.output_piece)!r} (id {step.output_id})", "output", step.context_after)
+        rows.append(Row(slot, step.phase, y, h, chips, out, **_time_row(trace, slot, scale, style, table)))
+        y += h
+    width = col["time_end"] + PAD
+    note_lines = (label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table))
+    axis_y = y + 10
+    notes_y = axis_y + 34
+    height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
+    return TimelineLayout(
+        width=width, height=height, col_x=col, header_y=header_y, rows=tuple(rows), arrows=_arrows(rows),
+        ticks=tuple((scale(t), f"{t:g}") for t in ticks), axis_y=axis_y,
+        ttft_x=scale(trace.steps[0].end_ms), notes_y=notes_y, notes=note_lines,
+    )
+
+
+def _measured_on(trace: RequestTrace, table: dict) -> str:
+    m = trace.model
+    params = f"{m.num_params / 1e6:.1f}M" if m.num_params < 1e9 else f"{m.num_params / 1e9:.1f}B"
+    return label(table, "measured_on", model=m.model_id, params=params, device=m.device, dtype=m.dtype)
+
+
+def _arrows(rows: list[Row]) -> tuple[tuple[int, str, str], ...]:
+    """Elbow arrows: down from row i's output chip, left, down into row i+1's first chip."""
+    arrows = []
+    for index, (above, below) in enumerate(zip(rows, rows[1:]), start=1):
+        if above.output is None or not below.chips:
+            continue
+        x0, y0 = above.output.x + above.output.w / 2, above.output.y + CHIP_H
+        target = below.chips[0]
+        x1, y1 = target.x + min(target.w / 2, 18), target.y - 1
+        mid = round((y0 + y1) / 2, 2)
+        arrows.append((index, f"M{x0:g},{y0:g} V{mid:g} H{x1:g} V{y1:g}", above.phase))
+    return tuple(arrows)
+
+
+# --- drawing ---
+
+def _draw_chip(dwg, chip: Chip, phase: str, style: Style):
+    if chip.kind == "output":
+        fill, stroke, weight, ink = style.paper, style.phase_color(phase), "bold", style.ink
+    elif chip.kind == "more":
+        fill, stroke, weight, ink = style.panel, style.grid, None, style.muted_ink
+    else:
+        fill, stroke, weight, ink = style.phase_light(phase), style.phase_color(phase), None, style.ink
+    group = dwg.g(class_=f"chip {chip.kind} {phase}", **({"data-position": chip.position} if chip.position >= 0 else {}))
+    group.add(dwg.rect((chip.x, chip.y), (chip.w, CHIP_H), rx=6, fill=fill, stroke=stroke, stroke_width=1.5))
+    group.add(text(dwg, chip.text, chip.x + chip.w / 2, chip.y + CHIP_H / 2 + style.small_size * 0.36,
+                   size=style.small_size, fill=ink, anchor="middle", weight=weight))
+    add_title(group, chip.tooltip)
+    return group
+
+
+def _draw_row(dwg, row: Row, layout: TimelineLayout, trace: RequestTrace, style: Style, table: dict):
+    col, step = layout.col_x, trace.steps[row.slot.first]
+    group = dwg.g(class_=f"row {row.phase}" + (" gap" if row.slot.kind == "gap" else ""),
+                  **{"data-pass": row.slot.first, "data-count": row.slot.count,
+                     "data-positions": sum(s.num_positions for s in trace.steps[row.slot.first:row.slot.last + 1])})
+    baseline = row.cy + style.font_size * 0.36
+    if row.slot.kind == "gap":
+        group.add(text(dwg, label(table, "more_passes", n=fmt_int(row.slot.count)), col["input"], baseline,
+                       size=style.font_size, fill=style.muted_ink, class_="gap-label"))
+    else:
+        group.add(text(dwg, label(table, "pass_n", n=row.slot.first + 1), col["pass"], baseline,
+                       size=style.font_size, fill=style.ink, class_="pass-label"))
+        for chip in row.chips:
+            group.add(_draw_chip(dwg, chip, row.phase, style))
+        group.add(_draw_chip(dwg, row.output, row.phase, style))
+        group.add(dwg.path(d=f"M{col['output'] - 30},{row.cy} h20", stroke=style.muted_ink, stroke_width=1.5,
+                           fill="none", marker_end="url(#arrow-muted)", class_="flow"))
+    group.add(_phase_badge(dwg, col["phase"], row.cy, row.phase, style, table))
+    group.add(_time_marks(dwg, row, step, style))
+    return group
+
+
+def _phase_badge(dwg, x: float, cy: float, phase: str, style: Style, table: dict):
+    words = label(table, f"phase_{phase}")
+    w = text_width(words, style.small_size) + 18
+    badge = dwg.g(class_=f"phase-badge {phase}")
+    badge.add(dwg.rect((x, cy - 12), (w, 24), rx=12, fill=style.phase_color(phase)))
+    badge.add(text(dwg, words, x + w / 2, cy + style.small_size * 0.36, size=style.small_size,
+                   fill=style.paper, anchor="middle", weight="bold"))
+    return badge
+
+
+def _time_marks(dwg, row: Row, step, style: Style):
+    group = dwg.g(class_=f"time {row.phase}")
+    if row.wait and row.wait[1] - row.wait[0] >= 1:
+        group.add(dwg.rect((row.wait[0], row.cy - 3), (row.wait[1] - row.wait[0], 6), fill=style.cached,
+                           class_="wait"))
+    bar = dwg.rect((row.bar[0], row.cy - 8), (row.bar[1] - row.bar[0], 16), rx=2, fill=style.phase_color(row.phase),
+                   class_=f"pass-time {row.phase}", opacity=0.55 if row.slot.kind == "gap" else 1,
+                   **{"data-start-ms": f"{step.start_ms:.3f}", "data-ms": f"{step.duration_ms:.3f}"})
+    group.add(add_title(bar, f"{fmt_ms(step.start_ms)} → {fmt_ms(step.end_ms)}"))
+    if row.itl:
+        group.add(dwg.path(d=f"M{row.itl[0]},{row.cy + 13} v-3 H{row.itl[1]} v3", fill="none",
+                           stroke=style.muted_ink, stroke_width=1, class_="itl"))
+    group.add(text(dwg, row.time_label, row.time_label_x, row.cy + style.tiny_size * 0.36, size=style.tiny_size,
+                   fill=style.ink, anchor=row.time_label_anchor, class_="time-label"))
+    return group
+
+
+def draw_frame(dwg, layout: TimelineLayout, style: Style, table: dict) -> None:
+    """Column headers, row rules, the time axis and the TTFT line (everything but rows)."""
+    col, hy = layout.col_x, layout.header_y
+    for key, x in (("col_pass", col["pass"]), ("col_input", col["input"]), ("col_output", col["output"]),
+                   ("col_phase", col["phase"]), ("col_time", col["time"])):
+        dwg.add(text(dwg, label(table, key), x, hy - 6, size=style.small_size, fill=style.muted_ink,
+                     weight="bold", class_="col-header"))
+    right = col["time_end"]
+    dwg.add(dwg.rect((col["time"], hy + 4), (right - col["time"], layout.axis_y - hy - 4), fill=style.panel,
+                     class_="time-panel"))
+    for row in layout.rows:
+        dwg.add(dwg.line((PAD, row.y), (right, row.y), stroke=style.grid, stroke_width=1, class_="rule"))
+    for x, words in layout.ticks:
+        dwg.add(dwg.line((x, hy + 4), (x, layout.axis_y), stroke=style.grid, stroke_width=1, class_="tick"))
+        dwg.add(text(dwg, words, x, layout.axis_y + 16, size=style.tiny_size, fill=style.muted_ink, anchor="middle",
+                     class_="tick-label"))
+    dwg.add(text(dwg, "ms", right, layout.axis_y + 30, size=style.tiny_size, fill=style.muted_ink, anchor="end"))
+    dwg.add(dwg.line((layout.ttft_x, hy + 4), (layout.ttft_x, layout.axis_y), stroke=style.prefill,
+                     stroke_width=1.2, stroke_dasharray="4,3", class_="ttft-line"))
+
+
+def draw_arrows(dwg, layout: TimelineLayout, style: Style) -> list:
+    """(row index, arrow) pairs: each arrow belongs to the row it feeds."""
+    return [(index, dwg.path(d=d, fill="none", stroke=style.phase_color(phase), stroke_width=1.6,
+                             marker_end=f"url(#arrow-{phase})", class_=f"feedback {phase}"))
+            for index, d, phase in layout.arrows]
+
+
+def add_markers(dwg, style: Style) -> None:
+    arrow_marker(dwg, "arrow-prefill", style.prefill)
+    arrow_marker(dwg, "arrow-decode", style.decode)
+    arrow_marker(dwg, "arrow-muted", style.muted_ink)
+
+
+def subtitle(trace: RequestTrace, table: dict) -> str:
+    def cut(s: str, n: int) -> str:
+        return s if len(s) <= n else s[: n - 1] + "…"
+    return label(table, "timeline_subtitle", prompt=cut(trace.prompt, 40), answer=cut(trace.output_text, 30))
+
+
+def build_timeline(trace: RequestTrace, table: dict, style: Style, name: str, title: str, header_y: float = 112.0):
+    """The drawing, the layout and the row groups (the animation adds timing to them)."""
+    layout = timeline_layout(trace, table, style, header_y)
+    dwg = new_drawing(layout.width, layout.height, style, name, title)
+    add_markers(dwg, style)
+    header(dwg, style, title, subtitle(trace, table))
+    draw_frame(dwg, layout, style, table)
+    rows = [_draw_row(dwg, row, layout, trace, style, table) for row in layout.rows]
+    for index, arrow in draw_arrows(dwg, layout, style):
+        rows[index].add(arrow)
+    for group in rows:
+        dwg.add(group)
+    notes(dwg, style, list(layout.notes), PAD, layout.notes_y, layout.width - 2 * PAD)
+    return dwg, layout, rows
+
+
+def render_timeline(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None) -> str:
+    """One row per forward pass: positions in, token out, phase, measured time."""
+    table, style = strings_for(lang), style or DEFAULT_STYLE
+    dwg, _, _ = build_timeline(trace, table, style, "timeline", label(table, "timeline_title"))
+    return to_string(dwg)

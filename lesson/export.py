@@ -1,0 +1,110 @@
+"""`python -m lesson.export`: run the engine once, write every diagram as SVG.
+
+    python -m lesson.export --out DIR [--prompt TEXT] [--max-new-tokens N] [--lang zh|en] [--model DIR]
+    python -m lesson.export --out DIR --schematic PROMPT_LEN OUTPUT_LEN [--lang zh|en]
+
+Writes DIR/<diagram>.svg (standalone SVG 1.1 files) and, after a model run,
+DIR/trace.json. Bad input gives one line on stderr and a non-zero exit:
+2 for bad arguments, 1 for a model or file problem.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS
+from .strings import LANGS
+
+XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n'
+DEFAULT_PROMPT = "法国的首都是"
+
+
+class _UsageError(Exception):
+    """A bad command line: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print usage + exit; we want one clear line
+        raise _UsageError(message)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m lesson.export", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, type=Path, help="folder to write the SVG files into")
+    parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="the prompt (default: %(default)s)")
+    parser.add_argument("--max-new-tokens", type=_positive_int, default=8, help="answer length (default: 8)")
+    parser.add_argument("--lang", choices=LANGS, default="zh", help="label language (default: zh)")
+    parser.add_argument("--model", default=None, help="a local model folder (default: the embedded model)")
+    parser.add_argument("--schematic", nargs=2, type=_positive_int, metavar=("PROMPT_LEN", "OUTPUT_LEN"),
+                        help="draw the schematic diagrams from two lengths, without a model")
+    return parser
+
+
+def render_trace_diagrams(trace, lang: str) -> dict[str, str]:
+    """name -> SVG for every trace diagram."""
+    return {name: render(trace, lang=lang) for name, render in DIAGRAMS.items()}
+
+
+def render_schematic_diagrams(prompt_len: int, output_len: int, lang: str) -> dict[str, str]:
+    return {name: render(prompt_len, output_len, lang=lang) for name, render in SCHEMATIC_DIAGRAMS.items()}
+
+
+def write_files(out_dir: Path, svgs: dict[str, str], trace_json: str | None = None) -> list[Path]:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, svg in svgs.items():
+        path = out_dir / f"{name}.svg"
+        path.write_text(XML_DECLARATION + svg + "\n", encoding="utf-8")
+        written.append(path)
+    if trace_json is not None:
+        path = out_dir / "trace.json"
+        path.write_text(trace_json + "\n", encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def run_engine(prompt: str, max_new_tokens: int, model: str | None):
+    """The one forward-pass run: imported lazily so --schematic never loads torch."""
+    import engine
+
+    lm = engine.load_model(model)
+    return engine.generate(lm, prompt, engine.GenerationConfig(max_new_tokens=max_new_tokens))
+
+
+def _export(args) -> list[Path]:
+    if args.schematic:
+        return write_files(args.out, render_schematic_diagrams(*args.schematic, args.lang))
+    if not args.prompt.strip():
+        raise ValueError("the prompt is empty; pass some text with --prompt")
+    trace = run_engine(args.prompt, args.max_new_tokens, args.model)
+    return write_files(args.out, render_trace_diagrams(trace, args.lang), trace.to_json())
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        for path in _export(args):
+            print(path)
+    except _UsageError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except (ValueError, OSError) as err:  # engine.EngineError is a ValueError with a one-line message
+        print(f"error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,254 @@
+"""Lesson 19 in English (a faithful translation of zh.py) and every app label.
+
+Keys match zh.py one for one (tests/test_lesson_text.py checks). Values are
+Markdown strings or, for tables, lists of strings. `{name}` marks a value filled
+in at run time; citations [1] [2] [3] link to the references (anchor #references).
+"""
+
+TEXT: dict = {
+    # ---- page and sidebar ---------------------------------------------------------
+    "page_title": "Lesson 19 · Prefill and Decode",
+    "kicker": "Lesson 19 · The two phases of LLM inference",
+    "title": "Prefill and Decode: read it all, then write one at a time",
+    "sidebar_title": "Settings",
+    "language": "语言 / Language",
+    "classroom": "Classroom mode",
+    "classroom_help": "Larger type; greedy decoding with a fixed seed so demos repeat exactly; step through one forward pass at a time.",
+    "model": "Model",
+    "model_help": "“default” is the model embedded in the app; the others are local Hugging Face model folders the operator placed in the models folder (env PREFILL_DECODE_MODELS_DIR).",
+    "model_in_use": "In use: **{model_id}** · {architecture} · {num_layers} layers · {num_params} parameters",
+    "device_dtype": "Device **{device}** · dtype **{dtype}** · KV cache per token **{kv_per_token}**",
+    "limits": "This server's limits: prompts up to {max_prompt_tokens} tokens ({max_prompt_chars} characters), answers up to {max_new_tokens} tokens.",
+    "toc": "Contents",
+    "sampling": "Sampling",
+    "temperature": "Temperature (0 = greedy)",
+    "top_k": "Top-k (0 = off)",
+    "top_p": "Top-p (1 = off)",
+    "seed": "Seed",
+    "sampling_locked": "Classroom mode: greedy decoding, seed fixed at 0.",
+    # ---- introduction -------------------------------------------------------------
+    "intro_1": (
+        "We type “法国的首都是” (“The capital of France is”) and the model answers “巴黎。” (“Paris.”). "
+        "It looks like one continuous act, yet the computer splits it into two very different kinds of work: "
+        "first it processes the whole prompt, then it predicts the following tokens one by one from what it has "
+        "already generated. People who study LLM inference systems usually call them Prefill and Decode. "
+        "[[1]](#references)"
+    ),
+    "intro_2": (
+        "Prefill does the “reading”; Decode does the “writing on”. They use the same model, but the number of "
+        "tokens fed into the model each time differs."
+    ),
+    # ---- run panel ----------------------------------------------------------------
+    "run_title": "Run it on a real model",
+    "run_intro": "Every diagram below comes from the model really running behind this page: each forward pass is recorded (time, positions processed, KV cache size).",
+    "prompt": "Prompt",
+    "prompt_placeholder": "Type a prompt, e.g. 法国的首都是",
+    "output_len": "Answer length limit (tokens)",
+    "output_len_help": "At most this many tokens are generated; the model stops early if it emits its end-of-sequence token.",
+    "prompt_len": "Extend the prompt to (tokens)",
+    "prompt_len_help": "Filler text is put before the prompt until it has this many tokens. 0 = use it as typed.",
+    "prompt_len_note": "The prompt already has {natural} tokens, more than the target; it is used as typed.",
+    "prompt_extended": "Filler text added before the prompt: {natural} → {num_tokens} tokens.",
+    "token_split": "The real tokenizer split ({num_tokens} tokens, separated by │)",
+    "run": "Run",
+    "queued": "The model is busy with another visitor's forward pass. Your request is queued and starts automatically when it is your turn…",
+    "queued_for": "This request waited {ms} in the queue before its Prefill began; that wait counts in its TTFT.",
+    "loading_model": "Loading the model (once per server process)…",
+    "running_prefill": "Prefill: reading {num_positions} prompt positions in one pass…",
+    "progress": "Forward pass {step} · {num_tokens} / {max_tokens} tokens generated",
+    "log_prefill": "**Prefill**: {num_positions} positions in one pass → first token `{piece}` ({ms})",
+    "log_decode": "**Decode {index}**: 1 new position in → `{piece}` ({ms})",
+    "answer": "Answer",
+    "done": "Done: {num_tokens} tokens; stopped because {stop_reason}.",
+    "stop_eos": "the model emitted its end-of-sequence token",
+    "stop_length": "the length limit was reached",
+    "showing_trace": "The diagrams below show this request: prompt {prompt_len} tokens, answer {output_len} tokens, model {model_id}, {sampling}.",
+    "greedy": "greedy decoding",
+    "sampled": "sampling (temperature {temperature}, seed {seed})",
+    "stale_note": "The settings have changed; press “Run” to update the diagrams below.",
+    "classroom_step": "Next step (one forward pass)",
+    "classroom_reset": "Start over",
+    "classroom_all": "Show all",
+    "classroom_position": "Classroom stepping: showing forward pass {shown} of {total} ({phase})",
+    "phase_prefill": "Prefill",
+    "phase_decode": "Decode",
+    "data_title": "Step-by-step data (one row per forward pass)",
+    "download_json": "Download the trace (JSON)",
+    "download_csv": "Download the step table (CSV)",
+    "download_svg": "Download SVG",
+    "raw_svg": "View the raw SVG",
+    "no_trace": "No run yet. Press “Run”.",
+    # ---- section 1: timeline ---------------------------------------------------------
+    "sec_timeline": "The timeline of one answer",
+    "timeline_caption": "The timeline of one request (from the real run above).",
+    "timeline_1": (
+        "To make it easy to draw, we split the prompt schematically into four positions, “法国 / 的 / 首都 / 是” "
+        "(“France / ’s / capital / is”); this does not mean a real tokenizer necessarily splits it this way. "
+        "The model first runs one forward pass over these four positions and, from the output at the last "
+        "position, predicts the first answer token “巴黎” (“Paris”). Next, “巴黎” is fed in as the new input to "
+        "predict “。”. Only if it is to go on is “。” sent back into the model."
+    ),
+    "timeline_real_split": "The run panel above shows the real tokenizer's split, to compare with this sketch.",
+    "timeline_table": [
+        ["Moment", "What is fed into the model", "Next token produced this round", "Phase"],
+        ["First forward pass", "The four prompt positions", "巴黎 (Paris)", "Prefill"],
+        ["Next forward pass", "The just-generated “巴黎”", "。", "Decode"],
+        ["If it goes on", "The just-generated “。”", "The next token", "Decode"],
+    ],
+    "timeline_2": (
+        "The first output token usually comes from the last position of Prefill: the prompt is not prefilled "
+        "first and then given an extra full Decode step to get it. Implementations may differ slightly in how "
+        "they schedule and count, but this dependency in the computation is worth remembering."
+    ),
+    # ---- section 2: Prefill -----------------------------------------------------------
+    "sec_prefill": "Prefill reads the prompt first",
+    "prefill_1": (
+        "Prefill processes many prompt positions at once. The causal mask still applies: earlier tokens cannot "
+        "see later ones; but the computation for all positions can be organised into large matrix operations "
+        "within one forward pass. At the same time the model builds each layer's KV cache for later generation "
+        "to reuse."
+    ),
+    "prefill_2": (
+        "The longer the prompt, the more positions this step has to process. Prefill usually has large matrix "
+        "multiplications that let a GPU's parallel compute shine, so in common setups it tends to be more "
+        "compute-bound. This is a performance tendency, not an absolute verdict for every length, model and "
+        "hardware. [[1]](#references)"
+    ),
+    "blocks_caption": "Positions newly processed by each forward pass (real run): the first column is Prefill, each later column one Decode step.",
+    # ---- section 3: Decode --------------------------------------------------------------
+    "sec_decode": "Decode writes one new position at a time",
+    "decode_1": (
+        "Once the first answer token is out, the same request still cannot compute all its unknown future "
+        "tokens in parallel. The next step's input has to wait for the previous step to choose its result. "
+        "Decode is therefore a chain of dependencies, one after another."
+    ),
+    "decode_2": (
+        "With a KV cache, each round feeds only the token just generated into the model as a new position and "
+        "computes its Q, K and V; the new query still has to read the historical K/V for attention, and then "
+        "predicts the token after that. The cache saves recomputing old positions; it cannot save the current "
+        "query the work of reading the history."
+    ),
+    "decode_3": (
+        "“One after another” is about the inside of one request. A server can put the Decode steps of many "
+        "users' requests into one batch and use the GPU in parallel. Do not confuse these two kinds of "
+        "parallelism."
+    ),
+    "kv_caption": "The KV cache grows with each forward pass (real run; bytes measured from the cache tensors).",
+    # ---- section 4: schematic blocks -------------------------------------------------------
+    "sec_blocks": "Change the prompt and answer lengths yourself",
+    "blocks_note": (
+        "A teaching sketch: the blocks show how many positions each forward pass newly processes, not time or "
+        "FLOPs. It assumes the first output token comes from Prefill and each later Decode round produces one."
+    ),
+    "demo_prompt_len": "Prompt length (tokens)",
+    "demo_output_len": "Answer length (tokens)",
+    "demo_live_hint": "This sketch does not run the model: it updates as soon as you move a slider. For real numbers, use “Run” at the top of the page.",
+    # ---- section 5: bottlenecks ----------------------------------------------------------
+    "sec_bottleneck": "Why the bottlenecks differ",
+    "bottleneck_1": (
+        "Prefill processes many positions at once, and its matrix multiplications are usually large; Decode, "
+        "for a single request, processes only one new position per round, yet has to read the model weights "
+        "and an ever-growing KV cache. In common GPU deployments the former is more easily limited by compute "
+        "throughput, while the latter is more often limited by memory bandwidth, cache reads and small-batch "
+        "efficiency. Decoding many requests together changes the batch size and the bottleneck, so do not "
+        "treat this as a fixed law. [[2]](#references)"
+    ),
+    "bottleneck_table": [
+        ["Aspect", "Prefill", "Decode"],
+        ["New positions per round, same request", "Many prompt positions", "Usually 1 new position"],
+        ["Main products", "The first output token, the prompt's KV cache", "The next token, new KV cache entries"],
+        ["Common performance tendency", "Large matrix computations", "Reading weights and KV, step-by-step latency"],
+        ["Depends on an unknown previous output?", "No", "Yes"],
+    ],
+    "bottleneck_2": (
+        "The two phases need different resources, and they also interfere with each other. For example, a very "
+        "long Prefill inserted into a running Decode batch can make other users wait longer. Research answers "
+        "with chunked Prefill, or by running Prefill and Decode on different resources; these are scheduling "
+        "choices of the serving system, not the model suddenly becoming two models. "
+        "[[1]](#references) [[2]](#references)"
+    ),
+    "bottleneck_live": (
+        "In this real run, Prefill took {prefill_ms} for {prompt_len} positions (about {per_position} per "
+        "position); one Decode step took {decode_ms} on average, for a single position."
+    ),
+    # ---- section 6: the two waits ------------------------------------------------------------
+    "sec_waits": "The two waits users feel",
+    "waits_1": (
+        "**TTFT (Time to First Token)** is the time from sending a request to seeing the first output token; it "
+        "includes queueing, Prefill, choosing the first token, transfer and so on. **TPOT (Time per Output "
+        "Token)** describes the average gap between output tokens after the first one; some systems also look "
+        "at the **ITL (inter-token latency)** between neighbouring tokens to see jitter. TTFT is driven mainly "
+        "by the first processing, while TPOT/ITL better reflect the experience of sustained Decode. "
+        "[[2]](#references)"
+    ),
+    "waits_2": (
+        "A long prompt can keep the first character from appearing for a long time; a quick first character "
+        "does not guarantee smooth writing afterwards. So when judging a service's speed, “tokens per second” "
+        "is not enough: look at both kinds of wait."
+    ),
+    "metric_ttft": "TTFT",
+    "metric_ttft_def": "Request start to the first token (tokenization and Prefill included).",
+    "metric_tpot": "TPOT",
+    "metric_tpot_def": "(E2EL − TTFT) ÷ (output tokens − 1): the mean gap after the first token.",
+    "metric_itl": "Mean ITL",
+    "metric_itl_def": "The mean of the gaps between consecutive output tokens.",
+    "metric_e2el": "E2EL",
+    "metric_e2el_def": "End-to-end latency: request start to the last token.",
+    "metric_na": "— (only 1 token)",
+    "latency_caption": "When each output token appeared, and the gaps between them (hover to see each step).",
+    "latency_svg_caption": "The same latency chart as SVG (downloadable).",
+    # ---- section 7: many requests --------------------------------------------------------------
+    "sec_many": "When many requests arrive",
+    "many_1": (
+        "Users' requests differ in prompt length, arrival time and output length. An online service adjusts its "
+        "batches dynamically: new requests can join, finished ones leave, and those still generating keep "
+        "running. Such continuous batching raises resource utilisation, while trading off throughput, "
+        "first-token latency and the gaps between later outputs. The KV cache also grows dynamically with each "
+        "request; methods such as PagedAttention focus on improving how its memory is managed. "
+        "[[3]](#references)"
+    ),
+    "many_server_note": (
+        "This page is itself a tiny shared service: the model does one forward pass at a time, and visitors "
+        "who run at the same moment wait in a queue."
+    ),
+    # ---- section 8: one sentence ------------------------------------------------------------------
+    "sec_summary": "The lesson in one sentence",
+    "summary": (
+        "To sum up the lesson in one sentence: Prefill reads the known prompt in one go and gives the first "
+        "token; Decode depends on the tokens already generated and writes on step by step. The waits they "
+        "optimise are not the same wait."
+    ),
+    # ---- section 9: animation -----------------------------------------------------------------------
+    "sec_animation": "Step-by-step animation (in place of the video)",
+    "animation_caption": "A replay of the real run: one Prefill, then Decode after Decode. In classroom mode, advance it by hand with “Next step”.",
+    # ---- section 10: references ---------------------------------------------------------------------
+    "sec_references": "References",
+    "references": [
+        "Agrawal, A., Panwar, A., Mohan, J., et al. “SARATHI: Efficient LLM Inference by Piggybacking Decodes "
+        "with Chunked Prefills.” arXiv preprint [arXiv:2308.16369](https://arxiv.org/abs/2308.16369), 2023.",
+        "Zhong, Y., Liu, S., Chen, J., et al. “DistServe: Disaggregating Prefill and Decoding for Goodput-optimized "
+        "Large Language Model Serving.” OSDI, 2024. [arXiv:2401.09670](https://arxiv.org/abs/2401.09670).",
+        "Kwon, W., Li, Z., Zhuang, S., et al. “Efficient Memory Management for Large Language Model Serving with "
+        "PagedAttention.” SOSP, 2023. [arXiv:2309.06180](https://arxiv.org/abs/2309.06180).",
+    ],
+    # ---- section 11: review map -----------------------------------------------------------------------
+    "sec_review": "Lesson 19 review map",
+    "review_caption": "Computation shape, performance bottlenecks, experience metrics and serving schedules, reviewed on one page.",
+    "next_lesson": "Next lesson, quantization: when weights are squeezed from 16 bits to INT8 or INT4, what exactly is lost?",
+    # ---- error messages (engine error .key -> text) ------------------------------------------------------
+    "err_empty_prompt": "The prompt is empty. Type at least one character, for example “法国的首都是”.",
+    "err_prompt_too_long": "The prompt has {num_tokens} tokens, more than this server's limit of {limit}. Shorten it or lower the “extend to” target.",
+    "err_prompt_too_many_chars": "The prompt has {num_chars} characters, more than this server's limit of {limit}. Shorten it and run again.",
+    "err_max_new_tokens_range": "Answer length {value} is out of range: it must be between {low} and {high}.",
+    "err_length_range": "“{name}” was {value}, out of range; it has been set to {clamped}.",
+    "err_sampling_range": "The sampling setting {name} = {value} is not valid.",
+    "err_model_not_found": "The model folder “{path}” cannot be found.",
+    "err_not_a_model": "The folder “{path}” is not a Hugging Face model (no config.json or weights). Switched back to a model that works.",
+    "err_pickle_weights_only": "The folder “{path}” has only pickle weights; for safety this service loads safetensors only.",
+    "err_model_load_failed": "The model “{path}” could not be loaded. Ask the operator to check the server log.",
+    "err_device_unavailable": "The device {device} is not available.",
+    "err_bad_dtype": "The dtype {dtype} is not supported.",
+    "err_unknown_model": "The model “{path}” is not in the list; switched back to the embedded default model.",
+    "err_internal": "Something went wrong ({kind}); this part cannot be shown right now. The rest of the page still works; details are in the server log.",
+    "err_diagram": "This diagram cannot be drawn right now ({kind}).",
+}

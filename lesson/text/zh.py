@@ -1,0 +1,227 @@
+"""第十九课的文字（中文原文）与应用界面的全部标签。
+
+键与 en.py 一一对应（tests/test_lesson_text.py 检查）。值是 Markdown 字符串，
+或（表格）由字符串组成的列表。`{name}` 是运行时填入的参数；引用 [1] [2] [3]
+链接到参考文献一节（锚点 #references）。
+"""
+
+TEXT: dict = {
+    # ---- 页面与侧边栏 -------------------------------------------------------------
+    "page_title": "第十九课 · Prefill 与 Decode",
+    "kicker": "第十九课 · LLM 推理的两个阶段",
+    "title": "Prefill 与 Decode：先读完，再一个一个地写",
+    "sidebar_title": "设置",
+    "language": "语言 / Language",
+    "classroom": "课堂模式",
+    "classroom_help": "更大的字号；贪心解码、固定随机种子，演示每次都一样；可以一次前进一个前向计算。",
+    "model": "模型",
+    "model_help": "“default” 是应用内置的模型；其他选项是运维人员放在模型目录（环境变量 PREFILL_DECODE_MODELS_DIR）里的本地 Hugging Face 模型文件夹。",
+    "model_in_use": "正在使用：**{model_id}** · {architecture} · {num_layers} 层 · {num_params} 参数",
+    "device_dtype": "设备 **{device}** · 数据类型 **{dtype}** · 每个 Token 的 KV Cache **{kv_per_token}**",
+    "limits": "本服务器的上限：提示词最多 {max_prompt_tokens} 个 Token（{max_prompt_chars} 个字符），回答最多 {max_new_tokens} 个 Token。",
+    "toc": "目录",
+    "sampling": "采样设置",
+    "temperature": "温度（0 = 贪心）",
+    "top_k": "Top-k（0 = 不限制）",
+    "top_p": "Top-p（1 = 不限制）",
+    "seed": "随机种子",
+    "sampling_locked": "课堂模式：贪心解码，种子固定为 0。",
+    # ---- 引言 -------------------------------------------------------------------
+    "intro_1": (
+        "我们输入“法国的首都是”，模型回答“巴黎。”。这看起来是一件连续的事，计算机却会把它分成两种很不一样的工作："
+        "先处理整个提示词，再根据已经生成的内容逐个预测后续 Token。研究 LLM 推理系统时，通常把它们叫作 "
+        "Prefill 和 Decode。[[1]](#references)"
+    ),
+    "intro_2": "Prefill 负责“读”；Decode 负责“接着写”。它们用的是同一模型，但每次送进模型的 Token 数量不同。",
+    # ---- 运行面板 -----------------------------------------------------------------
+    "run_title": "在真实模型上运行",
+    "run_intro": "下面的每一张图都来自这个页面上真正运行的模型：每一次前向计算都被记录下来（时间、处理的位置、KV Cache 大小）。",
+    "prompt": "提示词",
+    "prompt_placeholder": "输入提示词，例如：法国的首都是",
+    "output_len": "回答长度上限（Token）",
+    "output_len_help": "最多生成多少个 Token；模型输出结束符时会提前停止。",
+    "prompt_len": "把提示词加长到（Token）",
+    "prompt_len_help": "在提示词前面补上填充文字，直到它有这么多个 Token。0 = 按原样使用。",
+    "prompt_len_note": "提示词本身已有 {natural} 个 Token，比目标长，按原样使用。",
+    "prompt_extended": "已在提示词前补充填充文字：{natural} → {num_tokens} 个 Token。",
+    "token_split": "真实的 Tokenizer 切分（{num_tokens} 个 Token，用 │ 分隔）",
+    "run": "运行",
+    "queued": "模型正忙：另一位访客的前向计算正在进行。你的请求已排队，轮到时会自动开始……",
+    "queued_for": "这次请求先排队等了 {ms}，才轮到它的 Prefill；这段等待也算进 TTFT。",
+    "loading_model": "正在加载模型（每个服务器进程只加载一次）……",
+    "running_prefill": "Prefill：一次读入 {num_positions} 个提示词位置……",
+    "progress": "第 {step} 次前向 · 已生成 {num_tokens} / {max_tokens} 个 Token",
+    "log_prefill": "**Prefill**：一次处理 {num_positions} 个位置 → 第一个 Token `{piece}`（{ms}）",
+    "log_decode": "**Decode {index}**：输入 1 个新位置 → `{piece}`（{ms}）",
+    "answer": "回答",
+    "done": "完成：{num_tokens} 个 Token，停止原因：{stop_reason}。",
+    "stop_eos": "模型输出了结束符",
+    "stop_length": "达到长度上限",
+    "showing_trace": "下面的图展示的是这次请求：提示词 {prompt_len} 个 Token，回答 {output_len} 个 Token，模型 {model_id}，{sampling}。",
+    "greedy": "贪心解码",
+    "sampled": "采样（温度 {temperature}，种子 {seed}）",
+    "stale_note": "设置已经改变；点击“运行”以更新下面的图。",
+    "classroom_step": "下一步（一次前向）",
+    "classroom_reset": "从头开始",
+    "classroom_all": "显示全部",
+    "classroom_position": "课堂步进：显示到第 {shown} / {total} 次前向（{phase}）",
+    "phase_prefill": "Prefill",
+    "phase_decode": "Decode",
+    "data_title": "逐步数据（每行一次前向计算）",
+    "download_json": "下载 Trace（JSON）",
+    "download_csv": "下载逐步表格（CSV）",
+    "download_svg": "下载 SVG",
+    "raw_svg": "查看原始 SVG",
+    "no_trace": "还没有运行结果。点击“运行”。",
+    # ---- 第 1 节：时间线 -------------------------------------------------------------
+    "sec_timeline": "一次回答的时间线",
+    "timeline_caption": "同一请求的时间线（来自上面的真实运行）。",
+    "timeline_1": (
+        "为便于画图，我们把提示词示意性地切成“法国 / 的 / 首都 / 是”四个位置；这不代表实际 Tokenizer 一定这样切分。"
+        "模型先对这四个位置运行一次前向计算，并从最后一个位置的输出预测第一个回答 Token“巴黎”。"
+        "接下来把“巴黎”作为新输入，再预测“。”。如果还要继续，才把“。”送回模型。"
+    ),
+    "timeline_real_split": "上面的运行面板显示的是真实 Tokenizer 的切分，可以和这里的示意对照。",
+    "timeline_table": [
+        ["时刻", "本次送入模型的内容", "本轮产生的下一个 Token", "阶段"],
+        ["首次前向", "四个提示词位置", "巴黎", "Prefill"],
+        ["下一轮前向", "刚生成的“巴黎”", "。", "Decode"],
+        ["若继续", "刚生成的“。”", "下一个 Token", "Decode"],
+    ],
+    "timeline_2": (
+        "第一个输出 Token 通常来自 Prefill 的最后位置，不是先把提示词 Prefill 一遍、再额外做一次完整 Decode 才得到它。"
+        "不同实现的调度与统计口径可能略有差别，但这条计算依赖关系值得记住。"
+    ),
+    # ---- 第 2 节：Prefill ----------------------------------------------------------
+    "sec_prefill": "Prefill：先把提示词读完",
+    "prefill_1": (
+        "Prefill 一次处理提示词中的多个位置。因果掩码仍然有效：前面的 Token 看不到后面的 Token；"
+        "但各位置的计算可以在一次前向中用较大的矩阵运算组织起来。同时，模型会建立各层的 KV Cache，供后续生成复用。"
+    ),
+    "prefill_2": (
+        "提示词越长，这一步要处理的位置就越多。Prefill 通常有较大的矩阵乘法，GPU 的并行计算能力比较容易发挥出来，"
+        "因此在常见配置下往往更偏计算密集。这只是性能倾向，不是对所有长度、模型和硬件的绝对判断。[[1]](#references)"
+    ),
+    "blocks_caption": "每次前向新处理的位置（真实运行）：第一列是 Prefill，之后每列是一次 Decode。",
+    # ---- 第 3 节：Decode -----------------------------------------------------------
+    "sec_decode": "Decode：一次走一个新位置",
+    "decode_1": (
+        "第一个回答 Token 出来后，同一请求还不能并行算出所有未知的未来 Token。下一步的输入要等上一步选出结果。"
+        "因此 Decode 是一个接一个的依赖链。"
+    ),
+    "decode_2": (
+        "有 KV Cache 时，每轮只把刚生成的那个 Token 作为新位置送进模型，计算它的 Q、K、V；"
+        "新 Query 仍要读取历史 K/V 做 Attention，然后预测再下一个 Token。缓存省去旧位置的重复计算，"
+        "不能省去当前 Query 读取历史的工作。"
+    ),
+    "decode_3": (
+        "“一个接一个”说的是同一请求内部。服务器可以把多个用户请求的 Decode 步骤放进一个批次，并行使用 GPU。"
+        "不能把这两种并行混为一谈。"
+    ),
+    "kv_caption": "KV Cache 随每次前向增长（真实运行，字节数从缓存张量测得）。",
+    # ---- 第 4 节：示意方块 -----------------------------------------------------------
+    "sec_blocks": "自己改变提示词和回答长度",
+    "blocks_note": (
+        "教学示意：方块表示每次前向中新处理的位置数，不表示耗时或 FLOPs。"
+        "假设首个输出 Token 由 Prefill 产生，后续每轮 Decode 产生一个。"
+    ),
+    "demo_prompt_len": "提示词长度（Token）",
+    "demo_output_len": "回答长度（Token）",
+    "demo_live_hint": "这个示意图不运行模型，拖动滑块立即更新。想看真实的数字，用页面上方的“运行”。",
+    # ---- 第 5 节：瓶颈 -------------------------------------------------------------
+    "sec_bottleneck": "为什么两个阶段的瓶颈不同",
+    "bottleneck_1": (
+        "Prefill 同时处理多个位置，矩阵乘法通常较大；Decode 单个请求每轮只处理一个新位置，"
+        "却要读模型权重和不断增长的 KV Cache。常见 GPU 部署中，前者更容易受计算吞吐限制，"
+        "后者往往更受显存带宽、缓存读取和小批次效率影响。多个请求一起 Decode 会改变批大小和瓶颈，"
+        "因此不能把这句话当作固定定律。[[2]](#references)"
+    ),
+    "bottleneck_table": [
+        ["观察角度", "Prefill", "Decode"],
+        ["同一请求每轮新处理的位置", "多个提示词位置", "通常 1 个新位置"],
+        ["主要产物", "首个输出 Token、提示词 KV Cache", "下一 Token、新增 KV Cache"],
+        ["常见性能倾向", "较大的矩阵计算", "权重与 KV 读取、逐步延迟"],
+        ["是否依赖未知的上一步输出", "不依赖", "依赖"],
+    ],
+    "bottleneck_2": (
+        "两个阶段的资源需求不同，还会互相干扰。比如一个很长的 Prefill 插入正在运行的 Decode 批次，可能让其他用户等更久。"
+        "相关研究会采用分块 Prefill，或将 Prefill 与 Decode 放到不同资源上运行；这些是服务系统的调度选择，"
+        "不是模型结构突然变成了两个模型。[[1]](#references) [[2]](#references)"
+    ),
+    "bottleneck_live": (
+        "这次真实运行：Prefill 用 {prefill_ms} 处理了 {prompt_len} 个位置（每个位置约 {per_position}）；"
+        "一次 Decode 平均 {decode_ms}，只处理 1 个位置。"
+    ),
+    # ---- 第 6 节：两种等待 -----------------------------------------------------------
+    "sec_waits": "用户实际感受到的两个等待",
+    "waits_1": (
+        "**TTFT（Time to First Token）** 是从请求发出到看到第一个输出 Token 的时间，包含排队、Prefill、首次选词和传输等环节。"
+        "**TPOT（Time per Output Token）** 描述首 Token 之后，输出 Token 之间的平均间隔；"
+        "有的系统也用相邻 Token 的 **ITL（inter-token latency）** 来看抖动。"
+        "TTFT 主要受首次处理影响，TPOT/ITL 更能反映持续 Decode 的体验。[[2]](#references)"
+    ),
+    "waits_2": (
+        "一个长提示词可能让首字迟迟不出现；首字很快出现，也不保证后面写得流畅。"
+        "所以评价服务速度时，不能只看“每秒多少 Token”，还要看这两类等待。"
+    ),
+    "metric_ttft": "TTFT",
+    "metric_ttft_def": "从请求开始到第一个 Token（含分词与 Prefill）。",
+    "metric_tpot": "TPOT",
+    "metric_tpot_def": "(E2EL − TTFT) ÷ (输出 Token 数 − 1)：首 Token 之后的平均间隔。",
+    "metric_itl": "平均 ITL",
+    "metric_itl_def": "相邻两个输出 Token 之间间隔的平均值。",
+    "metric_e2el": "E2EL",
+    "metric_e2el_def": "端到端延迟：从请求开始到最后一个 Token。",
+    "metric_na": "—（只有 1 个 Token）",
+    "latency_caption": "每个输出 Token 的出现时间与间隔（鼠标悬停查看每一步）。",
+    "latency_svg_caption": "同一张延迟图的 SVG 版本（可下载）。",
+    # ---- 第 7 节：很多请求 -----------------------------------------------------------
+    "sec_many": "当很多请求同时来到",
+    "many_1": (
+        "用户请求的提示词长度、到达时间和输出长度都不同。在线服务会动态调整批次：新请求可以进入，已结束的请求可以退出，"
+        "正在生成的请求继续运行。这类连续批处理提高资源利用率；同时需要在吞吐、首 Token 延迟和后续输出间隔之间做取舍。"
+        "KV Cache 还会随各请求动态增长，PagedAttention 等方法则重点改善它的内存管理。[[3]](#references)"
+    ),
+    "many_server_note": (
+        "这个页面本身就是一个小小的共享服务：同一模型一次只做一个前向计算，多位访客同时运行时会排队。"
+    ),
+    # ---- 第 8 节：一句话 -------------------------------------------------------------
+    "sec_summary": "一句话总结",
+    "summary": (
+        "把本课收束成一句话：Prefill 一次读入已知提示词并给出首 Token；Decode 依赖已生成的 Token，逐步续写。"
+        "它们要优化的等待，不是同一种等待。"
+    ),
+    # ---- 第 9 节：动画 ---------------------------------------------------------------
+    "sec_animation": "逐步动画（代替讲解视频）",
+    "animation_caption": "用真实运行逐步回放：先是一次 Prefill，再是一次次 Decode。课堂模式下可以用“下一步”手动推进。",
+    # ---- 第 10 节：参考文献 ----------------------------------------------------------
+    "sec_references": "参考文献（References）",
+    "references": [
+        "Agrawal, A., Panwar, A., Mohan, J., et al. “SARATHI: Efficient LLM Inference by Piggybacking Decodes "
+        "with Chunked Prefills.” arXiv preprint [arXiv:2308.16369](https://arxiv.org/abs/2308.16369), 2023.",
+        "Zhong, Y., Liu, S., Chen, J., et al. “DistServe: Disaggregating Prefill and Decoding for Goodput-optimized "
+        "Large Language Model Serving.” OSDI, 2024. [arXiv:2401.09670](https://arxiv.org/abs/2401.09670).",
+        "Kwon, W., Li, Z., Zhuang, S., et al. “Efficient Memory Management for Large Language Model Serving with "
+        "PagedAttention.” SOSP, 2023. [arXiv:2309.06180](https://arxiv.org/abs/2309.06180).",
+    ],
+    # ---- 第 11 节：复习总图 -----------------------------------------------------------
+    "sec_review": "第十九课复习总图",
+    "review_caption": "计算形态、性能瓶颈、体验指标和服务调度，一页回顾。",
+    "next_lesson": "下一课看量化：把权重从 16 位压到 INT8、INT4 时，究竟损失了什么？",
+    # ---- 错误信息（引擎错误的 .key → 文案） ------------------------------------------------
+    "err_empty_prompt": "提示词是空的。请输入至少一个字，例如“法国的首都是”。",
+    "err_prompt_too_long": "提示词有 {num_tokens} 个 Token，超过本服务器的上限 {limit}。请缩短提示词或调小“加长到”的目标。",
+    "err_prompt_too_many_chars": "提示词有 {num_chars} 个字符，超过本服务器的上限 {limit}。请缩短后再运行。",
+    "err_max_new_tokens_range": "回答长度 {value} 超出范围：应在 {low} 到 {high} 之间。",
+    "err_length_range": "“{name}”的值 {value} 超出范围，已改为 {clamped}。",
+    "err_sampling_range": "采样参数 {name} 的值 {value} 不合法。",
+    "err_model_not_found": "找不到模型文件夹“{path}”。",
+    "err_not_a_model": "文件夹“{path}”不是一个 Hugging Face 模型（缺少 config.json 或权重）。已改回可用的模型。",
+    "err_pickle_weights_only": "文件夹“{path}”只有 pickle 格式的权重；为了安全，本服务只加载 safetensors。",
+    "err_model_load_failed": "无法加载模型“{path}”。请联系运维人员查看服务器日志。",
+    "err_device_unavailable": "设备 {device} 不可用。",
+    "err_bad_dtype": "不支持的数据类型 {dtype}。",
+    "err_unknown_model": "模型“{path}”不在可选列表里，已改回内置默认模型。",
+    "err_internal": "出了点问题（{kind}），这一部分暂时无法显示。页面的其他部分仍可使用；详细信息已写入服务器日志。",
+    "err_diagram": "这张图暂时无法绘制（{kind}）。",
+}

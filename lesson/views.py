@@ -1,0 +1,297 @@
+"""Plain helpers behind the app's views: limits, model folders, numbers, messages.
+
+Nothing here imports streamlit or torch, so every rule the page follows (caps,
+which folders a visitor may pick, how an error reads in Chinese) is testable
+without a browser or a model.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from engine.trace import STEP_TABLE_COLUMNS, RequestTrace, step_rows
+
+from .text import t
+
+DEFAULT_PROMPT = "法国的首都是"
+DEFAULT_OUTPUT_LEN = 8
+DEFAULT_MODEL_CHOICE = "default"
+ENGINE_ERROR_KEYS = (
+    "empty_prompt", "prompt_too_long", "max_new_tokens_range", "sampling_range", "model_not_found",
+    "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
+)
+
+
+# ---------------------------------------------------------------------------
+# Server limits and settings (operator-set environment variables)
+# ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps that keep a shared classroom server responsive on a CPU."""
+
+    max_prompt_tokens: int = 1024  # PREFILL_DECODE_MAX_PROMPT_TOKENS
+    max_new_tokens: int = 128  # PREFILL_DECODE_MAX_NEW_TOKENS
+    max_prompt_chars: int = 8000  # PREFILL_DECODE_MAX_PROMPT_CHARS: refused before tokenizing
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    limits: Limits
+    models_dir: Path | None  # PREFILL_DECODE_MODELS_DIR: folders a visitor may pick from
+    device: str  # PREFILL_DECODE_DEVICE: auto, cpu, cuda, mps
+    dtype: str  # PREFILL_DECODE_DTYPE: auto, float32, bfloat16, float16
+
+
+def _env_int(environ: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = environ.get(name, "").strip()
+    return clamp(int(raw), low, high) if re.fullmatch(r"\d+", raw) else default
+
+
+def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings:
+    """Read the operator's settings; bad values fall back to the defaults."""
+    limits = Limits(
+        max_prompt_tokens=_env_int(environ, "PREFILL_DECODE_MAX_PROMPT_TOKENS", 1024, 8, 32768),
+        max_new_tokens=_env_int(environ, "PREFILL_DECODE_MAX_NEW_TOKENS", 128, 1, 4096),
+        max_prompt_chars=_env_int(environ, "PREFILL_DECODE_MAX_PROMPT_CHARS", 8000, 16, 1_000_000),
+    )
+    models_dir = environ.get("PREFILL_DECODE_MODELS_DIR", "").strip()
+    return ServerSettings(
+        limits=limits,
+        models_dir=Path(models_dir).expanduser() if models_dir else None,
+        device=environ.get("PREFILL_DECODE_DEVICE", "auto").strip() or "auto",
+        dtype=environ.get("PREFILL_DECODE_DTYPE", "auto").strip() or "auto",
+    )
+
+
+# ---------------------------------------------------------------------------
+# Model folders: a visitor picks a name from a list, never types a path
+# ---------------------------------------------------------------------------
+
+def list_model_choices(models_dir: Path | None) -> list[str]:
+    """"default" plus the names of the folders directly inside `models_dir`."""
+    names: list[str] = []
+    if models_dir is not None and models_dir.is_dir():
+        try:
+            names = sorted(p.name for p in models_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+        except OSError:
+            names = []
+    return [DEFAULT_MODEL_CHOICE] + [n for n in names if n != DEFAULT_MODEL_CHOICE]
+
+
+def resolve_model_choice(choice: str, models_dir: Path | None) -> str | None:
+    """The folder to load for a listed choice (None = embedded default).
+
+    Raises KeyError for anything not in the current listing, so a forged
+    session value cannot reach `../../etc` or an arbitrary server path.
+    """
+    if choice == DEFAULT_MODEL_CHOICE:
+        return None
+    if choice not in list_model_choices(models_dir):
+        raise KeyError(choice)
+    return str(models_dir / choice)
+
+
+# ---------------------------------------------------------------------------
+# Input checks
+# ---------------------------------------------------------------------------
+
+def clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(high, value))
+
+
+def as_int_in_range(value: object, low: int, high: int, default: int) -> tuple[int, bool]:
+    """(a usable int within [low, high], whether the input was already fine)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return default, False
+    if value != value:  # NaN
+        return default, False
+    fixed = clamp(int(value), low, high)
+    return fixed, fixed == value
+
+
+def effective_prompt_len_target(target: int, natural_len: int) -> int | None:
+    """The prompt-length slider's target, or None when the prompt is used as typed."""
+    return target if target > natural_len else None
+
+
+# ---------------------------------------------------------------------------
+# Numbers and text for the page
+# ---------------------------------------------------------------------------
+
+def format_ms(ms: float | None) -> str:
+    if ms is None:
+        return "—"
+    if ms >= 1000:
+        return f"{ms / 1000:.2f} s"
+    if ms >= 100:
+        return f"{ms:.0f} ms"
+    if ms >= 10:
+        return f"{ms:.1f} ms"
+    return f"{ms:.2f} ms"
+
+
+def format_bytes(num_bytes: int) -> str:
+    value = float(num_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def format_count(n: int) -> str:
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= scale:
+            return f"{n / scale:.1f}{suffix}"
+    return str(n)
+
+
+def escape_markdown(text: str) -> str:
+    """Backslash-escape Markdown and HTML punctuation so user text shows as typed."""
+    return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])", r"\\\1", text)
+
+
+def token_split_text(pieces: tuple[str, ...] | list[str]) -> str:
+    """Pieces joined with a visible bar; newlines and tabs made visible."""
+    return " │ ".join(p.replace("\n", "⏎").replace("\t", "⇥") for p in pieces)
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    """A Markdown table from the lesson's own (trusted) header + rows."""
+    header, *body = rows
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class MetricCard:
+    key: str  # "ttft", "tpot", "itl", "e2el"
+    label: str
+    value: str
+    definition: str
+
+
+def metric_cards(trace: RequestTrace, lang: str) -> list[MetricCard]:
+    """TTFT / TPOT / mean ITL / E2EL, formatted, each with its one-line definition."""
+    metrics = trace.metrics
+    if metrics is None:
+        return []
+    na = t(lang, "metric_na")
+    values = {
+        "ttft": format_ms(metrics.ttft_ms),
+        "tpot": format_ms(metrics.tpot_ms) if metrics.tpot_ms is not None else na,
+        "itl": format_ms(metrics.mean_itl_ms) if metrics.mean_itl_ms is not None else na,
+        "e2el": format_ms(metrics.e2el_ms),
+    }
+    return [MetricCard(k, t(lang, f"metric_{k}"), v, t(lang, f"metric_{k}_def")) for k, v in values.items()]
+
+
+def bottleneck_live_text(trace: RequestTrace, lang: str) -> str | None:
+    """One sentence comparing the real Prefill with a real Decode step."""
+    prefill, decodes = trace.prefill, trace.decode_steps
+    if prefill is None or not decodes:
+        return None
+    mean_decode = sum(s.duration_ms for s in decodes) / len(decodes)
+    return t(
+        lang, "bottleneck_live", prefill_ms=format_ms(prefill.duration_ms), prompt_len=prefill.num_positions,
+        per_position=format_ms(prefill.duration_ms / prefill.num_positions), decode_ms=format_ms(mean_decode),
+    )
+
+
+def sampling_text(trace: RequestTrace, lang: str) -> str:
+    s = trace.sampling
+    return t(lang, "greedy") if s.greedy else t(lang, "sampled", temperature=s.temperature, seed=s.seed)
+
+
+def trace_summary(trace: RequestTrace, lang: str) -> str:
+    return t(
+        lang, "showing_trace", prompt_len=trace.prompt_len, output_len=len(trace.steps),
+        model_id=escape_markdown(trace.model.model_id), sampling=sampling_text(trace, lang),
+    )
+
+
+def step_log_line(trace: RequestTrace, index: int, lang: str) -> str:
+    """One Markdown line for the live log: what a forward pass took in and gave out."""
+    step = trace.steps[index]
+    if step.phase == "prefill":
+        return t(lang, "log_prefill", num_positions=step.num_positions, piece=_piece(step.output_piece),
+                 ms=format_ms(step.duration_ms))
+    return t(lang, "log_decode", index=step.index, piece=_piece(step.output_piece), ms=format_ms(step.duration_ms))
+
+
+def _piece(piece: str) -> str:
+    # The templates wrap {piece} in single backticks; a code span must not hold one.
+    return piece.replace("`", "ˋ").replace("\n", "⏎") or " "
+
+
+QUEUE_NOTE_MIN_MS = 30.0
+
+
+def queue_wait_ms(trace: RequestTrace) -> float | None:
+    """How long the request waited for the model's lock before its Prefill began.
+
+    The engine starts the clock before tokenizing and reads it again once it
+    holds the lock, so the gap (minus tokenizing) is the wait in the queue.
+    Returns None when the wait is too short to mention.
+    """
+    prefill = trace.prefill
+    if prefill is None:
+        return None
+    wait = prefill.start_ms - trace.tokenize_ms
+    return wait if wait >= QUEUE_NOTE_MIN_MS else None
+
+
+def stop_reason_text(trace: RequestTrace, lang: str) -> str:
+    return t(lang, "stop_eos") if trace.stop_reason == "eos" else t(lang, "stop_length")
+
+
+def truncate_trace(trace: RequestTrace, num_steps: int) -> RequestTrace:
+    """The trace as it stood after `num_steps` forward passes (classroom stepping)."""
+    num_steps = clamp(num_steps, 1, len(trace.steps))
+    if num_steps == len(trace.steps):
+        return trace
+    steps = trace.steps[:num_steps]
+    return dataclasses.replace(trace, steps=steps, stop_reason=None, output_text="".join(s.output_piece for s in steps))
+
+
+def trace_csv(trace: RequestTrace) -> str:
+    """The step table (engine.trace.step_rows) as CSV text."""
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=list(STEP_TABLE_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(step_rows(trace))
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------
+# Errors: engine keys -> a message in the page's language
+# ---------------------------------------------------------------------------
+
+def error_message(err: BaseException, lang: str) -> str:
+    """A learner-facing message for any error; never a traceback.
+
+    Engine errors carry `.key` and `.params`. Paths are cut to their last part
+    (a visitor needs the folder's name, not the server's layout), every value is
+    Markdown-escaped, and a load failure's raw reason stays in the server log.
+    """
+    key = getattr(err, "key", None)
+    if key in ENGINE_ERROR_KEYS:
+        params = {k: _safe_param(k, v) for k, v in (getattr(err, "params", None) or {}).items()}
+        return t(lang, f"err_{key}", **params)
+    return t(lang, "err_internal", kind=escape_markdown(type(err).__name__))
+
+
+def _safe_param(name: str, value: object) -> str:
+    text = str(value)
+    if name == "path" and text:
+        text = Path(text).name or text
+    return escape_markdown(text[:200])

@@ -1,0 +1,174 @@
+"""The lesson app in a real browser: Debian chromium driven by playwright.
+
+Starts `streamlit run app.py` on a free local port, runs the default prompt,
+checks that the answer and the diagrams are on screen, that prompts shaped
+like HTML/SVG injections never run a script, and saves full-page screenshots
+(zh and en) to tests/artifacts/ and docs/screenshots/ for the README.
+
+Skips cleanly without /usr/bin/chromium or the playwright package. Never
+downloads a browser.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+ARTIFACTS = ROOT / "tests" / "artifacts"
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+IDLE = """() => {
+  const s = document.querySelector('[data-test-script-state]');
+  return !!s && s.getAttribute('data-test-script-state') === 'notRunning'
+      && !document.querySelector('[data-stale="true"]');
+}"""
+XSS_PROMPTS = ("<img src=x onerror=alert(1)>", "</text><script>alert(1)</script>")
+
+if not CHROMIUM.exists():
+    pytest.skip("Debian chromium is not installed at /usr/bin/chromium", allow_module_level=True)
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+if not (ROOT / "assets" / "default_model" / "config.json").is_file():
+    pytest.skip("the embedded default model is not built yet", allow_module_level=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    """A streamlit server for this module only; always terminated."""
+    port = free_port()
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    log = open(ARTIFACTS / "streamlit_server.log", "w")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFILL_DECODE_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
+         "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            try:
+                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail("streamlit did not start; see tests/artifacts/streamlit_server.log")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def page(server_url):
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+        context = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
+        page = context.new_page()
+        page.dialogs = []  # every alert/confirm that fires (there must be none)
+        page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+        page.goto(server_url, wait_until="domcontentloaded")
+        wait_idle(page, first=True)
+        yield page
+        browser.close()
+
+
+def wait_idle(page, first: bool = False) -> None:
+    """Until the script has finished and no element is stale."""
+    page.wait_for_timeout(600)
+    page.wait_for_function(IDLE, timeout=240_000 if first else 120_000)
+    page.wait_for_timeout(400)
+
+
+def run_prompt(page, prompt: str) -> None:
+    box = page.locator(".st-key-prompt textarea")
+    box.fill(prompt)
+    box.press("Control+Enter")  # commit the text area's value
+    wait_idle(page)
+    page.locator(".st-key-run button").click()
+    wait_idle(page)
+
+
+def full_page_screenshot(page, name: str) -> Path:
+    """Streamlit scrolls inside its main container: grow the viewport to fit it all."""
+    height = page.evaluate(
+        "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stAppViewContainer], body')]"
+        ".map(e => e.scrollHeight))")
+    page.set_viewport_size({"width": 1440, "height": int(min(height + 40, 30000))})
+    page.wait_for_timeout(800)
+    page.wait_for_function("() => [...document.querySelectorAll('img')].every(i => i.complete)", timeout=30_000)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    top = ARTIFACTS / f"{name}_top.png"
+    page.screenshot(path=str(top), clip={"x": 0, "y": 0, "width": 1440, "height": 1500})
+    page.set_viewport_size({"width": 1440, "height": 1000})
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1":  # refresh the README's pictures on request only
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, SCREENSHOTS / f"{name}.png")
+        shutil.copyfile(top, SCREENSHOTS / f"{name}_top.png")
+    return path
+
+
+def diagrams_on_screen(page) -> int:
+    return page.evaluate(
+        "() => [...document.querySelectorAll('[data-testid=stImage] img, [data-testid=stImageContainer] img, img')]"
+        ".filter(i => i.src.startsWith('data:image/svg+xml') && i.naturalWidth > 0).length")
+
+
+def test_default_prompt_runs_and_draws(page):
+    run_prompt(page, "法国的首都是")
+    body = page.locator("[data-testid=stMain]").inner_text()
+    assert "巴黎" in body
+    assert "Traceback" not in body
+    assert diagrams_on_screen(page) >= 7  # timeline, blocks, kv, schematic, latency, animation, review map
+    assert page.locator(".js-plotly-plot").count() == 1
+    full_page_screenshot(page, "app_zh")
+
+
+def test_english_page(page):
+    page.locator(".st-key-lang label", has_text="English").click()
+    wait_idle(page)
+    body = page.locator("[data-testid=stMain]").inner_text()
+    assert "The timeline of one answer" in body and "Traceback" not in body
+    assert diagrams_on_screen(page) >= 7
+    full_page_screenshot(page, "app_en")
+    page.locator(".st-key-lang label", has_text="中文").click()
+    wait_idle(page)
+
+
+@pytest.mark.parametrize("payload", XSS_PROMPTS)
+def test_injected_markup_in_the_prompt_never_runs(page, payload):
+    run_prompt(page, payload)
+    page.wait_for_timeout(1000)
+    assert page.dialogs == []
+    assert page.locator("script", has_text="alert(1)").count() == 0
+    assert page.locator("img[src=x]").count() == 0
+    body = page.locator("[data-testid=stMain]").inner_text()
+    assert "Traceback" not in body and diagrams_on_screen(page) >= 7

@@ -1,0 +1,229 @@
+"""The SVG diagrams: structure checked against the trace, plus exact snapshots.
+
+Regenerate the snapshots after an intended visual change:
+    UPDATE_SNAPSHOTS=1 python -m pytest tests/test_diagrams.py -k snapshot
+then look at the diff (and the browser screenshots) before committing.
+"""
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from lesson.charts import kv_growth_figure, latency_figure
+from lesson.diagrams import (
+    DIAGRAMS, SCHEMATIC_DIAGRAMS, render_animation, render_blocks, render_blocks_schematic, render_kv_growth,
+    render_latency, render_review_map, render_timeline,
+)
+from lesson.strings import STRINGS
+from tests.factories import make_long_trace, make_trace
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def parse(svg: str) -> ET.Element:
+    return ET.fromstring(svg)
+
+
+def with_class(root: ET.Element, *classes: str) -> list[ET.Element]:
+    return [el for el in root.iter() if set(classes) <= set(el.get("class", "").split())]
+
+
+def all_text(root: ET.Element) -> str:
+    return " ".join("".join(el.itertext()) for el in root.iter(f"{SVG}text"))
+
+
+@pytest.fixture(scope="module")
+def trace():
+    return make_trace(("法国", "的", "首都", "是"), ("巴黎", "。", "<eos>"))
+
+
+@pytest.fixture(scope="module")
+def long_trace():
+    return make_long_trace(4096, 512)
+
+
+@pytest.mark.parametrize("name", sorted(DIAGRAMS))
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_diagram_is_a_standalone_svg(name, lang, trace):
+    svg = DIAGRAMS[name](trace, lang=lang)
+    root = parse(svg)
+    assert root.tag == f"{SVG}svg" and root.get("version") == "1.1"
+    assert root.get("viewBox") == f"0 0 {root.get('width')} {root.get('height')}"
+    assert "href" not in svg  # no external resources
+    assert svg == DIAGRAMS[name](trace, lang=lang)  # byte-stable
+
+
+@pytest.mark.parametrize("name", sorted(DIAGRAMS))
+def test_labels_follow_the_language(name, trace):
+    zh, en = all_text(parse(DIAGRAMS[name](trace, lang="zh"))), all_text(parse(DIAGRAMS[name](trace, lang="en")))
+    zh_title = {"timeline": "timeline_title", "blocks": "blocks_title", "kv_growth": "kv_title",
+                "latency": "lat_title", "review_map": "review_title", "animation": "anim_title"}[name]
+    assert STRINGS["zh"][zh_title] in zh and STRINGS["en"][zh_title] in en
+    assert STRINGS["en"][zh_title] not in zh
+
+
+def test_timeline_has_one_row_per_forward_pass(trace):
+    root = parse(render_timeline(trace, lang="en"))
+    rows = with_class(root, "row")
+    assert len(rows) == len(trace.steps)
+    assert [r.get("class").split()[1] for r in rows] == [s.phase for s in trace.steps]
+    prefill_chips = with_class(rows[0], "chip", "piece")
+    assert [c.find(f"{SVG}text").text for c in prefill_chips] == list(trace.prompt_pieces)
+    assert [c.get("data-position") for c in prefill_chips] == ["0", "1", "2", "3"]
+    assert len(with_class(root, "feedback")) == len(trace.steps) - 1  # output -> next input arrows
+    assert len(with_class(root, "pass-time")) == len(trace.steps)
+    assert len(with_class(root, "itl")) == len(trace.steps) - 1
+    assert "TTFT" in all_text(root)
+
+
+def test_timeline_folds_hundreds_of_passes(long_trace):
+    root = parse(render_timeline(long_trace))
+    rows = with_class(root, "row")
+    assert len(rows) <= 9 and len(with_class(root, "gap")) == 1
+    assert sum(int(r.get("data-count")) for r in rows) == len(long_trace.steps)
+    assert sum(int(r.get("data-positions")) for r in rows) == long_trace.steps[-1].context_after
+    assert len(with_class(root, "chip", "piece")) < 40
+    prefill = rows[0]
+    shown = len(with_class(prefill, "chip", "piece"))
+    (more,) = with_class(prefill, "chip", "more")
+    hidden = int("".join(ch for ch in more.find(f"{SVG}text").text if ch.isdigit()))
+    assert shown + hidden == long_trace.prompt_len  # every prompt piece is shown or counted
+
+
+def _computed_per_column(root):
+    return {col.get("data-pass"): sum(int(c.get("data-count")) for c in col
+                                      if c.get("class", "").split()[:2] in (["pos", "prefill"], ["pos", "decode"]))
+            for col in with_class(root, "pass-column")}
+
+
+def test_blocks_count_equals_positions_processed(trace):
+    root = parse(render_blocks(trace))
+    assert _computed_per_column(root) == {str(s.index): s.num_positions for s in trace.steps}
+    # every earlier position is read from the cache in each Decode column
+    for step in trace.decode_steps:
+        cached = [c for c in with_class(root, "pos", "cached") if c.get("data-pass") == str(step.index)]
+        assert sum(int(c.get("data-count")) for c in cached) == step.context_before
+    assert STRINGS["zh"]["blocks_note"] in all_text(root)
+
+
+def test_blocks_group_long_requests(long_trace):
+    svg = render_blocks(long_trace)
+    root = parse(svg)
+    per_column = _computed_per_column(root)
+    assert per_column["0"] == 4096
+    assert sum(per_column.values()) == long_trace.steps[-1].context_after
+    for step in long_trace.steps:
+        if str(step.index) in per_column:
+            assert per_column[str(step.index)] == step.num_positions
+    assert len(with_class(root, "pos")) < 300
+
+
+@pytest.mark.parametrize("prompt_len,output_len", [(1, 1), (4, 3), (24, 6), (4096, 512)])
+def test_blocks_schematic_needs_only_lengths(prompt_len, output_len):
+    root = parse(render_blocks_schematic(prompt_len, output_len, lang="en"))
+    per_column = _computed_per_column(root)
+    assert per_column["0"] == prompt_len
+    assert sum(per_column.values()) == prompt_len + output_len - 1
+    assert "Blocks are positions, not time or FLOPs" in all_text(root)
+
+
+@pytest.mark.parametrize("bad", [(0, 3), (3, 0), (-1, 2), (2.5, 2), (True, 2), (10**7, 1)])
+def test_blocks_schematic_rejects_bad_lengths(bad):
+    with pytest.raises(ValueError):
+        render_blocks_schematic(*bad)
+
+
+@pytest.mark.parametrize("which", ["short", "long"])
+def test_kv_bars_match_the_trace_bytes(which, trace, long_trace):
+    t = trace if which == "short" else long_trace
+    root = parse(render_kv_growth(t))
+    bars = with_class(root, "kv-bar")
+    values = [int(b.get("data-bytes")) for b in bars]
+    assert values == sorted(values) and values[-1] == t.kv_bytes
+    for bar in bars:
+        step = t.steps[int(bar.get("data-step"))]
+        assert int(bar.get("data-bytes")) == step.kv_bytes
+        layers = [int(seg.get("data-bytes")) for seg in with_class(bar, "kv")]
+        assert layers == list(step.kv_bytes_per_layer) and sum(layers) == step.kv_bytes
+    assert len(with_class(root, "kv", "layer-3")) == len(bars)
+    text = all_text(root)
+    assert "2 × 4 × 2 × 32 × 4 B" in text  # this model's numbers in the formula
+
+
+def test_latency_has_one_bar_per_pass(trace, long_trace):
+    for t in (trace, long_trace):
+        root = parse(render_latency(t, lang="en"))
+        bars = with_class(root, "latency-bar")
+        assert len(bars) == len(t.steps)
+        assert [float(b.get("data-ms")) for b in bars] == pytest.approx([s.duration_ms for s in t.steps], abs=1e-3)
+        assert len(with_class(root, "itl")) == len(t.steps) - 1
+        assert with_class(root, "tpot") and "TTFT" in all_text(root)
+
+
+def test_latency_single_token_has_no_tpot():
+    root = parse(render_latency(make_trace(("a",), ("b",))))
+    assert not with_class(root, "tpot") and not with_class(root, "itl")
+
+
+def test_review_map_carries_live_numbers_only_with_a_trace(trace):
+    with_trace, without = parse(render_review_map(trace)), parse(render_review_map(None))
+    assert with_class(with_trace, "review-row", "live") and not with_class(without, "review-row", "live")
+    assert "TTFT 3.3 ms" in all_text(with_trace)
+    assert {el.get("class").split()[1] for el in with_class(without, "technique")} == {
+        "cb", "chunked", "disagg", "paged"}
+
+
+def test_animation_loops_without_script(trace, long_trace):
+    for t in (trace, long_trace):
+        svg = render_animation(t)
+        root = parse(svg)
+        animations = list(root.iter(f"{SVG}animate"))
+        assert animations and all(a.get("repeatCount") == "indefinite" for a in animations)
+        assert len({a.get("dur") for a in animations}) == 1  # one shared loop
+        assert "script" not in svg
+        assert len(with_class(root, "caption")) == len(with_class(root, "row")) + 1
+
+
+def test_schematic_registry():
+    for name, render in SCHEMATIC_DIAGRAMS.items():
+        parse(render(6, 3, lang="en"))
+
+
+def test_plotly_charts(trace):
+    fig = latency_figure(trace, "en")
+    assert list(fig.data[0].y) == [s.duration_ms for s in trace.steps]
+    assert len(kv_growth_figure(trace, "zh").data) == trace.model.num_layers
+
+
+def test_lesson_imports_neither_torch_nor_streamlit():
+    code = ("import sys, lesson.diagrams, lesson.export, lesson.layout; "
+            "print(sorted(m for m in ('torch', 'streamlit', 'plotly') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).parent.parent)
+    assert out.stdout.strip() == "[]"
+
+
+SNAPSHOT_CASES = {
+    "timeline_zh": lambda t: render_timeline(t, lang="zh"),
+    "blocks_en": lambda t: render_blocks(t, lang="en"),
+    "blocks_schematic_zh": lambda t: render_blocks_schematic(6, 3, lang="zh"),
+    "kv_growth_en": lambda t: render_kv_growth(t, lang="en"),
+    "latency_zh": lambda t: render_latency(t, lang="zh"),
+    "review_map_en": lambda t: render_review_map(t, lang="en"),
+    "animation_zh": lambda t: render_animation(t, lang="zh"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SNAPSHOT_CASES))
+def test_snapshot(name, trace):
+    svg = SNAPSHOT_CASES[name](trace) + "\n"  # files end in a newline (editors and hooks add one anyway)
+    path = SNAPSHOTS / f"{name}.svg"
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        path.write_text(svg, encoding="utf-8")
+    assert path.exists(), f"missing snapshot {path.name}: run with UPDATE_SNAPSHOTS=1"
+    assert svg == path.read_text(encoding="utf-8"), f"{name} changed; see the module docstring to regenerate"

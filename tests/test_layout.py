@@ -1,0 +1,105 @@
+"""lesson.layout and lesson.strings: pure geometry, grouping and label tables."""
+
+import string
+
+import pytest
+
+from lesson.layout import (
+    LinearScale, Slot, byte_ticks, fit_chips, group_layers, nice_ticks, plan_slots, sample_indices,
+    spans_from_lengths, split_runs, text_width, wrap_text,
+)
+from lesson.strings import LANGS, STRINGS, label, strings_for
+
+
+def test_cjk_is_wider_than_latin():
+    assert text_width("首都", 10) == 20
+    assert text_width("ab", 10) < 15
+
+
+def test_wrap_keeps_every_character_and_fits():
+    zh = "计算形态、性能瓶颈、体验指标和服务调度，一页回顾"
+    lines = wrap_text(zh, 80, 10)
+    assert "".join(lines) == zh and all(text_width(line, 10) <= 80 for line in lines)
+    en = "shape of computation and the waits users feel"
+    assert " ".join(wrap_text(en, 90, 10)) == en
+
+
+def test_scale_and_ticks():
+    scale = LinearScale(0, 10, 100, 200)
+    assert (scale(0), scale(5), scale(10)) == (100, 150, 200)
+    assert nice_ticks(0, 1234, 4) == (0, 500, 1000, 1500)
+    assert byte_ticks(12_288)[-1] >= 12_288 and all(t % 1024 == 0 for t in byte_ticks(12_288))
+
+
+@pytest.mark.parametrize("num", [1, 5, 9, 10, 513])
+def test_plan_slots_covers_every_item_once(num):
+    slots = plan_slots(num, 9, 4, 2)
+    covered = [i for s in slots for i in range(s.first, s.last + 1)]
+    assert covered == list(range(num))
+    assert len(slots) <= 9 or num <= 9
+    if num > 9:
+        assert [s.kind for s in slots].count("gap") == 1
+
+
+def test_plan_slots_never_hides_a_single_item():
+    assert all(s.kind == "pass" for s in plan_slots(8, 7, 4, 3))  # gap of 1: just show it
+
+
+@pytest.mark.parametrize("start,stop", [(0, 4), (0, 16), (0, 17), (0, 4096), (4099, 4606)])
+def test_split_runs_are_contiguous_and_complete(start, stop):
+    runs = split_runs(start, stop, 16, 6)
+    assert runs[0].start == start and runs[-1].stop == stop
+    assert all(a.stop == b.start for a, b in zip(runs, runs[1:]))
+    assert len(runs) <= max(16, 11)
+    if stop - start <= 16:
+        assert all(r.count == 1 for r in runs)
+
+
+def test_split_runs_use_round_sizes():
+    assert [r.count for r in split_runs(0, 4096, 16, 6)] == [1000, 1000, 1000, 1000, 96]
+
+
+def test_fit_chips():
+    assert fit_chips([10, 10], 100, 2, 30) == (2, 0)
+    head, tail = fit_chips([30] * 100, 300, 4, 50)
+    assert head + tail < 100 and head >= tail >= 1
+    assert head * 34 + tail * 34 + 54 <= 300
+
+
+def test_sample_indices_and_layer_groups():
+    picks = sample_indices(513, 48)
+    assert picks[0] == 0 and picks[-1] == 512 and len(picks) <= 48 and list(picks) == sorted(set(picks))
+    assert sample_indices(5, 48) == (0, 1, 2, 3, 4)
+    groups = group_layers(32, 12)
+    assert sum(g.count for g in groups) == 32 and len(groups) <= 12
+    assert [g.count for g in group_layers(4, 12)] == [1, 1, 1, 1]
+
+
+def test_schematic_spans():
+    spans = spans_from_lengths(4, 3)
+    assert [(s.phase, s.context_before, s.context_after) for s in spans] == [
+        ("prefill", 0, 4), ("decode", 4, 5), ("decode", 5, 6)]
+    with pytest.raises(ValueError):
+        spans_from_lengths(0, 3)
+
+
+def _fields(template: str) -> set[str]:
+    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def test_string_tables_have_the_same_keys_and_fields():
+    zh, en = STRINGS["zh"], STRINGS["en"]
+    assert set(zh) == set(en)
+    for key in zh:
+        assert _fields(zh[key]) == _fields(en[key]), key
+    assert set(LANGS) == set(STRINGS)
+
+
+def test_unknown_language_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown language 'fr'"):
+        strings_for("fr")
+    assert label(strings_for("en"), "pass_n", n=3) == "Pass 3"
+
+
+def test_slot_last():
+    assert Slot("gap", 4, 507).last == 510
