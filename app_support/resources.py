@@ -69,28 +69,19 @@ def prompt_preview(
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def diagram_svg(name: str, trace_json: str, lang: str, classroom: bool) -> str:
+def diagram_svg(name: str, trace_json: str, lang: str) -> str:
     """One diagram of a trace, as an SVG string."""
     from lesson.diagrams import DIAGRAMS
 
-    return DIAGRAMS[name](RequestTrace.from_json(trace_json), lang=lang, style=diagram_style(classroom))
+    return DIAGRAMS[name](RequestTrace.from_json(trace_json), lang=lang)
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def schematic_svg(prompt_len: int, output_len: int, lang: str, classroom: bool) -> str:
+def schematic_svg(prompt_len: int, output_len: int, lang: str) -> str:
     """The block sketch for the two sliders; no model involved."""
     from lesson.diagrams import render_blocks_schematic
 
-    return render_blocks_schematic(prompt_len, output_len, lang=lang, style=diagram_style(classroom))
-
-
-def diagram_style(classroom: bool):
-    """The diagrams' classroom style where lesson.style offers one, else the default."""
-    if not classroom:
-        return None
-    import lesson.style as style
-
-    return getattr(style, "CLASSROOM_STYLE", None)
+    return render_blocks_schematic(prompt_len, output_len, lang=lang)
 
 
 def latency_figure(trace_json: str, lang: str):

@@ -368,7 +368,7 @@ def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | No
         st.info(t(lang, "no_trace"))
         return
     with error_boundary(lang, "err_diagram"):
-        svg = resources.diagram_svg(name, trace_json, lang, bool(st.session_state.classroom))
+        svg = resources.diagram_svg(name, trace_json, lang)
         svg_figure(name, svg, lang, caption)
 
 
@@ -402,8 +402,7 @@ def section_blocks_demo(lang: str) -> None:
     left.slider(t(lang, "demo_prompt_len"), 1, state.DEMO_MAX_PROMPT, key="demo_prompt_len")
     right.slider(t(lang, "demo_output_len"), 1, state.DEMO_MAX_OUTPUT, key="demo_output_len")
     with error_boundary(lang, "err_diagram"):
-        svg = resources.schematic_svg(int(st.session_state.demo_prompt_len), int(st.session_state.demo_output_len),
-                                      lang, bool(st.session_state.classroom))
+        svg = resources.schematic_svg(int(st.session_state.demo_prompt_len), int(st.session_state.demo_output_len), lang)
         svg_figure("blocks_schematic", svg, lang, t(lang, "demo_live_hint"))
 
 

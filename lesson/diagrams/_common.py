@@ -98,5 +98,19 @@ def arrow_marker(dwg, marker_id: str, color: str):
     return marker
 
 
+def pass_tick(index: int, phase: str, position: int, num_bars: int, table: dict) -> str | None:
+    """The x-axis label under bar `position` of `num_bars` (one bar per forward pass).
+
+    Up to 16 bars every bar is named (P, D1, D2 ...); past that, about 12 numbered ticks,
+    always the last one, and none just before it where the two labels would collide.
+    """
+    if num_bars <= 16:
+        return label(table, "pass_short_prefill" if phase == "prefill" else "pass_short_decode", n=index)
+    every = max(1, num_bars // 12)
+    last = position == num_bars - 1
+    too_close = num_bars - 1 - position < every // 2
+    return str(index + 1) if last or (position % every == 0 and not too_close) else None
+
+
 def to_string(dwg) -> str:
     return dwg.tostring()

@@ -17,7 +17,7 @@ from ..layout import LinearScale, Run, byte_ticks, group_layers, sample_indices
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int
-from ._common import add_title, header, new_drawing, notes, text, to_string
+from ._common import add_title, header, new_drawing, notes, pass_tick, text, to_string
 
 MAX_BARS, MAX_LAYER_SEGMENTS = 48, 12
 PAD, PLOT_W, PLOT_H, Y_LABEL_W = 32, 760, 280, 78
@@ -48,16 +48,6 @@ class KvLayout:
     prefill_y: float
 
 
-def _tick_text(index: int, phase: str, num_bars: int, position: int, table: dict) -> str | None:
-    every = max(1, num_bars // 12)
-    last = position == num_bars - 1
-    if num_bars > 16 and not last and (position % every or num_bars - 1 - position < every // 2):
-        return None
-    if num_bars <= 16:
-        return label(table, "pass_short_prefill" if phase == "prefill" else "pass_short_decode", n=index)
-    return str(index + 1)
-
-
 def kv_layout(trace: RequestTrace, table: dict) -> KvLayout:
     left, top = PAD + Y_LABEL_W, 200.0
     bottom, right = top + PLOT_H, PAD + Y_LABEL_W + PLOT_W
@@ -77,7 +67,7 @@ def kv_layout(trace: RequestTrace, table: dict) -> KvLayout:
             base += size
         x = round(left + slot_w * (position + 0.5) - bar_w / 2, 2)
         bars.append(Bar(index, step.phase, x, bar_w, step.kv_bytes, step.context_after, tuple(segments),
-                        _tick_text(index, step.phase, len(picks), position, table)))
+                        pass_tick(index, step.phase, position, len(picks), table)))
     return KvLayout(right + PAD, bottom + 120, left, top, bottom, right, tuple(bars),
                     tuple((y(t), fmt_bytes(int(t))) for t in ticks), y(trace.steps[0].kv_bytes))
 

@@ -16,7 +16,7 @@ from ..layout import LinearScale, nice_ticks, sample_indices
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_int, fmt_ms
-from ._common import add_title, header, new_drawing, notes, text, to_string
+from ._common import add_title, header, new_drawing, notes, pass_tick, text, to_string
 
 MAX_BARS, MAX_TITLED = 600, 128
 PREFILL_SLOT_W = 40
@@ -49,15 +49,6 @@ class LatencyLayout:
     tpot_y: float | None
 
 
-def _tick(index: int, phase: str, position: int, num_bars: int, table: dict) -> str | None:
-    if num_bars <= 16:
-        return label(table, "pass_short_prefill" if phase == "prefill" else "pass_short_decode", n=index)
-    every = max(1, num_bars // 12)
-    last = position == num_bars - 1
-    too_close = num_bars - 1 - position < every // 2  # keep the last tick from overlapping its neighbour
-    return str(index + 1) if last or (position % every == 0 and not too_close) else None
-
-
 def latency_layout(trace: RequestTrace, table: dict) -> LatencyLayout:
     metrics = trace.metrics
     left, top = PAD + Y_LABEL_W, 160.0
@@ -78,7 +69,7 @@ def latency_layout(trace: RequestTrace, table: dict) -> LatencyLayout:
         bar_w = round(min(48.0, max(width * 0.7, 0.8)), 2)
         x = round(center - bar_w / 2, 2)
         bars.append(LatencyBar(index, step.phase, x, bar_w, y(step.duration_ms), step.duration_ms, itl,
-                               None if itl is None else y(itl), _tick(index, step.phase, position, len(picks), table)))
+                               None if itl is None else y(itl), pass_tick(index, step.phase, position, len(picks), table)))
     tpot_y = None if metrics.tpot_ms is None else y(metrics.tpot_ms)
     return LatencyLayout(right + RIGHT_GUTTER + PAD, bottom + 130, left, top, bottom, right, tuple(bars),
                          tuple((y(t), f"{t:g}") for t in ticks), tpot_y)
