@@ -417,6 +417,9 @@ def train_model(
     wall_s = time.perf_counter() - start
     return {
         "wall_time_s": round(wall_s, 1),
+        # Other jobs on the machine slow training down; a 1-minute load average above
+        # num_threads at the end of training means the CPU cores were shared.
+        "load_average_1min_at_end": round(os.getloadavg()[0], 2),
         "tokens_seen": num_tokens,
         "final_loss_avg_last_50": round(sum(losses[-50:]) / len(losses[-50:]), 4),
         "first_loss": round(losses[0], 4),
@@ -594,7 +597,7 @@ an answer the model goes on with more sentences instead of stopping. Totals: {co
 | learning rate | {recipe['peak_lr']:g} peak, {recipe['warmup_steps']} warmup steps, cosine decay to {recipe['peak_lr'] * recipe['min_lr_ratio']:g} |
 | seed | {facts['seed']} (corpus, tokenizer and init) |
 | loss | {train['first_loss']} at step 0, {train['final_loss_avg_last_50']} averaged over the last 50 steps |
-| training wall time | {train['wall_time_s']:.0f} s ({train['wall_time_s'] / 60:.1f} min); whole script {facts['total_wall_time_s']:.0f} s |
+| training wall time | {train['wall_time_s']:.0f} s ({train['wall_time_s'] / 60:.1f} min); whole script {facts['total_wall_time_s']:.0f} s; 1-minute load average {train['load_average_1min_at_end']} at the end of training (above {recipe['num_threads']} means other jobs shared the cores) |
 | machine | CPU only, torch with {recipe['num_threads']} threads ({facts['machine']}) |
 
 ## Evaluation
