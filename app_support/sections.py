@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from dataclasses import dataclass
 
 import streamlit as st
@@ -27,6 +28,8 @@ from .ui import error_boundary, metric_row, svg_figure
 log = logging.getLogger("prefill_decode.app")
 
 # (anchor, title key) in page order: the sidebar's table of contents.
+UI_REFRESH_S = 0.1  # while the model runs, redraw the answer at most 10 times a second
+
 CONTENTS = (
     ("run", "run_title"), ("timeline", "sec_timeline"), ("prefill", "sec_prefill"), ("decode", "sec_decode"),
     ("blocks", "sec_blocks"), ("bottleneck", "sec_bottleneck"), ("waits", "sec_waits"), ("many", "sec_many"),
@@ -242,13 +245,20 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> None:
         queued.info(t(lang, "queued"), icon=":material/hourglass_top:")
     progress = st.progress(0.0, text=t(lang, "running_prefill", num_positions=num_prompt_tokens))
     answer, log_box = st.empty(), st.empty()
-    trace = None
+    trace, last_draw = None, 0.0
     for trace in stream_trace(lm, args.prompt, cfg, max_prompt_tokens=args.max_prompt_tokens):
+        # The model waits while the page draws, and that wait lands in the next ITL; so draw
+        # Prefill at once, then at most every UI_REFRESH_S (measured: drawing every step of a
+        # 6 ms decode made TPOT about 10 ms).
+        if len(trace.steps) > 1 and time.perf_counter() - last_draw < UI_REFRESH_S:
+            continue
         queued.empty()
         done = len(trace.steps)
         progress.progress(min(1.0, done / cfg.max_new_tokens), text=t(
             lang, "progress", step=done, num_tokens=done, max_tokens=cfg.max_new_tokens))
         _answer_and_log(lang, trace, answer, log_box, tail=6)
+        last_draw = time.perf_counter()
+    queued.empty()
     progress.empty()
     if trace is None:
         return

@@ -247,3 +247,4 @@ def test_token_pieces_are_readable(tiny):
     assert len(pieces) == len(ids)
     assert pieces[0].strip() == "The" and pieces[1] == " capital"  # the word marker shows as a space
     assert any(p.startswith("<0x") for p in pieces)  # the emoji falls back to raw bytes, shown as such
+
