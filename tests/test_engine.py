@@ -45,6 +45,7 @@ def test_cached_greedy_equals_recompute_and_hf_generate(tiny, kind):
     for cfg in (GenerationConfig(max_new_tokens=12, ignore_eos=True), GenerationConfig(max_new_tokens=12)):
         trace = generate(lm, EN_PROMPT, cfg)
         ids = list(trace.prompt_ids)
+        assert cfg.ignore_eos is False or len(trace.output_ids) == 12
         assert len(set(trace.output_ids)) > 1, "random model should not repeat one token (initializer_range)"
         assert list(trace.output_ids) == generate_ids_no_cache(lm, ids, cfg)
         assert list(trace.output_ids) == generate_ids(lm, ids, cfg)
@@ -247,4 +248,3 @@ def test_token_pieces_are_readable(tiny):
     assert len(pieces) == len(ids)
     assert pieces[0].strip() == "The" and pieces[1] == " capital"  # the word marker shows as a space
     assert any(p.startswith("<0x") for p in pieces)  # the emoji falls back to raw bytes, shown as such
-
