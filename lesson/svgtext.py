@@ -67,5 +67,13 @@ def fmt_bytes(num_bytes: int) -> str:
     return f"{num_bytes:,} B" if unit == "B" else f"{value:.1f} {unit}"
 
 
+def fmt_count(n: int) -> str:
+    """Large counts in short form: 3,537,408 -> 3.5M."""
+    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
+        if n >= scale:
+            return f"{n / scale:.1f}{suffix}"
+    return str(n)
+
+
 def fmt_int(n: int) -> str:
     return f"{n:,}"

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from engine.trace import STEP_TABLE_COLUMNS, RequestTrace, step_rows
 
+from .svgtext import fmt_bytes, fmt_count, fmt_ms, visible
 from .text import t
 
 DEFAULT_PROMPT = "法国的首都是"
@@ -117,41 +118,19 @@ def as_int_in_range(value: object, low: int, high: int, default: int) -> tuple[i
     return fixed, fixed == value
 
 
-def effective_prompt_len_target(target: int, natural_len: int) -> int | None:
-    """The prompt-length slider's target, or None when the prompt is used as typed."""
-    return target if target > natural_len else None
-
-
 # ---------------------------------------------------------------------------
 # Numbers and text for the page
 # ---------------------------------------------------------------------------
 
 def format_ms(ms: float | None) -> str:
+    """The diagrams' millisecond format (lesson.svgtext.fmt_ms), plus seconds and "—" for the page."""
     if ms is None:
         return "—"
-    if ms >= 1000:
-        return f"{ms / 1000:.2f} s"
-    if ms >= 100:
-        return f"{ms:.0f} ms"
-    if ms >= 10:
-        return f"{ms:.1f} ms"
-    return f"{ms:.2f} ms"
+    return f"{ms / 1000:.2f} s" if ms >= 1000 else fmt_ms(ms)
 
 
-def format_bytes(num_bytes: int) -> str:
-    value = float(num_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} GiB"
-
-
-def format_count(n: int) -> str:
-    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if n >= scale:
-            return f"{n / scale:.1f}{suffix}"
-    return str(n)
+format_bytes = fmt_bytes  # one byte format for the page and the figures
+format_count = fmt_count
 
 
 def escape_markdown(text: str) -> str:
@@ -159,9 +138,15 @@ def escape_markdown(text: str) -> str:
     return re.sub(r"([\\`*_{}\[\]()#+\-.!|<>~$:&])", r"\\\1", text)
 
 
+def shown_piece(piece: str) -> str:
+    """A token piece for the page: newline and tab as ⏎ and ⇥, every other control or
+    bidi character visible as in the figures (lesson.svgtext.visible)."""
+    return visible(piece.replace("\n", "⏎").replace("\t", "⇥"))
+
+
 def token_split_text(pieces: tuple[str, ...] | list[str]) -> str:
-    """Pieces joined with a visible bar; newlines and tabs made visible."""
-    return " │ ".join(p.replace("\n", "⏎").replace("\t", "⇥") for p in pieces)
+    """Pieces joined with a visible bar."""
+    return " │ ".join(shown_piece(p) for p in pieces)
 
 
 def markdown_table(rows: list[list[str]]) -> str:
@@ -230,7 +215,7 @@ def step_log_line(trace: RequestTrace, index: int, lang: str) -> str:
 
 def _piece(piece: str) -> str:
     # The templates wrap {piece} in single backticks; a code span must not hold one.
-    return piece.replace("`", "ˋ").replace("\n", "⏎") or " "
+    return shown_piece(piece).replace("`", "ˋ") or " "
 
 
 QUEUE_NOTE_MIN_MS = 30.0

@@ -73,6 +73,7 @@ def test_user_text_is_escaped_for_markdown():
     assert escape_markdown("<img src=x>") == r"\<img src=x\>"
     assert escape_markdown("[a](b) *c* :red[d] $e$") == r"\[a\]\(b\) \*c\* \:red\[d\] \$e\$"
     assert token_split_text(["法国", "\n", "是"]) == "法国 │ ⏎ │ 是"
+    assert token_split_text(["a\x00", "\u202eb"]) == "a\u2400 │ \u27eaRLO\u27ebb"  # nothing hidden or reordered
 
 
 def test_engine_errors_read_in_both_languages_without_server_paths():

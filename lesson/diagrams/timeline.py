@@ -21,7 +21,7 @@ from engine.trace import RequestTrace
 from ..layout import LinearScale, Slot, fit_chips, nice_ticks, plan_slots, text_width
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_int, fmt_ms, piece_label, visible
+from ..svgtext import fmt_count, fmt_int, fmt_ms, piece_label, visible
 from ._common import add_title, arrow_marker, header, new_drawing, notes, notes_height, text, to_string
 
 MAX_ROWS, HEAD_ROWS, TAIL_ROWS = 9, 4, 2
@@ -192,7 +192,7 @@ def timeline_layout(trace: RequestTrace, table: dict, style: Style, header_y: fl
 
 def _measured_on(trace: RequestTrace, table: dict) -> str:
     m = trace.model
-    params = f"{m.num_params / 1e6:.1f}M" if m.num_params < 1e9 else f"{m.num_params / 1e9:.1f}B"
+    params = fmt_count(m.num_params)
     return label(table, "measured_on", model=m.model_id, params=params, device=m.device, dtype=m.dtype)
 
 
