@@ -146,6 +146,9 @@ def model_caption(lang: str, lm) -> None:
                       num_params=format_count(info.num_params)))
         st.markdown(t(lang, "device_dtype", device=info.device, dtype=info.dtype,
                       kv_per_token=format_bytes(info.kv_bytes_per_token)))
+        if info.sliding_window is not None:  # the per-token figure above holds only until the window is full
+            st.markdown(t(lang, "kv_sliding_window", sliding=info.num_sliding_layers, layers=info.num_layers,
+                          window=f"{info.sliding_window:,}"))
 
 
 def intro(lang: str) -> None:

@@ -156,33 +156,89 @@ def _text_config(config):
 
 
 def describe(model, config, model_id: str, dtype: torch.dtype, device: torch.device) -> ModelInfo:
-    """The numbers a learner needs to explain the KV cache: layers, heads, head_dim."""
+    """The numbers a learner needs to explain the KV cache: layers, heads, head_dim, window.
+
+    Each number comes from a config field that exists; a config that lacks one
+    raises ModelLoadError naming the fields tried, instead of guessing a shape.
+    """
     cfg = _text_config(config)
-    num_heads = _first_attr(cfg, "num_attention_heads", "n_head")
-    hidden = _first_attr(cfg, "hidden_size", "n_embd")
+    num_layers = _first_attr(cfg, model_id, "num_hidden_layers", "n_layer", "num_layers")
+    num_heads = _first_attr(cfg, model_id, "num_attention_heads", "n_head", "num_heads")
+    hidden = _first_attr(cfg, model_id, "hidden_size", "n_embd", "d_model")
+    window, num_sliding_layers = _sliding_layers(cfg, num_layers)
     return ModelInfo(
         model_id=model_id,
         architecture=(getattr(config, "architectures", None) or [type(model).__name__])[0],
-        num_layers=_first_attr(cfg, "num_hidden_layers", "n_layer"),
+        num_layers=num_layers,
         num_heads=num_heads,
-        num_kv_heads=getattr(cfg, "num_key_value_heads", None) or num_heads,
-        head_dim=getattr(cfg, "head_dim", None) or hidden // num_heads,
+        num_kv_heads=_num_kv_heads(cfg, num_heads, model_id),
+        head_dim=_head_dim(cfg, hidden, num_heads, model_id),
         hidden_size=hidden,
-        vocab_size=cfg.vocab_size,
-        max_positions=_first_attr(cfg, "max_position_embeddings", "n_positions"),
+        vocab_size=_first_attr(cfg, model_id, "vocab_size"),
+        max_positions=_first_attr(cfg, model_id, "max_position_embeddings", "n_positions", "n_ctx", "seq_length"),
         num_params=sum(p.numel() for p in model.parameters()),
         dtype=str(dtype).removeprefix("torch."),
         bytes_per_element=torch.empty((), dtype=dtype).element_size(),
         device=device.type,
+        sliding_window=window,
+        num_sliding_layers=num_sliding_layers,
     )
 
 
-def _first_attr(obj, *names):
+def _num_kv_heads(cfg, num_heads: int, model_id: str) -> int:
+    """K/V heads per layer, from the field this config family uses.
+
+    Falcon-7B and GPT-BigCode say `multi_query` (one K/V head shared by every
+    query head); Falcon's own `num_kv_heads` then still holds the query count,
+    so multi_query is read first. A config with no K/V field at all is plain
+    multi-head attention (GPT-2): one K/V head per query head.
+    """
+    if getattr(cfg, "multi_query", False) and not getattr(cfg, "new_decoder_architecture", False):
+        return 1
+    found = [getattr(cfg, name) for name in _KV_HEAD_FIELDS if getattr(cfg, name, None) is not None]
+    num_kv_heads = found[0] if found else num_heads
+    if not isinstance(num_kv_heads, int) or num_kv_heads < 1 or num_heads % num_kv_heads:
+        raise _shape_error(model_id, f"{num_kv_heads!r} K/V heads cannot serve {num_heads} query heads "
+                                     f"(read from {', '.join(_KV_HEAD_FIELDS)})")
+    return num_kv_heads
+
+
+_KV_HEAD_FIELDS = ("num_key_value_heads", "num_kv_heads", "n_head_kv")
+
+
+def _head_dim(cfg, hidden: int, num_heads: int, model_id: str) -> int:
+    """The config's head_dim; else hidden / heads, which must divide evenly to be a head size."""
+    head_dim = getattr(cfg, "head_dim", None)
+    if head_dim is not None:
+        return head_dim
+    if hidden % num_heads:
+        raise _shape_error(model_id, f"no head_dim, and hidden size {hidden} does not split into {num_heads} heads")
+    return hidden // num_heads
+
+
+def _sliding_layers(cfg, num_layers: int) -> tuple[int | None, int]:
+    """(window, number of layers using it), decided per layer as transformers' DynamicCache does:
+    `layer_types` when the config lists them, else every layer when `sliding_window` is set."""
+    window = getattr(cfg, "sliding_window", None) or getattr(cfg, "attention_chunk_size", None)
+    if not window:
+        return None, 0
+    layer_types = getattr(cfg, "layer_types", None)
+    count = num_layers if layer_types is None else \
+        sum(kind in ("sliding_attention", "chunked_attention") for kind in layer_types)
+    return (int(window), count) if count else (None, 0)
+
+
+def _first_attr(cfg, model_id: str, *names: str):
     for name in names:
-        value = getattr(obj, name, None)
+        value = getattr(cfg, name, None)
         if value is not None:
             return value
-    raise ModelLoadError("not_a_model", f"config has none of {names}", path="")
+    raise _shape_error(model_id, f"the config has none of {', '.join(names)}")
+
+
+def _shape_error(model_id: str, reason: str) -> ModelLoadError:
+    """A config this lesson cannot read its KV-cache shape from: say which model and which fields."""
+    return ModelLoadError("model_load_failed", f"could not load {model_id}: {reason}", path=model_id, reason=reason)
 
 
 def _warm_up(loaded: LoadedModel) -> None:

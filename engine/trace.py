@@ -59,10 +59,26 @@ class ModelInfo:
     dtype: str  # "float32", "bfloat16", ...
     bytes_per_element: int  # of the KV cache tensors
     device: str  # "cpu", "cuda", "mps"
+    # Layers with a sliding window keep only the most recent positions' K and V
+    # (Mistral; Gemma's local layers), so their cache stops growing and the
+    # measured bytes fall below the formula. Recorded so a figure can say why.
+    # Defaults keep traces written before these fields loadable.
+    sliding_window: int | None = None  # positions such a layer attends to; None: no layer uses one
+    num_sliding_layers: int = 0  # how many of num_layers use that window
+
+    def __post_init__(self) -> None:
+        if (self.sliding_window is None) != (self.num_sliding_layers == 0):
+            raise TraceFormatError("sliding_window and num_sliding_layers must be set together")
+        if not 0 <= self.num_sliding_layers <= self.num_layers:
+            raise TraceFormatError(f"num_sliding_layers {self.num_sliding_layers} is not within 0..{self.num_layers}")
 
     @property
     def kv_bytes_per_token(self) -> int:
-        """2 (K and V) x layers x kv_heads x head_dim x bytes per element."""
+        """A full cache's bytes per position: 2 (K and V) x layers x kv_heads x head_dim x bytes per element.
+
+        A formula from the config, not a measurement: a sliding-window model holds
+        less once its window is full (compare with the steps' measured kv_bytes).
+        """
         return 2 * self.num_layers * self.num_kv_heads * self.head_dim * self.bytes_per_element
 
     def kv_bytes_for(self, num_tokens: int) -> int:

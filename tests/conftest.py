@@ -1,4 +1,4 @@
-"""Shared fixtures: the embedded default model, and tiny random models of three families.
+"""Shared fixtures: the embedded default model, and tiny random models of four families.
 
 Nothing here downloads anything: the random models get a small byte-fallback BPE
 tokenizer trained in a second on a few sentences, and are saved as real
@@ -41,29 +41,35 @@ def build_tiny_tokenizer(folder: Path):
     return fast
 
 
+SLIDING_WINDOW = 8  # positions the tiny Mistral attends to
+
+
 def tiny_config(kind: str, vocab_size: int, eos_id: int):
     """Random models small enough to run in milliseconds, big enough to disagree with a lookup table."""
-    from transformers import GPT2Config, LlamaConfig, Qwen2Config
+    from transformers import GPT2Config, LlamaConfig, MistralConfig, Qwen2Config
 
     common = dict(vocab_size=vocab_size, initializer_range=0.2, eos_token_id=eos_id, bos_token_id=eos_id,
                   pad_token_id=eos_id, tie_word_embeddings=False)
     if kind == "gpt2":  # no GQA, learned positions
         return GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=256, **common)
-    cls = {"llama": LlamaConfig, "qwen2": Qwen2Config}[kind]
+    # mistral: a sliding window of 8 positions, shorter than a test prompt plus its answer,
+    # so its cache stops growing mid-run and the KV formula over-counts (issue 7).
+    window = {"mistral": {"sliding_window": SLIDING_WINDOW}}.get(kind, {})
+    cls = {"llama": LlamaConfig, "qwen2": Qwen2Config, "mistral": MistralConfig}[kind]
     return cls(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
-               num_key_value_heads=2, max_position_embeddings=512, **common)
+               num_key_value_heads=2, max_position_embeddings=512, **window, **common)
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dirs(tmp_path_factory) -> dict[str, Path]:
-    """{"llama": dir, "qwen2": dir, "gpt2": dir}: random-weight HF folders with safetensors."""
+    """{"llama": dir, "qwen2": dir, "gpt2": dir, "mistral": dir}: random-weight HF folders with safetensors."""
     import torch
     from transformers import AutoModelForCausalLM
 
     root = tmp_path_factory.mktemp("tiny_models")
     tokenizer = build_tiny_tokenizer(root / "tokenizer")
     dirs = {}
-    for kind in ("llama", "qwen2", "gpt2"):
+    for kind in ("llama", "qwen2", "gpt2", "mistral"):
         torch.manual_seed(0)
         model = AutoModelForCausalLM.from_config(tiny_config(kind, len(tokenizer), tokenizer.eos_token_id))
         model.save_pretrained(root / kind, safe_serialization=True)

@@ -2,10 +2,13 @@
 
 The numbers are shaped like a real CPU run of the default model: Prefill costs
 more than a Decode step, Decode steps are similar, KV bytes grow by a fixed
-amount per position. Real traces come from `engine.generate` in engine tests.
+amount per position, except in a sliding-window layer, which holds at most its
+window. Real traces come from `engine.generate` in engine tests.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from engine.trace import ModelInfo, RequestTrace, Sampling, Step
 
@@ -25,6 +28,18 @@ TINY_MODEL = ModelInfo(
     device="cpu",
 )
 
+# Mistral-style: every layer attends to (and caches) only the last 8 positions.
+SLIDING_MODEL = replace(TINY_MODEL, model_id="synthetic-sliding", architecture="MistralForCausalLM",
+                        sliding_window=8, num_sliding_layers=TINY_MODEL.num_layers)
+
+
+def layer_kv_bytes(model: ModelInfo, positions: int) -> tuple[int, ...]:
+    """Each layer's cache bytes after `positions` positions; the first num_sliding_layers
+    layers hold at most sliding_window of them."""
+    per_position = model.kv_bytes_per_token // model.num_layers
+    return tuple(per_position * (min(positions, model.sliding_window) if layer < model.num_sliding_layers else positions)
+                 for layer in range(model.num_layers))
+
 
 def make_trace(
     prompt_pieces: tuple[str, ...] = ("法国", "的", "首都", "是"),
@@ -40,7 +55,6 @@ def make_trace(
     """A finished (or, with stop_reason=None, running) trace with made-up times."""
     prompt_ids = tuple(range(10, 10 + len(prompt_pieces)))
     output_ids = tuple(range(500, 500 + len(output_pieces)))
-    per_layer_per_token = model.kv_bytes_per_token // model.num_layers
     steps, clock, context = [], tokenize_ms, 0
     for i, (out_id, out_piece) in enumerate(zip(output_ids, output_pieces)):
         if i == 0:
@@ -53,8 +67,8 @@ def make_trace(
         steps.append(Step(
             index=i, phase=phase, request_id="r0", input_ids=ids, input_pieces=pieces,
             output_id=out_id, output_piece=out_piece, context_before=context, context_after=after,
-            kv_bytes=model.kv_bytes_for(after),
-            kv_bytes_per_layer=(per_layer_per_token * after,) * model.num_layers,
+            kv_bytes=sum(layer_kv_bytes(model, after)),
+            kv_bytes_per_layer=layer_kv_bytes(model, after),
             start_ms=clock, end_ms=clock + duration,
         ))
         clock, context = clock + duration, after

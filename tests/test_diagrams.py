@@ -6,9 +6,11 @@ then look at the diff (and the browser screenshots) before committing.
 """
 
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,8 +20,10 @@ from lesson.diagrams import (
     DIAGRAMS, SCHEMATIC_DIAGRAMS, render_animation, render_blocks, render_blocks_schematic, render_kv_growth,
     render_latency, render_review_map, render_timeline,
 )
-from lesson.strings import STRINGS
-from tests.factories import make_long_trace, make_trace
+from lesson.diagrams.kv_growth import NOTE_ROOM, kv_layout
+from lesson.strings import STRINGS, label
+from lesson.svgtext import fmt_bytes
+from tests.factories import SLIDING_MODEL, TINY_MODEL, make_long_trace, make_trace
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 SVG = "{http://www.w3.org/2000/svg}"
@@ -153,6 +157,88 @@ def test_kv_bars_match_the_trace_bytes(which, trace, long_trace):
     assert len(with_class(root, "kv", "layer-3")) == len(bars)
     text = all_text(root)
     assert "2 × 4 × 2 × 32 × 4 B" in text  # this model's numbers in the formula
+    per_token = fmt_bytes(t.kv_bytes // t.steps[-1].context_after)  # measured, and equal to the formula here
+    assert STRINGS["zh"]["kv_this_run"].format(tokens=f"{t.steps[-1].context_after:,}", per_token=per_token,
+                                               total=fmt_bytes(t.kv_bytes)) in text
+    assert note_text(root, "decode-note") == STRINGS["zh"]["kv_decode_note"].format(added="+" + per_token)
+
+
+# --- a cache that does not follow the formula: every number measured, and why ---
+
+def sliding_trace(model=SLIDING_MODEL):
+    """4 prompt tokens + 12 answer tokens through a window of 8: the cache grows for 4 passes, then stays flat."""
+    return make_trace(("法国", "的", "首都", "是"), tuple(f"o{i}" for i in range(12)), model=model)
+
+
+def note_text(root: ET.Element, cls: str) -> str:
+    (note,) = with_class(root, cls)
+    return "".join(note.itertext())
+
+
+def formula_text(root: ET.Element) -> str:
+    """The formula box's lines, unwrapped (wrapping may split between CJK characters, no space)."""
+    (box,) = with_class(root, "formula")
+    return "".join("".join(el.itertext()) for el in box.iter(f"{SVG}text"))
+
+
+def no_spaces(words: str) -> str:
+    return re.sub(r"\s+", "", words)
+
+
+BYTES = re.compile(r"[+−]?[\d,.]+ (?:B|KiB|MiB|GiB)")
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_kv_sliding_window_is_measured_not_claimed(lang):
+    t, table = sliding_trace(), STRINGS[lang]
+    measured = [s.kv_bytes for s in t.steps]
+    assert measured[4:] == [measured[4]] * 8  # the factory's cache is flat once the window is full
+    root = parse(render_kv_growth(t, lang=lang))
+    assert [int(b.get("data-bytes")) for b in with_class(root, "kv-bar")] == measured
+    formula_total = t.model.kv_bytes_for(t.steps[-1].context_after)
+    assert formula_total == 2 * t.kv_bytes - 2048 > t.kv_bytes  # 30 KiB by the formula, 16 KiB measured
+    words = no_spaces(formula_text(root))
+    assert no_spaces(label(table, "kv_this_run_differs", tokens="15", total="16.0 KiB", formula_total="30.0 KiB")) in words
+    assert no_spaces(label(table, "kv_why_sliding_all", window="8")) in words  # says why
+    assert no_spaces(table["kv_this_run"].split("}")[-1]) not in words  # no "as the formula says"
+    # Decode: what each pass really added, D1-D4 growing, then flat; never one growing amount for all.
+    runs = [label(table, "kv_decode_run", added="+2.0 KiB", first="D1", last="D4"),
+            label(table, "kv_decode_run", added="+0 B", first="D5", last="D11")]
+    assert note_text(root, "decode-note") == label(table, "kv_decode_runs", runs=table["kv_decode_then"].join(runs))
+
+
+def test_kv_every_printed_amount_is_measured():
+    """The run line and the Decode note print only measured bytes (and the formula's total, labelled as such)."""
+    for t in (make_trace(), sliding_trace(), make_long_trace(300, 40)):
+        root = parse(render_kv_growth(t, lang="en"))
+        steps = t.steps
+        added = {b.kv_bytes - a.kv_bytes for a, b in zip(steps, steps[1:])}
+        allowed = {fmt_bytes(t.kv_bytes), fmt_bytes(t.kv_bytes // steps[-1].context_after)} | \
+                  {("+" if d >= 0 else "−") + fmt_bytes(abs(d)) for d in added}
+        run_line = formula_text(root).split("Measured this run:")[1]
+        shown = BYTES.findall(run_line.replace("the formula's " + fmt_bytes(t.model.kv_bytes_for(steps[-1].context_after)), ""))
+        assert shown and set(shown) <= allowed
+        assert set(BYTES.findall(note_text(root, "decode-note"))) <= allowed
+
+
+def test_kv_mixed_layers_and_unexplained_caches_say_so():
+    half = parse(render_kv_growth(sliding_trace(replace(SLIDING_MODEL, num_sliding_layers=2)), lang="en"))
+    assert no_spaces(STRINGS["en"]["kv_why_sliding"].format(sliding=2, layers=4, window="8")) in \
+        no_spaces(formula_text(half))  # "Why: 2 of 4 layers use a sliding window ..."
+    # A cache smaller than the formula on a model that declares no window: say so, without inventing a reason.
+    unexplained = replace(sliding_trace(), model=TINY_MODEL)
+    words = no_spaces(formula_text(parse(render_kv_growth(unexplained, lang="zh"))))
+    assert no_spaces(STRINGS["zh"]["kv_why_other"]) in words and "滑动窗口" not in words
+
+
+def test_kv_prefill_note_stays_clear_of_a_flat_cache():
+    """A cache full from the first pass, exactly at a tick: the scale gets headroom under the Prefill note."""
+    model = replace(SLIDING_MODEL, sliding_window=5)
+    t = make_trace(tuple("abcdefgh"), ("x", "y", "z"), model=model)
+    assert len({s.kv_bytes for s in t.steps}) == 1  # 10 KiB from Prefill on
+    layout = kv_layout(t, STRINGS["en"])
+    assert all(bar.segments[-1][2] >= layout.top + NOTE_ROOM for bar in layout.bars)
+    assert layout.decode_note == STRINGS["en"]["kv_decode_flat"].format(bytes="10.0 KiB")
 
 
 def test_latency_has_one_bar_per_pass(trace, long_trace):
@@ -213,6 +299,7 @@ SNAPSHOT_CASES = {
     "blocks_en": lambda t: render_blocks(t, lang="en"),
     "blocks_schematic_zh": lambda t: render_blocks_schematic(6, 3, lang="zh"),
     "kv_growth_en": lambda t: render_kv_growth(t, lang="en"),
+    "kv_growth_sliding_zh": lambda t: render_kv_growth(sliding_trace(), lang="zh"),
     "latency_zh": lambda t: render_latency(t, lang="zh"),
     "review_map_en": lambda t: render_review_map(t, lang="en"),
     "animation_zh": lambda t: render_animation(t, lang="zh"),

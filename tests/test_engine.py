@@ -3,7 +3,8 @@
 - cached greedy decoding == full recomputation without a cache == model.generate
 - the first output token is the argmax of Prefill's last position
 - Prefill processes every prompt position in one pass; each Decode step exactly one
-- KV bytes after each step == 2 x layers x kv_heads x head_dim x bytes x context
+- KV bytes after each step == 2 x layers x kv_heads x head_dim x bytes x context,
+  except past a sliding window (Mistral), where the measured cache stops growing
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from engine import (
     generate_ids_no_cache, load_model, new_cache, prefill, stream_trace,
 )
 from engine.generation import token_pieces
+from engine.model import describe
 
-FAMILIES = ("llama", "qwen2", "gpt2")
+FAMILIES = ("llama", "qwen2", "gpt2", "mistral")  # mistral: a sliding window of 8 positions (conftest)
 EN_PROMPT = "The capital of France is"
 
 
@@ -72,16 +74,75 @@ def test_steps_are_one_prefill_then_single_position_decodes(tiny, kind):
 def test_kv_bytes_follow_the_formula(tiny, kind):
     lm = tiny[kind]
     info = lm.info
-    trace = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=5, ignore_eos=True))
+    trace = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=16, ignore_eos=True))  # past the window
+    per_position = 2 * info.num_layers * info.num_kv_heads * info.head_dim * info.bytes_per_element
     for step in trace.steps:
-        expected = 2 * info.num_layers * info.num_kv_heads * info.head_dim * info.bytes_per_element * step.context_after
-        assert step.kv_bytes == expected
+        # A sliding-window layer never holds more than its window; a full cache holds every position.
+        held = min(step.context_after, info.sliding_window) if info.sliding_window else step.context_after
+        assert step.kv_bytes % per_position == 0 and step.kv_bytes // per_position in range(held - 1, held + 1)
         assert len(step.kv_bytes_per_layer) == info.num_layers
         assert len(set(step.kv_bytes_per_layer)) == 1 and sum(step.kv_bytes_per_layer) == step.kv_bytes
+        if not info.sliding_window:
+            assert step.kv_bytes == per_position * step.context_after
+    assert (info.sliding_window, info.num_sliding_layers) == ((8, 2) if kind == "mistral" else (None, 0))
+    if kind == "mistral":  # the window is full: the last passes add nothing, far below the formula
+        assert trace.steps[-1].kv_bytes == trace.steps[-2].kv_bytes < info.kv_bytes_for(trace.steps[-1].context_after)
     if kind == "gpt2":
         assert info.num_kv_heads == info.num_heads  # no GQA
     else:
         assert info.num_kv_heads < info.num_heads
+
+
+# --- the model's shape: every number from a config field that exists ---------
+
+def _describe(config):
+    return describe(torch.nn.Linear(1, 1), config, "m", torch.float32, torch.device("cpu"))
+
+
+def _shape_configs():
+    from transformers import FalconConfig, Gemma2Config, GPT2Config, GPTBigCodeConfig, LlamaConfig, Qwen2Config
+
+    falcon = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4)
+    return {
+        "gpt2: no K/V field, one K/V head per query head": (GPT2Config(n_layer=2, n_embd=64, n_head=4), (4, 4, 16, None, 0)),
+        "gpt_bigcode: multi_query": (GPTBigCodeConfig(n_layer=2, n_embd=64, n_head=4, multi_query=True), (4, 1, 16, None, 0)),
+        # Falcon-7B: num_kv_heads still says 4, multi_query says the layer keeps 1
+        "falcon: multi_query": (FalconConfig(multi_query=True, **falcon), (4, 1, 16, None, 0)),
+        "falcon: new architecture": (FalconConfig(new_decoder_architecture=True, num_kv_heads=2, **falcon),
+                                     (4, 2, 16, None, 0)),
+        "llama: explicit head_dim": (LlamaConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                 num_key_value_heads=2, head_dim=32), (4, 2, 32, None, 0)),
+        "qwen2: window off by default": (Qwen2Config(hidden_size=64, num_hidden_layers=3, num_attention_heads=4,
+                                                     num_key_value_heads=2), (4, 2, 16, None, 0)),
+        "qwen2: window above max_window_layers": (Qwen2Config(
+            hidden_size=64, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2, use_sliding_window=True,
+            sliding_window=16, max_window_layers=1), (4, 2, 16, 16, 2)),
+        "gemma2: every other layer local": (Gemma2Config(hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
+                                                         num_key_value_heads=2, head_dim=16, sliding_window=16),
+                                            (4, 2, 16, 16, 2)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_shape_configs()))
+def test_describe_reads_the_fields_each_family_uses(case):
+    config, expected = _shape_configs()[case]
+    info = _describe(config)
+    assert (info.num_heads, info.num_kv_heads, info.head_dim, info.sliding_window, info.num_sliding_layers) == expected
+
+
+@pytest.mark.parametrize("fields, reason", [
+    (dict(hidden_size=64), "none of num_attention_heads, n_head, num_heads"),
+    (dict(hidden_size=65, num_attention_heads=4), "hidden size 65 does not split into 4 heads"),
+    (dict(hidden_size=64, num_attention_heads=4, num_key_value_heads=3), "3 K/V heads cannot serve 4 query heads"),
+])
+def test_describe_refuses_a_shape_it_cannot_read(fields, reason):
+    from transformers import PretrainedConfig
+
+    config = PretrainedConfig(num_hidden_layers=2, vocab_size=10, max_position_embeddings=8, **fields)
+    with pytest.raises(ModelLoadError) as err:
+        _describe(config)
+    assert err.value.key == "model_load_failed" and err.value.params["path"] == "m"
+    assert reason in err.value.params["reason"] and reason in str(err.value)
 
 
 def test_first_token_is_argmax_of_prefill_last_position(tiny):

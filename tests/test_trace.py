@@ -21,6 +21,27 @@ def test_json_round_trip_is_exact():
     assert again.to_json() == trace.to_json()
 
 
+def test_sliding_window_fields_round_trip_and_older_traces_still_load():
+    from tests.factories import SLIDING_MODEL
+
+    sliding = make_trace(model=SLIDING_MODEL)
+    assert RequestTrace.from_json(sliding.to_json()).model == SLIDING_MODEL
+    older = json.loads(make_trace().to_json())  # a schema-1 trace written before the window fields existed
+    for name in ("sliding_window", "num_sliding_layers"):
+        del older["model"][name]
+    assert RequestTrace.from_dict(older) == make_trace()
+
+
+@pytest.mark.parametrize("fields", [
+    {"sliding_window": 8}, {"num_sliding_layers": 2}, {"sliding_window": 8, "num_sliding_layers": 5},
+])
+def test_model_info_rejects_half_a_sliding_window(fields):
+    data = json.loads(make_trace().to_json())
+    data["model"].update(fields)  # the synthetic model has 4 layers
+    with pytest.raises(TraceFormatError):
+        RequestTrace.from_dict(data)
+
+
 def test_json_is_plain_and_readable():
     data = json.loads(make_trace().to_json())
     assert data["schema_version"] == SCHEMA_VERSION

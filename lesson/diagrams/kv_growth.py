@@ -1,26 +1,65 @@
-"""KV-cache growth: the cache's bytes after each forward pass, stacked by layer.
+"""KV-cache size: the cache's bytes after each forward pass, stacked by layer.
 
 The formula and this model's numbers are written on the figure:
     KV bytes = 2 (K, V) x layers x kv_heads x head_dim x bytes per element x tokens
-Each bar carries data-bytes (the trace's measured `kv_bytes`) and each layer
-segment its own data-bytes, so tests check the picture against the trace.
+but every number about *this run* comes from the trace's measured `kv_bytes`:
+the run's total, the bytes each Decode added, the bytes per token. The formula
+describes a full cache (one K and V per position); a sliding-window model keeps
+only its recent positions, so its cache stops growing. When the measurements
+differ from the formula the figure says so, and why, instead of printing both
+as if they agreed.
+
+Each bar carries data-bytes (the measured `kv_bytes`) and each layer segment
+its own data-bytes, so tests check the picture against the trace.
 Past MAX_BARS passes, bars are drawn for evenly spread passes (first and last kept).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import groupby
 
-from engine.trace import RequestTrace
+from engine.trace import ModelInfo, RequestTrace
 
-from ..layout import LinearScale, Run, byte_ticks, group_layers, sample_indices
+from ..layout import LinearScale, Run, byte_ticks, group_layers, sample_indices, text_width, wrap_text
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int
 from ._common import add_title, header, new_drawing, notes, pass_tick, text, to_string
 
-MAX_BARS, MAX_LAYER_SEGMENTS = 48, 12
+MAX_BARS, MAX_LAYER_SEGMENTS, MAX_DECODE_RUNS = 48, 12, 3
 PAD, PLOT_W, PLOT_H, Y_LABEL_W = 32, 760, 280, 78
+FORMULA_TOP, FORMULA_LINE_H, NOTE_ROOM = 84, 20, 24
+# The box is PLOT_W + Y_LABEL_W wide; text widths are estimates without font files
+# (a sans-serif renders up to ~10 % wider), so lines wrap well before its edge.
+FORMULA_WRAP_W = (PLOT_W + Y_LABEL_W - 28) * 0.85
+
+
+@dataclass(frozen=True)
+class KvMeasured:
+    """What the figure says about this run, every number from the measured steps."""
+
+    tokens: int  # positions processed by the end of the run
+    total_bytes: int  # measured from the cache tensors after the last pass
+    formula_bytes: int  # what a full cache of `tokens` positions holds, by the formula
+    decode_added_bytes: tuple[int, ...]  # measured growth in each Decode pass (pass 2, 3, ...)
+    full_cache: bool  # every pass measured exactly formula x its positions
+
+    @property
+    def bytes_per_token(self) -> int:
+        """Measured bytes per position; a whole number only for a full cache."""
+        return self.total_bytes // self.tokens
+
+
+def kv_measured(trace: RequestTrace) -> KvMeasured:
+    steps, model = trace.steps, trace.model
+    return KvMeasured(
+        tokens=steps[-1].context_after,
+        total_bytes=steps[-1].kv_bytes,
+        formula_bytes=model.kv_bytes_for(steps[-1].context_after),
+        decode_added_bytes=tuple(after.kv_bytes - before.kv_bytes for before, after in zip(steps, steps[1:])),
+        full_cache=all(s.kv_bytes == model.kv_bytes_for(s.context_after) for s in steps),
+    )
 
 
 @dataclass(frozen=True)
@@ -46,14 +85,37 @@ class KvLayout:
     bars: tuple[Bar, ...]
     y_ticks: tuple[tuple[float, str], ...]
     prefill_y: float
+    formula_lines: tuple[str, ...]  # wrapped to the formula box
+    prefill_note: str
+    decode_note: str | None  # None for a run of one pass
 
 
-def kv_layout(trace: RequestTrace, table: dict) -> KvLayout:
-    left, top = PAD + Y_LABEL_W, 200.0
+def kv_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE) -> KvLayout:
+    kv = kv_measured(trace)
+    formula_lines = tuple(line for words in _formula_texts(trace, kv, table)
+                          for line in wrap_text(words, FORMULA_WRAP_W, style.small_size))
+    left = PAD + Y_LABEL_W
+    top = float(FORMULA_TOP + formula_box_height(len(formula_lines)) + 46)  # 200 for the usual three lines
     bottom, right = top + PLOT_H, PAD + Y_LABEL_W + PLOT_W
-    ticks = byte_ticks(max(trace.kv_bytes, 1), 5)
-    y = LinearScale(0, ticks[-1], bottom, top)
+    prefill_note = label(table, "kv_prefill_note", n=fmt_int(trace.steps[0].num_positions))
+    note_right = left + 8 + text_width(prefill_note, style.small_size)
     picks = sample_indices(len(trace.steps), MAX_BARS)
+    ticks = byte_ticks(max(trace.kv_bytes, 1), 5)
+    y, bars = _bars(trace, picks, ticks, left, top, bottom, table)
+    # The Prefill note sits in the plot's top left corner. A cache that does not
+    # grow much (a sliding window, a long prompt) has tall early bars there:
+    # one more tick step of headroom keeps the note off them.
+    if any(bar.x < note_right and bar.segments and bar.segments[-1][2] < top + NOTE_ROOM for bar in bars):
+        ticks = ticks + (2 * ticks[-1] - ticks[-2],)
+        y, bars = _bars(trace, picks, ticks, left, top, bottom, table)
+    return KvLayout(right + PAD, bottom + 120, left, top, bottom, right, bars,
+                    tuple((y(t), fmt_bytes(int(t))) for t in ticks), y(trace.steps[0].kv_bytes),
+                    formula_lines, prefill_note, _decode_note(kv, table))
+
+
+def _bars(trace: RequestTrace, picks, ticks, left: float, top: float, bottom: float,
+          table: dict) -> tuple[LinearScale, tuple[Bar, ...]]:
+    y = LinearScale(0, ticks[-1], bottom, top)
     slot_w = PLOT_W / len(picks)
     bar_w = round(min(44.0, slot_w * 0.72), 2)
     layers = group_layers(trace.model.num_layers, MAX_LAYER_SEGMENTS)
@@ -68,29 +130,83 @@ def kv_layout(trace: RequestTrace, table: dict) -> KvLayout:
         x = round(left + slot_w * (position + 0.5) - bar_w / 2, 2)
         bars.append(Bar(index, step.phase, x, bar_w, step.kv_bytes, step.context_after, tuple(segments),
                         pass_tick(index, step.phase, position, len(picks), table)))
-    return KvLayout(right + PAD, bottom + 120, left, top, bottom, right, tuple(bars),
-                    tuple((y(t), fmt_bytes(int(t))) for t in ticks), y(trace.steps[0].kv_bytes))
+    return y, tuple(bars)
 
 
-def _formula_lines(trace: RequestTrace, table: dict) -> tuple[str, str, str]:
+def formula_box_height(num_lines: int) -> int:
+    return 10 + FORMULA_LINE_H * num_lines  # 70 for the usual three lines
+
+
+# --- the words: formula for a full cache, then what was measured -------------
+
+def _formula_texts(trace: RequestTrace, kv: KvMeasured, table: dict) -> tuple[str, ...]:
+    """The formula, this model's numbers in it, then this run as measured (and why it differs)."""
     m = trace.model
-    per_token = fmt_bytes(m.kv_bytes_per_token)
-    return (
+    formula = (
         label(table, "kv_formula"),
         label(table, "kv_this_model", layers=m.num_layers, kv_heads=m.num_kv_heads, head_dim=m.head_dim,
-              bpe=m.bytes_per_element, per_token=per_token, dtype=m.dtype),
-        label(table, "kv_this_run", tokens=fmt_int(trace.steps[-1].context_after), per_token=per_token,
-              total=fmt_bytes(m.kv_bytes_for(trace.steps[-1].context_after))),
+              bpe=m.bytes_per_element, per_token=fmt_bytes(m.kv_bytes_per_token), dtype=m.dtype),
+    )
+    if kv.full_cache:
+        return formula + (label(table, "kv_this_run", tokens=fmt_int(kv.tokens), per_token=fmt_bytes(kv.bytes_per_token),
+                                total=fmt_bytes(kv.total_bytes)),)
+    return formula + (
+        label(table, "kv_this_run_differs", tokens=fmt_int(kv.tokens), total=fmt_bytes(kv.total_bytes),
+              formula_total=fmt_bytes(kv.formula_bytes)),
+        kv_why_not_formula(m, table),
     )
 
 
-def _draw_formula(dwg, trace: RequestTrace, style: Style, table: dict) -> None:
-    formula, model_line, run_line = _formula_lines(trace, table)
+def kv_why_not_formula(model: ModelInfo, table: dict) -> str:
+    """Why a measured cache is not formula x tokens: the model's sliding window, else a cache
+    that keeps something other than one K and V per position (drops, compresses, repeats)."""
+    if model.sliding_window is None:
+        return label(table, "kv_why_other")
+    if model.num_sliding_layers == model.num_layers:
+        return label(table, "kv_why_sliding_all", window=fmt_int(model.sliding_window))
+    return label(table, "kv_why_sliding", sliding=model.num_sliding_layers, layers=model.num_layers,
+                 window=fmt_int(model.sliding_window))
+
+
+def _decode_note(kv: KvMeasured, table: dict) -> str | None:
+    """What each Decode pass added, measured: one amount, a few runs of amounts, or a range."""
+    if not kv.decode_added_bytes:
+        return None
+    # Runs of Decode passes that added the same bytes, named as the x axis names them (D1, D2 ...).
+    runs, first = [], 1
+    for added, group in groupby(kv.decode_added_bytes):
+        count = len(list(group))
+        runs.append((added, first, first + count - 1))
+        first += count
+    if len(runs) == 1:
+        added = runs[0][0]
+        return label(table, "kv_decode_note", added=_signed_bytes(added)) if added else \
+            label(table, "kv_decode_flat", bytes=fmt_bytes(kv.total_bytes))
+    if len(runs) > MAX_DECODE_RUNS:
+        return label(table, "kv_decode_range", low=_signed_bytes(min(kv.decode_added_bytes)),
+                     high=_signed_bytes(max(kv.decode_added_bytes)))
+    def name(n: int) -> str:
+        return label(table, "pass_short_decode", n=n)
+
+    parts = [label(table, "kv_decode_run_one", added=_signed_bytes(added), n=name(a)) if a == b else
+             label(table, "kv_decode_run", added=_signed_bytes(added), first=name(a), last=name(b))
+             for added, a, b in runs]
+    return label(table, "kv_decode_runs", runs=label(table, "kv_decode_then").join(parts))
+
+
+def _signed_bytes(num_bytes: int) -> str:
+    return ("+" if num_bytes >= 0 else "−") + fmt_bytes(abs(num_bytes))
+
+
+# --- drawing ---------------------------------------------------------------------
+
+def _draw_formula(dwg, layout: KvLayout, style: Style) -> None:
     box = dwg.g(class_="formula")
-    box.add(dwg.rect((PAD, 84), (PLOT_W + Y_LABEL_W, 70), rx=8, fill=style.panel, stroke=style.grid))
-    box.add(text(dwg, formula, PAD + 14, 106, size=style.small_size, fill=style.ink, weight="bold"))
-    box.add(text(dwg, model_line, PAD + 14, 126, size=style.small_size, fill=style.ink))
-    box.add(text(dwg, run_line, PAD + 14, 146, size=style.small_size, fill=style.ink))
+    box.add(dwg.rect((PAD, FORMULA_TOP), (PLOT_W + Y_LABEL_W, formula_box_height(len(layout.formula_lines))), rx=8,
+                     fill=style.panel, stroke=style.grid))
+    for k, line in enumerate(layout.formula_lines):
+        box.add(text(dwg, line, PAD + 14, FORMULA_TOP + 22 + FORMULA_LINE_H * k, size=style.small_size,
+                     fill=style.ink, weight="bold" if k == 0 else None))
     dwg.add(box)
 
 
@@ -125,20 +241,17 @@ def _draw_axes(dwg, layout: KvLayout, style: Style, table: dict) -> None:
                  fill=style.muted_ink, weight="bold", class_="axis-label"))
 
 
-def _draw_notes(dwg, trace: RequestTrace, layout: KvLayout, style: Style, table: dict) -> None:
+def _draw_notes(dwg, layout: KvLayout, style: Style, table: dict) -> None:
     y = layout.prefill_y
     dwg.add(dwg.line((layout.left, y), (layout.right, y), stroke=style.prefill, stroke_width=1.2,
                      stroke_dasharray="5,4", class_="prefill-level"))
-    prefill_text = label(table, "kv_prefill_note", n=fmt_int(trace.steps[0].num_positions))
-    # Top left: the earliest (lowest) bars leave that corner free, as the cache only grows.
-    baseline = layout.top + 14
+    baseline = layout.top + 14  # top left; kv_layout keeps the bars below it
     dwg.add(dwg.line((layout.left + 3, baseline + 4), (layout.left + 3, y), stroke=style.prefill, stroke_width=1.2,
                      class_="prefill-leader"))
-    dwg.add(text(dwg, prefill_text, layout.left + 8, baseline, size=style.small_size,
+    dwg.add(text(dwg, layout.prefill_note, layout.left + 8, baseline, size=style.small_size,
                  fill=style.prefill, weight="bold", class_="prefill-note"))
-    if len(trace.steps) > 1:
-        decode_text = label(table, "kv_decode_note", per_token=fmt_bytes(trace.model.kv_bytes_per_token))
-        dwg.add(text(dwg, decode_text, layout.right, layout.top - 14, size=style.small_size, fill=style.decode,
+    if layout.decode_note:
+        dwg.add(text(dwg, layout.decode_note, layout.right, layout.top - 14, size=style.small_size, fill=style.decode,
                      anchor="end", weight="bold", class_="decode-note"))
     notes(dwg, style, [label(table, "kv_stack_legend")], PAD, layout.bottom + 56, layout.width - 2 * PAD)
 
@@ -148,12 +261,12 @@ def render_kv_growth(trace: RequestTrace, *, lang: str = "zh", style: Style | No
     table, style = strings_for(lang), style or DEFAULT_STYLE
     if not trace.steps:
         raise ValueError("the KV growth diagram needs a trace with at least one forward pass")
-    layout = kv_layout(trace, table)
+    layout = kv_layout(trace, table, style)
     dwg = new_drawing(layout.width, layout.height, style, "kv-growth", label(table, "kv_title"))
     header(dwg, style, label(table, "kv_title"), f"{trace.model.model_id} · {trace.model.architecture}")
-    _draw_formula(dwg, trace, style, table)
+    _draw_formula(dwg, layout, style)
     _draw_axes(dwg, layout, style, table)
     for bar in layout.bars:
         dwg.add(_draw_bar(dwg, bar, layout.bottom, style, table))
-    _draw_notes(dwg, trace, layout, style, table)
+    _draw_notes(dwg, layout, style, table)
     return to_string(dwg)

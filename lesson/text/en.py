@@ -18,6 +18,8 @@ TEXT: dict = {
     "model_help": "“default” is the model embedded in the app; the others are local Hugging Face model folders the operator placed in the models folder (env PREFILL_DECODE_MODELS_DIR).",
     "model_in_use": "In use: **{model_id}** · {architecture} · {num_layers} layers · {num_params} parameters",
     "device_dtype": "Device **{device}** · dtype **{dtype}** · KV cache per token **{kv_per_token}**",
+    "kv_sliding_window": "Sliding window: {sliding} of {layers} layers attend only to the last **{window}** positions, "
+                         "so their cache stops growing once the window is full (the KV figure shows the measured bytes).",
     "limits": "This server's limits: prompts up to {max_prompt_tokens} tokens ({max_prompt_chars} characters), answers up to {max_new_tokens} tokens.",
     "toc": "Contents",
     "sampling": "Sampling",
@@ -133,7 +135,8 @@ TEXT: dict = {
         "users' requests into one batch and use the GPU in parallel. Do not confuse these two kinds of "
         "parallelism."
     ),
-    "kv_caption": "The KV cache grows with each forward pass (real run; bytes measured from the cache tensors).",
+    "kv_caption": "The KV cache after each forward pass (real run: the bars and every number about this run are "
+                  "measured from the cache tensors; the formula is there to compare).",
     # ---- section 4: schematic blocks -------------------------------------------------------
     "sec_blocks": "Change the prompt and answer lengths yourself",
     "blocks_note": (

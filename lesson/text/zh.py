@@ -18,6 +18,8 @@ TEXT: dict = {
     "model_help": "“default” 是应用内置的模型；其他选项是运维人员放在模型目录（环境变量 PREFILL_DECODE_MODELS_DIR）里的本地 Hugging Face 模型文件夹。",
     "model_in_use": "正在使用：**{model_id}** · {architecture} · {num_layers} 层 · {num_params} 参数",
     "device_dtype": "设备 **{device}** · 数据类型 **{dtype}** · 每个 Token 的 KV Cache **{kv_per_token}**",
+    "kv_sliding_window": "滑动窗口：{layers} 层中有 {sliding} 层只关注最近 **{window}** 个位置，"
+                         "窗口填满后这些层的缓存不再增长（KV 图中是实测字节数）。",
     "limits": "本服务器的上限：提示词最多 {max_prompt_tokens} 个 Token（{max_prompt_chars} 个字符），回答最多 {max_new_tokens} 个 Token。",
     "toc": "目录",
     "sampling": "采样设置",
@@ -118,7 +120,7 @@ TEXT: dict = {
         "“一个接一个”说的是同一请求内部。服务器可以把多个用户请求的 Decode 步骤放进一个批次，并行使用 GPU。"
         "不能把这两种并行混为一谈。"
     ),
-    "kv_caption": "KV Cache 随每次前向增长（真实运行，字节数从缓存张量测得）。",
+    "kv_caption": "每次前向之后的 KV Cache（真实运行：柱子和关于本次运行的每个数字都从缓存张量测得，公式用于对照）。",
     # ---- 第 4 节：示意方块 -----------------------------------------------------------
     "sec_blocks": "自己改变提示词和回答长度",
     "blocks_note": (
