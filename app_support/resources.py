@@ -30,9 +30,11 @@ def get_model(model_choice: str, device: str, dtype: str):
     """Load (and warm up) a model once per process. Raises EngineError on bad folders."""
     from engine import load_model  # late: keeps torch out of the import of this module
 
-    path = resolve_model_choice(model_choice, server_settings().models_dir)
+    models_dir = server_settings().models_dir
+    path = resolve_model_choice(model_choice, models_dir)
     log.info("loading model %r from %s on %s/%s", model_choice, path or "<default>", device, dtype)
-    return load_model(path, device=device, dtype=dtype)
+    # Never the network, never a folder (or a file in it) that a symlink takes outside models_dir.
+    return load_model(path, device=device, dtype=dtype, allow_hub=False, within=models_dir if path else None)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -55,16 +57,22 @@ def prompt_preview(
 ) -> tuple[str, tuple[str, ...], int]:
     """(the prompt the model will get, its real token pieces, the typed prompt's token count).
 
+    Counts and pieces are the engine's own (engine.generation.prompt_token_ids),
+    so a tokenizer's BOS shows in the split and counts toward the target.
     A target above the typed prompt's length extends it with filler text
     (engine.prompts.extend_prompt); otherwise the prompt is used as typed.
     """
-    from engine.generation import token_pieces
-    from engine.prompts import extend_prompt
+    from engine.generation import prompt_token_ids, token_pieces
+    from engine.prompts import count_tokens, extend_prompt
 
     tokenizer = get_model(model_choice, device, dtype).tokenizer
-    natural = len(tokenizer.encode(prompt, add_special_tokens=False)) if prompt.strip() else 0
-    effective = extend_prompt(tokenizer, prompt, target_tokens) if prompt.strip() and target_tokens > natural else prompt
-    ids = tokenizer.encode(effective, add_special_tokens=False) if effective.strip() else []
+    natural = len(prompt_token_ids(tokenizer, prompt)) if prompt.strip() else 0
+    effective = prompt
+    if prompt.strip() and target_tokens > natural:
+        # extend_prompt counts with count_tokens; take off the special tokens it leaves out (a BOS), if any
+        num_special = natural - count_tokens(tokenizer, prompt)
+        effective = extend_prompt(tokenizer, prompt, target_tokens - num_special)
+    ids = prompt_token_ids(tokenizer, effective) if effective.strip() else []
     return effective, token_pieces(tokenizer, ids), natural
 
 

@@ -5,8 +5,10 @@
 
 1. Concurrency: 8 threads (8 "visitors") take the model from the app's own
    st.cache_resource and stream a request each at the same moment. Their
-   tokens and step structure must equal the same requests run one by one:
-   the engine's lm.lock lets only one forward pass run at a time.
+   tokens and step structure must equal the same requests run one by one
+   (each request has its own cache, so this holds even without a lock), and
+   no two requests' timed passes may overlap: that is what the engine's
+   lm.lock protects, so one visitor's pass never inflates another's timings.
 2. Memory: 300 consecutive runs in one process, each doing what the page does
    (stream the trace, JSON + CSV export, every diagram). Resident memory
    after the runs must be within 5 % of the memory before them.
@@ -23,6 +25,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from unittest import mock
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -66,17 +69,48 @@ def signature(trace) -> tuple:
     return trace.output_ids, tuple((s.phase, s.context_before, s.context_after, s.input_ids) for s in trace.steps)
 
 
-def check_concurrency(choice: str, num_sessions: int, max_new_tokens: int) -> tuple[int, int, int]:
-    """(sessions identical to serial, sessions, most requests that were in flight at once)."""
+def recording_pass_clock(reads: dict[int, list[float]]):
+    """Patch the engine's pass clock so every read is also kept, per thread:
+    reads alternate start, end of each timed pass."""
+    from engine import generation
+
+    real_clock = generation._clock
+
+    def clock(device):
+        now = real_clock(device)
+        reads.setdefault(threading.get_ident(), []).append(now)
+        return now
+
+    return mock.patch.object(generation, "_clock", clock)
+
+
+def overlapping_pairs(passes: list[list[tuple[float, float]]]) -> tuple[int, int]:
+    """(pairs of timed passes from different requests that share a moment, pairs compared)."""
+    overlaps = compared = 0
+    for i, mine in enumerate(passes):
+        for other in passes[i + 1:]:
+            for a_start, a_end in mine:
+                for b_start, b_end in other:
+                    compared += 1
+                    overlaps += a_start < b_end and b_start < a_end
+    return overlaps, compared
+
+
+def check_concurrency(choice: str, num_sessions: int, max_new_tokens: int) -> tuple[int, int, int, int, int]:
+    """(sessions identical to serial, sessions, most requests in flight at once,
+    overlapping pairs of timed passes, pairs compared)."""
     prompts = [PROMPTS[i % len(PROMPTS)] for i in range(num_sessions)]
     serial = [signature(run_one(choice, p, max_new_tokens)) for p in prompts]
     results: list[tuple | None] = [None] * num_sessions
     errors: list[BaseException] = []
     windows: list[tuple[float, float]] = [(0.0, 0.0)] * num_sessions
+    idents = [0] * num_sessions
+    reads: dict[int, list[float]] = {}
     barrier = threading.Barrier(num_sessions)
 
     def visitor(i: int) -> None:
         try:
+            idents[i] = threading.get_ident()
             barrier.wait()
             start = time.perf_counter()
             results[i] = signature(run_one(choice, prompts[i], max_new_tokens))
@@ -84,16 +118,20 @@ def check_concurrency(choice: str, num_sessions: int, max_new_tokens: int) -> tu
         except BaseException as err:  # noqa: BLE001 - reported below
             errors.append(err)
 
-    threads = [threading.Thread(target=visitor, args=(i,)) for i in range(num_sessions)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
+    with recording_pass_clock(reads):
+        threads = [threading.Thread(target=visitor, args=(i,)) for i in range(num_sessions)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
     if errors:
         raise errors[0]
     same = sum(a == b for a, b in zip(serial, results))
     in_flight = max(sum(s <= start < e for s, e in windows) for start, _ in windows)
-    return same, num_sessions, in_flight
+    passes = [list(zip(reads[ident][::2], reads[ident][1::2])) for ident in idents]
+    if any(len(p) != len(r[1]) for p, r in zip(passes, results)):
+        raise RuntimeError("the pass clock was not read once at the start and once at the end of each pass")
+    return same, num_sessions, in_flight, *overlapping_pairs(passes)
 
 
 def page_work(choice: str, prompt: str, max_new_tokens: int) -> None:
@@ -145,10 +183,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"model: {lm.info.model_id} on {lm.info.device}/{lm.info.dtype} (loaded in {time.perf_counter() - start:.1f} s)")
 
     start = time.perf_counter()
-    same, total, in_flight = check_concurrency(args.model, args.sessions, args.max_new_tokens)
+    same, total, in_flight, overlaps, compared = check_concurrency(args.model, args.sessions, args.max_new_tokens)
     print(f"concurrent vs serial: {same}/{total} sessions gave identical tokens and steps "
           f"(ratio {same / total:.2f}; up to {in_flight} requests in flight at once) "
           f"in {time.perf_counter() - start:.1f} s")
+    print(f"timed passes of different requests that overlap: {overlaps} of {compared:,} pairs "
+          f"(must be 0: the model lock keeps one visitor's pass out of another's timing)")
 
     start = time.perf_counter()
     before, after, growth = check_memory(args.model, args.runs, args.max_new_tokens)
@@ -156,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"memory over {args.runs} runs: RSS {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB "
           f"({growth:+.2f} %, limit {RSS_LIMIT_PCT:.0f} %; ratio {after / before:.3f}) in {elapsed:.1f} s")
 
-    ok = same == total and growth < RSS_LIMIT_PCT
+    ok = same == total and overlaps == 0 and growth < RSS_LIMIT_PCT
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 

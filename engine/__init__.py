@@ -13,7 +13,7 @@ renderers need) does not pull in torch.
 import importlib
 
 _EXPORTS = {
-    "errors": ("EngineError", "InputError", "ModelLoadError"),
+    "errors": ("EngineError", "InputError", "ModelLoadError", "PhaseError"),
     "generation": (
         "MAX_NEW_TOKENS", "GenerationConfig", "decode_step", "generate", "generate_ids",
         "generate_ids_no_cache", "new_cache", "prefill", "stream_trace",

@@ -1,6 +1,9 @@
 """`python -m engine trace --prompt 法国的首都是 --max-new-tokens 8`: run one request, print its steps.
 
 Errors (bad folder, empty prompt, lengths out of range) print one line and exit 2.
+`--model` is a local folder; a hub id (`org/name`) that names no local folder is
+fetched from the Hugging Face Hub, after a note on stderr saying so. Offline, that
+fails within a few seconds (engine.model.hub_reachable) instead of retrying.
 """
 
 from __future__ import annotations
@@ -26,7 +29,8 @@ def build_parser() -> argparse.ArgumentParser:
     trace = sub.add_parser("trace", help="run one prompt and print every forward pass")
     trace.add_argument("--prompt", default="法国的首都是")
     trace.add_argument("--max-new-tokens", type=int, default=8)
-    trace.add_argument("--model", default=None, help="a local Hugging Face folder (default: the embedded model)")
+    trace.add_argument("--model", default=None,
+                       help="a local Hugging Face folder (default: the embedded model), or a hub id to fetch")
     trace.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
     trace.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
     trace.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
@@ -51,14 +55,17 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_trace(args: argparse.Namespace) -> RequestTrace:
     from .generation import GenerationConfig, check_prompt_text, generate
-    from .model import load_model
+    from .model import hub_id_for, load_model
 
     check_prompt_text(args.prompt)  # before the model loads: bad input should fail fast
     cfg = GenerationConfig(
         max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
         top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos,
     )
-    lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    hub_id = hub_id_for(args.model)
+    if hub_id:  # say so before any network traffic: a typo in a folder name must not look like a download
+        print(f"note: no local folder {args.model!r}; fetching {hub_id} from the Hugging Face Hub", file=sys.stderr)
+    lm = load_model(args.model, device=args.device, dtype=args.dtype, allow_hub=True)
     return generate(lm, args.prompt, cfg)
 
 

@@ -24,3 +24,11 @@ class InputError(EngineError):
 
 class ModelLoadError(EngineError):
     """A model folder is missing, is not a model, or cannot be loaded safely."""
+
+
+class PhaseError(ValueError):
+    """`prefill` or `decode_step` called with the other phase's input: a bug in the caller.
+
+    A real exception, not an `assert`, so the check survives `python -O`. Not an
+    EngineError: no learner can cause it, so it has no translated message.
+    """

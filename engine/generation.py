@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from transformers import DynamicCache
 
-from .errors import InputError
+from .errors import InputError, PhaseError
 from .model import LoadedModel
 from .trace import RequestTrace, Sampling, Step
 
@@ -78,13 +78,19 @@ def prefill(model, input_ids: torch.Tensor, cache: DynamicCache) -> tuple[torch.
     Only the last position's logits are kept: the first output token is
     predicted there. The other positions still matter: their K and V fill the cache.
     """
-    assert cache.get_seq_length() == 0, "prefill starts from an empty cache"
+    if cache.get_seq_length() != 0:
+        raise PhaseError(f"prefill starts from an empty cache; this one holds {cache.get_seq_length()} positions")
+    if input_ids.dim() != 2 or input_ids.shape[-1] < 1:
+        raise PhaseError(f"prefill needs input_ids of shape (1, S) with S >= 1, got {tuple(input_ids.shape)}")
     return _forward(model, input_ids, cache)
 
 
 def decode_step(model, input_ids: torch.Tensor, cache: DynamicCache) -> tuple[torch.Tensor, DynamicCache]:
     """Process exactly one new position; its query reads every cached K/V.  (1, 1) -> (1, vocab)."""
-    assert input_ids.shape[-1] == 1, "a decode step feeds exactly one new token"
+    if input_ids.dim() != 2 or input_ids.shape[-1] != 1:
+        raise PhaseError(f"a decode step feeds exactly one new token: shape (1, 1), got {tuple(input_ids.shape)}")
+    if cache.get_seq_length() == 0:
+        raise PhaseError("a decode step reads the cache that prefill filled; this cache is empty")
     return _forward(model, input_ids, cache)
 
 
@@ -248,10 +254,20 @@ def check_prompt_text(prompt: str) -> None:
         raise InputError("empty_prompt", "the prompt is empty")
 
 
+def prompt_token_ids(tokenizer, text: str) -> list[int]:
+    """The ids the model is given for `text`, special tokens included.
+
+    Whether a BOS (or any other special token) goes in front is the tokenizer's
+    own setting: Llama and Gemma checkpoints add one and answer worse without it;
+    Qwen, GPT-2 and the embedded default model add nothing.
+    """
+    return list(tokenizer(text, add_special_tokens=True)["input_ids"])
+
+
 def encode_prompt(lm: LoadedModel, prompt: str, cfg: GenerationConfig, max_prompt_tokens: int | None = None) -> list[int]:
-    """Token ids of the prompt, checked against the model's context and any cap."""
+    """Token ids of the prompt (with the tokenizer's special tokens), checked against the context and any cap."""
     check_prompt_text(prompt)
-    ids = lm.tokenizer.encode(prompt, add_special_tokens=False)
+    ids = prompt_token_ids(lm.tokenizer, prompt)
     if not ids:
         raise InputError("empty_prompt", "the prompt has no tokens")
     limit = lm.info.max_positions - cfg.max_new_tokens

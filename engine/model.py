@@ -2,16 +2,21 @@
 
 Safety rules, because a classroom server loads folders it did not make:
 only safetensors weights (pickle checkpoints can run code when loaded), never
-remote code, never a network fetch unless the caller names a hub id and the
-network allows it.
+remote code, never a network fetch unless the caller allows one (`allow_hub=True`,
+the CLI only) and names a hub id that is not a local folder. A caller that
+lists its own folders (the app) passes `within=`, and a folder or file that
+resolves outside it (a symlink pointing elsewhere) is refused.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import threading
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,14 +32,17 @@ DEFAULT_MODEL_ID = "default"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 DEVICES = ("auto", "cpu", "cuda", "mps")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+HUB_PROBE_TIMEOUT_S = 3.0  # offline, huggingface_hub's own retries take ~26 s to give up
 
 
-@dataclass
+@dataclass(frozen=True)
 class LoadedModel:
-    """A model ready to trace. Shared read-only between requests.
+    """A model ready to trace. Shared read-only between requests: frozen, every
+    field (load_ms too) known before it is built.
 
-    `lock` serialises forward passes: one pass at a time per model, so several
-    visitors can share it without corrupting each other's timings or caches.
+    `lock` serialises timed passes: one forward pass at a time per model, so one
+    visitor's pass never runs inside another's measured time. It does not guard
+    tokens: each request has its own cache, so answers are the same without it.
     """
 
     model: torch.nn.Module
@@ -89,8 +97,11 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
     return DTYPES[dtype]
 
 
-def check_model_folder(path: Path) -> None:
-    """Refuse folders that are not a safetensors causal-LM checkpoint."""
+def check_model_folder(path: Path, within: Path | None = None) -> None:
+    """Refuse folders that are not a safetensors causal-LM checkpoint, and, given
+    `within`, any folder or file in it that resolves outside `within` (symlinks)."""
+    if within is not None:
+        _check_inside(path, within)
     if not path.exists():
         raise ModelLoadError("model_not_found", f"model folder not found: {path}", path=str(path))
     if not path.is_dir() or not (path / "config.json").is_file():
@@ -105,15 +116,58 @@ def check_model_folder(path: Path) -> None:
         raise ModelLoadError("not_a_model", f"no *.safetensors weights in {path}", path=str(path))
 
 
-def _locate(path: str | Path | None) -> tuple[str, str, bool]:
+def _check_inside(path: Path, within: Path) -> None:
+    """`path` and the files directly in it must resolve to places inside `within`."""
+    root = within.resolve()
+    for entry in [path, *(path.iterdir() if path.is_dir() else ())]:
+        target = entry.resolve()
+        if root not in target.parents:
+            raise ModelLoadError(
+                "model_not_found", f"refusing {entry}: it resolves to {target}, outside {root}", path=str(path),
+            )
+
+
+def hub_id_for(path: str | Path | None) -> str | None:
+    """The hub id `path` names, when it looks like one (`org/name`) and no local folder has that name."""
+    if path is None or str(path) == DEFAULT_MODEL_ID or Path(path).expanduser().exists():
+        return None
+    return str(path) if _HUB_ID.match(str(path)) else None
+
+
+def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
+    """One HEAD request to the hub, given at most `timeout_s` (DNS included). False when
+    HF_HUB_OFFLINE is set. Any HTTP answer counts: the network is there."""
+    from huggingface_hub import constants, is_offline_mode
+
+    if is_offline_mode():
+        return False
+    answered: list[bool] = []
+
+    def probe() -> None:
+        try:
+            urllib.request.urlopen(urllib.request.Request(constants.ENDPOINT, method="HEAD"), timeout=timeout_s)
+            answered.append(True)
+        except urllib.error.HTTPError:
+            answered.append(True)
+        except (OSError, ValueError):
+            answered.append(False)
+
+    worker = threading.Thread(target=probe, daemon=True)  # a hung DNS lookup ignores urlopen's timeout
+    worker.start()
+    worker.join(timeout_s)
+    return bool(answered and answered[0])
+
+
+def _locate(path: str | Path | None, allow_hub: bool, within: Path | None) -> tuple[str, str, bool]:
     """(source for from_pretrained, model id for traces, local_files_only)."""
     if path is None or str(path) == DEFAULT_MODEL_ID:
         check_model_folder(DEFAULT_MODEL_DIR)
         return str(DEFAULT_MODEL_DIR), DEFAULT_MODEL_ID, True
+    hub_id = hub_id_for(path) if allow_hub and within is None else None
+    if hub_id:  # offline: only the local hub cache, so the failure takes seconds, not retries
+        return hub_id, hub_id, not hub_reachable()
     folder = Path(path).expanduser()
-    if not folder.exists() and _HUB_ID.match(str(path)):
-        return str(path), str(path), False  # a hub id: only works where the network allows
-    check_model_folder(folder)
+    check_model_folder(folder, within)
     return str(folder.resolve()), folder.resolve().name, True
 
 
@@ -124,12 +178,19 @@ def load_model(
     dtype: str = "auto",
     num_threads: int | None = None,
     warmup: bool = True,
+    allow_hub: bool = False,
+    within: Path | None = None,
 ) -> LoadedModel:
-    """Load tokenizer + model, move to device/dtype, run one warm-up pass."""
+    """Load tokenizer + model, move to device/dtype, run one warm-up pass.
+
+    `path`: None (the embedded default), a local folder, or, only with
+    `allow_hub=True`, a hub id that is not a local folder. `within`: refuse a
+    folder that resolves outside this one (the app's models folder).
+    """
     start = time.perf_counter()
     hf_logging.disable_progress_bar()  # no "Loading weights" bars in a CLI table or a server log
     set_num_threads(num_threads)
-    source, model_id, local_only = _locate(path)
+    source, model_id, local_only = _locate(path, allow_hub, within)
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
     kwargs = dict(local_files_only=local_only, trust_remote_code=False)
@@ -139,14 +200,15 @@ def load_model(
         model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, use_safetensors=True, **kwargs)
     except (OSError, ValueError, KeyError, RuntimeError) as err:
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        if source == hub_id_for(path) and local_only:
+            reason = f"the Hugging Face Hub cannot be reached (offline?) and it is not in the local cache ({reason})"
         raise ModelLoadError("model_load_failed", f"could not load {path}: {reason}", path=str(path), reason=reason) from err
     model.to(dev).eval()
     info = describe(model, config, model_id, torch_dtype, dev)
-    loaded = LoadedModel(model=model, tokenizer=tokenizer, info=info, path=source, load_ms=0.0)
+    draft = LoadedModel(model=model, tokenizer=tokenizer, info=info, path=source, load_ms=0.0)
     if warmup:
-        _warm_up(loaded)
-    loaded.load_ms = (time.perf_counter() - start) * 1e3
-    return loaded
+        _warm_up(draft)  # the draft is never shared; the returned copy has the real load time
+    return dataclasses.replace(draft, load_ms=(time.perf_counter() - start) * 1e3)
 
 
 def _text_config(config):
@@ -243,7 +305,7 @@ def _shape_error(model_id: str, reason: str) -> ModelLoadError:
 
 def _warm_up(loaded: LoadedModel) -> None:
     """One small prefill + decode so the first real request is not timed cold."""
-    from .generation import GenerationConfig, generate_ids  # late: generation imports this module
+    from .generation import GenerationConfig, generate_ids, prompt_token_ids  # late: generation imports this
 
-    ids = loaded.tokenizer.encode("warm up", add_special_tokens=False) or [0]
+    ids = prompt_token_ids(loaded.tokenizer, "warm up") or [0]
     generate_ids(loaded, ids, GenerationConfig(max_new_tokens=2, ignore_eos=True))

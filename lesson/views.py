@@ -77,14 +77,26 @@ def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings
 # ---------------------------------------------------------------------------
 
 def list_model_choices(models_dir: Path | None) -> list[str]:
-    """"default" plus the names of the folders directly inside `models_dir`."""
+    """"default" plus the names of the folders directly inside `models_dir`.
+
+    The allowlist is the folder itself, not wherever its links point: an entry
+    that resolves outside `models_dir` (a symlink to /etc, to a home folder) is
+    left out. The engine checks again when it loads (load_model(within=...)).
+    """
     names: list[str] = []
     if models_dir is not None and models_dir.is_dir():
         try:
-            names = sorted(p.name for p in models_dir.iterdir() if p.is_dir() and not p.name.startswith("."))
+            root = models_dir.resolve()
+            names = sorted(p.name for p in models_dir.iterdir() if not p.name.startswith(".") and _inside(p, root))
         except OSError:
             names = []
     return [DEFAULT_MODEL_CHOICE] + [n for n in names if n != DEFAULT_MODEL_CHOICE]
+
+
+def _inside(entry: Path, root: Path) -> bool:
+    """A folder whose real location (symlinks followed) is under `root`."""
+    target = entry.resolve()
+    return root in target.parents and target.is_dir()
 
 
 def resolve_model_choice(choice: str, models_dir: Path | None) -> str | None:

@@ -86,10 +86,25 @@ def default_lm():
     return load_model(device="cpu")
 
 
+@pytest.fixture(scope="session")
+def chromium():
+    """(the Debian chromium binary, playwright's sync_api) for the browser tests; never downloads a browser.
+
+    Missing either, each browser test skips here, at setup, never at collection: a module
+    that skips while it is collected has no tests for the hook below to turn into failures.
+    PREFILL_DECODE_CHROMIUM points at another binary (the rule's own test uses a missing one).
+    """
+    path = Path(os.environ.get("PREFILL_DECODE_CHROMIUM", "/usr/bin/chromium"))
+    if not path.exists():
+        pytest.skip(f"Debian chromium is not installed at {path}")
+    return path, pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """In CI (PREFILL_DECODE_REQUIRE_BROWSER=1) a skipped browser test is a failure:
-    a missing chromium must not turn the real-browser checks into a silent pass."""
+    a missing chromium must not turn the real-browser checks into a silent pass.
+    (tests/test_browser_rule.py checks that every browser test fails that way.)"""
     outcome = yield
     report = outcome.get_result()
     if report.skipped and item.get_closest_marker("browser") and os.environ.get("PREFILL_DECODE_REQUIRE_BROWSER") == "1":

@@ -85,3 +85,28 @@ def make_long_trace(prompt_len: int = 4096, output_len: int = 512) -> RequestTra
     prompt = tuple(f"t{i}" for i in range(prompt_len))
     output = tuple(f"o{i}" for i in range(output_len))
     return make_trace(prompt, output, prefill_ms_per_position=0.05)
+
+
+def build_bos_tokenizer(folder, texts: tuple[str, ...] = (
+    "The capital of France is Paris. The capital of Germany is Berlin.",
+    "法国的首都是巴黎。德国的首都是柏林。",
+)):
+    """A Llama-style tokenizer that puts a BOS `<s>` in front of every prompt, as real Llama
+    and Gemma tokenizers do (the template lives in its tokenizer.json, like theirs).
+
+    At most 400 entries, so it fits the tiny random models' vocabulary. Saved to `folder`.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    specials = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
+    tok.decoder = decoders.Sequence([
+        decoders.Replace("\u2581", " "), decoders.ByteFallback(), decoders.Fuse(), decoders.Strip(" ", 1, 0),
+    ])
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=400, special_tokens=specials, show_progress=False))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>",
+                                   pad_token="</s>", add_bos_token=True)
+    fast.save_pretrained(folder)
+    return fast

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -58,6 +60,19 @@ def test_model_choices_are_names_in_the_models_folder_only(tmp_path):
     for forged in ("../tiny", "/etc", str(tmp_path / "tiny"), ".hidden", "notes.txt"):
         with pytest.raises(KeyError):
             resolve_model_choice(forged, tmp_path)
+
+
+def test_a_symlink_leading_out_of_the_models_folder_is_not_a_choice(tmp_path):
+    models, elsewhere = tmp_path / "models", tmp_path / "elsewhere"
+    (models / "real").mkdir(parents=True)
+    elsewhere.mkdir()
+    (models / "escape").symlink_to(elsewhere, target_is_directory=True)
+    (models / "root").symlink_to("/", target_is_directory=True)
+    (models / "alias").symlink_to(models / "real", target_is_directory=True)  # stays inside: fine
+    assert list_model_choices(models) == ["default", "alias", "real"]
+    for name in ("escape", "root"):
+        with pytest.raises(KeyError):
+            resolve_model_choice(name, models)
 
 
 def test_int_inputs_are_clamped_or_replaced():
@@ -124,7 +139,8 @@ def app(monkeypatch, tmp_path):
 
     models = tmp_path / "models"
     models.mkdir()
-    (models / "copy_of_default").symlink_to(default_model_dir(), target_is_directory=True)
+    # hard links (or a copy): a symlink out of the models folder is refused, by design
+    shutil.copytree(default_model_dir(), models / "copy_of_default", copy_function=_link_or_copy)
     (models / "not_a_model").mkdir()
     (models / "not_a_model" / "readme.txt").write_text("just a folder")
     (models / "broken_weights").mkdir()  # looks like a model, but its files are garbage
@@ -137,6 +153,13 @@ def app(monkeypatch, tmp_path):
     at = AppTest.from_file(APP, default_timeout=180)
     yield at.run()
     resources.server_settings.clear()
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system
+        shutil.copy2(src, dst)
 
 
 def texts(at, kind: str) -> str:
@@ -297,8 +320,8 @@ def test_a_second_listed_model_can_be_picked(app):
     app.slider(key="output_len").set_value(2)
     app.button(key="run").click().run()
     assert_healthy(app)
-    # the engine names a model by its resolved folder (the symlink's target here)
-    assert shown_trace(app)["model"]["model_id"] == default_model_dir().resolve().name != "default"
+    # the engine names a model by its folder
+    assert shown_trace(app)["model"]["model_id"] == "copy_of_default"
 
 
 @needs_model
@@ -317,3 +340,26 @@ def test_a_visitor_waiting_for_the_model_is_told_so(app):
     app.button(key="run").click().run()
     assert_healthy(app)
     assert "排队" in texts(app, "caption")
+
+
+def test_the_token_preview_shows_a_bos_and_counts_it(monkeypatch, tmp_path, tiny_model_dirs):
+    """A models-folder checkpoint whose tokenizer adds a BOS (Llama, Gemma): the preview's split starts
+    with it, and "extend to N tokens" means N tokens as the model gets them, BOS included."""
+    from app_support import resources
+    from tests.factories import build_bos_tokenizer
+
+    folder = tmp_path / "models" / "llama_bos"
+    folder.mkdir(parents=True)
+    for name in ("config.json", "generation_config.json", "model.safetensors"):
+        shutil.copy(tiny_model_dirs["llama"] / name, folder / name)
+    words = len(build_bos_tokenizer(folder).encode("The capital of France is", add_special_tokens=False))
+    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(tmp_path / "models"))
+    resources.server_settings.clear()
+    try:
+        _, pieces, natural = resources.prompt_preview("llama_bos", "cpu", "float32", "The capital of France is", 0)
+        assert pieces[0] == "<s>" and natural == len(pieces) == words + 1
+        effective, pieces, _ = resources.prompt_preview("llama_bos", "cpu", "float32", "The capital of France is", 40)
+        assert effective.endswith("The capital of France is") and pieces[0] == "<s>" and len(pieces) == 40
+    finally:
+        resources.server_settings.clear()
+        resources.get_model.clear()

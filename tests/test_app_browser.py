@@ -5,8 +5,9 @@ checks that the answer and the diagrams are on screen, that prompts shaped
 like HTML/SVG injections never run a script, and saves full-page screenshots
 (zh and en) to tests/artifacts/ and docs/screenshots/ for the README.
 
-Skips cleanly without /usr/bin/chromium or the playwright package. Never
-downloads a browser.
+Without /usr/bin/chromium or the playwright package each test skips at setup
+(conftest's `chromium` fixture), and fails instead under
+PREFILL_DECODE_REQUIRE_BROWSER=1. Never downloads a browser.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "tests" / "artifacts"
 SCREENSHOTS = ROOT / "docs" / "screenshots"
 CHROMIUM_FLAGS = [
@@ -39,12 +39,6 @@ IDLE = """() => {
 }"""
 XSS_PROMPTS = ("<img src=x onerror=alert(1)>", "</text><script>alert(1)</script>")
 
-if not CHROMIUM.exists():
-    pytest.skip("Debian chromium is not installed at /usr/bin/chromium", allow_module_level=True)
-sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-if not (ROOT / "assets" / "default_model" / "config.json").is_file():
-    pytest.skip("the embedded default model is not built yet", allow_module_level=True)
-
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -53,8 +47,10 @@ def free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def server_url():
+def server_url(chromium):
     """A streamlit server for this module only; always terminated."""
+    if not (ROOT / "assets" / "default_model" / "config.json").is_file():
+        pytest.skip("the embedded default model is not built yet")
     port = free_port()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     log = open(ARTIFACTS / "streamlit_server.log", "w")
@@ -87,9 +83,10 @@ def server_url():
 
 
 @pytest.fixture(scope="module")
-def page(server_url):
+def page(chromium, server_url):
+    path, sync_api = chromium
     with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
+        browser = p.chromium.launch(executable_path=str(path), args=CHROMIUM_FLAGS, headless=True)
         context = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
         page = context.new_page()
         page.dialogs = []  # every alert/confirm that fires (there must be none)

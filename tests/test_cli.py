@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -11,8 +14,9 @@ from engine.__main__ import main
 from engine.trace import RequestTrace
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, timeout=300)
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "engine", *args], capture_output=True, text=True, timeout=300,
+                          env=env)
 
 
 def test_table_shows_prefill_then_single_position_decodes(tiny_model_dirs, capsys):
@@ -55,6 +59,23 @@ def test_prompt_longer_than_context_is_one_line(tiny_model_dirs):
     result = run_cli("trace", "--model", str(tiny_model_dirs["gpt2"]), "--prompt", "capital " * 400)
     assert result.returncode == 2 and "fit (context 256" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_hub_id_says_it_fetches_first_and_fails_fast_offline():
+    """`models/my-model` is no folder here, so the CLI takes it for a hub id: it says so before any
+    network traffic, and with the hub unreachable fails in seconds (it was ~26 s of retries)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+    env["HF_ENDPOINT"] = f"http://127.0.0.1:{closed}"  # nothing listens: as offline as it gets
+    start = time.perf_counter()
+    result = run_cli("trace", "--model", "models/my-model", env=env)
+    assert time.perf_counter() - start < 20  # including the interpreter's imports
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    note, error = result.stderr.strip().splitlines()
+    assert note == "note: no local folder 'models/my-model'; fetching models/my-model from the Hugging Face Hub"
+    assert error.startswith("error: could not load models/my-model: the Hugging Face Hub cannot be reached")
 
 
 def test_default_model_paris(capsys):

@@ -5,20 +5,27 @@
 - Prefill processes every prompt position in one pass; each Decode step exactly one
 - KV bytes after each step == 2 x layers x kv_heads x head_dim x bytes x context,
   except past a sliding window (Mistral), where the measured cache stops growing
+- phase checks are real errors (they survive python -O)
+- the prompt gets the tokenizer's own special tokens (a BOS where it adds one), shown in the split
 """
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+import time
 import warnings
 
 import pytest
 import torch
 
 from engine import (
-    EngineError, GenerationConfig, InputError, ModelLoadError, decode_step, generate, generate_ids,
+    EngineError, GenerationConfig, InputError, ModelLoadError, PhaseError, decode_step, generate, generate_ids,
     generate_ids_no_cache, load_model, new_cache, prefill, stream_trace,
 )
-from engine.generation import token_pieces
+from engine.generation import encode_prompt, token_pieces
+from tests.factories import build_bos_tokenizer
 from engine.model import describe
 
 FAMILIES = ("llama", "qwen2", "gpt2", "mistral")  # mistral: a sliding window of 8 positions (conftest)
@@ -163,8 +170,41 @@ def test_prefill_and_decode_step_pass_the_cache_explicitly(tiny):
         token = torch.tensor([[int(logits.argmax())]])
         logits, cache = decode_step(lm.model, token, cache)
         assert cache.get_seq_length() == len(ids) + 1
-        with pytest.raises(AssertionError):
-            decode_step(lm.model, torch.tensor([ids]), cache)
+
+
+def test_each_phase_refuses_the_other_phases_input(tiny):
+    model = tiny["llama"].model
+    ids = torch.tensor([tiny["llama"].tokenizer.encode(EN_PROMPT, add_special_tokens=False)])  # (1, 5)
+    with torch.inference_mode():
+        with pytest.raises(PhaseError, match="exactly one new token"):
+            decode_step(model, ids, new_cache(model))
+        with pytest.raises(PhaseError, match="cache is empty"):
+            decode_step(model, ids[:, :1], new_cache(model))
+        _, cache = prefill(model, ids, new_cache(model))
+        with pytest.raises(PhaseError, match="exactly one new token"):
+            decode_step(model, ids, cache)
+        with pytest.raises(PhaseError, match="empty cache"):
+            prefill(model, ids, cache)
+
+
+def test_phase_checks_survive_python_O():
+    """`assert` vanishes under -O; these checks must not. They run before the model is touched."""
+    code = (
+        "import torch\n"
+        "from transformers import DynamicCache\n"
+        "from engine.errors import PhaseError\n"
+        "from engine.generation import decode_step, prefill\n"
+        "filled = DynamicCache()\n"
+        "filled.update(torch.zeros(1, 1, 2, 4), torch.zeros(1, 1, 2, 4), 0)  # 2 positions cached\n"
+        "ids = lambda n: torch.zeros((1, n), dtype=torch.long)\n"
+        "for phase, n, cache in ((decode_step, 3, filled), (decode_step, 1, DynamicCache()), (prefill, 3, filled)):\n"
+        "    try:\n"
+        "        phase(None, ids(n), cache)\n"
+        "    except PhaseError:\n"
+        "        print('refused')\n"
+    )
+    out = subprocess.run([sys.executable, "-O", "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.split() == ["refused"] * 3, out.stderr[-2000:]
 
 
 def test_stream_yields_one_growing_trace_per_forward_pass(tiny):
@@ -191,30 +231,36 @@ def test_top_k_one_is_greedy(tiny):
     assert sampled.output_ids == greedy.output_ids
 
 
-def test_stops_at_eos(tiny):
-    lm = tiny["llama"]
+def test_stops_at_eos(tiny_model_dirs):
+    # Our own copy of the model: the shared fixture's generation_config is never touched.
+    lm = load_model(tiny_model_dirs["llama"], device="cpu", warmup=False)
     greedy = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=8, ignore_eos=True))
-    lm_eos = lm.tokenizer.eos_token_id
+    third = greedy.output_ids[2]
+    assert third not in greedy.output_ids[:2]  # else the loop would rightly stop earlier
     # Make the 3rd greedy token count as EOS for this run, and check the loop stops right there.
-    original = lm.tokenizer.eos_token_id
-    try:
-        lm.model.generation_config.eos_token_id = greedy.output_ids[2]
-        trace = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=8))
-    finally:
-        lm.model.generation_config.eos_token_id = lm_eos
-    assert original == lm_eos
+    lm.model.generation_config.eos_token_id = third
+    trace = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=8))
     assert trace.stop_reason == "eos" and trace.output_ids == greedy.output_ids[:3]
 
 
-def test_times_are_measured_and_ordered(tiny):
-    trace = generate(tiny["llama"], EN_PROMPT, GenerationConfig(max_new_tokens=5, ignore_eos=True))
+PASS_SLEEP_MS = 20.0  # every forward pass made at least this slow, so measured times have a known floor
+
+
+def test_times_are_measured_from_real_passes(tiny_model_dirs):
+    """Pass times and metrics against two clocks the engine does not control: a forward
+    hook that makes every pass take >= 20 ms, and the wall time around the whole run."""
+    lm = load_model(tiny_model_dirs["llama"], device="cpu", warmup=False)  # our own copy: it gets a hook
+    lm.model.register_forward_hook(lambda *_: time.sleep(PASS_SLEEP_MS / 1e3))
+    start = time.perf_counter()
+    trace = generate(lm, EN_PROMPT, GenerationConfig(max_new_tokens=5, ignore_eos=True))
+    wall_ms = (time.perf_counter() - start) * 1e3
     assert 0 < trace.tokenize_ms <= trace.steps[0].start_ms
-    for step in trace.steps:
-        assert step.end_ms > step.start_ms
+    for prev, step in zip(trace.steps, trace.steps[1:]):
+        assert step.start_ms >= prev.end_ms
+    assert all(step.duration_ms >= PASS_SLEEP_MS for step in trace.steps), [s.duration_ms for s in trace.steps]
     metrics = trace.metrics
-    assert metrics.ttft_ms == trace.steps[0].end_ms
-    assert metrics.e2el_ms == trace.steps[-1].end_ms
-    assert metrics.tpot_ms == pytest.approx((metrics.e2el_ms - metrics.ttft_ms) / 4)
+    assert PASS_SLEEP_MS <= metrics.ttft_ms < metrics.e2el_ms <= wall_ms
+    assert metrics.e2el_ms >= 5 * PASS_SLEEP_MS and metrics.tpot_ms >= PASS_SLEEP_MS
 
 
 def test_no_warnings_from_transformers(tiny_model_dirs):
@@ -241,9 +287,12 @@ def test_prompt_longer_than_context(tiny):
 
 
 def test_prompt_over_an_app_cap(tiny):
+    lm = tiny["llama"]
+    num_tokens = len(lm.tokenizer("capital " * 50)["input_ids"])
+    assert num_tokens > 10
     with pytest.raises(InputError) as err:
-        generate(tiny["llama"], "capital " * 50, GenerationConfig(max_new_tokens=4), max_prompt_tokens=10)
-    assert err.value.params == {"num_tokens": err.value.params["num_tokens"], "limit": 10}
+        generate(lm, "capital " * 50, GenerationConfig(max_new_tokens=4), max_prompt_tokens=10)
+    assert err.value.params == {"num_tokens": num_tokens, "limit": 10}
 
 
 @pytest.mark.parametrize("kwargs, key", [
@@ -309,3 +358,44 @@ def test_token_pieces_are_readable(tiny):
     assert len(pieces) == len(ids)
     assert pieces[0].strip() == "The" and pieces[1] == " capital"  # the word marker shows as a space
     assert any(p.startswith("<0x") for p in pieces)  # the emoji falls back to raw bytes, shown as such
+
+
+# --- special tokens: the tokenizer's own BOS, shown in the token split --------
+
+@pytest.fixture(scope="module")
+def bos_lm(tiny_model_dirs, tmp_path_factory):
+    """The tiny random Llama with a tokenizer that adds a BOS, as Llama and Gemma checkpoints do."""
+    folder = tmp_path_factory.mktemp("llama_bos")
+    for name in ("config.json", "generation_config.json", "model.safetensors"):
+        shutil.copy(tiny_model_dirs["llama"] / name, folder / name)
+    build_bos_tokenizer(folder)
+    return load_model(folder, device="cpu")
+
+
+def test_the_prompt_starts_with_the_tokenizers_bos_and_shows_it(bos_lm):
+    bos = bos_lm.tokenizer.bos_token_id
+    cfg = GenerationConfig(max_new_tokens=6, ignore_eos=True)
+    trace = generate(bos_lm, EN_PROMPT, cfg)
+    words = bos_lm.tokenizer.encode(EN_PROMPT, add_special_tokens=False)
+    assert trace.prompt_ids == (bos, *words)
+    assert trace.prompt_pieces[0] == "<s>" and len(trace.prompt_pieces) == len(trace.prompt_ids)
+    assert trace.steps[0].input_ids == trace.prompt_ids and trace.steps[0].num_positions == len(words) + 1
+    assert "<s>" not in trace.output_text
+    # the BOS is a real position: the answer is the one a full recompute gives for the same ids
+    assert list(trace.output_ids) == generate_ids_no_cache(bos_lm, list(trace.prompt_ids), cfg)
+
+
+def test_the_bos_counts_toward_the_prompt_limit(bos_lm):
+    words = bos_lm.tokenizer.encode(EN_PROMPT, add_special_tokens=False)
+    with pytest.raises(InputError) as err:
+        encode_prompt(bos_lm, EN_PROMPT, GenerationConfig(max_new_tokens=1), max_prompt_tokens=len(words))
+    assert err.value.params == {"num_tokens": len(words) + 1, "limit": len(words)}
+
+
+def test_the_default_model_gets_no_special_tokens(default_lm):
+    """Its tokenizer adds nothing (no BOS), so its prompts are exactly the text's tokens, as trained."""
+    tok = default_lm.tokenizer
+    assert tok.bos_token_id is None
+    for prompt in ("法国的首都是", "The capital of France is"):
+        ids = encode_prompt(default_lm, prompt, GenerationConfig())
+        assert ids == tok.encode(prompt, add_special_tokens=False) and not set(ids) & set(tok.all_special_ids)

@@ -15,7 +15,6 @@ from lesson.diagrams import DIAGRAMS, render_blocks_schematic
 from lesson.export import XML_DECLARATION
 from tests.factories import make_long_trace
 
-CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "tests" / "artifacts" / "diagrams"
 DOCS = ROOT / "docs" / "screenshots" / "diagrams"
@@ -28,12 +27,10 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def page():
-    if not CHROMIUM.exists():
-        pytest.skip("Debian chromium is not installed at /usr/bin/chromium")
-    sync_api = pytest.importorskip("playwright.sync_api")
+def page(chromium):
+    path, sync_api = chromium  # skips (fails in CI) without chromium or playwright: see conftest
     with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        browser = pw.chromium.launch(executable_path=str(path), args=ARGS)
         yield browser.new_page(device_scale_factor=1)
         browser.close()
 
