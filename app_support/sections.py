@@ -18,7 +18,7 @@ from engine.trace import RequestTrace, step_rows
 from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
 from lesson.views import (
     DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, ServerSettings, bottleneck_live_text, error_message, escape_markdown,
-    format_bytes, format_count, format_ms, list_model_choices, markdown_table, metric_cards, queue_wait_ms,
+    format_bytes, format_count, list_model_choices, markdown_table, metric_cards, page_drawing_note, queue_note,
     step_log_line, stop_reason_text, token_split_text, trace_csv, trace_summary, truncate_trace,
 )
 
@@ -252,7 +252,8 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> None:
     for trace in stream_trace(lm, args.prompt, cfg, max_prompt_tokens=args.max_prompt_tokens):
         # The model waits while the page draws, and that wait lands in the next ITL; so draw
         # Prefill at once, then at most every UI_REFRESH_S (measured: drawing every step of a
-        # 6 ms decode made TPOT about 10 ms).
+        # 6 ms decode made TPOT about 10 ms). The engine records each hold as the next step's
+        # consumer_ms, so the waits section shows it as its own slice, never hidden in a metric.
         if len(trace.steps) > 1 and time.perf_counter() - last_draw < UI_REFRESH_S:
             continue
         queued.empty()
@@ -281,9 +282,9 @@ def _result_box(lang: str, trace: RequestTrace) -> None:
 def _done_notes(lang: str, trace: RequestTrace) -> None:
     if trace.finished:
         st.success(t(lang, "done", num_tokens=len(trace.steps), stop_reason=stop_reason_text(trace, lang)))
-    waited = queue_wait_ms(trace)
-    if waited is not None:
-        st.caption(t(lang, "queued_for", ms=format_ms(waited)))
+    note = queue_note(trace, lang)  # only the engine-measured wait for the model lock
+    if note is not None:
+        st.caption(note)
 
 
 def _answer_and_log(lang: str, trace: RequestTrace, answer, log_box, tail: int | None = None) -> None:
@@ -438,7 +439,11 @@ def section_waits(lang: str, trace_json: str | None) -> None:
         st.info(t(lang, "no_trace"))
         return
     with error_boundary(lang):
-        metric_row(metric_cards(RequestTrace.from_json(trace_json), lang))
+        trace = RequestTrace.from_json(trace_json)
+        metric_row(metric_cards(trace, lang))
+        drawing = page_drawing_note(trace, lang)
+        if drawing:
+            st.caption(drawing)
     with error_boundary(lang, "err_diagram"):
         st.plotly_chart(resources.latency_figure(trace_json, lang), key="latency_chart", width="stretch",
                         config={"displaylogo": False})

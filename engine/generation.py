@@ -26,7 +26,7 @@ from transformers import DynamicCache
 
 from .errors import InputError, PhaseError
 from .model import LoadedModel
-from .trace import RequestTrace, Sampling, Step
+from .trace import RequestTrace, Sampling, Step, StepsSoFar
 
 MAX_NEW_TOKENS = 4096  # hard engine cap; apps set lower caps of their own
 
@@ -167,6 +167,7 @@ class _Pass:
     end: float | None
     kv_bytes_per_layer: tuple[int, ...]
     stop_reason: str | None  # set on the last pass
+    lock_wait_s: float = 0.0  # time spent waiting to acquire the model lock before this pass
 
 
 def _passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[_Pass]:
@@ -177,15 +178,18 @@ def _passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, recor
     fed = list(prompt_ids)
     for i in range(cfg.max_new_tokens):
         before = cache.get_seq_length()
-        with lm.lock, torch.inference_mode():
-            start = _clock(device) if record else None
-            x = torch.tensor([fed], device=device)  # (1, S) for prefill, (1, 1) for decode
-            logits, cache = prefill(model, x, cache) if i == 0 else decode_step(model, x, cache)
-            token = choose_token(logits, cfg, generator)  # .item(): waits for the device
-            end = _clock(device) if record else None
-            kv = kv_bytes_per_layer(cache) if record else ()
+        asked = time.perf_counter()
+        with lm.lock:  # one timed pass at a time on this model: another request's pass makes us queue here
+            lock_wait_s = time.perf_counter() - asked
+            with torch.inference_mode():
+                start = _clock(device) if record else None
+                x = torch.tensor([fed], device=device)  # (1, S) for prefill, (1, 1) for decode
+                logits, cache = prefill(model, x, cache) if i == 0 else decode_step(model, x, cache)
+                token = choose_token(logits, cfg, generator)  # .item(): waits for the device
+                end = _clock(device) if record else None
+                kv = kv_bytes_per_layer(cache) if record else ()
         stop = "eos" if token in eos else "length" if i == cfg.max_new_tokens - 1 else None
-        yield _Pass(tuple(fed), token, before, before + len(fed), start, end, kv, stop)
+        yield _Pass(tuple(fed), token, before, before + len(fed), start, end, kv, stop, lock_wait_s)
         if stop:
             return
         fed = [token]  # the chain: the next pass can only start from this token
@@ -295,6 +299,17 @@ def stream_trace(
 
     Each yielded trace is complete up to that pass; the last has `stop_reason`.
     Times are ms since this call started, so TTFT includes tokenization.
+
+    Linear in the answer's length: the steps live in one list that only grows,
+    and each partial trace holds a fixed-length view of it (`StepsSoFar`), so no
+    step is copied per yield. The finished trace holds a plain tuple.
+
+    The model waits while the caller works between two yields (the app drawing
+    the page). That time is real, and lands in the next token's ITL; it is
+    recorded in the next step's `consumer_ms` so it is never hidden inside a
+    metric: pass times (`duration_ms`) exclude it, ITL includes it, and the
+    figures draw it as its own slice. Likewise `lock_wait_ms` is only the time
+    spent queued for the model lock, not tokenizing or building the trace.
     """
     t0 = time.perf_counter()
     prompt_ids = encode_prompt(lm, prompt, cfg, max_prompt_tokens)
@@ -304,18 +319,25 @@ def stream_trace(
         prompt_pieces=token_pieces(lm.tokenizer, prompt_ids), sampling=cfg.sampling,
         max_new_tokens=cfg.max_new_tokens, tokenize_ms=tokenize_ms,
     )
+    steps: list[Step] = []  # append-only: every partial trace views a prefix of it
+    consumer_s = 0.0  # how long the caller held the loop after the previous yield
     for index, p in enumerate(_passes(lm, prompt_ids, cfg, record=True)):
         # A decode step's input is the token the step before chose: reuse its piece.
-        input_pieces = trace.steps[-1].output_piece if trace.steps else trace.prompt_pieces
-        step = _to_step(lm, p, index, request_id, t0, input_pieces)
-        trace = dataclasses.replace(trace, steps=trace.steps + (step,))
+        input_pieces = steps[-1].output_piece if steps else trace.prompt_pieces
+        steps.append(_to_step(lm, p, index, request_id, t0, input_pieces, consumer_s))
         if p.stop_reason:
-            text = lm.tokenizer.decode(list(trace.output_ids), skip_special_tokens=True)
-            trace = dataclasses.replace(trace, stop_reason=p.stop_reason, output_text=text)
-        yield trace
+            text = lm.tokenizer.decode([s.output_id for s in steps], skip_special_tokens=True)
+            yield dataclasses.replace(trace, steps=tuple(steps), stop_reason=p.stop_reason, output_text=text)
+            return
+        partial = dataclasses.replace(trace, steps=StepsSoFar(steps))
+        handed = time.perf_counter()
+        yield partial
+        consumer_s = time.perf_counter() - handed  # the caller's work; the next pass starts right after
 
 
-def _to_step(lm, p: _Pass, index: int, request_id: str, t0: float, input_pieces: str | tuple[str, ...]) -> Step:
+def _to_step(
+    lm, p: _Pass, index: int, request_id: str, t0: float, input_pieces: str | tuple[str, ...], consumer_s: float,
+) -> Step:
     return Step(
         index=index,
         phase="prefill" if index == 0 else "decode",
@@ -330,6 +352,8 @@ def _to_step(lm, p: _Pass, index: int, request_id: str, t0: float, input_pieces:
         kv_bytes_per_layer=p.kv_bytes_per_layer,
         start_ms=(p.start - t0) * 1e3,
         end_ms=(p.end - t0) * 1e3,
+        lock_wait_ms=p.lock_wait_s * 1e3,
+        consumer_ms=consumer_s * 1e3,
     )
 
 

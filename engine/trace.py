@@ -22,6 +22,16 @@ Metrics follow vLLM's serving benchmark:
     ITL  = gaps between consecutive output tokens
     TPOT = (E2EL - TTFT) / (output tokens - 1), when there is more than one
     E2EL = time of the last output token - request start
+For one request the mean ITL always equals TPOT (the gaps add up to E2EL - TTFT),
+so what ITL adds is its spread: p50 / p90 / p99 / max (see `percentile`).
+
+What a token's wait is made of (`RequestTrace.latency_parts`): the forward pass
+itself (`Step.duration_ms`), time the caller of the stream held the loop before
+the pass (`Step.consumer_ms`: the app drawing the page), time spent waiting for
+the model lock while another request's pass ran (`Step.lock_wait_ms`), and the
+rest (tokenizing, the engine's own bookkeeping). The metrics are taken from when
+each token was known on the host, so they include all four parts, as the user
+of this page felt them; the parts say how much of each wait was which.
 
 Later work (batching, chunked prefill) will let one forward pass carry several
 requests; that is why every Step names its `request_id` and the positions it
@@ -30,11 +40,18 @@ processed (`context_before` .. `context_after`) instead of assuming them.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
+import math
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# Version 1 traces had no lock_wait_ms / consumer_ms per step; they load with both
+# at 0.0 (not recorded) and are upgraded to the current version.
+READABLE_SCHEMA_VERSIONS = (1, 2)
 PHASES = ("prefill", "decode")
 
 
@@ -106,6 +123,8 @@ class Step:
     kv_bytes_per_layer: tuple[int, ...]
     start_ms: float  # relative to the request's start
     end_ms: float  # when the output token was known on the host
+    lock_wait_ms: float = 0.0  # waited for the model lock (another request's pass) just before this pass
+    consumer_ms: float = 0.0  # the stream's caller held the loop before this pass (the app drawing); 0 for Prefill
 
     def __post_init__(self) -> None:
         if self.phase not in PHASES:
@@ -128,6 +147,63 @@ class Step:
         return self.end_ms - self.start_ms
 
 
+class StepsSoFar(Sequence):
+    """The first `length` steps of a stream's append-only step list: a read-only tuple stand-in.
+
+    `stream_trace` yields a trace after every pass. Copying all earlier steps into
+    a new tuple each time would cost 1 + 2 + ... + n copies (quadratic in the
+    answer's length); instead every partial trace holds one of these views onto
+    the single list the stream appends to. A view's length is fixed when it is
+    made and the list only grows past it, so what a view shows never changes.
+    It compares equal to the tuple of the same steps, slices to tuples, and
+    pickles / deep-copies as a plain tuple. The finished trace holds a real tuple.
+    """
+
+    __slots__ = ("_items", "_length")
+
+    def __init__(self, items: list[Step], length: int | None = None) -> None:
+        self._items = items
+        self._length = len(items) if length is None else length
+        if not 0 <= self._length <= len(items):
+            raise ValueError(f"a view of {self._length} steps over a list of {len(items)}")
+
+    def shares_steps_with(self, other: object) -> bool:
+        """True when both views read the same underlying list (no step was copied)."""
+        return isinstance(other, StepsSoFar) and other._items is self._items
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(self._items[i] for i in range(*index.indices(self._length)))
+        if index < 0:
+            index += self._length
+        if not 0 <= index < self._length:
+            raise IndexError("step index out of range")
+        return self._items[index]
+
+    def __iter__(self) -> Iterator[Step]:
+        return itertools.islice(self._items, self._length)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, (tuple, StepsSoFar)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+
+    def __hash__(self) -> int:
+        return hash(tuple(self))
+
+    def __add__(self, other: tuple) -> tuple:
+        return tuple(self) + tuple(other)
+
+    def __reduce__(self):
+        return tuple, (tuple(self),)
+
+    def __repr__(self) -> str:
+        return f"StepsSoFar({len(self)} steps)"
+
+
 @dataclass(frozen=True)
 class Sampling:
     """How the next token was chosen. temperature 0 means greedy (argmax)."""
@@ -142,9 +218,33 @@ class Sampling:
         return self.temperature == 0.0
 
 
+def percentile(values: Sequence[float], p: float) -> float:
+    """The p-th percentile (0 <= p <= 100) of `values`, as numpy.percentile's default and
+    vLLM's serving benchmark compute it: sort the values, find the fractional rank
+    r = (n - 1) * p / 100, and interpolate linearly between the values at ranks
+    floor(r) and ceil(r). So p0 is the smallest value, p100 the largest, and p50 the
+    median; with few values, p99 lies just below the largest.
+    """
+    if not values:
+        raise ValueError("the percentile of no values is undefined")
+    if not 0 <= p <= 100:
+        raise ValueError(f"a percentile is between 0 and 100, got {p}")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * p / 100
+    low = math.floor(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
 @dataclass(frozen=True)
 class Metrics:
-    """The waits a user feels, in milliseconds (see module docstring)."""
+    """The waits a user feels, in milliseconds (see module docstring).
+
+    Taken from when each token was known on the host, so every wait includes
+    whatever ran between passes: on the app's page that is the page's own drawing
+    (Step.consumer_ms) and any wait for the model lock (Step.lock_wait_ms).
+    `RequestTrace.latency_parts` splits each wait into those parts.
+    """
 
     ttft_ms: float
     tpot_ms: float | None  # None when only one token came out
@@ -153,7 +253,48 @@ class Metrics:
 
     @property
     def mean_itl_ms(self) -> float | None:
+        """Always equal to TPOT for one request; the percentiles below are what ITL adds."""
         return sum(self.itl_ms) / len(self.itl_ms) if self.itl_ms else None
+
+    def itl_percentile_ms(self, p: float) -> float | None:
+        return percentile(self.itl_ms, p) if self.itl_ms else None
+
+    @property
+    def p50_itl_ms(self) -> float | None:
+        return self.itl_percentile_ms(50)
+
+    @property
+    def p90_itl_ms(self) -> float | None:
+        return self.itl_percentile_ms(90)
+
+    @property
+    def p99_itl_ms(self) -> float | None:
+        return self.itl_percentile_ms(99)
+
+    @property
+    def max_itl_ms(self) -> float | None:
+        return max(self.itl_ms) if self.itl_ms else None
+
+    def spread(self) -> dict[str, float | None]:
+        """ITL p50 / p90 / p99 / max (ms), for tables and JSON."""
+        return {"p50_itl_ms": self.p50_itl_ms, "p90_itl_ms": self.p90_itl_ms,
+                "p99_itl_ms": self.p99_itl_ms, "max_itl_ms": self.max_itl_ms}
+
+
+@dataclass(frozen=True)
+class LatencyParts:
+    """What one token's wait was made of (ms). The parts add up to the wait:
+    TTFT for the first token, that token's ITL for every later one."""
+
+    step_index: int
+    pass_ms: float  # the forward pass itself (Step.duration_ms)
+    consumer_ms: float  # the stream's caller held the loop (the app drawing the page)
+    lock_wait_ms: float  # queued for the model lock behind another request's pass
+    other_ms: float  # the rest: tokenizing (first token), the engine's own bookkeeping
+
+    @property
+    def total_ms(self) -> float:
+        return self.pass_ms + self.consumer_ms + self.lock_wait_ms + self.other_ms
 
 
 def compute_metrics(token_times_ms: tuple[float, ...] | list[float]) -> Metrics:
@@ -178,7 +319,7 @@ class RequestTrace:
     prompt_pieces: tuple[str, ...]
     sampling: Sampling
     max_new_tokens: int
-    steps: tuple[Step, ...] = ()
+    steps: tuple[Step, ...] = ()  # while streaming: a StepsSoFar view that behaves like this tuple
     tokenize_ms: float = 0.0  # time spent turning the prompt into ids
     stop_reason: str | None = None  # None while running, then "eos" or "length"
     output_text: str = ""
@@ -221,16 +362,31 @@ class RequestTrace:
     def kv_bytes(self) -> int:
         return self.steps[-1].kv_bytes if self.steps else 0
 
+    def latency_parts(self) -> tuple[LatencyParts, ...]:
+        """Each token's wait split into its parts (see LatencyParts), one per step.
+
+        The wait before a pass starts at the previous token (request start for
+        Prefill); what the consumer and the lock wait do not explain is `other_ms`.
+        """
+        parts, previous_end = [], 0.0
+        for step in self.steps:
+            before = step.start_ms - previous_end
+            other = max(before - step.consumer_ms - step.lock_wait_ms, 0.0)
+            parts.append(LatencyParts(step.index, step.duration_ms, step.consumer_ms, step.lock_wait_ms, other))
+            previous_end = step.end_ms
+        return tuple(parts)
+
     # --- JSON in and out ---
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        plain = self if isinstance(self.steps, tuple) else dataclasses.replace(self, steps=tuple(self.steps))
+        data = asdict(plain)
         # Derived values are written for readers of the JSON (and spreadsheet users),
         # and ignored on load: the steps are the single source of truth.
         metrics = self.metrics
         data["derived"] = {
             "output_ids": list(self.output_ids),
             "output_pieces": list(self.output_pieces),
-            "metrics": asdict(metrics) if metrics else None,
+            "metrics": {**asdict(metrics), **metrics.spread()} if metrics else None,
             "kv_bytes_per_token": self.model.kv_bytes_per_token,
         }
         return data
@@ -241,8 +397,8 @@ class RequestTrace:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "RequestTrace":
         version = data.get("schema_version")
-        if version != SCHEMA_VERSION:
-            raise TraceFormatError(f"trace schema_version {version!r}; this build reads {SCHEMA_VERSION}")
+        if version not in READABLE_SCHEMA_VERSIONS:
+            raise TraceFormatError(f"trace schema_version {version!r}; this build reads {READABLE_SCHEMA_VERSIONS}")
         try:
             steps = tuple(_step_from_dict(s) for s in data["steps"])
             return cls(
@@ -257,7 +413,7 @@ class RequestTrace:
                 tokenize_ms=data["tokenize_ms"],
                 stop_reason=data["stop_reason"],
                 output_text=data["output_text"],
-                schema_version=version,
+                schema_version=SCHEMA_VERSION,  # upgraded on load (see READABLE_SCHEMA_VERSIONS)
             )
         except (KeyError, TypeError) as err:
             raise TraceFormatError(f"not a valid trace: {err}") from err
@@ -283,7 +439,7 @@ def _step_from_dict(data: dict[str, Any]) -> Step:
 
 STEP_TABLE_COLUMNS = (
     "step", "phase", "positions", "new_positions", "input_tokens", "output_token",
-    "start_ms", "end_ms", "ms", "context_after", "kv_bytes",
+    "start_ms", "end_ms", "ms", "context_after", "kv_bytes", "lock_wait_ms", "consumer_ms",
 )
 
 
@@ -302,6 +458,8 @@ def step_rows(trace: RequestTrace) -> list[dict[str, Any]]:
             "ms": round(s.duration_ms, 3),
             "context_after": s.context_after,
             "kv_bytes": s.kv_bytes,
+            "lock_wait_ms": round(s.lock_wait_ms, 3),
+            "consumer_ms": round(s.consumer_ms, 3),
         }
         for s in trace.steps
     ]

@@ -37,31 +37,53 @@ def _hover(trace: RequestTrace, table: dict) -> list[str]:
 
 
 def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None) -> go.Figure:
-    """One bar per forward pass (ms), coloured by phase, TTFT/TPOT marked."""
+    """One stacked bar per output token: the pass that made it (coloured by phase), then
+    the page's drawing and the other waiting before it, so each bar's height is that
+    token's wait (TTFT for the first, its ITL after). TPOT dashed, ITL p50 / p99 dotted.
+
+    data[0] is always the pass times, data[1] the page drawing, data[2] the other waiting.
+    """
     table, style = strings_for(lang), style or DEFAULT_STYLE
-    metrics = trace.metrics
-    fig = go.Figure(go.Bar(
-        x=_pass_names(trace, table), y=[s.duration_ms for s in trace.steps],
-        marker_color=[style.phase_color(s.phase) for s in trace.steps],
-        hovertext=_hover(trace, table), hoverinfo="text", name=label(table, "lat_axis_y"),
+    metrics, parts, names = trace.metrics, trace.latency_parts(), _pass_names(trace, table)
+    fig = go.Figure()
+    fig.add_trace(go.Bar(
+        x=names, y=[s.duration_ms for s in trace.steps], marker_color=[style.phase_color(s.phase) for s in trace.steps],
+        hovertext=_hover(trace, table), hoverinfo="text", name=label(table, "lat_legend_pass", phase="").strip(),
     ))
+    for name_key, color, values in (
+        ("legend_page", style.page, [p.consumer_ms for p in parts]),
+        ("legend_waiting", style.waiting, [p.lock_wait_ms + p.other_ms for p in parts]),
+    ):
+        fig.add_trace(go.Bar(x=names, y=values, marker_color=color, name=label(table, name_key),
+                             hovertemplate="%{x}: %{y:.3f} ms<extra>" + _plain(label(table, name_key)) + "</extra>"))
     if metrics and len(trace.steps) > 1:
         fig.add_trace(go.Scatter(
-            x=_pass_names(trace, table)[1:], y=list(metrics.itl_ms), mode="markers", name="ITL",
+            x=names[1:], y=list(metrics.itl_ms), mode="markers", name="ITL",
             marker=dict(color=style.paper, line=dict(color=style.ink, width=1.5), size=7),
         ))
         fig.add_hline(y=metrics.tpot_ms, line_dash="dash", line_color=style.decode,
                       annotation_text=label(table, "lat_tpot_line", ms=fmt_ms(metrics.tpot_ms)))
+        for p, value in ((50, metrics.p50_itl_ms), (99, metrics.p99_itl_ms)):
+            fig.add_hline(y=value, line_dash="dot", line_color=style.muted_ink, annotation_position="bottom right",
+                          annotation_text=label(table, "lat_pct_line", p=p, ms=fmt_ms(value)))
     if metrics:
         prefill = trace.steps[0]
-        fig.add_annotation(x=_pass_names(trace, table)[0], y=prefill.duration_ms, yshift=12, showarrow=False,
+        fig.add_annotation(x=names[0], y=parts[0].total_ms, yshift=12, showarrow=False,
                            text=label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms), prefill=fmt_ms(prefill.duration_ms),
                                       rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms)),
                            font=dict(color=style.prefill))
     fig.update_layout(title=label(table, "lat_title"), yaxis_title=f"{label(table, 'lat_axis_y')} (ms)",
                       xaxis_title=label(table, "lat_axis_x"), font=dict(family=style.font_family),
-                      plot_bgcolor=style.paper, showlegend=False, bargap=0.3)
+                      plot_bgcolor=style.paper, barmode="stack", bargap=0.3, showlegend=True,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
     return fig
+
+
+def _plain(words: str) -> str:
+    """Our own label inside a plotly template: escape markup and template braces."""
+    from html import escape
+
+    return escape(words).replace("{", "(").replace("}", ")")
 
 
 def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None) -> go.Figure:

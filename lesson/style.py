@@ -1,7 +1,9 @@
 """Colours, fonts and sizes shared by every diagram.
 
-One colour per meaning, used identically in all figures: Prefill, Decode, and a
-muted one for positions read back from the KV cache. Renderers take a `Style`
+One colour per meaning, used identically in all figures: Prefill, Decode, a
+muted one for positions read back from the KV cache, and two for time when no
+forward pass of the request runs: waiting (tokenizing, queued for the model,
+bookkeeping) and the page drawing itself while the model waits. Renderers take a `Style`
 (default `DEFAULT_STYLE`) so a page can restyle them without touching layout.
 """
 
@@ -24,6 +26,8 @@ class Style:
     prefill: str = "#2563eb"  # blue: the pass that reads the whole prompt
     decode: str = "#ea580c"  # orange: one new position per pass
     cached: str = "#cbd5e1"  # muted slate: positions read from the KV cache
+    waiting: str = "#a855f7"  # violet: the request waits, no pass of its own runs (tokenizing, queue, bookkeeping)
+    page: str = "#0d9488"  # teal: the page (the stream's caller) is drawing while the model waits
     prefill_light: str = "#dbeafe"  # chip backgrounds
     decode_light: str = "#ffedd5"
     cached_dark: str = "#94a3b8"  # second shade for stacked KV layers

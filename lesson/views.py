@@ -178,7 +178,11 @@ class MetricCard:
 
 
 def metric_cards(trace: RequestTrace, lang: str) -> list[MetricCard]:
-    """TTFT / TPOT / mean ITL / E2EL, formatted, each with its one-line definition."""
+    """TTFT / TPOT / ITL p99 / E2EL, formatted, each with its one-line definition.
+
+    For one request the mean ITL always equals TPOT, so the ITL card shows what
+    ITL adds instead: its p99, with p50 / p90 / max in the card's definition.
+    """
     metrics = trace.metrics
     if metrics is None:
         return []
@@ -186,10 +190,31 @@ def metric_cards(trace: RequestTrace, lang: str) -> list[MetricCard]:
     values = {
         "ttft": format_ms(metrics.ttft_ms),
         "tpot": format_ms(metrics.tpot_ms) if metrics.tpot_ms is not None else na,
-        "itl": format_ms(metrics.mean_itl_ms) if metrics.mean_itl_ms is not None else na,
+        "itl": format_ms(metrics.p99_itl_ms) if metrics.itl_ms else na,
         "e2el": format_ms(metrics.e2el_ms),
     }
-    return [MetricCard(k, t(lang, f"metric_{k}"), v, t(lang, f"metric_{k}_def")) for k, v in values.items()]
+    definitions = {k: t(lang, f"metric_{k}_def") for k in values}
+    if metrics.itl_ms:
+        definitions["itl"] = t(lang, "metric_itl_spread", n=len(metrics.itl_ms), p50=format_ms(metrics.p50_itl_ms),
+                               p90=format_ms(metrics.p90_itl_ms), max=format_ms(metrics.max_itl_ms))
+    return [MetricCard(k, t(lang, f"metric_{k}"), v, definitions[k]) for k, v in values.items()]
+
+
+PAGE_NOTE_MIN_MS = 0.1  # the page's drawing, summed over the run, worth a sentence
+
+
+def page_drawing_note(trace: RequestTrace, lang: str) -> str | None:
+    """How much of the waits was this page's own drawing (the model waited meanwhile).
+
+    The metrics include it, as a user of the page felt it; the pass times do not
+    (see engine.generation.stream_trace). None when it is too small to mention.
+    """
+    drawn_ms = [s.consumer_ms for s in trace.steps]
+    total = sum(drawn_ms)
+    if total < PAGE_NOTE_MIN_MS:
+        return None
+    gaps = sum(ms >= PAGE_NOTE_MIN_MS for ms in drawn_ms)
+    return t(lang, "page_drawing_note", ms=format_ms(total), n=gaps)
 
 
 def bottleneck_live_text(trace: RequestTrace, lang: str) -> str | None:
@@ -230,21 +255,26 @@ def _piece(piece: str) -> str:
     return shown_piece(piece).replace("`", "ˋ") or " "
 
 
-QUEUE_NOTE_MIN_MS = 30.0
+QUEUE_NOTE_MIN_MS = 1.0  # an uncontended lock is taken in microseconds; a real queue is far longer
 
 
 def queue_wait_ms(trace: RequestTrace) -> float | None:
-    """How long the request waited for the model's lock before its Prefill began.
+    """How long the request's passes waited for the model's lock, in total.
 
-    The engine starts the clock before tokenizing and reads it again once it
-    holds the lock, so the gap (minus tokenizing) is the wait in the queue.
-    Returns None when the wait is too short to mention.
+    Only the lock wait the engine measured around each pass (Step.lock_wait_ms:
+    another visitor's pass was running), never tokenizing, building token
+    pieces or assembling the trace. Returns None when it is too short to mention.
     """
-    prefill = trace.prefill
-    if prefill is None:
-        return None
-    wait = prefill.start_ms - trace.tokenize_ms
+    wait = sum(s.lock_wait_ms for s in trace.steps)
     return wait if wait >= QUEUE_NOTE_MIN_MS else None
+
+
+def queue_note(trace: RequestTrace, lang: str) -> str | None:
+    """The page's sentence about queueing, or None when the request did not queue."""
+    waited = queue_wait_ms(trace)
+    if waited is None:
+        return None
+    return t(lang, "queued_for", ms=format_ms(waited), prefill_ms=format_ms(trace.steps[0].lock_wait_ms))
 
 
 def stop_reason_text(trace: RequestTrace, lang: str) -> str:

@@ -20,8 +20,8 @@ from engine.errors import InputError, ModelLoadError
 from lesson.text import t
 from lesson.views import (
     Limits, as_int_in_range, bottleneck_live_text, error_message, escape_markdown, format_bytes,
-    format_ms, list_model_choices, metric_cards, queue_wait_ms, resolve_model_choice, settings_from_env,
-    step_log_line, token_split_text, trace_csv, truncate_trace,
+    format_ms, list_model_choices, metric_cards, page_drawing_note, queue_note, queue_wait_ms, resolve_model_choice,
+    settings_from_env, step_log_line, token_split_text, trace_csv, truncate_trace,
 )
 from tests.factories import make_trace
 
@@ -107,7 +107,41 @@ def test_metric_cards_formats_and_single_token_case():
     assert [c.key for c in cards] == ["ttft", "tpot", "itl", "e2el"]
     assert all(c.value.endswith("ms") and c.definition for c in cards)
     one = metric_cards(make_trace(output_pieces=("巴黎",)), "zh")
-    assert one[1].value == t("zh", "metric_na")
+    assert one[1].value == one[2].value == t("zh", "metric_na")
+
+
+def _timed(trace, times):
+    """The trace with each step's (start_ms, end_ms, consumer_ms, lock_wait_ms) replaced."""
+    import dataclasses
+
+    steps = tuple(dataclasses.replace(s, start_ms=a, end_ms=b, consumer_ms=c, lock_wait_ms=w)
+                  for s, (a, b, c, w) in zip(trace.steps, times))
+    return dataclasses.replace(trace, steps=steps)
+
+
+def test_the_itl_card_shows_the_spread_not_a_second_tpot():
+    # tokens at 4, 14, 16, 19 ms: gaps 10, 2, 3 -> mean 5 (= TPOT), p50 3, p99 9.86, max 10
+    trace = _timed(make_trace(("a",), ("w", "x", "y", "z")),
+                   [(1.0, 4.0, 0, 0), (12.0, 14.0, 0, 0), (15.0, 16.0, 0, 0), (18.0, 19.0, 0, 0)])
+    cards = {c.key: c for c in metric_cards(trace, "en")}
+    assert cards["tpot"].value == "5.0 ms" and cards["itl"].value == "9.9 ms"
+    assert "p50 3.0 ms" in cards["itl"].definition and "max 10.0 ms" in cards["itl"].definition
+    assert "p90 8.6 ms" in cards["itl"].definition  # rank 1.8: 3 + 0.8 x (10 - 3)
+
+
+def test_queue_note_counts_only_the_wait_for_the_model_lock():
+    slow_bookkeeping = _timed(make_trace(), [(20.0, 23.0, 0.0, 0.0), (23.5, 25.5, 0.0, 0.0)])
+    assert queue_wait_ms(slow_bookkeeping) is None  # 20 ms before Prefill, none of it queued
+    queued = _timed(make_trace(), [(20.0, 23.0, 0.0, 12.0), (26.5, 28.5, 0.0, 3.0)])
+    assert queue_wait_ms(queued) == 15.0
+    note = queue_note(queued, "en")
+    assert "15.0 ms" in note and "12.0 ms" in note and queue_note(slow_bookkeeping, "en") is None
+
+
+def test_page_drawing_is_named_when_it_stretched_a_wait():
+    drawn = _timed(make_trace(), [(0.3, 3.3, 0.0, 0.0), (6.0, 8.0, 2.5, 0.0)])
+    assert "2.5 ms" in page_drawing_note(drawn, "en") and "1" in page_drawing_note(drawn, "zh")
+    assert page_drawing_note(make_trace(), "en") is None
     assert format_ms(1234.5) == "1.23 s" and format_ms(None) == "—" and format_bytes(2048) == "2.0 KiB"
 
 
@@ -186,7 +220,7 @@ def test_first_view_shows_the_default_prompt_live(app):
     assert len(app.get("plotly_chart")) == 1
     assert {"download_json", "download_csv", "download_svg_timeline", "download_svg_blocks_schematic"} <= {
         b.key for b in app.get("download_button")}
-    assert [m.label for m in app.metric] == ["TTFT", "TPOT", "平均 ITL", "E2EL"]
+    assert [m.label for m in app.metric] == ["TTFT", "TPOT", "ITL p99", "E2EL"]
     assert "设备 **cpu**" in texts(app, "markdown") or "设备 **cuda**" in texts(app, "markdown")
 
 
@@ -210,7 +244,7 @@ def test_switch_language_then_back(app):
     assert_healthy(app)
     assert app.title[0].value == t("en", "title")
     assert t("en", "sec_waits") in [h.value for h in app.header]
-    assert [m.label for m in app.metric][2] == "Mean ITL"
+    assert [m.label for m in app.metric][2] == "ITL p99"
     app.radio(key="lang").set_value("zh").run()
     assert app.title[0].value == t("zh", "title") and not app.exception
 
@@ -335,11 +369,13 @@ def test_a_visitor_waiting_for_the_model_is_told_so(app):
     settings = settings_from_env()
     lm = resources.get_model("default", settings.device, settings.dtype)
     lm.lock.acquire()
-    threading.Timer(0.6, lm.lock.release).start()
+    threading.Timer(1.0, lm.lock.release).start()
     app.slider(key="output_len").set_value(2)
     app.button(key="run").click().run()
     assert_healthy(app)
-    assert "排队" in texts(app, "caption")
+    waited_ms = sum(s["lock_wait_ms"] for s in shown_trace(app)["steps"])
+    assert waited_ms >= 100  # the engine measured the wait for the lock ...
+    assert "排队等模型共" in texts(app, "caption")  # ... and the page says so (not the static note on queues)
 
 
 def test_the_token_preview_shows_a_bos_and_counts_it(monkeypatch, tmp_path, tiny_model_dirs):

@@ -9,6 +9,8 @@ from lesson.layout import (
     spans_from_lengths, split_runs, text_width, wrap_text,
 )
 from lesson.strings import LANGS, STRINGS, label, strings_for
+from lesson.diagrams.latency import spread_apart
+from lesson.style import DEFAULT_STYLE
 
 
 def test_cjk_is_wider_than_latin():
@@ -103,3 +105,74 @@ def test_unknown_language_is_a_clear_error():
 
 def test_slot_last():
     assert Slot("gap", 4, 507).last == 510
+
+
+# ---------------------------------------------------------------------------
+# The latency chart and the timeline's waits (issue 7: metrics that say less than they seem)
+# ---------------------------------------------------------------------------
+
+def _svg_with_class(svg: str, *classes: str) -> list:
+    import xml.etree.ElementTree as ET
+
+    return [el for el in ET.fromstring(svg).iter() if set(classes) <= set(el.get("class", "").split())]
+
+
+def _page_drawn_trace():
+    """Three passes; the page held the loop 2.5 ms after Prefill, and 0.25 ms queued for the lock."""
+    import dataclasses
+
+    from tests.factories import make_trace
+
+    trace = make_trace(("a", "b"), ("x", "y", "z"))
+    times = [(1.5, 4.0, 0.0, 0.5), (7.0, 9.0, 2.5, 0.25), (9.5, 11.0, 0.0, 0.0)]
+    steps = tuple(dataclasses.replace(s, start_ms=a, end_ms=b, consumer_ms=c, lock_wait_ms=w)
+                  for s, (a, b, c, w) in zip(trace.steps, times))
+    return dataclasses.replace(trace, steps=steps)
+
+
+def test_spread_apart_keeps_order_and_gap():
+    assert spread_apart([10.0, 11.0, 50.0], 5) == [10.0, 15.0, 50.0]
+    assert spread_apart([30.0, 30.0, 30.0], 4) == [30.0, 34.0, 38.0]
+    assert spread_apart([40.0, 12.0], 5) == [40.0, 12.0]
+
+
+def test_latency_bars_stack_pass_page_and_waiting_up_to_each_wait():
+    from lesson.diagrams import render_latency
+
+    trace = _page_drawn_trace()
+    svg = render_latency(trace, lang="en")
+    stacks = _svg_with_class(svg, "latency-stack")
+    # each stack's total is that token's wait: TTFT, then its ITL (4.0, then 9 - 4, then 11 - 9)
+    assert [float(s.get("data-total-ms")) for s in stacks] == [4.0, 5.0, 2.0]
+    assert [float(b.get("data-ms")) for b in _svg_with_class(svg, "latency-bar")] == [2.5, 2.0, 1.5]
+    assert [float(b.get("data-ms")) for b in _svg_with_class(svg, "latency-page")] == [2.5]
+    assert [float(b.get("data-ms")) for b in _svg_with_class(svg, "latency-waiting")] == [1.5, 0.5, 0.5]
+    assert {el.get("fill") for el in _svg_with_class(svg, "latency-page")} == {DEFAULT_STYLE.page}
+    assert _svg_with_class(svg, "legend-item", "page") and _svg_with_class(svg, "legend-item", "waiting")
+    words = " ".join("".join(el.itertext()) for el in _svg_with_class(svg, "note"))
+    assert "p50 3.5 ms" in words and "max 5.0 ms" in words and "2.5 ms is page drawing" in words
+    assert {el.get("class").split()[0] for el in _svg_with_class(svg, "tpot") + _svg_with_class(svg, "p99")} == {
+        "tpot", "p99"}
+
+
+def test_latency_figure_stacks_the_same_parts():
+    from lesson.charts import latency_figure
+
+    fig = latency_figure(_page_drawn_trace(), "en")
+    assert fig.layout.barmode == "stack"
+    passes, page, waiting = (list(fig.data[i].y) for i in range(3))
+    assert passes == [2.5, 2.0, 1.5] and page == [0.0, 2.5, 0.0] and waiting == [1.5, 0.5, 0.5]
+
+
+def test_timeline_waits_have_their_own_colour_and_legend():
+    from lesson.diagrams import render_timeline
+
+    svg = render_timeline(_page_drawn_trace(), lang="en")
+    waits = _svg_with_class(svg, "wait")
+    assert waits and {w.get("fill") for w in waits} == {DEFAULT_STYLE.waiting} != {DEFAULT_STYLE.cached}
+    assert [float(w.get("data-ms")) for w in waits] == [1.5, 3.0, 0.5]  # the time before each pass
+    assert [float(p.get("data-ms")) for p in _svg_with_class(svg, "page-drawing")] == [2.5]
+    legend = {el.get("class").split()[1] for el in _svg_with_class(svg, "legend-item")}
+    assert legend == {"waiting", "page"}
+    assert len({DEFAULT_STYLE.waiting, DEFAULT_STYLE.page, DEFAULT_STYLE.cached, DEFAULT_STYLE.prefill,
+                DEFAULT_STYLE.decode}) == 5  # one colour per meaning

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import json
 import subprocess
 import sys
+import threading
+import time
 
 import pytest
 
@@ -111,3 +115,196 @@ def test_engine_and_lesson_import_without_streamlit_and_trace_without_torch():
         "assert 'plotly' not in sys.modules, 'only lesson.charts (the app) may import plotly'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# ---------------------------------------------------------------------------
+# ITL spread, what each wait is made of, and how the stream builds its traces
+# ---------------------------------------------------------------------------
+
+def test_itl_spread_from_hand_made_timestamps():
+    # tokens at 5, 15, 17, 20, 24, 35 ms -> gaps 10, 2, 3, 4, 11 (sorted: 2, 3, 4, 10, 11)
+    m = compute_metrics([5.0, 15.0, 17.0, 20.0, 24.0, 35.0])
+    assert m.itl_ms == (10.0, 2.0, 3.0, 4.0, 11.0)
+    assert m.tpot_ms == m.mean_itl_ms == 6.0  # (35 - 5) / 5: for one request always the same number
+    assert m.p50_itl_ms == 4.0  # the middle one of five
+    assert m.p90_itl_ms == pytest.approx(10.6)  # rank 0.9 x 4 = 3.6: 60 % of the way from 10 to 11
+    assert m.p99_itl_ms == pytest.approx(10.96)  # rank 3.96
+    assert m.max_itl_ms == 11.0
+    assert m.spread() == {"p50_itl_ms": 4.0, "p90_itl_ms": m.p90_itl_ms, "p99_itl_ms": m.p99_itl_ms,
+                          "max_itl_ms": 11.0}
+
+
+def test_percentile_ends_ties_and_refusals():
+    from engine.trace import percentile
+
+    assert percentile([7.0], 99) == 7.0
+    assert percentile([3.0, 1.0, 2.0], 0) == 1.0 and percentile([3.0, 1.0, 2.0], 100) == 3.0
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5  # between the two middle values
+    assert percentile([2.0, 2.0, 9.0], 50) == 2.0
+    with pytest.raises(ValueError):
+        percentile([], 50)
+    with pytest.raises(ValueError):
+        percentile([1.0], 101)
+    one = compute_metrics([7.5])
+    assert one.p50_itl_ms is None and one.p99_itl_ms is None and one.max_itl_ms is None
+
+
+def test_percentile_matches_numpy_default():
+    import random
+
+    numpy = pytest.importorskip("numpy")
+    from engine.trace import percentile
+
+    rng = random.Random(3)
+    for n in (1, 2, 5, 17, 100):
+        values = [rng.uniform(0, 20) for _ in range(n)]
+        for p in (0, 10, 50, 90, 99, 100):
+            assert percentile(values, p) == pytest.approx(float(numpy.percentile(values, p)))
+
+
+def _with_times(trace, times):
+    """The trace with each step's (start_ms, end_ms, consumer_ms, lock_wait_ms) replaced."""
+    steps = tuple(
+        dataclasses.replace(s, start_ms=a, end_ms=b, consumer_ms=c, lock_wait_ms=w)
+        for s, (a, b, c, w) in zip(trace.steps, times)
+    )
+    return dataclasses.replace(trace, steps=steps)
+
+
+def test_latency_parts_split_each_wait_from_hand_made_timestamps():
+    trace = _with_times(make_trace(("a", "b"), ("x", "y", "z")), [
+        (1.5, 4.0, 0.0, 0.5),  # Prefill: 1.5 ms before it (0.5 queued for the lock), a 2.5 ms pass
+        (7.0, 9.0, 2.5, 0.25),  # the page drew 2.5 ms after token 1, then 0.25 ms queued, a 2 ms pass
+        (9.5, 11.0, 0.0, 0.0),  # 0.5 ms of bookkeeping, a 1.5 ms pass
+    ])
+    first, second, third = trace.latency_parts()
+    assert (first.pass_ms, first.consumer_ms, first.lock_wait_ms, first.other_ms) == (2.5, 0.0, 0.5, 1.0)
+    assert (second.pass_ms, second.consumer_ms, second.lock_wait_ms, second.other_ms) == (2.0, 2.5, 0.25, 0.25)
+    assert (third.pass_ms, third.consumer_ms, third.lock_wait_ms, third.other_ms) == (1.5, 0.0, 0.0, 0.5)
+    m = trace.metrics
+    assert (first.total_ms, second.total_ms, third.total_ms) == (4.0, 5.0, 2.0)
+    assert m.ttft_ms == 4.0 and m.itl_ms == (5.0, 2.0)  # the parts add up to the metrics
+
+
+def test_version_1_traces_load_with_waits_unrecorded():
+    data = json.loads(make_trace().to_json())
+    data["schema_version"] = 1
+    for step in data["steps"]:
+        del step["lock_wait_ms"], step["consumer_ms"]
+    old = RequestTrace.from_dict(data)
+    assert old.schema_version == SCHEMA_VERSION
+    assert all(s.lock_wait_ms == 0.0 and s.consumer_ms == 0.0 for s in old.steps)
+    assert json.loads(make_trace().to_json())["derived"]["metrics"]["p99_itl_ms"] == 2.0
+
+
+def test_steps_so_far_is_a_fixed_prefix_of_a_growing_list():
+    import copy
+    import pickle
+
+    from engine.trace import StepsSoFar
+
+    steps = list(make_trace(("a",), ("x", "y", "z")).steps)
+    backing = steps[:2]
+    view = StepsSoFar(backing)
+    backing.append(steps[2])  # the stream appends after handing the view out: the view must not change
+    assert len(view) == 2 and view == tuple(steps[:2]) and tuple(steps[:2]) == view and view != tuple(steps)
+    assert view[-1] is steps[1] and view[0] is steps[0] and view[:5] == tuple(steps[:2]) and list(view) == steps[:2]
+    with pytest.raises(IndexError):
+        view[2]
+    assert view + (steps[2],) == tuple(steps)
+    assert type(copy.deepcopy(view)) is tuple and type(pickle.loads(pickle.dumps(view))) is tuple
+    partial = dataclasses.replace(make_trace(("a",), ("x", "y", "z")), steps=view)
+    assert RequestTrace.from_json(partial.to_json()).steps == view
+    assert partial.output_pieces == ("x", "y") and partial.metrics.itl_ms == pytest.approx((2.0,))
+    with pytest.raises(ValueError):
+        StepsSoFar(backing, 4)
+
+
+# --- the stream, on a tiny random model ---
+
+@pytest.fixture(scope="module")
+def tiny_llama(tiny_model_dirs):
+    from engine import load_model
+
+    return load_model(tiny_model_dirs["llama"], device="cpu")
+
+
+def test_stream_shares_one_step_list_instead_of_copying_it(tiny_llama):
+    from engine import GenerationConfig, stream_trace
+    from engine.trace import StepsSoFar
+
+    n = 24
+    partials = list(stream_trace(tiny_llama, "The capital of France is",
+                                 GenerationConfig(max_new_tokens=n, ignore_eos=True)))
+    final = partials[-1]
+    assert [len(p.steps) for p in partials] == list(range(1, n + 1)) and type(final.steps) is tuple
+    for i, p in enumerate(partials):
+        assert p.steps == final.steps[: i + 1] and p.finished == (i == n - 1)
+    views = [p.steps for p in partials[:-1]]
+    assert all(isinstance(v, StepsSoFar) and v.shares_steps_with(views[0]) for v in views)
+    # Count element copies: tuples that hold each step. Copying the steps into a new tuple
+    # per yield puts step k into n - k tuples (300 for n = 24); sharing one list, into one.
+    gc.collect()
+    copies = sum(sum(isinstance(r, tuple) for r in gc.get_referrers(step)) for step in final.steps)
+    assert copies <= 2 * n, copies
+
+
+def test_the_callers_time_between_passes_is_its_own_slice(tiny_llama):
+    from engine import GenerationConfig, stream_trace
+
+    stream = stream_trace(tiny_llama, "The capital of France is", GenerationConfig(max_new_tokens=4, ignore_eos=True))
+    next(stream)  # Prefill is done; the caller now "draws the page" for 60 ms
+    time.sleep(0.06)
+    trace = list(stream)[-1]
+    prefill, first_decode = trace.steps[0], trace.steps[1]
+    assert prefill.consumer_ms == 0.0 and first_decode.consumer_ms >= 60
+    assert first_decode.start_ms - prefill.end_ms >= first_decode.consumer_ms  # the pass began after it
+    assert all(s.consumer_ms < 30 for s in trace.steps[2:])
+    parts = trace.latency_parts()[1]
+    assert parts.total_ms == pytest.approx(trace.metrics.itl_ms[0])  # ITL includes the page's time ...
+    assert parts.other_ms < 30 and parts.pass_ms == first_decode.duration_ms  # ... the pass time does not
+
+
+class _WatchedLock:
+    """A real lock that records, for each acquire, how long the caller really waited."""
+
+    def __init__(self) -> None:
+        self._lock, self.asked, self.waits_ms = threading.Lock(), threading.Event(), []
+
+    def __enter__(self):
+        self.asked.set()
+        asked = time.perf_counter()
+        self._lock.acquire()
+        self.waits_ms.append((time.perf_counter() - asked) * 1e3)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+
+def test_lock_wait_is_only_the_time_queued_for_the_model(tiny_llama):
+    from engine import GenerationConfig, generate
+
+    cfg = GenerationConfig(max_new_tokens=3, ignore_eos=True)
+    lock = _WatchedLock()
+    lm = dataclasses.replace(tiny_llama, lock=lock)
+    alone = generate(lm, "The capital of France is", cfg)
+    assert all(s.lock_wait_ms < 1.0 for s in alone.steps)  # nobody else: taking the lock is instant
+    lock._lock.acquire()  # another visitor's pass holds the model ...
+    lock.asked.clear()
+
+    def release_later() -> None:  # ... until 200 ms after our request asked for it
+        lock.asked.wait(30)
+        time.sleep(0.2)
+        lock._lock.release()
+
+    threading.Thread(target=release_later).start()
+    lock.waits_ms.clear()
+    queued = generate(lm, "The capital of France is", cfg)
+    recorded = [s.lock_wait_ms for s in queued.steps]
+    assert recorded[0] >= 200
+    assert recorded == pytest.approx(lock.waits_ms, abs=2.0)  # exactly the lock wait: no tokenizing, no pieces
+    assert queued.steps[0].start_ms - queued.tokenize_ms >= recorded[0]

@@ -1,9 +1,18 @@
-"""Per-step latency: one bar per forward pass, measured.
+"""How long each output token took: one stacked bar per token, measured.
 
-Prefill is one tall bar (all prompt positions), each Decode a short one. TTFT
-is written at the Prefill bar (it ends there, plus tokenizing), TPOT is a
-dashed line across the Decode bars, and each ITL is a dot over its pass.
-The same numbers as a hoverable plotly figure: `lesson.charts.latency_figure`.
+A bar spans the wait from the previous token (from the request start, for the
+first) to this token, so its full height is TTFT for the first bar and that
+token's ITL for every later one. It is split into what the time was spent on
+(`RequestTrace.latency_parts`):
+
+    bottom  the forward pass that made the token (Prefill blue, Decode orange)
+    middle  page drawing: the stream's caller held the loop and the model waited (teal)
+    top     other waiting: tokenizing, queued for the model lock, bookkeeping (violet)
+
+TTFT is written at the first bar, TPOT (= the mean ITL) is a dashed line, the
+ITL p50 and p99 are dotted lines, and each ITL is a dot at the top of its bar;
+a note gives the whole spread (p50 / p90 / p99 / max). The same numbers as a
+hoverable plotly figure: `lesson.charts.latency_figure`.
 """
 
 from __future__ import annotations
@@ -16,11 +25,21 @@ from ..layout import LinearScale, nice_ticks, sample_indices
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_int, fmt_ms
-from ._common import add_title, header, new_drawing, notes, pass_tick, text, to_string
+from ._common import add_title, header, legend_item, new_drawing, notes, notes_height, pass_tick, text, to_string
 
 MAX_BARS, MAX_TITLED = 600, 128
 PREFILL_SLOT_W = 40
 PAD, PLOT_W, PLOT_H, Y_LABEL_W, RIGHT_GUTTER = 32, 760, 290, 64, 96
+PAGE_NOTE_MIN_MS = 0.1  # below this the page's drawing is not worth a sentence
+SEGMENT_KINDS = ("pass", "page", "waiting")  # bottom to top
+
+
+@dataclass(frozen=True)
+class Segment:
+    kind: str  # one of SEGMENT_KINDS
+    y: float  # top
+    h: float
+    ms: float
 
 
 @dataclass(frozen=True)
@@ -29,11 +48,24 @@ class LatencyBar:
     phase: str
     x: float
     w: float
-    y: float
-    ms: float
+    y: float  # top of the pass segment
+    ms: float  # the pass alone
+    total_ms: float  # the whole wait for this token: TTFT or its ITL
+    segments: tuple[Segment, ...]  # pass, page, waiting (zero-height ones left out)
     itl_ms: float | None
     itl_y: float | None
     tick: str | None
+
+    def segment_ms(self, kind: str) -> float:
+        return sum(s.ms for s in self.segments if s.kind == kind)
+
+
+@dataclass(frozen=True)
+class RefLine:
+    kind: str  # "tpot", "p50", "p99"
+    y: float
+    label_y: float  # nudged so the labels in the right gutter never overlap
+    words: str
 
 
 @dataclass(frozen=True)
@@ -46,15 +78,73 @@ class LatencyLayout:
     right: float
     bars: tuple[LatencyBar, ...]
     y_ticks: tuple[tuple[float, str], ...]
-    tpot_y: float | None
+    lines: tuple[RefLine, ...]
+    legend_y: float
+    notes_y: float
+    notes: tuple[str, ...]
+
+    @property
+    def tpot_y(self) -> float | None:
+        return next((line.y for line in self.lines if line.kind == "tpot"), None)
 
 
-def latency_layout(trace: RequestTrace, table: dict) -> LatencyLayout:
+def _segments(parts, y: LinearScale) -> tuple[Segment, ...]:
+    """The stack for one bar, bottom up; segments under half a pixel are left out."""
+    stack, base = [], 0.0
+    for kind, ms in (("pass", parts.pass_ms), ("page", parts.consumer_ms),
+                     ("waiting", parts.lock_wait_ms + parts.other_ms)):
+        top_y, base_y = y(base + ms), y(base)
+        if kind == "pass" or base_y - top_y >= 0.5:
+            stack.append(Segment(kind, round(top_y, 2), round(max(base_y - top_y, 0.5), 2), ms))
+        base += ms
+    return tuple(stack)
+
+
+def spread_apart(ys: list[float], min_gap: float) -> list[float]:
+    """The same values, in the same order, pushed down where needed so that neighbours
+    (sorted by value) are at least `min_gap` apart."""
+    order = sorted(range(len(ys)), key=ys.__getitem__)
+    placed, last = list(ys), None
+    for i in order:
+        if last is not None and placed[i] < last + min_gap:
+            placed[i] = last + min_gap
+        last = placed[i]
+    return placed
+
+
+def _ref_lines(trace: RequestTrace, y: LinearScale, table: dict, style: Style) -> tuple[RefLine, ...]:
     metrics = trace.metrics
+    if metrics.tpot_ms is None:
+        return ()
+    values = (("tpot", label(table, "lat_tpot_line", ms=fmt_ms(metrics.tpot_ms)), metrics.tpot_ms),
+              ("p50", label(table, "lat_pct_line", p=50, ms=fmt_ms(metrics.p50_itl_ms)), metrics.p50_itl_ms),
+              ("p99", label(table, "lat_pct_line", p=99, ms=fmt_ms(metrics.p99_itl_ms)), metrics.p99_itl_ms))
+    ys = [y(ms) for _, _, ms in values]
+    label_ys = spread_apart(ys, style.small_size * 1.15)
+    return tuple(RefLine(kind, round(line_y, 2), round(label_y, 2), words)
+                 for (kind, words, _), line_y, label_y in zip(values, ys, label_ys))
+
+
+def _notes(trace: RequestTrace, table: dict) -> tuple[str, ...]:
+    lines = [label(table, k) for k in ("lat_legend_ttft", "lat_legend_tpot", "lat_legend_itl")]
+    metrics = trace.metrics
+    if metrics.itl_ms:
+        lines.append(label(table, "lat_spread", n=fmt_int(len(metrics.itl_ms)), p50=fmt_ms(metrics.p50_itl_ms),
+                           p90=fmt_ms(metrics.p90_itl_ms), p99=fmt_ms(metrics.p99_itl_ms),
+                           max=fmt_ms(metrics.max_itl_ms)))
+    page = [p.consumer_ms for p in trace.latency_parts()]
+    if sum(page) >= PAGE_NOTE_MIN_MS:
+        gaps = sum(ms >= PAGE_NOTE_MIN_MS for ms in page)
+        lines.append(label(table, "lat_page_note", ms=fmt_ms(sum(page)), n=fmt_int(gaps)))
+    return tuple(lines)
+
+
+def latency_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE) -> LatencyLayout:
+    metrics, parts = trace.metrics, trace.latency_parts()
     left, top = PAD + Y_LABEL_W, 160.0
     bottom, right = top + PLOT_H, left + PLOT_W
     picks = sample_indices(len(trace.steps), MAX_BARS)
-    peak = max([trace.steps[i].duration_ms for i in picks] + list(metrics.itl_ms))
+    peak = max([parts[i].total_ms for i in picks] + list(metrics.itl_ms))
     ticks = nice_ticks(0, peak * 1.05, 5)
     y = LinearScale(0, ticks[-1], bottom, top)
     # Prefill keeps a readable slot even beside hundreds of Decode bars.
@@ -68,11 +158,18 @@ def latency_layout(trace: RequestTrace, table: dict) -> LatencyLayout:
         center = left + first_w / 2 if position == 0 else left + first_w + slot_w * (position - 0.5)
         bar_w = round(min(48.0, max(width * 0.7, 0.8)), 2)
         x = round(center - bar_w / 2, 2)
-        bars.append(LatencyBar(index, step.phase, x, bar_w, y(step.duration_ms), step.duration_ms, itl,
-                               None if itl is None else y(itl), pass_tick(index, step.phase, position, len(picks), table)))
-    tpot_y = None if metrics.tpot_ms is None else y(metrics.tpot_ms)
-    return LatencyLayout(right + RIGHT_GUTTER + PAD, bottom + 130, left, top, bottom, right, tuple(bars),
-                         tuple((y(t), f"{t:g}") for t in ticks), tpot_y)
+        bars.append(LatencyBar(index, step.phase, x, bar_w, y(step.duration_ms), step.duration_ms,
+                               parts[index].total_ms, _segments(parts[index], y), itl,
+                               None if itl is None else y(itl),
+                               pass_tick(index, step.phase, position, len(picks), table)))
+    width = right + RIGHT_GUTTER + PAD
+    note_lines = _notes(trace, table)
+    legend_y = bottom + 72
+    notes_y = legend_y + 8
+    height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
+    return LatencyLayout(width, height, left, top, bottom, right, tuple(bars),
+                         tuple((y(t), f"{t:g}") for t in ticks), _ref_lines(trace, y, table, style),
+                         legend_y, notes_y, note_lines)
 
 
 def _draw_axes(dwg, layout: LatencyLayout, style: Style, table: dict) -> None:
@@ -86,24 +183,37 @@ def _draw_axes(dwg, layout: LatencyLayout, style: Style, table: dict) -> None:
                  fill=style.muted_ink, weight="bold", class_="axis-label"))
 
 
+def _segment_fill(kind: str, phase: str, style: Style) -> str:
+    return {"pass": style.phase_color(phase), "page": style.page, "waiting": style.waiting}[kind]
+
+
 def _draw_bar(dwg, bar: LatencyBar, layout: LatencyLayout, style: Style, table: dict, trace: RequestTrace) -> list:
-    """The bar (carrying data-step / data-ms), its ITL dot, its labels. Past MAX_TITLED bars no
-    per-bar tooltip: hundreds of <title>s would double the file for detail the plotly chart gives."""
+    """The stacked bar (the pass segment carries data-step / data-ms), its ITL dot, its labels.
+    Past MAX_TITLED bars no per-bar tooltip: hundreds of <title>s would double the file for
+    detail the plotly chart gives."""
     step = trace.steps[bar.step_index]
-    rect = dwg.rect((bar.x, bar.y), (bar.w, max(layout.bottom - bar.y, 0.5)), fill=style.phase_color(bar.phase),
-                    class_=f"latency-bar {bar.phase}", **{"data-step": bar.step_index, "data-ms": f"{bar.ms:.3f}"})
+    group = dwg.g(class_=f"latency-stack {bar.phase}", **{"data-step": bar.step_index,
+                                                          "data-total-ms": f"{bar.total_ms:.3f}"})
+    for segment in bar.segments:
+        kind_class = f"latency-bar {bar.phase}" if segment.kind == "pass" else f"latency-{segment.kind}"
+        extra = {"data-step": bar.step_index} if segment.kind == "pass" else {}
+        group.add(dwg.rect((bar.x, segment.y), (bar.w, segment.h), fill=_segment_fill(segment.kind, bar.phase, style),
+                           class_=kind_class, **extra, **{"data-ms": f"{segment.ms:.3f}"}))
     if len(layout.bars) <= MAX_TITLED:
         itl = "" if bar.itl_ms is None else f", {label(table, 'itl', ms=fmt_ms(bar.itl_ms))}"
-        add_title(rect, label(table, "lat_bar_title", n=bar.step_index + 1, phase=label(table, f"phase_{bar.phase}"),
-                              positions=fmt_int(step.num_positions), ms=fmt_ms(bar.ms)) + itl)
-    parts = [rect]
+        add_title(group, label(table, "lat_bar_title", n=bar.step_index + 1, phase=label(table, f"phase_{bar.phase}"),
+                               positions=fmt_int(step.num_positions), ms=fmt_ms(bar.ms),
+                               page_ms=fmt_ms(bar.segment_ms("page")),
+                               wait_ms=fmt_ms(bar.total_ms - bar.ms - bar.segment_ms("page"))) + itl)
+    parts = [group]
     if bar.itl_y is not None:
         parts.append(dwg.circle((round(bar.x + bar.w / 2, 2), bar.itl_y), r=3 if bar.w >= 6 else 1.6,
                                 fill=style.paper, stroke=style.ink, stroke_width=1.2, class_="itl",
                                 **{"data-ms": f"{bar.itl_ms:.3f}"}))
+    top = min(s.y for s in bar.segments)
     if len(layout.bars) <= 16 and bar.phase == "decode":
-        parts.append(text(dwg, fmt_ms(bar.ms), bar.x + bar.w / 2, bar.y - 12, size=style.tiny_size, fill=style.ink,
-                          anchor="middle", class_="value-label"))
+        parts.append(text(dwg, fmt_ms(bar.total_ms), bar.x + bar.w / 2, top - 12, size=style.tiny_size,
+                          fill=style.ink, anchor="middle", class_="value-label"))
     if bar.tick:
         parts.append(text(dwg, bar.tick, bar.x + bar.w / 2, layout.bottom + 18, size=style.tiny_size,
                           fill=style.phase_color(bar.phase), anchor="middle", weight="bold", class_="tick-label"))
@@ -115,25 +225,39 @@ def _draw_marks(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, t
     ttft = label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms), prefill=fmt_ms(prefill.duration_ms),
                  rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms))
     first = layout.bars[0]
-    dwg.add(dwg.line((first.x + first.w / 2, first.y), (first.x + first.w / 2, layout.top - 12), stroke=style.prefill,
-                     stroke_width=1.2, class_="ttft-leader"))
+    first_top = min(s.y for s in first.segments)
+    dwg.add(dwg.line((first.x + first.w / 2, first_top), (first.x + first.w / 2, layout.top - 12),
+                     stroke=style.prefill, stroke_width=1.2, class_="ttft-leader"))
     dwg.add(text(dwg, ttft, first.x + first.w / 2 + 6, layout.top - 16, size=style.small_size, fill=style.prefill,
                  weight="bold", class_="ttft"))
-    if layout.tpot_y is not None:
-        start = layout.bars[1].x if len(layout.bars) > 1 else layout.left
-        dwg.add(dwg.line((start - 4, layout.tpot_y), (layout.right, layout.tpot_y), stroke=style.decode,
-                         stroke_width=1.5, stroke_dasharray="6,4", class_="tpot"))
-        dwg.add(text(dwg, label(table, "lat_tpot_line", ms=fmt_ms(metrics.tpot_ms)), layout.right + 8,
-                     layout.tpot_y + style.small_size * 0.36, size=style.small_size, fill=style.decode,
-                     weight="bold", class_="tpot-label"))
+    start = layout.bars[1].x if len(layout.bars) > 1 else layout.left
+    for line in sorted(layout.lines, key=lambda line: line.kind == "tpot"):  # TPOT on top when they coincide
+        ink = style.decode if line.kind == "tpot" else style.muted_ink
+        dash = "6,4" if line.kind == "tpot" else "2,3"
+        dwg.add(dwg.line((start - 4, line.y), (layout.right, line.y), stroke=ink, stroke_width=1.5,
+                         stroke_dasharray=dash, class_=line.kind))
+        dwg.add(text(dwg, line.words, layout.right + 8, line.label_y + style.small_size * 0.36, size=style.small_size,
+                     fill=ink, weight="bold" if line.kind == "tpot" else None, class_=f"{line.kind}-label"))
+
+
+def _draw_legend(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, table: dict) -> None:
+    x, y = PAD, layout.legend_y
+    for phase in ("prefill", "decode"):
+        if any(s.phase == phase for s in trace.steps):
+            words = label(table, "lat_legend_pass", phase=label(table, f"phase_{phase}"))
+            x = legend_item(dwg, style, x, y, style.phase_color(phase), words, phase)
+    if any(s.kind == "page" for bar in layout.bars for s in bar.segments):
+        x = legend_item(dwg, style, x, y, style.page, label(table, "legend_page"), "page")
+    legend_item(dwg, style, x, y, style.waiting, label(table, "legend_waiting"), "waiting")
 
 
 def render_latency(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None) -> str:
-    """One bar per forward pass with TTFT, TPOT and ITL marked (measured times)."""
+    """One stacked bar per output token (pass + page drawing + other waiting), with TTFT,
+    TPOT, ITL and its p50 / p99 marked (measured times)."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
     if not trace.steps:
         raise ValueError("the latency diagram needs a trace with at least one forward pass")
-    layout = latency_layout(trace, table)
+    layout = latency_layout(trace, table, style)
     dwg = new_drawing(layout.width, layout.height, style, "latency", label(table, "lat_title"))
     m = trace.model
     header(dwg, style, label(table, "lat_title"), f"{m.model_id} · {m.device} · {m.dtype}")
@@ -142,6 +266,6 @@ def render_latency(trace: RequestTrace, *, lang: str = "zh", style: Style | None
         for part in _draw_bar(dwg, bar, layout, style, table, trace):
             dwg.add(part)
     _draw_marks(dwg, trace, layout, style, table)
-    notes(dwg, style, [label(table, k) for k in ("lat_legend_ttft", "lat_legend_tpot", "lat_legend_itl")],
-          PAD, layout.bottom + 46, layout.width - 2 * PAD)
+    _draw_legend(dwg, trace, layout, style, table)
+    notes(dwg, style, list(layout.notes), PAD, layout.notes_y, layout.width - 2 * PAD)
     return to_string(dwg)

@@ -6,7 +6,11 @@ The Prefill row shows every prompt piece from the real tokenizer (head and tail
 chips plus "…N more…" when they do not fit); each Decode row shows the one token
 fed back, with an arrow from the previous row's output. The time panel draws each
 pass at its measured start/end, marks TTFT at the end of Prefill and ITL under
-each Decode. Past `MAX_ROWS` passes the middle Decode rows fold into one gap row.
+each Decode. The time before each pass, from the previous token (the request
+start for Prefill), is a thin bar in the waiting colour (tokenizing, queued for
+the model, bookkeeping), with the part the page spent drawing in its own colour;
+a legend under the axis names both. Past `MAX_ROWS` passes the middle Decode rows
+fold into one gap row.
 
 `timeline_layout()` computes every coordinate; `draw_timeline()` only draws. The
 animation module reuses both.
@@ -22,9 +26,12 @@ from ..layout import LinearScale, Slot, fit_chips, nice_ticks, plan_slots, text_
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_count, fmt_int, fmt_ms, piece_label, visible
-from ._common import add_title, arrow_marker, header, new_drawing, notes, notes_height, text, to_string
+from ._common import (
+    add_title, arrow_marker, header, legend_item, new_drawing, notes, notes_height, text, to_string,
+)
 
 MAX_ROWS, HEAD_ROWS, TAIL_ROWS = 9, 4, 2
+MIN_SLICE_PX = 1.5  # waits thinner than this are not drawn (they would be a hairline beside the bar)
 PAD, ROW_H, GAP_ROW_H, CHIP_H, CHIP_GAP = 32, 48, 36, 28, 6
 INPUT_BUDGET, TIME_W, CHIP_SCAN = 460, 330, 64
 
@@ -49,7 +56,9 @@ class Row:
     chips: tuple[Chip, ...]
     output: Chip | None
     bar: tuple[float, float]  # x range on the time panel
-    wait: tuple[float, float] | None  # request start -> pass start (tokenizing), Prefill only
+    wait: tuple[float, float] | None  # previous token (request start for Prefill) -> pass start
+    page: tuple[float, float] | None  # the part of that wait the page spent drawing (Step.consumer_ms)
+    wait_ms: float  # the whole wait before the pass
     itl: tuple[float, float] | None  # previous token -> this token
     time_label: str
     time_label_x: float
@@ -71,6 +80,8 @@ class TimelineLayout:
     ticks: tuple[tuple[float, str], ...]  # (x, label) on the time axis
     axis_y: float
     ttft_x: float
+    legend_y: float
+    legend: tuple[str, ...]  # the kinds of wait drawn: "waiting", "page"
     notes_y: float
     notes: tuple[str, ...]
 
@@ -136,7 +147,11 @@ def _time_row(trace: RequestTrace, slot: Slot, scale: LinearScale, style: Style,
     bar = (scale(first.start_ms), max(scale(last.end_ms), scale(first.start_ms) + 2))
     prev_end = trace.steps[slot.first - 1].end_ms if slot.first > 0 else None
     itl = (scale(prev_end), scale(last.end_ms)) if prev_end is not None and slot.kind == "pass" else None
-    wait = (scale(0), scale(first.start_ms)) if first.phase == "prefill" else None
+    wait = page = None
+    if slot.kind == "pass":
+        wait = _slice(scale, prev_end or 0.0, first.start_ms)
+        page_end = first.start_ms - first.lock_wait_ms  # the page drew, then the engine queued for the lock
+        page = _slice(scale, page_end - first.consumer_ms, page_end)
     if first.phase == "prefill":
         words = label(table, "ttft", ms=fmt_ms(first.end_ms))
     elif slot.kind == "gap":
@@ -145,7 +160,15 @@ def _time_row(trace: RequestTrace, slot: Slot, scale: LinearScale, style: Style,
     else:
         words = label(table, "itl", ms=fmt_ms(last.end_ms - prev_end))
     x, anchor = _label_place(bar, text_width(words, style.tiny_size), scale)
-    return {"bar": bar, "wait": wait, "itl": itl, "time_label": words, "time_label_x": x, "time_label_anchor": anchor}
+    wait_ms = first.start_ms - (prev_end or 0.0)
+    return {"bar": bar, "wait": wait, "page": page, "wait_ms": wait_ms, "itl": itl, "time_label": words,
+            "time_label_x": x, "time_label_anchor": anchor}
+
+
+def _slice(scale: LinearScale, start_ms: float, end_ms: float) -> tuple[float, float] | None:
+    """An x range for a wait, or None when it would be too thin to see."""
+    x0, x1 = scale(start_ms), scale(end_ms)
+    return (x0, x1) if x1 - x0 >= MIN_SLICE_PX else None
 
 
 def _label_place(bar: tuple[float, float], width: float, scale: LinearScale) -> tuple[float, str]:
@@ -181,12 +204,15 @@ def timeline_layout(trace: RequestTrace, table: dict, style: Style, header_y: fl
     width = col["time_end"] + PAD
     note_lines = (label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table))
     axis_y = y + 10
-    notes_y = axis_y + 34
+    legend = tuple(kind for kind, drawn in (("waiting", any(r.wait for r in rows)), ("page", any(r.page for r in rows)))
+                   if drawn)
+    legend_y = axis_y + 56
+    notes_y = legend_y + 8 if legend else axis_y + 34
     height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
     return TimelineLayout(
         width=width, height=height, col_x=col, header_y=header_y, rows=tuple(rows), arrows=_arrows(rows),
         ticks=tuple((scale(t), f"{t:g}") for t in ticks), axis_y=axis_y,
-        ttft_x=scale(trace.steps[0].end_ms), notes_y=notes_y, notes=note_lines,
+        ttft_x=scale(trace.steps[0].end_ms), legend_y=legend_y, legend=legend, notes_y=notes_y, notes=note_lines,
     )
 
 
@@ -261,9 +287,12 @@ def _phase_badge(dwg, x: float, cy: float, phase: str, style: Style, table: dict
 
 def _time_marks(dwg, row: Row, step, style: Style):
     group = dwg.g(class_=f"time {row.phase}")
-    if row.wait and row.wait[1] - row.wait[0] >= 1:
-        group.add(dwg.rect((row.wait[0], row.cy - 3), (row.wait[1] - row.wait[0], 6), fill=style.cached,
-                           class_="wait"))
+    if row.wait:
+        group.add(dwg.rect((row.wait[0], row.cy - 3), (row.wait[1] - row.wait[0], 6), fill=style.waiting,
+                           class_="wait", **{"data-ms": f"{row.wait_ms:.3f}"}))
+    if row.page:
+        group.add(dwg.rect((row.page[0], row.cy - 5), (row.page[1] - row.page[0], 10), fill=style.page,
+                           class_="page-drawing", **{"data-ms": f"{step.consumer_ms:.3f}"}))
     bar = dwg.rect((row.bar[0], row.cy - 8), (row.bar[1] - row.bar[0], 16), rx=2, fill=style.phase_color(row.phase),
                    class_=f"pass-time {row.phase}", opacity=0.55 if row.slot.kind == "gap" else 1,
                    **{"data-start-ms": f"{step.start_ms:.3f}", "data-ms": f"{step.duration_ms:.3f}"})
@@ -328,8 +357,17 @@ def build_timeline(trace: RequestTrace, table: dict, style: Style, name: str, ti
         rows[index].add(arrow)
     for group in rows:
         dwg.add(group)
+    draw_legend(dwg, layout, style, table)
     notes(dwg, style, list(layout.notes), PAD, layout.notes_y, layout.width - 2 * PAD)
     return dwg, layout, rows
+
+
+def draw_legend(dwg, layout: TimelineLayout, style: Style, table: dict) -> None:
+    """What the thin bars before each pass mean: waiting, and (when drawn) the page's drawing."""
+    x = PAD
+    colors = {"waiting": style.waiting, "page": style.page}
+    for kind in layout.legend:
+        x = legend_item(dwg, style, x, layout.legend_y, colors[kind], label(table, f"legend_{kind}"), kind)
 
 
 def render_timeline(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None) -> str:

@@ -54,7 +54,7 @@ TEXT: dict = {
     "token_split": "The real tokenizer split ({num_tokens} tokens, separated by │)",
     "run": "Run",
     "queued": "The model is busy with another visitor's forward pass. Your request is queued and starts automatically when it is your turn…",
-    "queued_for": "This request waited {ms} in the queue before its Prefill began; that wait counts in its TTFT.",
+    "queued_for": "This request queued {ms} in total for the model (another visitor's forward pass was running), {prefill_ms} of it before its Prefill; queueing counts in TTFT and ITL.",
     "loading_model": "Loading the model (once per server process)…",
     "running_prefill": "Prefill: reading {num_positions} prompt positions in one pass…",
     "progress": "Forward pass {step} · {num_tokens} / {max_tokens} tokens generated",
@@ -193,12 +193,23 @@ TEXT: dict = {
     "metric_ttft_def": "Request start to the first token (tokenization and Prefill included).",
     "metric_tpot": "TPOT",
     "metric_tpot_def": "(E2EL − TTFT) ÷ (output tokens − 1): the mean gap after the first token.",
-    "metric_itl": "Mean ITL",
-    "metric_itl_def": "The mean of the gaps between consecutive output tokens.",
+    "metric_itl": "ITL p99",
+    "metric_itl_def": "The p99 of the gaps between consecutive output tokens: 99 % of gaps are at most this. The mean ITL always equals TPOT, so look at the spread.",
+    "metric_itl_spread": "p99: 99 % of gaps are at most this. Over {n} gaps: p50 {p50} · p90 {p90} · max {max}. The mean ITL always equals TPOT; the spread is what ITL adds.",
+    "page_drawing_note": (
+        "Of these waits, {ms} was this page's own drawing (mostly in {n} gaps, teal in the chart): the model "
+        "waits while the page draws, so it counts in ITL, TPOT and E2EL (what you felt on this page) but not "
+        "in any forward pass's time."
+    ),
     "metric_e2el": "E2EL",
     "metric_e2el_def": "End-to-end latency: request start to the last token.",
     "metric_na": "— (only 1 token)",
-    "latency_caption": "When each output token appeared, and the gaps between them (hover to see each step).",
+    "latency_caption": (
+        "Each bar is how long one output token took: from the previous token (the request start, for the first) "
+        "to this one, so its height is that token's ITL (TTFT for the first). The bottom is the forward pass that "
+        "made it, the top the rest: teal is page drawing (the model waits), violet is tokenizing, queueing and "
+        "bookkeeping. Dashed: TPOT; dotted: ITL p50 and p99 (hover to see each step)."
+    ),
     "latency_svg_caption": "The same latency chart as SVG (downloadable).",
     # ---- section 7: many requests --------------------------------------------------------------
     "sec_many": "When many requests arrive",

@@ -49,7 +49,7 @@ TEXT: dict = {
     "token_split": "真实的 Tokenizer 切分（{num_tokens} 个 Token，用 │ 分隔）",
     "run": "运行",
     "queued": "模型正忙：另一位访客的前向计算正在进行。你的请求已排队，轮到时会自动开始……",
-    "queued_for": "这次请求先排队等了 {ms}，才轮到它的 Prefill；这段等待也算进 TTFT。",
+    "queued_for": "这次请求排队等模型共 {ms}（另一位访客的前向正在进行），其中 {prefill_ms} 在 Prefill 之前；排队算进 TTFT 和 ITL。",
     "loading_model": "正在加载模型（每个服务器进程只加载一次）……",
     "running_prefill": "Prefill：一次读入 {num_positions} 个提示词位置……",
     "progress": "第 {step} 次前向 · 已生成 {num_tokens} / {max_tokens} 个 Token",
@@ -170,12 +170,21 @@ TEXT: dict = {
     "metric_ttft_def": "从请求开始到第一个 Token（含分词与 Prefill）。",
     "metric_tpot": "TPOT",
     "metric_tpot_def": "(E2EL − TTFT) ÷ (输出 Token 数 − 1)：首 Token 之后的平均间隔。",
-    "metric_itl": "平均 ITL",
-    "metric_itl_def": "相邻两个输出 Token 之间间隔的平均值。",
+    "metric_itl": "ITL p99",
+    "metric_itl_def": "相邻两个输出 Token 间隔的 p99：99% 的间隔不超过它。平均 ITL 恒等于 TPOT，所以这里看分布。",
+    "metric_itl_spread": "p99：99% 的间隔不超过它。{n} 个间隔里 p50 {p50} · p90 {p90} · 最大 {max}。平均 ITL 恒等于 TPOT，分布才是 ITL 多告诉你的。",
+    "page_drawing_note": (
+        "这些等待里有 {ms} 是本页面自己的绘制（主要在 {n} 个间隔里，图中青色）：页面绘制时模型在等，"
+        "所以它算进 ITL、TPOT 和 E2EL（你在页面上感受到的），但不算进每次前向的耗时。"
+    ),
     "metric_e2el": "E2EL",
     "metric_e2el_def": "端到端延迟：从请求开始到最后一个 Token。",
     "metric_na": "—（只有 1 个 Token）",
-    "latency_caption": "每个输出 Token 的出现时间与间隔（鼠标悬停查看每一步）。",
+    "latency_caption": (
+        "每根柱是一个输出 Token 等了多久：从上一个 Token（第一根从请求开始）到它出现，所以柱高就是它的 ITL（第一根是 TTFT）。"
+        "下段是产生它的那次前向，上段是其余时间：青色是页面绘制（模型在等），紫色是分词、排队与记账。"
+        "虚线是 TPOT，点线是 ITL 的 p50 与 p99（鼠标悬停查看每一步）。"
+    ),
     "latency_svg_caption": "同一张延迟图的 SVG 版本（可下载）。",
     # ---- 第 7 节：很多请求 -----------------------------------------------------------
     "sec_many": "当很多请求同时来到",
