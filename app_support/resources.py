@@ -40,14 +40,14 @@ def get_model(model_choice: str, device: str, dtype: str):
 @st.cache_data(show_spinner=False, max_entries=64)
 def finished_trace_json(
     model_choice: str, device: str, dtype: str, prompt: str, max_new_tokens: int,
-    temperature: float, top_k: int, top_p: float, seed: int, max_prompt_tokens: int,
+    temperature: float, top_k: int, top_p: float, seed: int, max_prompt_tokens: int, ignore_eos: bool = False,
 ) -> str:
     """A whole request's trace as JSON (used for the first view, before any Run)."""
     from engine import GenerationConfig, generate
 
     lm = get_model(model_choice, device, dtype)
     cfg = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
-                           seed=seed)
+                           seed=seed, ignore_eos=ignore_eos)
     return generate(lm, prompt, cfg, max_prompt_tokens=max_prompt_tokens).to_json(indent=None)
 
 
@@ -57,21 +57,17 @@ def prompt_preview(
 ) -> tuple[str, tuple[str, ...], int]:
     """(the prompt the model will get, its real token pieces, the typed prompt's token count).
 
-    Counts and pieces are the engine's own (engine.generation.prompt_token_ids),
+    Counts and pieces are the engine's own (engine.prompts.prompt_token_ids),
     so a tokenizer's BOS shows in the split and counts toward the target.
     A target above the typed prompt's length extends it with filler text
     (engine.prompts.extend_prompt); otherwise the prompt is used as typed.
     """
-    from engine.generation import prompt_token_ids, token_pieces
-    from engine.prompts import count_tokens, extend_prompt
+    from engine.generation import token_pieces
+    from engine.prompts import extend_prompt, prompt_token_ids
 
     tokenizer = get_model(model_choice, device, dtype).tokenizer
     natural = len(prompt_token_ids(tokenizer, prompt)) if prompt.strip() else 0
-    effective = prompt
-    if prompt.strip() and target_tokens > natural:
-        # extend_prompt counts with count_tokens; take off the special tokens it leaves out (a BOS), if any
-        num_special = natural - count_tokens(tokenizer, prompt)
-        effective = extend_prompt(tokenizer, prompt, target_tokens - num_special)
+    effective = extend_prompt(tokenizer, prompt, target_tokens) if prompt.strip() and target_tokens > natural else prompt
     ids = prompt_token_ids(tokenizer, effective) if effective.strip() else []
     return effective, token_pieces(tokenizer, ids), natural
 

@@ -26,6 +26,7 @@ from transformers import DynamicCache
 
 from .errors import InputError, PhaseError
 from .model import LoadedModel
+from .prompts import prompt_token_ids
 from .trace import RequestTrace, Sampling, Step, StepsSoFar
 
 MAX_NEW_TOKENS = 4096  # hard engine cap; apps set lower caps of their own
@@ -256,16 +257,6 @@ def check_prompt_text(prompt: str) -> None:
     """Cheap checks that need no model: a prompt must have some visible text."""
     if not isinstance(prompt, str) or not prompt.strip():
         raise InputError("empty_prompt", "the prompt is empty")
-
-
-def prompt_token_ids(tokenizer, text: str) -> list[int]:
-    """The ids the model is given for `text`, special tokens included.
-
-    Whether a BOS (or any other special token) goes in front is the tokenizer's
-    own setting: Llama and Gemma checkpoints add one and answer worse without it;
-    Qwen, GPT-2 and the embedded default model add nothing.
-    """
-    return list(tokenizer(text, add_special_tokens=True)["input_ids"])
 
 
 def encode_prompt(lm: LoadedModel, prompt: str, cfg: GenerationConfig, max_prompt_tokens: int | None = None) -> list[int]:

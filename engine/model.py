@@ -305,7 +305,8 @@ def _shape_error(model_id: str, reason: str) -> ModelLoadError:
 
 def _warm_up(loaded: LoadedModel) -> None:
     """One small prefill + decode so the first real request is not timed cold."""
-    from .generation import GenerationConfig, generate_ids, prompt_token_ids  # late: generation imports this
+    from .generation import GenerationConfig, generate_ids  # late: generation imports this module
+    from .prompts import prompt_token_ids
 
     ids = prompt_token_ids(loaded.tokenizer, "warm up") or [0]
     generate_ids(loaded, ids, GenerationConfig(max_new_tokens=2, ignore_eos=True))
