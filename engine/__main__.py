@@ -12,7 +12,8 @@ import argparse
 import sys
 import unicodedata
 
-from .errors import EngineError
+from .errors import EngineError, InputError
+from .prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
 from .trace import RequestTrace
 
 MAX_SHOWN_CHARS = 48  # a long prompt's Prefill row is cut here, with its token count
@@ -29,6 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
     trace = sub.add_parser("trace", help="run one prompt and print every forward pass")
     trace.add_argument("--prompt", default="法国的首都是")
     trace.add_argument("--max-new-tokens", type=int, default=8)
+    trace.add_argument("--prompt-tokens", type=int, default=0, metavar="N",
+                       help="stretch the prompt to N tokens with the lesson's filler before it, as the app's "
+                            "slider does (0 = as typed)")
+    trace.add_argument("--max-prompt-tokens", type=int, default=DEFAULT_MAX_PROMPT_TOKENS, metavar="N",
+                       help=f"refuse longer prompts (default {DEFAULT_MAX_PROMPT_TOKENS}: the longest the default "
+                            "model was trained to answer after; the model's context is the hard limit)")
     trace.add_argument("--model", default=None,
                        help="a local Hugging Face folder (default: the embedded model), or a hub id to fetch")
     trace.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
@@ -58,6 +65,9 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
     from .model import hub_id_for, load_model
 
     check_prompt_text(args.prompt)  # before the model loads: bad input should fail fast
+    for name, value, low in (("prompt-tokens", args.prompt_tokens, 0), ("max-prompt-tokens", args.max_prompt_tokens, 1)):
+        if value < low:
+            raise InputError("length_range", f"--{name} must be at least {low}, got {value}", name=name, value=value)
     cfg = GenerationConfig(
         max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
         top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos,
@@ -66,7 +76,8 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
     if hub_id:  # say so before any network traffic: a typo in a folder name must not look like a download
         print(f"note: no local folder {args.model!r}; fetching {hub_id} from the Hugging Face Hub", file=sys.stderr)
     lm = load_model(args.model, device=args.device, dtype=args.dtype, allow_hub=True)
-    return generate(lm, args.prompt, cfg)
+    prompt = extend_prompt(lm.tokenizer, args.prompt, args.prompt_tokens) if args.prompt_tokens else args.prompt
+    return generate(lm, prompt, cfg, max_prompt_tokens=args.max_prompt_tokens)
 
 
 # --- the readable table ------------------------------------------------------
@@ -101,7 +112,8 @@ def format_trace(trace: RequestTrace) -> str:
     header = [
         f"model {m.model_id} ({m.architecture}, {m.num_params:,} params) on {m.device}, {m.dtype}",
         f"KV per token = 2 x {m.num_layers} layers x {m.num_kv_heads} kv heads x {m.head_dim} head_dim"
-        f" x {m.bytes_per_element} bytes = {m.kv_bytes_per_token:,} bytes",
+        f" x {m.bytes_per_element} bytes = {m.kv_bytes_per_token:,} bytes (formula)",
+        _kv_measured(trace),
         f"prompt: {len(trace.prompt_ids)} tokens  {_inputs(trace.prompt_pieces)}",
         "",
     ]
@@ -119,12 +131,25 @@ def format_trace(trace: RequestTrace) -> str:
 def _summary(trace: RequestTrace) -> list[str]:
     mt = trace.metrics
     tpot = f"{mt.tpot_ms:.2f} ms" if mt.tpot_ms is not None else "n/a (one token)"
-    itl = f"{mt.mean_itl_ms:.2f} ms" if mt.mean_itl_ms is not None else "n/a"
+    # For one request mean ITL is TPOT by definition; the spread is what ITL adds.
+    itl = (f"ITL p50 {mt.p50_itl_ms:.2f} / p90 {mt.p90_itl_ms:.2f} / p99 {mt.p99_itl_ms:.2f} / "
+           f"max {mt.max_itl_ms:.2f} ms") if mt.itl_ms else "ITL n/a (one token)"
     return [
         f"output ({len(trace.steps)} tokens, stop: {trace.stop_reason}): {shown(trace.output_text)}",
         f"TTFT {mt.ttft_ms:.2f} ms (incl. tokenize {trace.tokenize_ms:.2f} ms) | TPOT {tpot} | "
-        f"mean ITL {itl} | E2EL {mt.e2el_ms:.2f} ms",
+        f"{itl} | E2EL {mt.e2el_ms:.2f} ms",
     ]
+
+
+def _kv_measured(trace: RequestTrace) -> str:
+    """The cache as measured after the last pass, next to the formula (they differ when a
+    sliding window or a compressed cache keeps fewer positions than the request has)."""
+    m, last = trace.model, trace.steps[-1]
+    formula = m.kv_bytes_for(last.context_after)
+    verdict = "as the formula says" if last.kv_bytes == formula else (
+        f"not the formula's {formula:,}: " + (f"a sliding window of {m.sliding_window} positions drops older K/V"
+                                              if m.sliding_window else "this cache drops or compresses positions"))
+    return f"KV measured after the last pass: {last.kv_bytes:,} bytes for {last.context_after} positions, {verdict}"
 
 
 if __name__ == "__main__":

@@ -83,3 +83,27 @@ def test_default_model_paris(capsys):
     assert main(["trace", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "prefill" in out and "巴黎" in out
+
+
+def test_prompt_tokens_stretches_like_the_app_and_the_default_cap_refuses_longer(tiny_model_dirs, capsys):
+    model = str(tiny_model_dirs["llama"])
+    assert main(["trace", "--model", model, "--prompt", "The capital of France is", "--prompt-tokens", "40",
+                 "--max-new-tokens", "2", "--json"]) == 0
+    trace = RequestTrace.from_json(capsys.readouterr().out)
+    assert trace.prompt_len == 40 and trace.prompt.endswith("The capital of France is")
+    assert main(["trace", "--model", model, "--prompt", "The capital of France is", "--prompt-tokens", "40",
+                 "--max-prompt-tokens", "39"]) == 2
+    assert "at most 39 fit" in capsys.readouterr().err
+    assert main(["trace", "--model", model, "--prompt-tokens", "-1"]) == 2
+    assert "--prompt-tokens must be at least 0" in capsys.readouterr().err
+
+
+def test_the_table_says_when_the_measured_cache_differs_from_the_formula(tiny_model_dirs, capsys):
+    assert main(["trace", "--model", str(tiny_model_dirs["llama"]), "--prompt", "The capital of France is",
+                 "--max-new-tokens", "3", "--ignore-eos"]) == 0
+    assert "as the formula says" in capsys.readouterr().out
+    assert main(["trace", "--model", str(tiny_model_dirs["mistral"]), "--prompt", "The capital of France is",
+                 "--max-new-tokens", "12", "--ignore-eos"]) == 0
+    out = capsys.readouterr().out
+    assert "not the formula's" in out and "sliding window of 8 positions" in out
+    assert "ITL p50" in out and "mean ITL" not in out
