@@ -14,10 +14,11 @@ from dataclasses import dataclass
 
 import streamlit as st
 
+from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS
 from engine.trace import RequestTrace, step_rows
 from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
 from lesson.views import (
-    DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, ServerSettings, bottleneck_live_text, error_message, escape_markdown,
+    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, ServerSettings, bottleneck_live_text, error_message, escape_markdown,
     format_bytes, format_count, list_model_choices, markdown_table, metric_cards, page_drawing_note, queue_note,
     step_log_line, stop_reason_text, token_split_text, trace_csv, trace_summary, truncate_trace,
 )
@@ -52,6 +53,7 @@ class RunArgs:
     top_p: float
     seed: int
     max_prompt_tokens: int
+    ignore_eos: bool = False  # keep writing past end of sequence: the length slider is then exact
 
 
 # ---------------------------------------------------------------------------
@@ -171,6 +173,7 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
     with right:
         st.slider(t(lang, "output_len"), 1, limits.max_new_tokens, key="output_len", help=t(lang, "output_len_help"))
         st.slider(t(lang, "prompt_len"), 0, limits.max_prompt_tokens, key="prompt_len", help=t(lang, "prompt_len_help"))
+        st.checkbox(t(lang, "ignore_eos"), key="ignore_eos", help=t(lang, "ignore_eos_help"))
 
     prompt = st.session_state.prompt
     preview = _prompt_preview(lang, lm, settings, prompt) if lm is not None else None
@@ -217,6 +220,9 @@ def _prompt_preview(lang: str, lm, settings: ServerSettings, prompt: str) -> tup
         if len(pieces) > limits.max_prompt_tokens:
             st.error(t(lang, "err_prompt_too_long", num_tokens=len(pieces), limit=limits.max_prompt_tokens))
             return None
+        if st.session_state.model_choice == DEFAULT_MODEL_CHOICE and len(pieces) > DEFAULT_MAX_PROMPT_TOKENS:
+            # An operator may raise the cap; the embedded model was not trained that far.
+            st.warning(t(lang, "prompt_beyond_trained", trained=DEFAULT_MAX_PROMPT_TOKENS, num_tokens=len(pieces)))
         st.caption(t(lang, "token_split", num_tokens=len(pieces)))
         st.code(token_split_text(pieces), language=None, wrap_lines=True, height="content" if len(pieces) < 80 else 140)
         return effective, len(pieces)
@@ -234,6 +240,7 @@ def current_args(settings: ServerSettings, prompt: str) -> RunArgs:
         top_p=1.0 if greedy_fixed else float(ss.top_p),
         seed=0 if greedy_fixed else int(ss.seed),
         max_prompt_tokens=settings.limits.max_prompt_tokens,
+        ignore_eos=bool(ss.ignore_eos),
     )
 
 
@@ -242,7 +249,7 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> None:
     from engine import GenerationConfig, stream_trace
 
     cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                           top_k=args.top_k, top_p=args.top_p, seed=args.seed)
+                           top_k=args.top_k, top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos)
     queued = st.empty()
     if lm.lock.locked():  # another visitor's forward pass is running: say so while we wait
         queued.info(t(lang, "queued"), icon=":material/hourglass_top:")
@@ -282,6 +289,9 @@ def _result_box(lang: str, trace: RequestTrace) -> None:
 def _done_notes(lang: str, trace: RequestTrace) -> None:
     if trace.finished:
         st.success(t(lang, "done", num_tokens=len(trace.steps), stop_reason=stop_reason_text(trace, lang)))
+        if trace.stop_reason == "eos" and len(trace.steps) < trace.max_new_tokens:
+            st.caption(t(lang, "eos_hint", num_tokens=len(trace.steps), limit=trace.max_new_tokens,
+                         ignore_eos=t(lang, "ignore_eos")))
     note = queue_note(trace, lang)  # only the engine-measured wait for the model lock
     if note is not None:
         st.caption(note)
@@ -323,7 +333,7 @@ def _trace_to_show(lang: str, settings: ServerSettings) -> str | None:
 
 def _plain(args: RunArgs) -> tuple:
     return (args.model_choice, args.device, args.dtype, args.prompt, args.max_new_tokens,
-            args.temperature, args.top_k, args.top_p, args.seed, args.max_prompt_tokens)
+            args.temperature, args.top_k, args.top_p, args.seed, args.max_prompt_tokens, args.ignore_eos)
 
 
 def _data_downloads(lang: str, trace: RequestTrace) -> None:

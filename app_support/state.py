@@ -30,6 +30,7 @@ DEFAULTS: dict[str, Any] = {
     "top_k": 0,
     "top_p": 1.0,
     "seed": 0,
+    "ignore_eos": False,  # the model's end of sequence ends the answer, as in the lesson's table
     "demo_prompt_len": 4,  # the lesson's sketch: 法国 / 的 / 首都 / 是
     "demo_output_len": 2,  # -> 巴黎 / 。
     "trace_json": None,  # the last finished run
@@ -62,6 +63,7 @@ def repair_session(limits: Limits, models_dir) -> None:
     if not isinstance(ss.prompt, str):
         ss.prompt = ""
     ss.classroom = bool(ss.classroom)
+    ss.ignore_eos = ss.ignore_eos is True
     if ss.reset_model_choice:
         ss.model_choice, ss.reset_model_choice = DEFAULT_MODEL_CHOICE, False
     if ss.model_choice not in list_model_choices(models_dir):

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS
 from engine.trace import STEP_TABLE_COLUMNS, RequestTrace, step_rows
 
 from .svgtext import fmt_bytes, fmt_count, fmt_ms, visible
@@ -38,7 +39,7 @@ ENGINE_ERROR_KEYS = (
 class Limits:
     """Caps that keep a shared classroom server responsive on a CPU."""
 
-    max_prompt_tokens: int = 1024  # PREFILL_DECODE_MAX_PROMPT_TOKENS
+    max_prompt_tokens: int = DEFAULT_MAX_PROMPT_TOKENS  # PREFILL_DECODE_MAX_PROMPT_TOKENS
     max_new_tokens: int = 128  # PREFILL_DECODE_MAX_NEW_TOKENS
     max_prompt_chars: int = 8000  # PREFILL_DECODE_MAX_PROMPT_CHARS: refused before tokenizing
 
@@ -59,7 +60,7 @@ def _env_int(environ: Mapping[str, str], name: str, default: int, low: int, high
 def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings:
     """Read the operator's settings; bad values fall back to the defaults."""
     limits = Limits(
-        max_prompt_tokens=_env_int(environ, "PREFILL_DECODE_MAX_PROMPT_TOKENS", 1024, 8, 32768),
+        max_prompt_tokens=_env_int(environ, "PREFILL_DECODE_MAX_PROMPT_TOKENS", DEFAULT_MAX_PROMPT_TOKENS, 8, 32768),
         max_new_tokens=_env_int(environ, "PREFILL_DECODE_MAX_NEW_TOKENS", 128, 1, 4096),
         max_prompt_chars=_env_int(environ, "PREFILL_DECODE_MAX_PROMPT_CHARS", 8000, 16, 1_000_000),
     )

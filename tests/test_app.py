@@ -239,6 +239,23 @@ def test_change_lengths_then_run(app):
 
 
 @needs_model
+def test_the_answer_stops_at_end_of_sequence_unless_asked_to_keep_writing(app):
+    app.slider(key="output_len").set_value(8)
+    app.button(key="run").click().run()
+    assert_healthy(app)
+    trace = shown_trace(app)
+    assert trace["output_text"] == "巴黎。" and trace["stop_reason"] == "eos" and len(trace["steps"]) == 3
+    assert t("zh", "stop_eos") in texts(app, "success")
+    assert t("zh", "ignore_eos") in texts(app, "caption")  # the page says how to get more tokens
+    app.checkbox(key="ignore_eos").check().run()
+    app.button(key="run").click().run()
+    assert_healthy(app)
+    trace = shown_trace(app)
+    assert len(trace["steps"]) == 8 and trace["stop_reason"] == "length"  # the slider means what it says
+    assert trace["output_text"].startswith("巴黎。")
+
+
+@needs_model
 def test_switch_language_then_back(app):
     app.radio(key="lang").set_value("en").run()
     assert_healthy(app)
