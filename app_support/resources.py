@@ -80,6 +80,15 @@ def diagram_svg(name: str, trace_json: str, lang: str) -> str:
     return DIAGRAMS[name](RequestTrace.from_json(trace_json), lang=lang)
 
 
+@st.cache_data(show_spinner=False, max_entries=256)
+def diagram_words(name: str, trace_json: str, lang: str, stamp: str) -> tuple[str, str]:
+    """(the diagram's alt text, its download file name without extension)."""
+    from lesson.views import download_stem, figure_alt
+
+    trace = RequestTrace.from_json(trace_json)
+    return figure_alt(name, trace, lang), f"{download_stem(trace, stamp)}_{name}"
+
+
 @st.cache_data(show_spinner=False, max_entries=512)
 def schematic_svg(prompt_len: int, output_len: int, lang: str) -> str:
     """The block sketch for the two sliders; no model involved."""

@@ -7,6 +7,7 @@ when there is no run to show yet.
 
 from __future__ import annotations
 
+import datetime
 import json
 import logging
 import time
@@ -15,12 +16,13 @@ from dataclasses import dataclass
 import streamlit as st
 
 from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS
-from engine.trace import RequestTrace, step_rows
+from engine.trace import RequestTrace
 from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
 from lesson.views import (
-    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, ServerSettings, bottleneck_live_text, error_message, escape_markdown,
-    format_bytes, format_count, list_model_choices, markdown_table, metric_cards, page_drawing_note, queue_note,
-    step_log_line, stop_reason_text, token_split_text, trace_csv, trace_summary, truncate_trace,
+    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, ServerSettings, bottleneck_live_text, default_prompt, download_stem,
+    error_message, escape_markdown, format_bytes, format_count, list_model_choices, markdown_table, metric_cards,
+    page_drawing_note, queue_note, run_stamp, schematic_alt, step_log_line, step_table, stop_reason_text,
+    token_split_text, trace_csv, trace_summary, truncate_trace,
 )
 
 from . import resources, state
@@ -68,7 +70,7 @@ def header(lang: str) -> None:
     with switch_col:
         st.radio(
             t(lang, "language"), LANGUAGES, key="lang", horizontal=True,
-            format_func=LANGUAGE_NAMES.__getitem__,
+            format_func=LANGUAGE_NAMES.__getitem__, on_change=state.language_changed,
         )
         st.toggle(t(lang, "classroom"), key="classroom", help=t(lang, "classroom_help"), on_change=_classroom_changed)
 
@@ -106,6 +108,8 @@ def sidebar(lang: str, settings: ServerSettings):
         limits = settings.limits
         st.caption(t(lang, "limits", max_prompt_tokens=limits.max_prompt_tokens,
                      max_prompt_chars=limits.max_prompt_chars, max_new_tokens=limits.max_new_tokens))
+        st.button(t(lang, "reset_defaults"), key="reset_defaults", help=t(lang, "reset_defaults_help"),
+                  icon=":material/restart_alt:", width="stretch", on_click=state.reset_to_defaults, args=(limits,))
         st.markdown(f"**{t(lang, 'toc')}**")
         st.markdown("\n".join(f"- [{t(lang, key)}](#{anchor})" for anchor, key in CONTENTS))
     return classroom_slot
@@ -178,25 +182,27 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
     prompt = st.session_state.prompt
     preview = _prompt_preview(lang, lm, settings, prompt) if lm is not None else None
     effective = preview[0] if preview else None
+    # Off while the prompt cannot run (empty, too long): the message above says why.
     clicked = st.button(t(lang, "run"), key="run", type="primary", icon=":material/play_arrow:",
-                        disabled=lm is None)
+                        disabled=lm is None or effective is None)
     result = st.container(border=True)
+    ran = False  # a new run drew its own answer; otherwise the box shows the run the figures show
     if clicked and effective is not None:
         with result, error_boundary(lang):
-            _stream_run(lang, lm, current_args(settings, effective), num_prompt_tokens=preview[1])
+            ran = _stream_run(lang, lm, current_args(settings, effective), num_prompt_tokens=preview[1])
     trace_json = _trace_to_show(lang, settings)
     if trace_json is None:
         result.info(t(lang, "no_trace"))
         return None
     with result, error_boundary(lang):
         shown = classroom_view(trace_json)
-        if not clicked:
+        if not ran:
             _result_box(lang, RequestTrace.from_json(shown))
         st.caption(trace_summary(RequestTrace.from_json(trace_json), lang))
         if effective is not None and st.session_state.trace_args != current_args(settings, effective):
             st.info(t(lang, "stale_note"), icon=":material/refresh:")
     with st.expander(t(lang, "data_title")), error_boundary(lang):
-        _data_downloads(lang, RequestTrace.from_json(trace_json))
+        _data_downloads(lang, RequestTrace.from_json(trace_json), st.session_state.trace_stamp)
     return shown
 
 
@@ -218,6 +224,7 @@ def _prompt_preview(lang: str, lm, settings: ServerSettings, prompt: str) -> tup
         elif target:
             st.caption(t(lang, "prompt_extended", natural=natural, num_tokens=len(pieces)))
         if len(pieces) > limits.max_prompt_tokens:
+            # Only the typed prompt can be too long: filler stops at the target, which is at most the limit.
             st.error(t(lang, "err_prompt_too_long", num_tokens=len(pieces), limit=limits.max_prompt_tokens))
             return None
         if st.session_state.model_choice == DEFAULT_MODEL_CHOICE and len(pieces) > DEFAULT_MAX_PROMPT_TOKENS:
@@ -244,8 +251,10 @@ def current_args(settings: ServerSettings, prompt: str) -> RunArgs:
     )
 
 
-def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> None:
-    """Run the model, drawing Prefill and then each Decode token as it arrives."""
+def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> bool:
+    """Run the model, drawing Prefill and then each Decode token as it arrives.
+
+    Returns whether a finished run was stored (and its answer drawn)."""
     from engine import GenerationConfig, stream_trace
 
     cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
@@ -256,29 +265,42 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> None:
     progress = st.progress(0.0, text=t(lang, "running_prefill", num_positions=num_prompt_tokens))
     answer, log_box = st.empty(), st.empty()
     trace, last_draw = None, 0.0
-    for trace in stream_trace(lm, args.prompt, cfg, max_prompt_tokens=args.max_prompt_tokens):
-        # The model waits while the page draws, and that wait lands in the next ITL; so draw
-        # Prefill at once, then at most every UI_REFRESH_S (measured: drawing every step of a
-        # 6 ms decode made TPOT about 10 ms). The engine records each hold as the next step's
-        # consumer_ms, so the waits section shows it as its own slice, never hidden in a metric.
-        if len(trace.steps) > 1 and time.perf_counter() - last_draw < UI_REFRESH_S:
-            continue
+    try:
+        for trace in stream_trace(lm, args.prompt, cfg, max_prompt_tokens=args.max_prompt_tokens):
+            # The model waits while the page draws, and that wait lands in the next ITL; so draw
+            # Prefill at once, then at most every UI_REFRESH_S (measured: drawing every step of a
+            # 6 ms decode made TPOT about 10 ms). The engine records each hold as the next step's
+            # consumer_ms, so the waits section shows it as its own slice, never hidden in a metric.
+            if len(trace.steps) > 1 and time.perf_counter() - last_draw < UI_REFRESH_S:
+                continue
+            queued.empty()
+            done = len(trace.steps)
+            progress.progress(min(1.0, done / cfg.max_new_tokens), text=t(
+                lang, "progress", step=done, num_tokens=done, max_tokens=cfg.max_new_tokens))
+            _answer_and_log(lang, trace, answer, log_box, tail=6)
+            last_draw = time.perf_counter()
+    except Exception:
+        answer.empty()  # no half answer left behind: the box shows the run the figures show
+        log_box.empty()
+        raise
+    finally:
         queued.empty()
-        done = len(trace.steps)
-        progress.progress(min(1.0, done / cfg.max_new_tokens), text=t(
-            lang, "progress", step=done, num_tokens=done, max_tokens=cfg.max_new_tokens))
-        _answer_and_log(lang, trace, answer, log_box, tail=6)
-        last_draw = time.perf_counter()
-    queued.empty()
-    progress.empty()
+        progress.empty()
     if trace is None:
-        return
-    st.session_state.trace_json = trace.to_json(indent=None)
-    st.session_state.trace_args = args
-    st.session_state.class_step = 1 if st.session_state.classroom else len(trace.steps)
+        return False
+    _store_trace(trace.to_json(indent=None), args, is_default=False)
     shown = RequestTrace.from_json(classroom_view(st.session_state.trace_json))
     _answer_and_log(lang, shown, answer, log_box)
     _done_notes(lang, shown)
+    return True
+
+
+def _store_trace(trace_json: str, args: RunArgs, is_default: bool) -> None:
+    """The run every figure shows from now on, with when it ran (for download names)."""
+    ss = st.session_state
+    ss.trace_json, ss.trace_args, ss.trace_is_default = trace_json, args, is_default
+    ss.trace_stamp = run_stamp(datetime.datetime.now())
+    ss.class_step = 1 if ss.classroom else len(json.loads(trace_json)["steps"])
 
 
 def _result_box(lang: str, trace: RequestTrace) -> None:
@@ -314,10 +336,10 @@ def _answer_and_log(lang: str, trace: RequestTrace, answer, log_box, tail: int |
 
 
 def _trace_to_show(lang: str, settings: ServerSettings) -> str | None:
-    """The last run; before any run, the default prompt's trace (cached per model)."""
+    """The last run; before any run, the default prompt's trace in the page's language (cached per model)."""
     if st.session_state.trace_json is not None:
         return st.session_state.trace_json
-    args = RunArgs(st.session_state.model_choice, settings.device, settings.dtype, DEFAULT_PROMPT,
+    args = RunArgs(st.session_state.model_choice, settings.device, settings.dtype, default_prompt(lang),
                    min(DEFAULT_OUTPUT_LEN, settings.limits.max_new_tokens), 0.0, 0, 1.0, 0,
                    settings.limits.max_prompt_tokens)
     try:
@@ -326,8 +348,7 @@ def _trace_to_show(lang: str, settings: ServerSettings) -> str | None:
         log.warning("default trace failed: %s", err)
         st.error(error_message(err, lang))
         return None
-    st.session_state.trace_json, st.session_state.trace_args = trace_json, args
-    st.session_state.class_step = 1 if st.session_state.classroom else len(json.loads(trace_json)["steps"])
+    _store_trace(trace_json, args, is_default=True)
     return trace_json
 
 
@@ -336,13 +357,14 @@ def _plain(args: RunArgs) -> tuple:
             args.temperature, args.top_k, args.top_p, args.seed, args.max_prompt_tokens, args.ignore_eos)
 
 
-def _data_downloads(lang: str, trace: RequestTrace) -> None:
-    st.dataframe(step_rows(trace), hide_index=True, width="stretch", height=240)
+def _data_downloads(lang: str, trace: RequestTrace, stamp: str) -> None:
+    st.dataframe(step_table(trace), hide_index=True, width="stretch", height=240)
+    stem = download_stem(trace, stamp)
     left, right = st.columns(2)
-    left.download_button(t(lang, "download_json"), data=trace.to_json(), file_name="trace.json",
+    left.download_button(t(lang, "download_json"), data=trace.to_json(), file_name=f"{stem}_trace.json",
                          mime="application/json", key="download_json", on_click="ignore",
                          icon=":material/download:")
-    right.download_button(t(lang, "download_csv"), data=trace_csv(trace), file_name="trace_steps.csv",
+    right.download_button(t(lang, "download_csv"), data=trace_csv(trace), file_name=f"{stem}_steps.csv",
                           mime="text/csv", key="download_csv", on_click="ignore", icon=":material/download:")
 
 
@@ -393,7 +415,8 @@ def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | No
         return
     with error_boundary(lang, "err_diagram"):
         svg = resources.diagram_svg(name, trace_json, lang)
-        svg_figure(name, svg, lang, caption)
+        alt, stem = resources.diagram_words(name, trace_json, lang, st.session_state.trace_stamp)
+        svg_figure(name, svg, lang, caption, alt=alt, file_stem=stem)
 
 
 def section_timeline(lang: str, trace_json: str | None) -> None:
@@ -426,8 +449,11 @@ def section_blocks_demo(lang: str) -> None:
     left.slider(t(lang, "demo_prompt_len"), 1, state.DEMO_MAX_PROMPT, key="demo_prompt_len")
     right.slider(t(lang, "demo_output_len"), 1, state.DEMO_MAX_OUTPUT, key="demo_output_len")
     with error_boundary(lang, "err_diagram"):
-        svg = resources.schematic_svg(int(st.session_state.demo_prompt_len), int(st.session_state.demo_output_len), lang)
-        svg_figure("blocks_schematic", svg, lang, t(lang, "demo_live_hint"))
+        prompt_len, output_len = int(st.session_state.demo_prompt_len), int(st.session_state.demo_output_len)
+        svg = resources.schematic_svg(prompt_len, output_len, lang)
+        svg_figure("blocks_schematic", svg, lang, t(lang, "demo_live_hint"),
+                   alt=schematic_alt(prompt_len, output_len, lang),
+                   file_stem=f"prefill-decode_sketch_prompt{prompt_len}_answer{output_len}")
 
 
 def section_bottleneck(lang: str, trace_json: str | None) -> None:

@@ -13,7 +13,8 @@ import streamlit as st
 
 from lesson.text import LANGUAGES
 from lesson.views import (
-    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, Limits, as_int_in_range, list_model_choices,
+    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, Limits, as_int_in_range, default_prompt,
+    is_default_prompt, list_model_choices,
 )
 
 DEMO_MAX_PROMPT = 64
@@ -23,7 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "lang": "zh",
     "classroom": False,
     "model_choice": DEFAULT_MODEL_CHOICE,
-    "prompt": DEFAULT_PROMPT,
+    "prompt": DEFAULT_PROMPT,  # per language: lesson.views.default_prompt(lang)
     "output_len": DEFAULT_OUTPUT_LEN,
     "prompt_len": 0,
     "temperature": 0.0,
@@ -35,15 +36,50 @@ DEFAULTS: dict[str, Any] = {
     "demo_output_len": 2,  # -> 巴黎 / 。
     "trace_json": None,  # the last finished run
     "trace_args": None,  # the plain arguments that produced it
+    "trace_stamp": "",  # when it ran, "YYYYmmdd-HHMMSS": download names tell runs apart
+    "trace_is_default": False,  # it is the page's own first view, not a run the visitor asked for
     "class_step": 1,  # classroom: forward passes shown so far
     "flash": [],  # (text key, params) shown once at the top
     "reset_model_choice": False,  # a listed model failed to load: back to the default
 }
 
 
+# The keys of the lesson's controls (everything "reset to the lesson's defaults" puts back; not the language).
+WIDGET_KEYS = ("classroom", "model_choice", "prompt", "output_len", "prompt_len", "temperature", "top_k", "top_p",
+               "seed", "ignore_eos", "demo_prompt_len", "demo_output_len")
+
+
 def init_session() -> None:
     for key, value in DEFAULTS.items():
+        if key == "prompt":  # the running example in the page's language
+            value = default_prompt(st.session_state.get("lang", DEFAULTS["lang"]))
         st.session_state.setdefault(key, list(value) if isinstance(value, list) else value)
+
+
+def language_changed() -> None:
+    """The language radio's callback: the lesson's own example follows the language.
+
+    A prompt the visitor typed stays; the page's first view (not a run they asked
+    for) is dropped so it is drawn again from the new language's example.
+    """
+    ss = st.session_state
+    if is_default_prompt(ss.prompt):
+        ss.prompt = default_prompt(ss.lang)
+        if ss.trace_is_default:
+            ss.trace_json, ss.trace_args, ss.trace_is_default = None, None, False
+
+
+def reset_to_defaults(limits: Limits) -> None:
+    """The reset button's callback: every control back to DEFAULTS, the prompt in the page's language.
+
+    The run shown (trace_json) is kept; the page then says whether it matches the settings.
+    """
+    ss = st.session_state
+    for key in WIDGET_KEYS:
+        ss[key] = DEFAULTS[key]
+    ss.prompt = default_prompt(ss.lang)
+    ss.output_len = min(DEFAULT_OUTPUT_LEN, limits.max_new_tokens)
+    ss.class_step = 10**9  # classroom mode is off by default: every diagram shows the whole run
 
 
 def flash(key: str, **params: Any) -> None:

@@ -67,18 +67,23 @@ def error_boundary(lang: str, key: str = "err_internal") -> Iterator[None]:
             st.error(t(lang, key, kind=type(err).__name__))
 
 
-def svg_figure(name: str, svg: str, lang: str, caption: str | None = None) -> None:
-    """A diagram, then its SVG download and (on demand) its source."""
-    st.image(svg, width="stretch")
+def svg_figure(name: str, svg: str, lang: str, caption: str | None = None, *, alt: str, file_stem: str) -> None:
+    """A diagram with its text alternative, then its SVG download (`file_stem`.svg) and,
+    on demand, its source (wrapped: the SVG is one long line).
+
+    `alt` is plain text set as the <img>'s alt attribute (lesson.views.figure_alt),
+    never parsed as markup.
+    """
+    st.image(svg, width="stretch", alt=alt)
     if caption:
         st.caption(caption)
     left, right = st.columns([1, 2], vertical_alignment="center")
     left.download_button(
-        t(lang, "download_svg"), data=svg, file_name=f"{name}.svg", mime="image/svg+xml",
+        t(lang, "download_svg"), data=svg, file_name=f"{file_stem}.svg", mime="image/svg+xml",
         key=f"download_svg_{name}", on_click="ignore", icon=":material/download:",
     )
     if right.toggle(t(lang, "raw_svg"), key=f"raw_svg_{name}"):
-        st.code(svg, language="xml", height=320)
+        st.code(svg, language="xml", height=320, wrap_lines=True)
 
 
 def metric_row(cards: list[MetricCard]) -> None:

@@ -75,7 +75,7 @@ ZH = {
     "kv_decode_run_one": "{added}（{n}）",
     "kv_decode_then": "，再 ",
     "kv_decode_range": "之后每次 Decode 增加 {low} 到 {high}",
-    "kv_stack_legend": "每根柱按层堆叠（第 0 层在最下）；悬停可看每层字节。",
+    "kv_stack_legend": "每根柱按层堆叠（第 0 层在最下，深浅两种灰色逐层交替）；把下载的 SVG 在浏览器中打开，悬停可看每层字节。",
     # latency
     "lat_title": "每个输出 Token 等了多久",
     "lat_axis_y": "距上一个 Token",
@@ -197,7 +197,8 @@ EN = {
     "kv_decode_run_one": "{added} ({n})",
     "kv_decode_then": ", then ",
     "kv_decode_range": "then each Decode adds {low} to {high}",
-    "kv_stack_legend": "Each bar is stacked by layer (layer 0 at the bottom); hover for each layer's bytes.",
+    "kv_stack_legend": "Each bar is stacked by layer (layer 0 at the bottom, grey shades alternate); "
+                       "in the downloaded SVG, hover for each layer's bytes.",
     "lat_title": "How long each output token took",
     "lat_axis_y": "since the previous token",
     "lat_axis_x": "output token (one bar each: the pass that made it at the bottom, the rest on top)",

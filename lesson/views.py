@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import datetime
 import io
 import os
 import re
@@ -22,7 +23,8 @@ from engine.trace import STEP_TABLE_COLUMNS, RequestTrace, step_rows
 from .svgtext import fmt_bytes, fmt_count, fmt_ms, visible
 from .text import t
 
-DEFAULT_PROMPT = "法国的首都是"
+DEFAULT_PROMPTS = {"zh": "法国的首都是", "en": "The capital of France is"}  # -> 巴黎。 / " Paris."
+DEFAULT_PROMPT = DEFAULT_PROMPTS["zh"]
 DEFAULT_OUTPUT_LEN = 8
 DEFAULT_MODEL_CHOICE = "default"
 ENGINE_ERROR_KEYS = (
@@ -113,6 +115,16 @@ def resolve_model_choice(choice: str, models_dir: Path | None) -> str | None:
     return str(models_dir / choice)
 
 
+def default_prompt(lang: str) -> str:
+    """The lesson's running example in `lang` (Chinese for anything unknown)."""
+    return DEFAULT_PROMPTS.get(lang, DEFAULT_PROMPT)
+
+
+def is_default_prompt(prompt: object) -> bool:
+    """True when the prompt is one of the lesson's own examples, i.e. nothing the visitor typed."""
+    return isinstance(prompt, str) and prompt.strip() in DEFAULT_PROMPTS.values()
+
+
 # ---------------------------------------------------------------------------
 # Input checks
 # ---------------------------------------------------------------------------
@@ -183,6 +195,8 @@ def metric_cards(trace: RequestTrace, lang: str) -> list[MetricCard]:
 
     For one request the mean ITL always equals TPOT, so the ITL card shows what
     ITL adds instead: its p99, with p50 / p90 / max in the card's definition.
+    A one-token answer has no gap to measure: TPOT and ITL read "—", and their
+    definitions say why (a short value, so the card never cuts a sentence).
     """
     metrics = trace.metrics
     if metrics is None:
@@ -195,9 +209,13 @@ def metric_cards(trace: RequestTrace, lang: str) -> list[MetricCard]:
         "e2el": format_ms(metrics.e2el_ms),
     }
     definitions = {k: t(lang, f"metric_{k}_def") for k in values}
+    if metrics.tpot_ms is None:
+        definitions["tpot"] = t(lang, "metric_tpot_one_token")
     if metrics.itl_ms:
         definitions["itl"] = t(lang, "metric_itl_spread", n=len(metrics.itl_ms), p50=format_ms(metrics.p50_itl_ms),
                                p90=format_ms(metrics.p90_itl_ms), max=format_ms(metrics.max_itl_ms))
+    else:
+        definitions["itl"] = t(lang, "metric_itl_one_token")
     return [MetricCard(k, t(lang, f"metric_{k}"), v, definitions[k]) for k, v in values.items()]
 
 
@@ -291,13 +309,106 @@ def truncate_trace(trace: RequestTrace, num_steps: int) -> RequestTrace:
     return dataclasses.replace(trace, steps=steps, stop_reason=None, output_text="".join(s.output_piece for s in steps))
 
 
+# The step table's columns (engine.trace.STEP_TABLE_COLUMNS) as the page and the CSV name them:
+# every measurement carries its unit, every count says it is one (a new engine column keeps its name).
+TABLE_HEADERS = {
+    "step": "step_index",
+    "phase": "phase",  # "prefill" / "decode"
+    "positions": "positions_first_to_last",  # "0..3": the positions this pass computed
+    "new_positions": "num_new_positions",
+    "input_tokens": "input_pieces",  # the token pieces fed in, joined with " | "
+    "output_token": "output_piece",
+    "start_ms": "start_ms",  # since the request started
+    "end_ms": "end_ms",
+    "ms": "pass_ms",
+    "context_after": "num_cached_positions_after",
+    "kv_bytes": "kv_cache_bytes",
+    "lock_wait_ms": "lock_wait_ms",
+    "consumer_ms": "page_drawing_ms",
+}
+CSV_BOM = "\ufeff"  # spreadsheet programs read UTF-8 (巴黎, ▁Paris) only when the file starts with it
+
+
+def step_table(trace: RequestTrace) -> list[dict]:
+    """The step table (engine.trace.step_rows) with the headers above."""
+    return [{TABLE_HEADERS.get(k, k): v for k, v in row.items()} for row in step_rows(trace)]
+
+
 def trace_csv(trace: RequestTrace) -> str:
-    """The step table (engine.trace.step_rows) as CSV text."""
+    """The step table as CSV text, starting with a UTF-8 byte-order mark."""
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=list(STEP_TABLE_COLUMNS), lineterminator="\n")
+    headers = [TABLE_HEADERS.get(k, k) for k in STEP_TABLE_COLUMNS]
+    writer = csv.DictWriter(buffer, fieldnames=headers, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(step_rows(trace))
-    return buffer.getvalue()
+    writer.writerows(step_table(trace))
+    return CSV_BOM + buffer.getvalue()
+
+
+def download_stem(trace: RequestTrace, stamp: str) -> str:
+    """A file name (no extension) that tells runs apart: lengths, then when it ran.
+
+    `stamp` is the run's local time as "YYYYmmdd-HHMMSS" (see run_stamp).
+    """
+    return f"prefill-decode_prompt{trace.prompt_len}_answer{len(trace.steps)}_{stamp}"
+
+
+def run_stamp(when: datetime.datetime) -> str:
+    return when.strftime("%Y%m%d-%H%M%S")
+
+
+# ---------------------------------------------------------------------------
+# Figures in words: the alt text of each diagram (what it shows, its key numbers)
+# ---------------------------------------------------------------------------
+
+ALT_QUOTE_CHARS = 40  # a quoted prompt or answer in an alt text keeps at most this many characters
+
+
+def _quoted(text: str, keep_end: bool = False) -> str:
+    """Visible text, cut to ALT_QUOTE_CHARS (a stretched prompt keeps its end, the part that asks)."""
+    shown = " ".join(shown_piece(text).split())
+    if len(shown) <= ALT_QUOTE_CHARS:
+        return shown
+    return "…" + shown[-ALT_QUOTE_CHARS + 1:] if keep_end else shown[:ALT_QUOTE_CHARS - 1] + "…"
+
+
+def _alt_numbers(trace: RequestTrace) -> dict[str, object]:
+    """Every number any figure's alt text quotes, formatted for the page."""
+    metrics, prefill = trace.metrics, trace.prefill
+    answer = trace.output_text if trace.finished else "".join(trace.output_pieces)
+    return {
+        "prompt": _quoted(trace.prompt, keep_end=True), "answer": _quoted(answer),
+        "first": _quoted(trace.steps[0].output_piece) if trace.steps else "",
+        "prompt_len": trace.prompt_len, "output_len": len(trace.steps), "num_passes": len(trace.steps),
+        "num_decode": len(trace.decode_steps), "num_positions": sum(s.num_positions for s in trace.steps),
+        "prefill_ms": format_ms(prefill.duration_ms if prefill else None),
+        "ttft": format_ms(metrics.ttft_ms if metrics else None),
+        "e2el": format_ms(metrics.e2el_ms if metrics else None),
+        "tpot": format_ms(metrics.tpot_ms if metrics else None),
+        "p50": format_ms(metrics.p50_itl_ms if metrics and metrics.itl_ms else None),
+        "p99": format_ms(metrics.p99_itl_ms if metrics and metrics.itl_ms else None),
+        "max": format_ms(metrics.max_itl_ms if metrics and metrics.itl_ms else None),
+        "num_layers": trace.model.num_layers, "per_token": format_bytes(trace.model.kv_bytes_per_token),
+        "prefill_bytes": format_bytes(prefill.kv_bytes if prefill else 0), "final_bytes": format_bytes(trace.kv_bytes),
+        "num_tokens": trace.steps[-1].context_after if trace.steps else 0,
+    }
+
+
+FIGURE_ALT_KEYS = {name: f"alt_{name}" for name in
+                   ("timeline", "blocks", "kv_growth", "latency", "animation", "review_map")}
+
+
+def figure_alt(name: str, trace: RequestTrace, lang: str) -> str:
+    """The text alternative of the live diagram `name` (lesson.diagrams.DIAGRAMS) for `trace`.
+
+    Plain text for an <img alt>: a screen reader reads it, a browser never parses it.
+    """
+    return t(lang, FIGURE_ALT_KEYS[name], **_alt_numbers(trace))
+
+
+def schematic_alt(prompt_len: int, output_len: int, lang: str) -> str:
+    """The text alternative of the block sketch (lesson.diagrams.render_blocks_schematic)."""
+    return t(lang, "alt_blocks_schematic", prompt_len=prompt_len, num_decode=output_len - 1,
+             num_passes=output_len, num_positions=prompt_len + output_len - 1)
 
 
 # ---------------------------------------------------------------------------

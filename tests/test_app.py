@@ -19,9 +19,10 @@ import pytest
 from engine.errors import InputError, ModelLoadError
 from lesson.text import t
 from lesson.views import (
-    Limits, as_int_in_range, bottleneck_live_text, error_message, escape_markdown, format_bytes,
-    format_ms, list_model_choices, metric_cards, page_drawing_note, queue_note, queue_wait_ms, resolve_model_choice,
-    settings_from_env, step_log_line, token_split_text, trace_csv, truncate_trace,
+    CSV_BOM, DEFAULT_PROMPTS, Limits, as_int_in_range, bottleneck_live_text, default_prompt, download_stem,
+    error_message, escape_markdown, figure_alt, format_bytes, format_ms, is_default_prompt, list_model_choices,
+    metric_cards, page_drawing_note, queue_note, queue_wait_ms, resolve_model_choice, run_stamp, schematic_alt,
+    settings_from_env, step_log_line, step_table, token_split_text, trace_csv, truncate_trace,
 )
 from tests.factories import make_trace
 
@@ -110,6 +111,15 @@ def test_metric_cards_formats_and_single_token_case():
     assert one[1].value == one[2].value == t("zh", "metric_na")
 
 
+def test_a_one_token_answer_reads_a_dash_and_says_why():
+    for lang in ("zh", "en"):
+        cards = {c.key: c for c in metric_cards(make_trace(output_pieces=("巴黎",)), lang)}
+        assert cards["tpot"].value == cards["itl"].value == "—"  # short: the card never cuts a sentence
+        assert cards["tpot"].definition == t(lang, "metric_tpot_one_token")
+        assert cards["itl"].definition == t(lang, "metric_itl_one_token")
+        assert cards["ttft"].value.endswith("ms") and cards["ttft"].definition == t(lang, "metric_ttft_def")
+
+
 def _timed(trace, times):
     """The trace with each step's (start_ms, end_ms, consumer_ms, lock_wait_ms) replaced."""
     import dataclasses
@@ -148,13 +158,97 @@ def test_page_drawing_is_named_when_it_stretched_a_wait():
 def test_trace_helpers_csv_truncate_log_and_bottleneck():
     trace = make_trace(output_pieces=("巴黎", "。", "`x"))
     rows = trace_csv(trace).splitlines()
-    assert rows[0].startswith("step,phase,positions") and len(rows) == 4
+    assert rows[0].startswith(CSV_BOM + "step_index,phase,") and len(rows) == 4
     cut = truncate_trace(trace, 1)
     assert len(cut.steps) == 1 and not cut.finished and truncate_trace(trace, 99) is trace
     assert "Prefill" in step_log_line(trace, 0, "en") and "4" in step_log_line(trace, 0, "en")
     assert "``" not in step_log_line(trace, 2, "en")
     assert "4" in bottleneck_live_text(trace, "zh")
     assert queue_wait_ms(trace) is None
+
+
+def test_the_csv_opens_in_spreadsheets_and_every_header_says_its_unit():
+    import csv
+    import io
+
+    trace = make_trace(output_pieces=("巴黎", "。"))
+    data = trace_csv(trace).encode("utf-8")
+    assert data.startswith(b"\xef\xbb\xbf")  # the UTF-8 byte-order mark Excel and Numbers look for
+    rows = list(csv.DictReader(io.StringIO(data.decode("utf-8-sig"))))
+    assert rows[0]["output_piece"] == "巴黎" and rows[1]["input_pieces"] == "巴黎"
+    text_columns = {"step_index", "phase", "positions_first_to_last", "input_pieces", "output_piece"}
+    for header in rows[0]:
+        assert header in text_columns or header.endswith(("_ms", "_bytes")) or header.startswith("num_"), header
+    assert float(rows[0]["pass_ms"]) == trace.steps[0].duration_ms and rows[0]["num_new_positions"] == "4"
+    assert int(rows[1]["kv_cache_bytes"]) == trace.steps[1].kv_bytes and rows[1]["num_cached_positions_after"] == "5"
+    assert list(step_table(trace)[0]) == list(rows[0])  # the page's table has the same headers
+
+
+def test_download_names_tell_runs_apart():
+    import datetime
+
+    stamp = run_stamp(datetime.datetime(2025, 3, 4, 5, 6, 7))
+    assert stamp == "20250304-050607"
+    assert download_stem(make_trace(), stamp) == "prefill-decode_prompt4_answer2_20250304-050607"
+    longer = make_trace(prompt_pieces=("a",) * 40, output_pieces=("b",) * 7)
+    assert download_stem(longer, stamp) != download_stem(make_trace(), stamp)
+    assert download_stem(make_trace(), "20250304-050608") != download_stem(make_trace(), stamp)
+
+
+def test_each_language_has_its_own_running_example():
+    assert default_prompt("zh") == "法国的首都是" and default_prompt("en") == "The capital of France is"
+    assert default_prompt("fr") == "法国的首都是"
+    assert all(is_default_prompt(p) for p in DEFAULT_PROMPTS.values()) and is_default_prompt("法国的首都是 ")
+    assert not is_default_prompt("The capital of Germany is") and not is_default_prompt(None)
+
+
+ALT_NAMES = ("timeline", "blocks", "kv_growth", "latency", "animation", "review_map")
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_figure_has_a_text_alternative_with_its_numbers(lang):
+    from lesson.diagrams import DIAGRAMS
+
+    assert set(ALT_NAMES) == set(DIAGRAMS)
+    trace = make_trace(output_pieces=("巴黎", "。", "</s>"))
+    metrics = trace.metrics
+    alts = {name: figure_alt(name, trace, lang) for name in ALT_NAMES}
+    assert len(set(alts.values())) == len(ALT_NAMES)  # each says what its own figure shows
+    for name, alt in alts.items():
+        assert "{" not in alt and "}" not in alt, (name, alt)  # every field filled
+    assert "法国的首都是" in alts["timeline"] and format_ms(metrics.ttft_ms) in alts["timeline"]
+    assert format_ms(metrics.e2el_ms) in alts["timeline"]
+    assert format_bytes(trace.kv_bytes) in alts["kv_growth"]
+    assert format_bytes(trace.steps[0].kv_bytes) in alts["kv_growth"]
+    assert format_ms(metrics.tpot_ms) in alts["latency"] and format_ms(metrics.p99_itl_ms) in alts["latency"]
+    assert "巴黎" in alts["animation"] and str(sum(s.num_positions for s in trace.steps)) in alts["blocks"]
+    assert format_bytes(trace.kv_bytes) in alts["review_map"]
+    sketch = schematic_alt(12, 5, lang)
+    assert all(str(n) in sketch for n in (12, 4, 16)) and "{" not in sketch  # 5 passes, 12 + 4 positions
+
+
+def test_figure_alt_text_keeps_user_text_short_and_visible():
+    hostile = "x" * 500 + "\u202e<img src=x onerror=alert(1)>\n法国的首都是"
+    trace = make_trace(prompt=hostile, output_pieces=("巴黎", "\x00。"))
+    alt = figure_alt("timeline", trace, "en")
+    assert "\u202e" not in alt and "\x00" not in alt and "\n" not in alt  # nothing hidden or reordered
+    assert "…" in alt and alt.count("x") < 60 and "法国的首都是" in alt  # a stretched prompt keeps its end
+    assert figure_alt("latency", make_trace(output_pieces=("巴黎",)), "en").count("—") == 4  # no gaps: no TPOT, ITL
+
+
+def test_only_interactive_figures_promise_hover():
+    """Figures are <img>s: a tooltip inside one never shows. Only the plotly chart (latency_caption) hovers."""
+    import re
+
+    from lesson.strings import STRINGS
+    from lesson.text import TEXTS
+
+    for lang in ("zh", "en"):
+        for key, text in TEXTS[lang].items():
+            if isinstance(text, str) and key != "latency_caption":
+                assert not re.search("hover|悬停", text, re.IGNORECASE), key
+        legend = STRINGS[lang]["kv_stack_legend"]  # drawn inside the KV figure: hover only in the downloaded file
+        assert not re.search("hover|悬停", legend, re.IGNORECASE) or "SVG" in legend
 
 
 # ---------------------------------------------------------------------------
@@ -217,6 +311,8 @@ def test_first_view_shows_the_default_prompt_live(app):
     assert trace["prompt"] == "法国的首都是" and trace["steps"][0]["phase"] == "prefill"
     assert "巴黎" in trace["output_text"]
     assert len(app.get("image")) == 7  # every diagram, as an <img> (pixels are checked in the browser test)
+    alts = [img.proto.imgs[0].alt for img in app.get("image")]
+    assert all(alts) and len(set(alts)) == 7 and "巴黎" in alts[0]  # each says what it shows, with the run's numbers
     assert len(app.get("plotly_chart")) == 1
     assert {"download_json", "download_csv", "download_svg_timeline", "download_svg_blocks_schematic"} <= {
         b.key for b in app.get("download_button")}
@@ -267,6 +363,134 @@ def test_switch_language_then_back(app):
 
 
 @needs_model
+def test_the_example_follows_the_language_unless_the_visitor_typed_one(app):
+    app.radio(key="lang").set_value("en").run()
+    assert_healthy(app)
+    assert app.text_area(key="prompt").value == "The capital of France is"
+    trace = shown_trace(app)  # the first view is drawn again from the English example
+    assert trace["prompt"] == "The capital of France is" and trace["output_text"] == " Paris."
+    assert trace["stop_reason"] == "eos" and t("en", "stale_note") not in texts(app, "info")
+    app.text_area(key="prompt").input("The capital of Germany is").run()
+    app.radio(key="lang").set_value("zh").run()
+    assert_healthy(app)
+    assert app.text_area(key="prompt").value == "The capital of Germany is"  # typed: kept
+    assert shown_trace(app)["prompt"] == "The capital of France is"  # and the figures keep what they showed
+    app.text_area(key="prompt").input("The capital of France is").run()
+    app.button(key="run").click().run()
+    app.radio(key="lang").set_value("en").run()
+    app.radio(key="lang").set_value("zh").run()
+    assert app.text_area(key="prompt").value == "法国的首都是"
+    assert shown_trace(app)["prompt"] == "The capital of France is"  # a run the visitor asked for stays
+
+
+@needs_model
+def test_a_page_opened_in_english_starts_from_the_english_example():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.session_state["lang"] = "en"
+    at.run()
+    assert_healthy(at)
+    assert at.text_area(key="prompt").value == "The capital of France is"
+    assert shown_trace(at)["output_text"] == " Paris."
+
+
+@needs_model
+def test_downloads_are_named_after_the_run(app, monkeypatch):
+    from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
+
+    names: list[str] = []
+    original = MemoryMediaFileStorage.load_and_get_id
+
+    def spy(self, path_or_data, mimetype, kind, filename=None):
+        names.append(filename)
+        return original(self, path_or_data, mimetype, kind, filename)
+
+    monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", spy)
+    stems = []
+    for output_len in (2, 1):
+        names.clear()
+        app.slider(key="output_len").set_value(output_len)
+        app.button(key="run").click().run()
+        assert_healthy(app)
+        stem = f"prefill-decode_prompt4_answer{output_len}_{app.session_state['trace_stamp']}"
+        assert {f"{stem}_trace.json", f"{stem}_steps.csv", f"{stem}_timeline.svg", f"{stem}_kv_growth.svg",
+                f"{stem}_review_map.svg", "prefill-decode_sketch_prompt4_answer2.svg"} <= set(names), names
+        assert not {"trace.json", "trace_steps.csv", "timeline.svg"} & set(names)
+        stems.append(stem)
+    assert stems[0] != stems[1]  # two runs, two names
+
+
+@needs_model
+def test_a_one_token_answer_shows_a_dash_and_a_reason(app):
+    app.slider(key="output_len").set_value(1)
+    app.button(key="run").click().run()
+    assert_healthy(app)
+    assert len(shown_trace(app)["steps"]) == 1
+    values = {m.label: m.value for m in app.metric}
+    assert values["TPOT"] == values["ITL p99"] == "—" and values["TTFT"].endswith("ms")
+    captions = texts(app, "caption")
+    assert t("zh", "metric_tpot_one_token") in captions and t("zh", "metric_itl_one_token") in captions
+
+
+@needs_model
+def test_run_is_off_while_the_prompt_cannot_run_and_the_answer_stays(app, monkeypatch):
+    import engine
+
+    answer = shown_trace(app)["output_text"]
+    assert not app.button(key="run").disabled
+    app.text_area(key="prompt").input("").run()
+    assert app.button(key="run").disabled and t("zh", "err_empty_prompt") in texts(app, "warning")
+
+    # Emptied and clicked before the page could redraw: both arrive in one rerun.
+    app.text_area(key="prompt").input("法国的首都是").run()
+    app.text_area(key="prompt").input("")
+    app.button(key="run").click().run()
+    assert not app.exception and shown_trace(app)["output_text"] == answer
+    assert any(c.value == answer for c in app.code)  # the answer the figures show is still on the page
+
+    app.text_area(key="prompt").input("法国的首都是" * 80).run()  # over the 256-token cap, typed as is
+    assert app.button(key="run").disabled
+    errors = texts(app, "error")
+    assert "256" in errors and "加长到" not in errors and "缩短" in errors  # lowering "extend to" would not help
+
+    app.text_area(key="prompt").input("法国的首都是").run()
+    assert not app.button(key="run").disabled and not app.error
+
+    def failing_run(*args, **kwargs):
+        raise RuntimeError("the model fell over")
+        yield
+
+    monkeypatch.setattr(engine, "stream_trace", failing_run)
+    app.button(key="run").click().run()  # a run that fails keeps the last answer next to its figures
+    assert "RuntimeError" in texts(app, "error") and [c.value for c in app.code if c.language != "xml"][-1] == answer
+    assert not app.get("progress")  # nor a progress bar stuck at Prefill
+
+
+@needs_model
+def test_reset_puts_every_control_back_to_the_lessons_defaults(app):
+    from app_support.state import DEFAULTS, WIDGET_KEYS
+
+    app.radio(key="lang").set_value("en").run()
+    app.text_area(key="prompt").input("Hello there").run()
+    app.slider(key="output_len").set_value(3)
+    app.slider(key="prompt_len").set_value(40)
+    app.checkbox(key="ignore_eos").check()
+    app.slider(key="temperature").set_value(0.7)
+    app.number_input(key="seed").set_value(7)
+    app.slider(key="demo_prompt_len").set_value(9)
+    app.selectbox(key="model_choice").select("copy_of_default")
+    app.toggle(key="classroom").set_value(True).run()
+    assert app.session_state["classroom"] and app.session_state["output_len"] == 3
+    app.button(key="reset_defaults").click().run()
+    assert_healthy(app)
+    for key in WIDGET_KEYS:
+        assert app.session_state[key] == (default_prompt("en") if key == "prompt" else DEFAULTS[key]), key
+    assert app.session_state["lang"] == "en" and app.text_area(key="prompt").value == "The capital of France is"
+    assert app.slider(key="output_len").value == DEFAULTS["output_len"] and not app.warning  # no repair needed
+
+
+@needs_model
 def test_classroom_mode_steps_one_forward_pass_at_a_time(app):
     app.toggle(key="classroom").set_value(True).run()
     app.slider(key="output_len").set_value(4)
@@ -299,8 +523,10 @@ def test_schematic_demo_reacts_without_running_the_model(app):
     assert_healthy(app)
     assert app.session_state["trace_json"] is before
     app.toggle(key="raw_svg_blocks_schematic").set_value(True).run()
-    raw = [c.value for c in app.code if c.language == "xml"]
-    assert raw and raw[0].lstrip().startswith(("<svg", "<?xml"))
+    raw = [c for c in app.code if c.language == "xml"]
+    assert raw and raw[0].value.lstrip().startswith(("<svg", "<?xml"))
+    assert raw[0].proto.wrap_lines  # the SVG is one long line: the view wraps it
+    assert schematic_alt(12, 5, "zh") in [img.proto.imgs[0].alt for img in app.get("image")]
 
 
 @needs_model
@@ -308,14 +534,12 @@ def test_bad_inputs_give_messages_and_the_page_recovers(app):
     prompt = app.text_area(key="prompt")
     prompt.input("").run()
     assert not app.exception and t("zh", "err_empty_prompt") in texts(app, "warning")
-    app.button(key="run").click().run()
-    assert not app.exception
+    assert app.button(key="run").disabled
 
     app.text_area(key="prompt").input("长" * 20_000).run()
     assert not app.exception
     assert t("zh", "err_prompt_too_many_chars", num_chars=20000, limit=8000) in texts(app, "error")
-    app.button(key="run").click().run()
-    assert not app.exception
+    assert app.button(key="run").disabled
 
     app.session_state["output_len"] = 10**6  # a widget value out of range (as a forged request would send)
     app.session_state["demo_prompt_len"] = 0

@@ -155,9 +155,13 @@ def test_english_page(page):
     body = page.locator("[data-testid=stMain]").inner_text()
     assert "The timeline of one answer" in body and "Traceback" not in body
     assert diagrams_on_screen(page) >= 7
+    # the lesson's example follows the language (the visitor had not typed their own)
+    assert page.locator(".st-key-prompt textarea").input_value() == "The capital of France is"
+    run_prompt(page, "The capital of France is")  # the English page shows an English run ( Paris.)
     full_page_screenshot(page, "app_en")
     page.locator(".st-key-lang label", has_text="中文").click()
     wait_idle(page)
+    assert page.locator(".st-key-prompt textarea").input_value() == "法国的首都是"
 
 
 @pytest.mark.parametrize("payload", XSS_PROMPTS)
@@ -169,3 +173,27 @@ def test_injected_markup_in_the_prompt_never_runs(page, payload):
     assert page.locator("img[src=x]").count() == 0
     body = page.locator("[data-testid=stMain]").inner_text()
     assert "Traceback" not in body and diagrams_on_screen(page) >= 7
+
+
+def test_every_figure_image_has_a_text_alternative(page):
+    alts = page.evaluate("() => [...document.querySelectorAll('img')]"
+                         ".filter(i => i.src.startsWith('data:image/svg+xml')).map(i => i.alt)")
+    assert len(alts) >= 7 and all(len(alt) > 20 for alt in alts), alts
+
+
+def test_run_is_off_for_an_empty_prompt_and_one_token_cards_read_whole(page):
+    box = page.locator(".st-key-prompt textarea")
+    box.fill("")
+    box.press("Control+Enter")
+    wait_idle(page)
+    assert page.locator(".st-key-run button").is_disabled()
+    page.locator(".st-key-output_len input[type=range]").focus()
+    page.keyboard.press("Home")  # answer length 1
+    wait_idle(page)
+    run_prompt(page, "法国的首都是")
+    values = page.locator("[data-testid=stMetricValue]")
+    texts = values.all_inner_texts()
+    assert texts[1] == texts[2] == "—", texts  # TPOT and ITL: a short value, the reason in the caption below
+    cut = page.evaluate("() => [...document.querySelectorAll('[data-testid=stMetricValue] div')]"
+                        ".filter(e => e.scrollWidth > e.clientWidth + 1).length")
+    assert cut == 0

@@ -44,7 +44,7 @@ TEXT: dict = {
     "run_title": "Run it on a real model",
     "run_intro": "Every diagram below comes from the model really running behind this page: each forward pass is recorded (time, positions processed, KV cache size).",
     "prompt": "Prompt",
-    "prompt_placeholder": "Type a prompt, e.g. 法国的首都是",
+    "prompt_placeholder": "Type a prompt, e.g. The capital of France is",
     "output_len": "Answer length limit (tokens)",
     "output_len_help": "At most this many tokens are generated; the model stops early if it emits its end-of-sequence token.",
     "prompt_len": "Extend the prompt to (tokens)",
@@ -66,7 +66,7 @@ TEXT: dict = {
     "stop_eos": "the model emitted its end-of-sequence token",
     "stop_length": "the length limit was reached",
     "ignore_eos": "Keep writing past the end of sequence",
-    "ignore_eos_help": "The model ends its answer with an end-of-sequence token (巴黎。 then stop, as in the lesson's table). Tick this to make it write exactly the answer length you set; what comes after the end is a new, unrelated text.",
+    "ignore_eos_help": "The model ends its answer with an end-of-sequence token (“Paris.” then stop, as 巴黎。 does in the lesson's table). Tick this to make it write exactly the answer length you set; what comes after the end is a new, unrelated text.",
     "eos_hint": "The model ended its answer itself after {num_tokens} tokens (the last one is the end-of-sequence token), before the limit of {limit}. To watch more Decode steps, tick “{ignore_eos}”.",
     "showing_trace": "The diagrams below show this request: prompt {prompt_len} tokens, answer {output_len} tokens, model {model_id}, {sampling}.",
     "greedy": "greedy decoding",
@@ -83,6 +83,8 @@ TEXT: dict = {
     "download_csv": "Download the step table (CSV)",
     "download_svg": "Download SVG",
     "raw_svg": "View the raw SVG",
+    "reset_defaults": "Reset to the lesson's defaults",
+    "reset_defaults_help": "Puts every setting (prompt, lengths, sampling, model, classroom mode) back to the lesson's default; the language and the run shown stay as they are.",
     "no_trace": "No run yet. Press “Run”.",
     # ---- section 1: timeline ---------------------------------------------------------
     "sec_timeline": "The timeline of one answer",
@@ -207,7 +209,9 @@ TEXT: dict = {
     ),
     "metric_e2el": "E2EL",
     "metric_e2el_def": "End-to-end latency: request start to the last token.",
-    "metric_na": "— (only 1 token)",
+    "metric_na": "—",
+    "metric_tpot_one_token": "Only 1 output token so far: TPOT needs a gap after the first token.",
+    "metric_itl_one_token": "Only 1 output token so far: no gap between consecutive tokens yet, so no ITL.",
     "latency_caption": (
         "Each bar is how long one output token took: from the previous token (the request start, for the first) "
         "to this one, so its height is that token's ITL (TTFT for the first). The bottom is the forward pass that "
@@ -253,9 +257,31 @@ TEXT: dict = {
     "sec_review": "Lesson 19 review map",
     "review_caption": "Computation shape, performance bottlenecks, experience metrics and serving schedules, reviewed on one page.",
     "next_lesson": "Next lesson, quantization: when weights are squeezed from 16 bits to INT8 or INT4, what exactly is lost?",
+    # ---- figures in words (the <img> alt text a screen reader reads; numbers from the run) ----------------
+    "alt_timeline": "Timeline, one row per forward pass: prompt “{prompt}” ({prompt_len} tokens) → answer “{answer}” "
+                    "({output_len} tokens). Prefill read {prompt_len} positions in one pass ({prefill_ms}); then "
+                    "{num_decode} Decode passes of 1 new position each. TTFT {ttft}, E2EL {e2el}.",
+    "alt_blocks": "Blocks, one column per forward pass: column 1 is Prefill, computing {prompt_len} new positions; then "
+                  "{num_decode} Decode passes each compute 1 new position and read the cached ones. {num_passes} passes, "
+                  "{num_positions} positions computed.",
+    "alt_kv_growth": "Bar chart of the KV cache after each of {num_passes} forward passes, each bar stacked by layer "
+                     "({num_layers} layers): {prefill_bytes} after Prefill ({prompt_len} tokens), {final_bytes} after the "
+                     "last pass ({num_tokens} tokens); {per_token} per token by the formula.",
+    "alt_latency": "Bar chart of how long each of {output_len} output tokens took, one bar each: TTFT {ttft} (the Prefill "
+                   "pass {prefill_ms} of it), TPOT {tpot}, ITL p50 {p50}, p99 {p99}, max {max}.",
+    "alt_animation": "Animated replay: Prefill reads all {prompt_len} prompt positions at once and gives “{first}”; then "
+                     "{num_decode} Decode passes each feed the previous token back in and compute 1 new position; the "
+                     "answer is “{answer}”.",
+    "alt_review_map": "Review map: Prefill and Decode compared in six rows (new positions per pass, shape of computation, "
+                      "main product, usual bottleneck, waiting for the last output, the wait users feel), four serving "
+                      "techniques, and this run: Prefill {prompt_len} positions in {prefill_ms}, TTFT {ttft}; "
+                      "{num_decode} Decode passes, TPOT {tpot}; KV cache ends at {final_bytes}.",
+    "alt_blocks_schematic": "Schematic blocks (no model run): a prompt of {prompt_len} positions computed in 1 Prefill "
+                            "pass, then {num_decode} Decode passes of 1 new position each; {num_passes} passes, "
+                            "{num_positions} positions computed.",
     # ---- error messages (engine error .key -> text) ------------------------------------------------------
-    "err_empty_prompt": "The prompt is empty. Type at least one character, for example “法国的首都是”.",
-    "err_prompt_too_long": "The prompt has {num_tokens} tokens, more than this server's limit of {limit}. Shorten it or lower the “extend to” target.",
+    "err_empty_prompt": "The prompt is empty. Type at least one character, for example “The capital of France is”.",
+    "err_prompt_too_long": "The prompt has {num_tokens} tokens, more than this server's limit of {limit}. Shorten it.",
     "err_prompt_too_many_chars": "The prompt has {num_chars} characters, more than this server's limit of {limit}. Shorten it and run again.",
     "err_max_new_tokens_range": "Answer length {value} is out of range: it must be between {low} and {high}.",
     "err_length_range": "“{name}” was {value}, out of range; it has been set to {clamped}.",

@@ -78,6 +78,8 @@ TEXT: dict = {
     "download_csv": "下载逐步表格（CSV）",
     "download_svg": "下载 SVG",
     "raw_svg": "查看原始 SVG",
+    "reset_defaults": "恢复本课默认设置",
+    "reset_defaults_help": "把每个设置（提示词、长度、采样、模型、课堂模式）恢复为本课的默认值；语言不变，已显示的运行结果也不变。",
     "no_trace": "还没有运行结果。点击“运行”。",
     # ---- 第 1 节：时间线 -------------------------------------------------------------
     "sec_timeline": "一次回答的时间线",
@@ -183,7 +185,9 @@ TEXT: dict = {
     ),
     "metric_e2el": "E2EL",
     "metric_e2el_def": "端到端延迟：从请求开始到最后一个 Token。",
-    "metric_na": "—（只有 1 个 Token）",
+    "metric_na": "—",
+    "metric_tpot_one_token": "目前只有 1 个输出 Token：TPOT 要等首 Token 之后出现间隔才能算。",
+    "metric_itl_one_token": "目前只有 1 个输出 Token：还没有相邻两个 Token 的间隔，所以没有 ITL。",
     "latency_caption": (
         "每根柱是一个输出 Token 等了多久：从上一个 Token（第一根从请求开始）到它出现，所以柱高就是它的 ITL（第一根是 TTFT）。"
         "下段是产生它的那次前向，上段是其余时间：青色是页面绘制（模型在等），紫色是分词、排队与记账。"
@@ -223,9 +227,27 @@ TEXT: dict = {
     "sec_review": "第十九课复习总图",
     "review_caption": "计算形态、性能瓶颈、体验指标和服务调度，一页回顾。",
     "next_lesson": "下一课看量化：把权重从 16 位压到 INT8、INT4 时，究竟损失了什么？",
+    # ---- 图的文字说明（<img> 的 alt：读屏软件读它；数字来自本次运行）-----------------------
+    "alt_timeline": "时间线图，每次前向一行：提示词“{prompt}”（{prompt_len} 个 Token）→ 回答“{answer}”（{output_len} 个 Token）。"
+                    "Prefill 一次前向读入 {prompt_len} 个位置（{prefill_ms}），之后 {num_decode} 次 Decode 各处理 1 个新位置。"
+                    "TTFT {ttft}，E2EL {e2el}。",
+    "alt_blocks": "方块图，每列一次前向：第 1 列是 Prefill，新计算 {prompt_len} 个位置；之后 {num_decode} 次 Decode "
+                  "各新计算 1 个位置，并读取已缓存的位置。共 {num_passes} 次前向，新计算 {num_positions} 个位置。",
+    "alt_kv_growth": "柱状图：{num_passes} 次前向之后各自的 KV Cache 大小，每根柱按层堆叠（{num_layers} 层）。"
+                     "Prefill 之后 {prefill_bytes}（{prompt_len} 个 Token），最后一次前向之后 {final_bytes}"
+                     "（{num_tokens} 个 Token）；按公式每个 Token {per_token}。",
+    "alt_latency": "柱状图：{output_len} 个输出 Token 各等了多久，每根柱一个。TTFT {ttft}（其中 Prefill 前向 {prefill_ms}），"
+                   "TPOT {tpot}，ITL p50 {p50}、p99 {p99}、最大 {max}。",
+    "alt_animation": "逐步播放的动画：Prefill 一次读入 {prompt_len} 个提示词位置，给出“{first}”；之后 {num_decode} 次 "
+                     "Decode 每次把上一个 Token 送回模型，只算 1 个新位置；回答是“{answer}”。",
+    "alt_review_map": "复习总图：六行对比 Prefill 与 Decode（每轮新处理的位置、计算形态、主要产物、常见瓶颈、是否依赖上一步输出、"
+                      "用户感受的等待），四种服务调度方法，以及本次运行：Prefill {prompt_len} 个位置用时 {prefill_ms}，"
+                      "TTFT {ttft}；{num_decode} 次 Decode，TPOT {tpot}；KV Cache 最终 {final_bytes}。",
+    "alt_blocks_schematic": "示意方块图（不运行模型）：提示词 {prompt_len} 个位置在 1 次 Prefill 中算完，之后 {num_decode} 次 "
+                            "Decode 各新算 1 个位置；共 {num_passes} 次前向，新计算 {num_positions} 个位置。",
     # ---- 错误信息（引擎错误的 .key → 文案） ------------------------------------------------
     "err_empty_prompt": "提示词是空的。请输入至少一个字，例如“法国的首都是”。",
-    "err_prompt_too_long": "提示词有 {num_tokens} 个 Token，超过本服务器的上限 {limit}。请缩短提示词或调小“加长到”的目标。",
+    "err_prompt_too_long": "提示词有 {num_tokens} 个 Token，超过本服务器的上限 {limit}。请缩短提示词。",
     "err_prompt_too_many_chars": "提示词有 {num_chars} 个字符，超过本服务器的上限 {limit}。请缩短后再运行。",
     "err_max_new_tokens_range": "回答长度 {value} 超出范围：应在 {low} 到 {high} 之间。",
     "err_length_range": "“{name}”的值 {value} 超出范围，已改为 {clamped}。",
