@@ -185,6 +185,8 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
     # Off while the prompt cannot run (empty, too long): the message above says why.
     clicked = st.button(t(lang, "run"), key="run", type="primary", icon=":material/play_arrow:",
                         disabled=lm is None or effective is None)
+    clicked = clicked or (st.session_state.run_requested and lm is not None and effective is not None)
+    st.session_state.run_requested = False
     result = st.container(border=True)
     ran = False  # a new run drew its own answer; otherwise the box shows the run the figures show
     if clicked and effective is not None:
@@ -456,7 +458,7 @@ def section_blocks_demo(lang: str) -> None:
                    file_stem=f"prefill-decode_sketch_prompt{prompt_len}_answer{output_len}")
 
 
-def section_bottleneck(lang: str, trace_json: str | None) -> None:
+def section_bottleneck(lang: str, trace_json: str | None, settings: ServerSettings) -> None:
     st.header(t(lang, "sec_bottleneck"), anchor="bottleneck")
     st.markdown(t(lang, "bottleneck_1"))
     st.markdown(markdown_table(t(lang, "bottleneck_table")))
@@ -465,6 +467,9 @@ def section_bottleneck(lang: str, trace_json: str | None) -> None:
         live = bottleneck_live_text(RequestTrace.from_json(trace_json), lang)
         if live:
             st.info(live, icon=":material/speed:")
+    st.button(t(lang, "show_difference", num_tokens=settings.limits.max_prompt_tokens), key="show_difference",
+              icon=":material/compare_arrows:", on_click=state.show_the_difference, args=(settings.limits,),
+              help=t(lang, "show_difference_help"))
 
 
 def section_waits(lang: str, trace_json: str | None) -> None:

@@ -41,6 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "class_step": 1,  # classroom: forward passes shown so far
     "flash": [],  # (text key, params) shown once at the top
     "reset_model_choice": False,  # a listed model failed to load: back to the default
+    "run_requested": False,  # a control below the Run button asked for a run (show the difference)
 }
 
 
@@ -80,6 +81,20 @@ def reset_to_defaults(limits: Limits) -> None:
     ss.prompt = default_prompt(ss.lang)
     ss.output_len = min(DEFAULT_OUTPUT_LEN, limits.max_new_tokens)
     ss.class_step = 10**9  # classroom mode is off by default: every diagram shows the whole run
+
+
+def show_the_difference(limits: Limits) -> None:
+    """The "show the difference" button's callback: the lesson's example stretched to the longest
+    prompt the server allows (1024 tokens by default), run at once, answer ending at EOS.
+
+    On a tiny model a 4-token Prefill costs about what a Decode step does (fixed per-pass
+    overhead); at 1024 positions Prefill is many times a Decode step, as the lesson says.
+    """
+    ss = st.session_state
+    ss.prompt = default_prompt(ss.lang)
+    ss.prompt_len = limits.max_prompt_tokens
+    ss.ignore_eos = False
+    ss.run_requested = True
 
 
 def flash(key: str, **params: Any) -> None:

@@ -242,10 +242,16 @@ def bottleneck_live_text(trace: RequestTrace, lang: str) -> str | None:
     if prefill is None or not decodes:
         return None
     mean_decode = sum(s.duration_ms for s in decodes) / len(decodes)
+    ratio = prefill.duration_ms / mean_decode if mean_decode > 0 else 0.0
+    m = trace.model
+    # Below ~3x the two look alike: each pass pays a fixed cost (Python, kernel launches)
+    # that dwarfs the arithmetic of a few positions on a small model. Say so next to the numbers.
+    verdict = "bottleneck_alike" if ratio < 3 else "bottleneck_apart"
     return t(
         lang, "bottleneck_live", prefill_ms=format_ms(prefill.duration_ms), prompt_len=prefill.num_positions,
         per_position=format_ms(prefill.duration_ms / prefill.num_positions), decode_ms=format_ms(mean_decode),
-    )
+    ) + " " + t(lang, verdict, ratio=f"{ratio:.1f}", model=escape_markdown(m.model_id),
+                params=fmt_count(m.num_params), device=m.device, dtype=m.dtype)
 
 
 def sampling_text(trace: RequestTrace, lang: str) -> str:

@@ -155,6 +155,18 @@ def test_page_drawing_is_named_when_it_stretched_a_wait():
     assert format_ms(1234.5) == "1.23 s" and format_ms(None) == "—" and format_bytes(2048) == "2.0 KiB"
 
 
+def test_the_bottleneck_note_names_the_machine_and_says_when_the_phases_look_alike():
+    # Prefill 1 + 0.5 x 4 = 3 ms vs Decode 2 ms: 1.5x, alike; with 400 positions: 201 ms, 100.5x apart.
+    short = make_trace(decode_ms=2.0)
+    assert "1.5" in bottleneck_live_text(short, "en") and t("en", "bottleneck_alike", ratio="1.5", model="tiny",
+                                                             params="x", device="cpu", dtype="float32")[:8] in \
+        bottleneck_live_text(short, "en")
+    long = make_trace(tuple(f"p{i}" for i in range(400)), decode_ms=2.0)
+    text = bottleneck_live_text(long, "zh")
+    assert "100.5" in text and "只算 1 个位置" in text and "固定开销" not in text
+    assert "cpu" in bottleneck_live_text(short, "zh") and "固定开销" in bottleneck_live_text(short, "zh")
+
+
 def test_trace_helpers_csv_truncate_log_and_bottleneck():
     trace = make_trace(output_pieces=("巴黎", "。", "`x"))
     rows = trace_csv(trace).splitlines()
@@ -349,6 +361,18 @@ def test_the_answer_stops_at_end_of_sequence_unless_asked_to_keep_writing(app):
     trace = shown_trace(app)
     assert len(trace["steps"]) == 8 and trace["stop_reason"] == "length"  # the slider means what it says
     assert trace["output_text"].startswith("巴黎。")
+
+
+@needs_model
+def test_show_the_difference_runs_the_lesson_example_at_the_longest_prompt(app):
+    app.button(key="show_difference").click().run()  # this server allows 256 prompt tokens
+    assert_healthy(app)
+    trace = shown_trace(app)
+    assert len(trace["prompt_ids"]) == 256 and trace["prompt"].endswith("法国的首都是")
+    assert trace["output_text"] == "巴黎。" and trace["stop_reason"] == "eos"
+    prefill, decodes = trace["steps"][0], trace["steps"][1:]
+    assert prefill["context_after"] == 256 and all(s["context_after"] - s["context_before"] == 1 for s in decodes)
+    assert app.slider(key="prompt_len").value == 256
 
 
 @needs_model

@@ -180,6 +180,10 @@ TEXT: dict = {
         "In this real run, Prefill took {prefill_ms} for {prompt_len} positions (about {per_position} per "
         "position); one Decode step took {decode_ms} on average, for a single position."
     ),
+    "bottleneck_alike": "Measured on {device} ({dtype}) with model {model} ({params} parameters): here Prefill is only {ratio}× a Decode step. On a model this small each forward pass mostly pays a fixed cost (Python, launching the layers), so a short prompt makes the two phases look alike; the difference is in how the time grows: Prefill with the prompt, a Decode step hardly at all. Press the button below to see it.",
+    "bottleneck_apart": "Measured on {device} ({dtype}) with model {model} ({params} parameters): here Prefill took {ratio}× a Decode step. Prefill grows with the prompt; a Decode step, one position, hardly grows with the context.",
+    "show_difference": "Show the difference: run the lesson's example with a {num_tokens}-token prompt",
+    "show_difference_help": "Puts the lesson's own sentences before the prompt up to that length (the model still answers and stops), then runs. Compare the Prefill bar with a Decode bar.",
     # ---- section 6: the two waits ------------------------------------------------------------
     "sec_waits": "The two waits users feel",
     "waits_1": (

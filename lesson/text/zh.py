@@ -160,6 +160,10 @@ TEXT: dict = {
         "这次真实运行：Prefill 用 {prefill_ms} 处理了 {prompt_len} 个位置（每个位置约 {per_position}）；"
         "一次 Decode 平均 {decode_ms}，只处理 1 个位置。"
     ),
+    "bottleneck_alike": "测量环境：{device}（{dtype}），模型 {model}（{params} 参数）。这里 Prefill 只是一次 Decode 的 {ratio} 倍。模型这么小时，每次前向主要花在固定开销上（Python、逐层启动计算），所以提示词很短时两个阶段看起来差不多；真正的区别在于时间怎样增长：Prefill 随提示词变长，一次 Decode 几乎不变。点下面的按钮看看。",
+    "bottleneck_apart": "测量环境：{device}（{dtype}），模型 {model}（{params} 参数）。这里 Prefill 用时是一次 Decode 的 {ratio} 倍。Prefill 随提示词变长；一次 Decode 只算 1 个位置，几乎不随上下文增长。",
+    "show_difference": "看看差别：用 {num_tokens} 个 Token 的提示词运行本课的例子",
+    "show_difference_help": "在提示词前补上本课自己的句子，直到这个长度（模型仍会回答并停止），然后运行。比较 Prefill 的柱子和 Decode 的柱子。",
     # ---- 第 6 节：两种等待 -----------------------------------------------------------
     "sec_waits": "用户实际感受到的两个等待",
     "waits_1": (
