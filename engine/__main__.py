@@ -1,4 +1,5 @@
 """`python -m engine trace --prompt 法国的首都是 --max-new-tokens 8`: run one request, print its steps.
+`python -m engine cost --prompt-len 512 --context 512`: FLOPs, bytes and device floors (engine/cost.py).
 
 Errors (bad folder, empty prompt, lengths out of range) print one line and exit 2.
 `--model` is a local folder; a hub id (`org/name`) that names no local folder is
@@ -46,12 +47,37 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--seed", type=int, default=0)
     trace.add_argument("--ignore-eos", action="store_true", help="always write max-new-tokens tokens")
     trace.add_argument("--json", action="store_true", help="print the trace as JSON instead of a table")
+    _add_cost_parser(sub)
     return parser
+
+
+def _add_cost_parser(sub) -> None:
+    from .cost import DTYPE_BYTES  # pure Python: no torch
+
+    cost = sub.add_parser("cost", help="FLOPs, bytes and device floor of a Prefill and of one Decode step "
+                                       "(reads config.json only)")
+    cost.add_argument("--model", default="default",
+                      help="a local folder with a config.json (default: the embedded model)")
+    cost.add_argument("--device-spec", default="h200", choices=("h200", "h100", "a100", "l4", "this"),
+                      help="a datasheet, or 'this': measure this machine once (copy and matmul)")
+    cost.add_argument("--prompt-len", type=int, required=True, metavar="N", help="positions in the Prefill")
+    cost.add_argument("--context", type=int, required=True, metavar="C",
+                      help="positions cached before the Decode step")
+    cost.add_argument("--batch", type=int, default=1, metavar="B", help="requests in each pass")
+    dtypes = ("auto", *DTYPE_BYTES)
+    cost.add_argument("--weight-dtype", default="auto", choices=dtypes,
+                      help="auto: fp32 when 'this' is a CPU (as the engine runs there), else bf16")
+    cost.add_argument("--kv-dtype", default="auto", choices=dtypes,
+                      help="auto: the weights' dtype, bf16 for int8/int4")
+    cost.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "cost":
+            print(run_cost(args))
+            return 0
         trace = run_trace(args)
     except EngineError as err:
         print(f"error: {err}", file=sys.stderr)
@@ -78,6 +104,31 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
     lm = load_model(args.model, device=args.device, dtype=args.dtype, allow_hub=True)
     prompt = extend_prompt(lm.tokenizer, args.prompt, args.prompt_tokens) if args.prompt_tokens else args.prompt
     return generate(lm, prompt, cfg, max_prompt_tokens=args.max_prompt_tokens)
+
+
+def run_cost(args: argparse.Namespace) -> str:
+    """The cost table (or JSON) of the Prefill of --prompt-len positions and one Decode step at --context."""
+    import json
+
+    from . import cost
+    from .model import DEFAULT_MODEL_DIR, DEFAULT_MODEL_ID, set_num_threads
+
+    default = args.model == DEFAULT_MODEL_ID
+    shape = cost.load_shape(DEFAULT_MODEL_DIR if default else args.model,
+                            name=DEFAULT_MODEL_ID if default else None)
+    if args.device_spec == "this":
+        set_num_threads()  # measure with the threads a traced run uses
+        device = cost.measure_this_machine()
+    else:
+        device = cost.DEVICE_SPECS[args.device_spec]
+    on_cpu = device.device_type == "cpu"  # as the engine's dtype=auto: fp32 on a CPU, else bf16
+    weight = args.weight_dtype if args.weight_dtype != "auto" else ("fp32" if on_cpu else "bf16")
+    kv = args.kv_dtype if args.kv_dtype != "auto" else (weight if weight in ("fp32", "bf16", "fp16") else "bf16")
+    prefill, decode = cost.prefill_and_decode(shape, device, prompt_len=args.prompt_len, context=args.context,
+                                              batch=args.batch, weight_dtype=weight, kv_dtype=kv)
+    if args.json:
+        return json.dumps(cost.cost_report(shape, device, prefill, decode), indent=2)
+    return cost.format_report(shape, device, prefill, decode)
 
 
 # --- the readable table ------------------------------------------------------
