@@ -36,12 +36,15 @@ def _hover(trace: RequestTrace, table: dict) -> list[str]:
     return rows
 
 
-def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None) -> go.Figure:
+def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None,
+                   full: RequestTrace | None = None) -> go.Figure:
     """One stacked bar per output token: the pass that made it (coloured by phase), then
     the page's drawing and the other waiting before it, so each bar's height is that
     token's wait (TTFT for the first, its ITL after). TPOT dashed, ITL p50 / p99 dotted.
 
     data[0] is always the pass times, data[1] the page drawing, data[2] the other waiting.
+    `full`: the whole run when `trace` is a prefix of it: both axes are fixed to it, so
+    stepping through the run adds bars without rescaling.
     """
     table, style = strings_for(lang), style or DEFAULT_STYLE
     metrics, parts, names = trace.metrics, trace.latency_parts(), _pass_names(trace, table)
@@ -76,7 +79,16 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
                       xaxis_title=label(table, "lat_axis_x"), font=dict(family=style.font_family),
                       plot_bgcolor=style.paper, barmode="stack", bargap=0.3, showlegend=True,
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
+    if full is not None:
+        _fix_axes(fig, full, table, max([p.total_ms for p in full.latency_parts()] + list(full.metrics.itl_ms)))
     return fig
+
+
+def _fix_axes(fig: go.Figure, full: RequestTrace, table: dict, peak: float) -> None:
+    """Every pass of the whole run on the x axis, y from 0 to its peak (plus headroom for labels)."""
+    names = _pass_names(full, table)
+    fig.update_xaxes(categoryorder="array", categoryarray=names, range=[-0.5, len(names) - 0.5])
+    fig.update_yaxes(range=[0, peak * 1.15])
 
 
 def _plain(words: str) -> str:
@@ -86,8 +98,9 @@ def _plain(words: str) -> str:
     return escape(words).replace("{", "(").replace("}", ")")
 
 
-def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None) -> go.Figure:
-    """KV-cache bytes after each pass, stacked by layer."""
+def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None,
+                     full: RequestTrace | None = None) -> go.Figure:
+    """KV-cache bytes after each pass, stacked by layer (axes fixed to `full`, as in latency_figure)."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
     names = _pass_names(trace, table)
     fig = go.Figure()
@@ -101,4 +114,6 @@ def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None 
     fig.update_layout(barmode="stack", title=label(table, "kv_title"), yaxis_title=f"{label(table, 'kv_axis_y')} (B)",
                       xaxis_title=label(table, "kv_axis_x"), font=dict(family=style.font_family),
                       plot_bgcolor=style.paper, showlegend=trace.model.num_layers <= 12)
+    if full is not None:
+        _fix_axes(fig, full, table, max(s.kv_bytes for s in full.steps))
     return fig

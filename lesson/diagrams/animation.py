@@ -72,11 +72,13 @@ def _captions(trace: RequestTrace, slots: list[Slot], table: dict) -> list[str]:
     return words
 
 
-def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None) -> str:
-    """The timeline, animated pass by pass with SMIL; loops forever."""
+def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
+                     full: RequestTrace | None = None) -> str:
+    """The timeline, animated pass by pass with SMIL; loops forever. `full` as in render_timeline:
+    the whole run's columns and time axis when `trace` is a prefix of it."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
     dwg, layout, row_groups = build_timeline(trace, table, style, "animation", label(table, "anim_title"),
-                                             header_y=CAPTION_Y + 40)
+                                             header_y=CAPTION_Y + 40, full=full)
     slots = [row.slot for row in layout.rows]
     starts, total = schedule(slots, [row.phase for row in layout.rows])
     cursor = dwg.rect((PAD - 8, layout.rows[0].y + 2), (layout.width - 2 * PAD + 16, layout.rows[0].h - 4), rx=8,

@@ -78,9 +78,14 @@ def _state(run: Run, span: PassSpan) -> str | None:
     return None
 
 
-def blocks_layout(spans: tuple[PassSpan, ...], row_labels_w: float, notes_h: float, style: Style) -> BlocksLayout:
-    slots = plan_slots(len(spans), MAX_COLS, HEAD_COLS, TAIL_COLS)
-    runs = _bands(spans, slots)
+def blocks_layout(spans: tuple[PassSpan, ...], row_labels_w: float, notes_h: float, style: Style,
+                  full_spans: tuple[PassSpan, ...] | None = None) -> BlocksLayout:
+    """Coordinates of every block. `full_spans`: the whole run's passes when `spans` are the
+    first of them; its position rows and width are used when it draws every pass (no fold),
+    so stepping adds columns without moving the rows."""
+    slots = slots_for(spans)
+    unfolded = full_spans is not None and len(full_spans) <= MAX_COLS
+    runs = _bands(full_spans, slots_for(full_spans)) if unfolded else _bands(spans, slots)
     plot_left = PAD + row_labels_w + 12
     plot_top = 168.0
     heights = [ROW_H if r.count == 1 else RUN_ROW_H for r in runs]
@@ -95,12 +100,16 @@ def blocks_layout(spans: tuple[PassSpan, ...], row_labels_w: float, notes_h: flo
         for slot, span, x in columns for run, y, h in bands
         if (state := _state(run, span)) is not None
     )
-    plot_right = plot_left + len(columns) * (COL_W + COL_GAP)
+    plot_right = plot_left + (len(full_spans) if unfolded else len(columns)) * (COL_W + COL_GAP)
     width = max(plot_right + PAD, 820)
     legend_y = plot_bottom + 80
     notes_y = legend_y + 6
     return BlocksLayout(width, notes_y + notes_h + 24, plot_left, plot_bottom, plot_top, tuple(bands), columns,
                         cells, legend_y, notes_y)
+
+
+def slots_for(spans: tuple[PassSpan, ...]) -> tuple[Slot, ...]:
+    return plan_slots(len(spans), MAX_COLS, HEAD_COLS, TAIL_COLS)
 
 
 # --- drawing ---
@@ -171,16 +180,18 @@ def _position_labels(trace: RequestTrace | None) -> dict[int, str]:
             if s.num_positions <= MAX_SINGLE_ROWS}
 
 
-def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | None) -> str:
+def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | None, full=None) -> str:
     table, style = strings_for(lang), style or DEFAULT_STYLE
     labels = _position_labels(trace)
-    label_w = max([text_width(f"{p}  {t}", style.tiny_size) for p, t in labels.items()]
+    # Labels of passes not shown yet only size the column (no spoiler of tokens to come).
+    label_w = max([text_width(f"{p}  {t}", style.tiny_size) for p, t in _position_labels(full or trace).items()]
                   + [text_width(label(table, "run_label", a="0,000", b="0,000", n="0,000"), style.tiny_size), 40])
     total = sum(s.num_positions for s in spans)
     note_lines = [label(table, "blocks_note"), label(table, "blocks_note_cache"),
                   label(table, "blocks_total", k=fmt_int(len(spans)), n=fmt_int(total))]
     note_w = 820 - 2 * PAD
-    layout = blocks_layout(spans, label_w, notes_height(style, note_lines, note_w), style)
+    layout = blocks_layout(spans, label_w, notes_height(style, note_lines, note_w), style,
+                           None if full is None else spans_from_trace(full))
     dwg = new_drawing(layout.width, layout.height, style, "blocks", label(table, "blocks_title"))
     header(dwg, style, label(table, "blocks_title"), subtitle)
     phase_legend(dwg, style, table, PAD, 110)
@@ -200,11 +211,15 @@ def render_blocks_schematic(prompt_len: int, output_len: int, *, lang: str = "zh
     return _render(spans_from_lengths(prompt_len, output_len), None, None, subtitle, lang, style)
 
 
-def render_blocks(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None) -> str:
-    """The same picture from a measured trace, each pass's time under its column."""
+def render_blocks(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
+                  full: RequestTrace | None = None) -> str:
+    """The same picture from a measured trace, each pass's time under its column.
+
+    `full`: the whole run when `trace` is a prefix of it: its position rows and width are
+    used (when it draws every pass), so stepping adds columns without moving the rest."""
     if not trace.steps:
         raise ValueError("the blocks diagram needs a trace with at least one forward pass")
     table = strings_for(lang)
     subtitle = label(table, "blocks_subtitle_measured", p=fmt_int(trace.prompt_len), o=fmt_int(len(trace.steps)))
     durations = tuple(s.duration_ms for s in trace.steps)
-    return _render(spans_from_trace(trace), durations, trace, subtitle, lang, style)
+    return _render(spans_from_trace(trace), durations, trace, subtitle, lang, style, full)

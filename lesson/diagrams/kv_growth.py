@@ -90,33 +90,55 @@ class KvLayout:
     decode_note: str | None  # None for a run of one pass
 
 
-def kv_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE) -> KvLayout:
+def _formula_lines(trace: RequestTrace, table: dict, style: Style) -> tuple[str, ...]:
+    """The formula box's text, wrapped to the box."""
+    return tuple(line for words in _formula_texts(trace, kv_measured(trace), table)
+                 for line in wrap_text(words, FORMULA_WRAP_W, style.small_size))
+
+
+def _y_ticks(trace: RequestTrace, max_bytes: int, left: float, top: float, bottom: float, note_right: float,
+             table: dict) -> tuple[int, ...]:
+    """Byte ticks up to `max_bytes`. The Prefill note sits in the plot's top left corner.
+    A cache that does not grow much (a sliding window, a long prompt) has tall early
+    bars of `trace` there: one more tick step of headroom keeps the note off them."""
+    picks = sample_indices(len(trace.steps), MAX_BARS)
+    ticks = byte_ticks(max(max_bytes, 1), 5)
+    _, bars = _bars(trace, picks, ticks, left, top, bottom, table)
+    if any(bar.x < note_right and bar.segments and bar.segments[-1][2] < top + NOTE_ROOM for bar in bars):
+        ticks = ticks + (2 * ticks[-1] - ticks[-2],)
+    return ticks
+
+
+def kv_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE,
+              full: RequestTrace | None = None) -> KvLayout:
+    """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it; the
+    plot's top, its y axis and (when it fits MAX_BARS) the bar slots come from it."""
     kv = kv_measured(trace)
-    formula_lines = tuple(line for words in _formula_texts(trace, kv, table)
-                          for line in wrap_text(words, FORMULA_WRAP_W, style.small_size))
+    formula_lines = _formula_lines(trace, table, style)
+    num_lines = len(formula_lines) if full is None else max(len(formula_lines), len(_formula_lines(full, table, style)))
     left = PAD + Y_LABEL_W
-    top = float(FORMULA_TOP + formula_box_height(len(formula_lines)) + 46)  # 200 for the usual three lines
+    top = float(FORMULA_TOP + formula_box_height(num_lines) + 46)  # 200 for the usual three lines
     bottom, right = top + PLOT_H, PAD + Y_LABEL_W + PLOT_W
     prefill_note = label(table, "kv_prefill_note", n=fmt_int(trace.steps[0].num_positions))
     note_right = left + 8 + text_width(prefill_note, style.small_size)
     picks = sample_indices(len(trace.steps), MAX_BARS)
-    ticks = byte_ticks(max(trace.kv_bytes, 1), 5)
-    y, bars = _bars(trace, picks, ticks, left, top, bottom, table)
-    # The Prefill note sits in the plot's top left corner. A cache that does not
-    # grow much (a sliding window, a long prompt) has tall early bars there:
-    # one more tick step of headroom keeps the note off them.
-    if any(bar.x < note_right and bar.segments and bar.segments[-1][2] < top + NOTE_ROOM for bar in bars):
-        ticks = ticks + (2 * ticks[-1] - ticks[-2],)
-        y, bars = _bars(trace, picks, ticks, left, top, bottom, table)
+    if full is None:
+        ticks = _y_ticks(trace, trace.kv_bytes, left, top, bottom, note_right, table)
+    else:  # the largest cache of the whole run: a sliding window's may peak before the end
+        ticks = _y_ticks(full, max(s.kv_bytes for s in full.steps), left, top, bottom, note_right, table)
+    num_slots = len(full.steps) if full is not None and len(full.steps) <= MAX_BARS else len(picks)
+    y, bars = _bars(trace, picks, ticks, left, top, bottom, table, num_slots)
     return KvLayout(right + PAD, bottom + 120, left, top, bottom, right, bars,
                     tuple((y(t), fmt_bytes(int(t))) for t in ticks), y(trace.steps[0].kv_bytes),
                     formula_lines, prefill_note, _decode_note(kv, table))
 
 
 def _bars(trace: RequestTrace, picks, ticks, left: float, top: float, bottom: float,
-          table: dict) -> tuple[LinearScale, tuple[Bar, ...]]:
+          table: dict, num_slots: int | None = None) -> tuple[LinearScale, tuple[Bar, ...]]:
+    """One bar per pick, in `num_slots` equal slots (default: one per pick)."""
+    num_slots = num_slots or len(picks)
     y = LinearScale(0, ticks[-1], bottom, top)
-    slot_w = PLOT_W / len(picks)
+    slot_w = PLOT_W / num_slots
     bar_w = round(min(44.0, slot_w * 0.72), 2)
     layers = group_layers(trace.model.num_layers, MAX_LAYER_SEGMENTS)
     bars = []
@@ -129,7 +151,7 @@ def _bars(trace: RequestTrace, picks, ticks, left: float, top: float, bottom: fl
             base += size
         x = round(left + slot_w * (position + 0.5) - bar_w / 2, 2)
         bars.append(Bar(index, step.phase, x, bar_w, step.kv_bytes, step.context_after, tuple(segments),
-                        pass_tick(index, step.phase, position, len(picks), table)))
+                        pass_tick(index, step.phase, position, num_slots, table)))
     return y, tuple(bars)
 
 
@@ -256,12 +278,16 @@ def _draw_notes(dwg, layout: KvLayout, style: Style, table: dict) -> None:
     notes(dwg, style, [label(table, "kv_stack_legend")], PAD, layout.bottom + 56, layout.width - 2 * PAD)
 
 
-def render_kv_growth(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None) -> str:
-    """The KV cache's bytes after each forward pass, stacked by layer, formula on top."""
+def render_kv_growth(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
+                     full: RequestTrace | None = None) -> str:
+    """The KV cache's bytes after each forward pass, stacked by layer, formula on top.
+
+    `full`: the whole run when `trace` is a prefix of it: the y axis and the bar slots
+    come from it, so stepping through the run never rescales the figure."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
     if not trace.steps:
         raise ValueError("the KV growth diagram needs a trace with at least one forward pass")
-    layout = kv_layout(trace, table, style)
+    layout = kv_layout(trace, table, style, full)
     dwg = new_drawing(layout.width, layout.height, style, "kv-growth", label(table, "kv_title"))
     header(dwg, style, label(table, "kv_title"), f"{trace.model.model_id} · {trace.model.architecture}")
     _draw_formula(dwg, layout, style)

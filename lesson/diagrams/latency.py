@@ -139,17 +139,34 @@ def _notes(trace: RequestTrace, table: dict) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def latency_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE) -> LatencyLayout:
+def _peak_ms(trace: RequestTrace) -> float:
+    """The tallest thing drawn: a bar's whole wait (sampled bars only) or an ITL."""
+    parts = trace.latency_parts()
+    return max([parts[i].total_ms for i in sample_indices(len(trace.steps), MAX_BARS)] + list(trace.metrics.itl_ms))
+
+
+def _num_slots(trace: RequestTrace, full: RequestTrace | None) -> int:
+    """Bar slots across the plot: the whole run's when it is drawn bar for bar, so a
+    step's bar stays put while the teacher steps; else one per drawn bar."""
+    if full is not None and len(full.steps) <= MAX_BARS:
+        return len(full.steps)
+    return len(sample_indices(len(trace.steps), MAX_BARS))
+
+
+def latency_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE,
+                   full: RequestTrace | None = None) -> LatencyLayout:
+    """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it;
+    the y axis (and the bar slots, when it fits MAX_BARS) come from it."""
     metrics, parts = trace.metrics, trace.latency_parts()
     left, top = PAD + Y_LABEL_W, 160.0
     bottom, right = top + PLOT_H, left + PLOT_W
     picks = sample_indices(len(trace.steps), MAX_BARS)
-    peak = max([parts[i].total_ms for i in picks] + list(metrics.itl_ms))
-    ticks = nice_ticks(0, peak * 1.05, 5)
+    ticks = nice_ticks(0, _peak_ms(full or trace) * 1.05, 5)
     y = LinearScale(0, ticks[-1], bottom, top)
     # Prefill keeps a readable slot even beside hundreds of Decode bars.
-    first_w = max(PLOT_W / len(picks), PREFILL_SLOT_W)
-    slot_w = (PLOT_W - first_w) / max(len(picks) - 1, 1)
+    num_slots = _num_slots(trace, full)
+    first_w = max(PLOT_W / num_slots, PREFILL_SLOT_W)
+    slot_w = (PLOT_W - first_w) / max(num_slots - 1, 1)
     bars = []
     for position, index in enumerate(picks):
         step = trace.steps[index]
@@ -161,7 +178,7 @@ def latency_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYL
         bars.append(LatencyBar(index, step.phase, x, bar_w, y(step.duration_ms), step.duration_ms,
                                parts[index].total_ms, _segments(parts[index], y), itl,
                                None if itl is None else y(itl),
-                               pass_tick(index, step.phase, position, len(picks), table)))
+                               pass_tick(index, step.phase, position, num_slots, table)))
     width = right + RIGHT_GUTTER + PAD
     note_lines = _notes(trace, table)
     legend_y = bottom + 72
@@ -251,13 +268,17 @@ def _draw_legend(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, 
     legend_item(dwg, style, x, y, style.waiting, label(table, "legend_waiting"), "waiting")
 
 
-def render_latency(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None) -> str:
+def render_latency(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
+                   full: RequestTrace | None = None) -> str:
     """One stacked bar per output token (pass + page drawing + other waiting), with TTFT,
-    TPOT, ITL and its p50 / p99 marked (measured times)."""
+    TPOT, ITL and its p50 / p99 marked (measured times).
+
+    `full`: the whole run when `trace` is a prefix of it: the y axis and the bar slots
+    come from it, so stepping through the run never rescales the figure."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
     if not trace.steps:
         raise ValueError("the latency diagram needs a trace with at least one forward pass")
-    layout = latency_layout(trace, table, style)
+    layout = latency_layout(trace, table, style, full)
     dwg = new_drawing(layout.width, layout.height, style, "latency", label(table, "lat_title"))
     m = trace.model
     header(dwg, style, label(table, "lat_title"), f"{m.model_id} · {m.device} · {m.dtype}")

@@ -138,8 +138,10 @@ def _draw_serving(dwg, y: float, style: Style, table: dict) -> float:
     return top + box_h
 
 
-def render_review_map(trace: RequestTrace | None = None, *, lang: str = "zh", style: Style | None = None) -> str:
-    """The lesson's closing one-page comparison; with a trace, this run's numbers too."""
+def render_review_map(trace: RequestTrace | None = None, *, lang: str = "zh", style: Style | None = None,
+                      full: RequestTrace | None = None) -> str:
+    """The lesson's closing one-page comparison; with a trace, this run's numbers too.
+    `full` (the whole run, when stepping) is accepted like every renderer's and unused: no axes here."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
     rows = table_rows(trace, table, style, top=146)
     serving_y = rows[-1].y + rows[-1].h + 22

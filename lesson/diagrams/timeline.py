@@ -180,12 +180,16 @@ def _label_place(bar: tuple[float, float], width: float, scale: LinearScale) -> 
     return max(bar[0] - 6, scale.r0 + width), "end"
 
 
-def timeline_layout(trace: RequestTrace, table: dict, style: Style, header_y: float = 112.0) -> TimelineLayout:
+def timeline_layout(trace: RequestTrace, table: dict, style: Style, header_y: float = 112.0,
+                    full: RequestTrace | None = None) -> TimelineLayout:
+    """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it
+    (classroom stepping); the columns and the time axis come from it, so they never move."""
     if not trace.steps:
         raise ValueError("the timeline needs a trace with at least one forward pass")
     slots = plan_slots(len(trace.steps), MAX_ROWS, HEAD_ROWS, TAIL_ROWS)
-    col = _columns(trace, slots, style, table)
-    end_ms = trace.steps[-1].end_ms
+    whole = full or trace
+    col = _columns(whole, plan_slots(len(whole.steps), MAX_ROWS, HEAD_ROWS, TAIL_ROWS), style, table)
+    end_ms = whole.steps[-1].end_ms
     ticks = nice_ticks(0, end_ms, 4)
     scale = LinearScale(0, ticks[-1], col["time"] + 8, col["time_end"] - 8)
     y, rows = header_y + 12, []
@@ -345,9 +349,10 @@ def subtitle(trace: RequestTrace, table: dict) -> str:
     return label(table, "timeline_subtitle", prompt=cut(trace.prompt, 40), answer=cut(trace.output_text, 30))
 
 
-def build_timeline(trace: RequestTrace, table: dict, style: Style, name: str, title: str, header_y: float = 112.0):
+def build_timeline(trace: RequestTrace, table: dict, style: Style, name: str, title: str, header_y: float = 112.0,
+                   full: RequestTrace | None = None):
     """The drawing, the layout and the row groups (the animation adds timing to them)."""
-    layout = timeline_layout(trace, table, style, header_y)
+    layout = timeline_layout(trace, table, style, header_y, full)
     dwg = new_drawing(layout.width, layout.height, style, name, title)
     add_markers(dwg, style)
     header(dwg, style, title, subtitle(trace, table))
@@ -370,8 +375,12 @@ def draw_legend(dwg, layout: TimelineLayout, style: Style, table: dict) -> None:
         x = legend_item(dwg, style, x, layout.legend_y, colors[kind], label(table, f"legend_{kind}"), kind)
 
 
-def render_timeline(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None) -> str:
-    """One row per forward pass: positions in, token out, phase, measured time."""
+def render_timeline(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
+                    full: RequestTrace | None = None) -> str:
+    """One row per forward pass: positions in, token out, phase, measured time.
+
+    `full`: the whole run when `trace` is a prefix of it: the columns and the time
+    axis come from it, so stepping through the run never rescales the figure."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
-    dwg, _, _ = build_timeline(trace, table, style, "timeline", label(table, "timeline_title"))
+    dwg, _, _ = build_timeline(trace, table, style, "timeline", label(table, "timeline_title"), full=full)
     return to_string(dwg)

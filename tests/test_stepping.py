@@ -1,0 +1,101 @@
+"""Classroom stepping keeps every figure's axes: a prefix of a run drawn with `full=` the
+whole run has the same scales, slots and ticks at every step (issue 8)."""
+
+import xml.etree.ElementTree as ET
+from dataclasses import replace
+
+import pytest
+
+from lesson.charts import kv_growth_figure, latency_figure
+from lesson.diagrams import DIAGRAMS, render_blocks, render_kv_growth, render_latency, render_timeline
+from lesson.views import truncate_trace
+from tests.factories import make_trace
+
+OUTPUT = tuple(f"t{i}" for i in range(10))
+
+
+@pytest.fixture(scope="module")
+def run():
+    """Prefill 3 ms, Decode passes of 2 ms, the last one slow (22 ms): the tallest bar comes last."""
+    trace = make_trace(output_pieces=OUTPUT)
+    last = trace.steps[-1]
+    return replace(trace, steps=trace.steps[:-1] + (replace(last, end_ms=last.end_ms + 20),))
+
+
+def prefixes(trace):
+    return [truncate_trace(trace, k) for k in range(1, len(trace.steps) + 1)]
+
+
+def with_class(svg: str, *classes: str) -> list[ET.Element]:
+    return [el for el in ET.fromstring(svg).iter() if set(classes) <= set(el.get("class", "").split())]
+
+
+def tick_labels(svg: str) -> list[str]:
+    return [el.text for el in with_class(svg, "tick-label")]
+
+
+def y_tick_labels(svg: str) -> list[tuple[str, str]]:
+    """(y, label) of the y axis ticks (anchored at the end, left of the plot)."""
+    return [(el.get("y"), el.text) for el in with_class(svg, "tick-label") if el.get("text-anchor") == "end"]
+
+
+def test_timeline_time_axis_and_prefill_bar_stay_put(run):
+    first, last = render_timeline(prefixes(run)[0], full=run), render_timeline(run, full=run)
+    assert tick_labels(first) == tick_labels(last)
+    bar = [(el.get("x"), el.get("width")) for el in with_class(first, "pass-time", "prefill")]
+    assert bar == [(el.get("x"), el.get("width")) for el in with_class(last, "pass-time", "prefill")]
+    assert ET.fromstring(first).get("width") == ET.fromstring(last).get("width")
+    # Without the whole run the axis follows the prefix: what the classroom saw before.
+    assert tick_labels(render_timeline(prefixes(run)[0])) != tick_labels(last)
+
+
+def test_latency_y_axis_and_bar_slots_are_the_whole_runs(run):
+    svgs = [render_latency(p, full=run) for p in prefixes(run)]
+    assert len({tuple(y_tick_labels(svg)) for svg in svgs}) == 1
+    slots = {}
+    for svg in svgs:
+        for el in with_class(svg, "latency-bar"):
+            slots.setdefault(el.get("data-step"), set()).add((el.get("x"), el.get("width")))
+    assert len(slots) == len(run.steps) and all(len(xs) == 1 for xs in slots.values())
+
+
+def test_kv_y_axis_and_bar_slots_are_the_whole_runs(run):
+    svgs = [render_kv_growth(p, full=run) for p in prefixes(run)]
+    assert len({tuple(y_tick_labels(svg)) for svg in svgs}) == 1
+    slots = {}
+    for svg in svgs:
+        for group in with_class(svg, "kv-bar"):
+            strip = next(el for el in group.iter() if el.get("class") == "phase-strip")
+            slots.setdefault(group.get("data-step"), set()).add((strip.get("x"), strip.get("width")))
+    assert len(slots) == len(run.steps) and all(len(xs) == 1 for xs in slots.values())
+
+
+def test_kv_y_axis_is_fixed_past_max_bars_too():
+    long_run = make_trace(output_pieces=tuple(f"t{i}" for i in range(60)))
+    assert len({tuple(y_tick_labels(render_kv_growth(p, full=long_run))) for p in prefixes(long_run)[::7]}) == 1
+
+
+def test_blocks_rows_and_width_are_the_whole_runs(run):
+    svgs = [render_blocks(p, full=run) for p in prefixes(run)]
+    rows = {tuple((el.get("y"), el.text.split()[0]) for el in with_class(svg, "position-label")) for svg in svgs}
+    assert len(rows) == 1
+    assert len({ET.fromstring(svg).get("width") for svg in svgs}) == 1
+    prefill = {tuple((el.get("x"), el.get("y")) for el in with_class(svg, "pos", "prefill")) for svg in svgs}
+    assert len(prefill) == 1
+    # A token not yet generated is never named on the position axis.
+    assert "t5" not in " ".join(el.text for el in with_class(svgs[2], "position-label"))
+
+
+@pytest.mark.parametrize("name", sorted(DIAGRAMS))
+def test_the_last_step_looks_like_the_whole_run(run, name):
+    """With full= the trace itself, every figure is the ordinary one (no jump at the end)."""
+    assert DIAGRAMS[name](run, lang="en", full=run) == DIAGRAMS[name](run, lang="en")
+
+
+def test_plotly_axes_are_fixed_to_the_whole_run(run):
+    first, last = prefixes(run)[0], run
+    for make in (latency_figure, kv_growth_figure):
+        a, b = make(first, "en", full=run).layout, make(last, "en", full=run).layout
+        assert a.yaxis.range == b.yaxis.range and a.yaxis.range is not None
+        assert a.xaxis.categoryarray == b.xaxis.categoryarray and len(a.xaxis.categoryarray) == len(run.steps)
+    assert latency_figure(first, "en").layout.yaxis.range is None  # default: plotly's own scaling
