@@ -73,11 +73,13 @@ def prompt_preview(
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def diagram_svg(name: str, trace_json: str, lang: str) -> str:
-    """One diagram of a trace, as an SVG string."""
+def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = None) -> str:
+    """One diagram of a trace, as an SVG string. `full_json`: the whole run while the
+    classroom steps through it (`trace_json` is then a prefix): axes are fixed to it."""
     from lesson.diagrams import DIAGRAMS
 
-    return DIAGRAMS[name](RequestTrace.from_json(trace_json), lang=lang)
+    full = None if full_json is None else RequestTrace.from_json(full_json)
+    return DIAGRAMS[name](RequestTrace.from_json(trace_json), lang=lang, full=full)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -97,7 +99,8 @@ def schematic_svg(prompt_len: int, output_len: int, lang: str) -> str:
     return render_blocks_schematic(prompt_len, output_len, lang=lang)
 
 
-def latency_figure(trace_json: str, lang: str):
+def latency_figure(trace_json: str, lang: str, full_json: str | None = None):
     from lesson.charts import latency_figure as make_figure
 
-    return make_figure(RequestTrace.from_json(trace_json), lang)
+    full = None if full_json is None else RequestTrace.from_json(full_json)
+    return make_figure(RequestTrace.from_json(trace_json), lang, full=full)

@@ -193,6 +193,7 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
         with result, error_boundary(lang):
             ran = _stream_run(lang, lm, current_args(settings, effective), num_prompt_tokens=preview[1])
     trace_json = _trace_to_show(lang, settings)
+    st.session_state.stepping_full_json = trace_json if st.session_state.classroom else None
     if trace_json is None:
         result.info(t(lang, "no_trace"))
         return None
@@ -383,6 +384,12 @@ def classroom_view(trace_json: str) -> str:
     return truncate_trace(trace, step).to_json(indent=None) if step < len(trace.steps) else trace_json
 
 
+def stepping_full() -> str | None:
+    """The whole run while the classroom steps through it (set by run_panel), else None:
+    the figures take their axes from it, so stepping never rescales them."""
+    return st.session_state.get("stepping_full_json")
+
+
 def classroom_controls(lang: str, slot) -> None:
     """Buttons at the top of the sidebar (always in reach while the teacher scrolls)."""
     if not st.session_state.classroom or st.session_state.trace_json is None:
@@ -416,7 +423,7 @@ def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | No
         st.info(t(lang, "no_trace"))
         return
     with error_boundary(lang, "err_diagram"):
-        svg = resources.diagram_svg(name, trace_json, lang)
+        svg = resources.diagram_svg(name, trace_json, lang, stepping_full())
         alt, stem = resources.diagram_words(name, trace_json, lang, st.session_state.trace_stamp)
         svg_figure(name, svg, lang, caption, alt=alt, file_stem=stem)
 
@@ -486,8 +493,8 @@ def section_waits(lang: str, trace_json: str | None) -> None:
         if drawing:
             st.caption(drawing)
     with error_boundary(lang, "err_diagram"):
-        st.plotly_chart(resources.latency_figure(trace_json, lang), key="latency_chart", width="stretch",
-                        config={"displaylogo": False})
+        figure = resources.latency_figure(trace_json, lang, stepping_full())
+        st.plotly_chart(figure, key="latency_chart", width="stretch", config={"displaylogo": False})
         st.caption(t(lang, "latency_caption"))
     live_diagram("latency", trace_json, lang, t(lang, "latency_svg_caption"))
 

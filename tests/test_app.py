@@ -539,6 +539,34 @@ def test_classroom_mode_steps_one_forward_pass_at_a_time(app):
     assert [s["output_id"] for s in shown_trace(app)["steps"]] == first
 
 
+def timeline_axis(at) -> tuple[str, list[str], list[str]]:
+    """(width, time-axis tick labels, Prefill bar x and width) of the timeline's raw SVG on the page."""
+    import xml.etree.ElementTree as ET
+
+    svg = next(c.value for c in at.code if "lesson-diagram timeline" in c.value)
+    root = ET.fromstring(svg)
+    ticks = [el.text for el in root.iter() if el.get("class") == "tick-label"]
+    prefill = [(el.get("x"), el.get("width")) for el in root.iter() if el.get("class") == "pass-time prefill"]
+    return root.get("width"), ticks, prefill
+
+
+@needs_model
+def test_classroom_stepping_keeps_the_timeline_time_axis(app):
+    """Issue 8: stepping forward adds rows; the time axis and the Prefill bar stay put."""
+    app.toggle(key="classroom").set_value(True).run()
+    app.slider(key="output_len").set_value(6)
+    app.button(key="run").click().run()
+    app.toggle(key="raw_svg_timeline").set_value(True).run()
+    assert_healthy(app)
+    total = len(shown_trace(app)["steps"])
+    first = timeline_axis(app)
+    assert app.session_state["class_step"] == 1 and total >= 3 and len(first[1]) >= 2 and len(first[2]) == 1
+    for step in range(2, total + 1):
+        app.button(key="class_next").click().run()
+        assert app.session_state["class_step"] == step
+        assert timeline_axis(app) == first, step
+
+
 @needs_model
 def test_schematic_demo_reacts_without_running_the_model(app):
     before = app.session_state["trace_json"]
