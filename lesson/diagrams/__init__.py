@@ -1,6 +1,8 @@
 """One module per figure; each `render_<name>(...) -> str` (a standalone SVG document).
 
-`DIAGRAMS` maps a name to a renderer of a trace: `DIAGRAMS[name](trace, lang=..., style=...)`.
+`DIAGRAMS` maps a name to a renderer of a trace: `DIAGRAMS[name](trace, lang=..., style=..., full=None)`;
+`full` is the whole run when `trace` is a prefix of it (classroom stepping): scales and slots
+come from it, so stepping never rescales a figure.
 `SCHEMATIC_DIAGRAMS` maps a name to a renderer of (prompt_len, output_len): no model needed.
 The export CLI and the app both iterate over these, so a new figure registers once here.
 """
