@@ -1,5 +1,7 @@
 """`python -m engine trace --prompt 法国的首都是 --max-new-tokens 8`: run one request, print its steps.
 `python -m engine cost --prompt-len 512 --context 512`: FLOPs, bytes and device floors (engine/cost.py).
+`--model preset:qwen2.5-0.5b` (or llama-3.2-1b, llama-3.1-8b): a published shape with random
+weights, built in code (engine/presets.py): times are real, tokens are meaningless.
 
 Errors (bad folder, empty prompt, lengths out of range) print one line and exit 2.
 `--model` is a local folder; a hub id (`org/name`) that names no local folder is
@@ -15,7 +17,7 @@ import unicodedata
 
 from .errors import EngineError, InputError
 from .prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
-from .trace import RequestTrace
+from .trace import RANDOM_WEIGHTS_NOTE, RequestTrace
 
 MAX_SHOWN_CHARS = 48  # a long prompt's Prefill row is cut here, with its token count
 
@@ -38,7 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help=f"refuse longer prompts (default {DEFAULT_MAX_PROMPT_TOKENS}: the longest the default "
                             "model was trained to answer after; the model's context is the hard limit)")
     trace.add_argument("--model", default=None,
-                       help="a local Hugging Face folder (default: the embedded model), or a hub id to fetch")
+                       help="a local Hugging Face folder (default: the embedded model), a hub id to fetch, or "
+                            "preset:NAME (qwen2.5-0.5b, llama-3.2-1b, llama-3.1-8b: random weights)")
     trace.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
     trace.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
     trace.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
@@ -57,7 +60,7 @@ def _add_cost_parser(sub) -> None:
     cost = sub.add_parser("cost", help="FLOPs, bytes and device floor of a Prefill and of one Decode step "
                                        "(reads config.json only)")
     cost.add_argument("--model", default="default",
-                      help="a local folder with a config.json (default: the embedded model)")
+                      help="a local folder with a config.json (default: the embedded model), or preset:NAME")
     cost.add_argument("--device-spec", default="h200", choices=("h200", "h100", "a100", "l4", "this"),
                       help="a datasheet, or 'this': measure this machine once (copy and matmul)")
     cost.add_argument("--prompt-len", type=int, required=True, metavar="N", help="positions in the Prefill")
@@ -101,7 +104,8 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
     hub_id = hub_id_for(args.model)
     if hub_id:  # say so before any network traffic: a typo in a folder name must not look like a download
         print(f"note: no local folder {args.model!r}; fetching {hub_id} from the Hugging Face Hub", file=sys.stderr)
-    lm = load_model(args.model, device=args.device, dtype=args.dtype, allow_hub=True)
+    longest = max(args.prompt_tokens, args.max_prompt_tokens) + args.max_new_tokens  # a preset's memory check
+    lm = load_model(args.model, device=args.device, dtype=args.dtype, allow_hub=True, max_context=longest)
     prompt = extend_prompt(lm.tokenizer, args.prompt, args.prompt_tokens) if args.prompt_tokens else args.prompt
     return generate(lm, prompt, cfg, max_prompt_tokens=args.max_prompt_tokens)
 
@@ -110,12 +114,15 @@ def run_cost(args: argparse.Namespace) -> str:
     """The cost table (or JSON) of the Prefill of --prompt-len positions and one Decode step at --context."""
     import json
 
-    from . import cost
+    from . import cost, presets
     from .model import DEFAULT_MODEL_DIR, DEFAULT_MODEL_ID, set_num_threads
 
-    default = args.model == DEFAULT_MODEL_ID
-    shape = cost.load_shape(DEFAULT_MODEL_DIR if default else args.model,
-                            name=DEFAULT_MODEL_ID if default else None)
+    default, preset = args.model == DEFAULT_MODEL_ID, presets.preset_name(args.model)
+    if preset is not None:  # the shape only: the cost model reads no weights, random or not
+        shape = presets.preset_shape(preset)
+    else:
+        shape = cost.load_shape(DEFAULT_MODEL_DIR if default else args.model,
+                                name=DEFAULT_MODEL_ID if default else None)
     if args.device_spec == "this":
         set_num_threads()  # measure with the threads a traced run uses
         device = cost.measure_this_machine()
@@ -162,6 +169,7 @@ def format_trace(trace: RequestTrace) -> str:
     m = trace.model
     header = [
         f"model {m.model_id} ({m.architecture}, {m.num_params:,} params) on {m.device}, {m.dtype}",
+        *([f"note: {RANDOM_WEIGHTS_NOTE}"] if m.random_weights else []),
         f"KV per token = 2 x {m.num_layers} layers x {m.num_kv_heads} kv heads x {m.head_dim} head_dim"
         f" x {m.bytes_per_element} bytes = {m.kv_bytes_per_token:,} bytes (formula)",
         _kv_measured(trace),

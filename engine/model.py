@@ -1,4 +1,5 @@
-"""Load a causal language model for tracing: the embedded default or a local folder.
+"""Load a causal language model for tracing: the embedded default, a local folder,
+or a real-size shape with random weights ("preset:NAME", engine/presets.py).
 
 Safety rules, because a classroom server loads folders it did not make:
 only safetensors weights (pickle checkpoints can run code when loaded), never
@@ -24,6 +25,7 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
+from . import presets
 from .errors import ModelLoadError
 from .trace import ModelInfo
 
@@ -160,6 +162,9 @@ def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
 
 def _locate(path: str | Path | None, allow_hub: bool, within: Path | None) -> tuple[str, str, bool]:
     """(source for from_pretrained, model id for traces, local_files_only)."""
+    name = presets.preset_name(path)
+    if name is not None:  # built in code: nothing on disk to check, nothing to fetch
+        return str(path), presets.get_preset(name).model_id, True
     if path is None or str(path) == DEFAULT_MODEL_ID:
         check_model_folder(DEFAULT_MODEL_DIR)
         return str(DEFAULT_MODEL_DIR), DEFAULT_MODEL_ID, True
@@ -180,12 +185,15 @@ def load_model(
     warmup: bool = True,
     allow_hub: bool = False,
     within: Path | None = None,
+    max_context: int = presets.DEFAULT_CONTEXT,
 ) -> LoadedModel:
     """Load tokenizer + model, move to device/dtype, run one warm-up pass.
 
     `path`: None (the embedded default), a local folder, or, only with
     `allow_hub=True`, a hub id that is not a local folder. `within`: refuse a
     folder that resolves outside this one (the app's models folder).
+    `path` may also be "preset:NAME": a published shape with random weights, refused
+    before allocation unless it and a KV cache of `max_context` positions fit.
     """
     start = time.perf_counter()
     hf_logging.disable_progress_bar()  # no "Loading weights" bars in a CLI table or a server log
@@ -194,17 +202,24 @@ def load_model(
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
     kwargs = dict(local_files_only=local_only, trust_remote_code=False)
+    preset = presets.preset_name(source)
     try:
-        config = AutoConfig.from_pretrained(source, **kwargs)
-        tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, use_safetensors=True, **kwargs)
-    except (OSError, ValueError, KeyError, RuntimeError) as err:
+        if preset is not None:  # the default model's tokenizer: its ids fit every preset's vocabulary
+            config, model = presets.build_model(preset, dev, torch_dtype, max_context)
+            tokenizer = AutoTokenizer.from_pretrained(str(DEFAULT_MODEL_DIR), **kwargs)
+        else:
+            config = AutoConfig.from_pretrained(source, **kwargs)
+            tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
+            model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, use_safetensors=True, **kwargs)
+    except ModelLoadError:
+        raise  # already says what went wrong (a preset too large for this device)
+    except (OSError, ValueError, KeyError, RuntimeError) as err:  # RuntimeError: out of memory too
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         if source == hub_id_for(path) and local_only:
             reason = f"the Hugging Face Hub cannot be reached (offline?) and it is not in the local cache ({reason})"
         raise ModelLoadError("model_load_failed", f"could not load {path}: {reason}", path=str(path), reason=reason) from err
     model.to(dev).eval()
-    info = describe(model, config, model_id, torch_dtype, dev)
+    info = dataclasses.replace(describe(model, config, model_id, torch_dtype, dev), random_weights=preset is not None)
     draft = LoadedModel(model=model, tokenizer=tokenizer, info=info, path=source, load_ms=0.0)
     if warmup:
         _warm_up(draft)  # the draft is never shared; the returned copy has the real load time

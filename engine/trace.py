@@ -53,6 +53,8 @@ SCHEMA_VERSION = 2
 # at 0.0 (not recorded) and are upgraded to the current version.
 READABLE_SCHEMA_VERSIONS = (1, 2)
 PHASES = ("prefill", "decode")
+# Said wherever a trace of a preset (ModelInfo.random_weights) is shown.
+RANDOM_WEIGHTS_NOTE = "random weights: times are real, tokens are meaningless"
 
 
 class TraceFormatError(ValueError):
@@ -63,7 +65,7 @@ class TraceFormatError(ValueError):
 class ModelInfo:
     """The model a trace was recorded on: enough to explain its KV cache size."""
 
-    model_id: str  # "default" for the embedded model, else the folder name
+    model_id: str  # "default" for the embedded model, "preset:NAME", else the folder name
     architecture: str  # e.g. "LlamaForCausalLM"
     num_layers: int
     num_heads: int  # query heads
@@ -82,6 +84,9 @@ class ModelInfo:
     # Defaults keep traces written before these fields loadable.
     sliding_window: int | None = None  # positions such a layer attends to; None: no layer uses one
     num_sliding_layers: int = 0  # how many of num_layers use that window
+    # A real-size shape filled with random numbers (engine/presets.py, model_id "preset:NAME"):
+    # its times are real, its tokens meaningless. Anything that shows this trace must say so.
+    random_weights: bool = False
 
     def __post_init__(self) -> None:
         if (self.sliding_window is None) != (self.num_sliding_layers == 0):
