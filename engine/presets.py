@@ -199,10 +199,11 @@ def build_model(name: str, device: torch.device, dtype: torch.dtype, context: in
 
 @torch.no_grad()
 def _fill_random(model: torch.nn.Module, std: float, seed: int = 0) -> None:
-    torch.manual_seed(seed)
+    """The same numbers for the same seed and device; torch's global random state is left alone."""
+    generator = torch.Generator(device=next(model.parameters()).device).manual_seed(seed)
     for param_name, param in model.named_parameters():  # tied weights are listed once
         if param.ndim >= 2:
-            param.normal_(0.0, std)
+            param.normal_(0.0, std, generator=generator)
         elif param_name.endswith("bias"):
             param.zero_()
         else:

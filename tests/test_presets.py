@@ -106,6 +106,21 @@ def test_old_traces_without_the_flag_still_load(tiny_model_dirs):
     assert RANDOM_WEIGHTS_NOTE not in format_trace(RequestTrace.from_dict(data))
 
 
+def test_build_fills_every_weight_the_same_way_each_time(monkeypatch):
+    tiny = presets.Preset("tiny-qwen", "none", 0, dict(
+        model_type="qwen2", hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=300, tie_word_embeddings=True, max_position_embeddings=64))
+    monkeypatch.setitem(presets.PRESETS, tiny.name, tiny)
+    (_, first), (_, second) = (presets.build_model(tiny.name, torch.device("cpu"), torch.float32) for _ in range(2))
+    weights = dict(first.named_parameters())
+    assert first.lm_head.weight is first.model.embed_tokens.weight  # tied again after the skipped init
+    assert all(torch.equal(w, second.get_parameter(n)) for n, w in weights.items())  # seeded: reproducible
+    assert all(torch.isfinite(w).all() for w in weights.values())  # no uninitialised memory left
+    assert all((w == 1).all() for n, w in weights.items() if n.endswith("norm.weight"))
+    assert all((w == 0).all() for n, w in weights.items() if n.endswith("bias"))
+    assert 0.015 < weights["model.layers.0.mlp.up_proj.weight"].std() < 0.025
+
+
 @pytest.mark.slow
 def test_the_half_billion_preset_runs_a_two_token_trace_on_cpu(capsys):
     if presets.available_memory_bytes(torch.device("cpu")) < presets.estimate_bytes("qwen2.5-0.5b", 4, 1024 + 2):
