@@ -239,11 +239,15 @@ def token_pieces(tokenizer, ids: list[int] | tuple[int, ...]) -> tuple[str, ...]
     A token that is only part of a character (a byte of a multi-byte UTF-8
     character) decodes to U+FFFD; show its raw vocabulary entry (e.g. <0xE5>)
     instead. A leading word marker (SentencePiece's U+2581, GPT-2's U+0120)
-    becomes a visible leading space.
+    becomes a visible leading space. An id the tokenizer does not have (a
+    random-weight preset borrows a smaller tokenizer) shows as <id N>.
     """
     raw = tokenizer.convert_ids_to_tokens(list(ids))
     pieces = []
     for token_id, token in zip(ids, raw):
+        if token is None:
+            pieces.append(f"<id {token_id}>")
+            continue
         text = tokenizer.decode([token_id])
         if "\ufffd" in text or (not text and token):
             text = str(token)

@@ -358,6 +358,7 @@ def test_token_pieces_are_readable(tiny):
     assert len(pieces) == len(ids)
     assert pieces[0].strip() == "The" and pieces[1] == " capital"  # the word marker shows as a space
     assert any(p.startswith("<0x") for p in pieces)  # the emoji falls back to raw bytes, shown as such
+    assert token_pieces(tok, [len(tok) + 7]) == (f"<id {len(tok) + 7}>",)  # an id this tokenizer lacks
 
 
 # --- special tokens: the tokenizer's own BOS, shown in the token split --------
