@@ -5,10 +5,14 @@
 come from it, so stepping never rescales a figure.
 `SCHEMATIC_DIAGRAMS` maps a name to a renderer of (prompt_len, output_len): no model needed.
 The export CLI and the app both iterate over these, so a new figure registers once here.
+`render_cache_compare` and `render_attention` draw `engine.compare` results, not a trace:
+exported here, registered in neither table.
 """
 
 from .animation import render_animation
+from .attention import render_attention
 from .blocks import render_blocks, render_blocks_schematic
+from .cache_compare import render_cache_compare
 from .kv_growth import render_kv_growth
 from .latency import render_latency
 from .review_map import render_review_map
@@ -34,6 +38,6 @@ SCHEMATIC_DIAGRAMS = {
 }
 
 __all__ = [
-    "DIAGRAMS", "SCHEMATIC_DIAGRAMS", "render_animation", "render_blocks", "render_blocks_schematic",
-    "render_kv_growth", "render_latency", "render_review_map", "render_timeline",
+    "DIAGRAMS", "SCHEMATIC_DIAGRAMS", "render_animation", "render_attention", "render_blocks",
+    "render_blocks_schematic", "render_cache_compare", "render_kv_growth", "render_latency", "render_review_map", "render_timeline",
 ]
