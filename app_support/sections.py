@@ -26,7 +26,7 @@ from lesson.views import (
 )
 
 from . import resources, state
-from .ui import error_boundary, metric_row, svg_figure
+from .ui import classroom_keyboard, error_boundary, metric_row, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -391,26 +391,32 @@ def stepping_full() -> str | None:
 
 
 def classroom_controls(lang: str, slot) -> None:
-    """Buttons at the top of the sidebar (always in reach while the teacher scrolls)."""
+    """Buttons at the top of the sidebar (always in reach while the teacher scrolls),
+    pressed also by the keyboard: → / Page Down, ← / Page Up, Home, End (ui.classroom_keyboard)."""
     if not st.session_state.classroom or st.session_state.trace_json is None:
         return
     total = len(json.loads(st.session_state.trace_json)["steps"])
     with slot:
         st.button(t(lang, "classroom_step"), key="class_next", type="primary", width="stretch",
                   icon=":material/skip_next:", on_click=_set_class_step, args=(1, total, True))
+        st.button(t(lang, "classroom_prev"), key="class_prev", width="stretch", icon=":material/skip_previous:",
+                  on_click=_set_class_step, args=(-1, total, True))
         st.button(t(lang, "classroom_reset"), key="class_reset", width="stretch", icon=":material/first_page:",
                   on_click=_set_class_step, args=(1, total, False))
         st.button(t(lang, "classroom_all"), key="class_all", width="stretch", icon=":material/last_page:",
                   on_click=_set_class_step, args=(total, total, False))
         shown = max(1, min(int(st.session_state.class_step), total))
         phase = t(lang, "phase_prefill") if shown == 1 else f"{t(lang, 'phase_decode')} {shown - 1}"
-        st.progress(shown / total, text=t(lang, "classroom_position", shown=shown, total=total, phase=phase))
+        with st.container(key="class_position"):  # browser tests read the step here
+            st.progress(shown / total, text=t(lang, "classroom_position", shown=shown, total=total, phase=phase))
+        st.caption(t(lang, "classroom_keys"))
+        classroom_keyboard()
         st.divider()
 
 
 def _set_class_step(value: int, total: int, relative: bool) -> None:
     """Button callback: runs before the page, so every part shows the same step."""
-    current = int(st.session_state.class_step)
+    current = max(1, min(total, int(st.session_state.class_step)))
     st.session_state.class_step = max(1, min(total, current + value if relative else value))
 
 

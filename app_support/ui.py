@@ -9,6 +9,7 @@ ever the fixed CSS below, never anything a visitor typed.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 from collections.abc import Iterator
 
@@ -92,3 +93,43 @@ def metric_row(cards: list[MetricCard]) -> None:
         with column:
             st.metric(card.label, card.value, help=card.definition)
             st.caption(card.definition)
+
+
+# Classroom keys -> the key of the sidebar button they press (buttons carry `st-key-<key>` classes).
+CLASSROOM_KEYS = {"ArrowRight": "class_next", "PageDown": "class_next", "ArrowLeft": "class_prev",
+                  "PageUp": "class_prev", "Home": "class_reset", "End": "class_all"}
+
+# One keydown listener on the page, attached once per browser tab (a flag on window guards
+# against every rerun adding another). It presses the button, so a key is exactly a click:
+# the same callback, the same rerun. Keys typed into a text box, slider, select or an
+# editable element stay with that element. A button that is not on the page (classroom
+# mode off) is simply not pressed.
+KEYBOARD_BRIDGE_JS = """
+<script>
+(() => {
+  if (window.__prefillDecodeClassroomKeys) return;
+  window.__prefillDecodeClassroomKeys = true;
+  const keys = %s;
+  const editable = 'input, textarea, select, [contenteditable=""], [contenteditable="true"], '
+    + '[role="slider"], [role="combobox"], [role="listbox"], [role="spinbutton"], [role="textbox"]';
+  document.addEventListener('keydown', (event) => {
+    const key = keys[event.key];
+    if (!key || event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    const target = event.target;
+    if (target instanceof Element && (target.isContentEditable || target.closest(editable))) return;
+    const button = document.querySelector('.st-key-' + key + ' button');
+    if (!button || button.disabled) return;
+    event.preventDefault();  // Page Down / Home / End step the lesson instead of scrolling it
+    button.click();
+  });
+})();
+</script>
+"""
+
+
+def classroom_keyboard() -> None:
+    """Arrow keys, Page Up/Down (a presenter's clicker), Home and End press the classroom buttons.
+
+    Fixed script, no user text; runs in the page itself (st.html), not in an iframe.
+    """
+    st.html(KEYBOARD_BRIDGE_JS % json.dumps(CLASSROOM_KEYS), unsafe_allow_javascript=True)

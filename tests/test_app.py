@@ -692,3 +692,26 @@ def test_the_token_preview_shows_a_bos_and_counts_it(monkeypatch, tmp_path, tiny
     finally:
         resources.server_settings.clear()
         resources.get_model.clear()
+
+
+@needs_model
+def test_classroom_back_first_and_last_pass_buttons(app):
+    """Issue 8: the buttons the keys press (← / Page Up, Home, End) step back, to the first and to the last pass."""
+    app.toggle(key="classroom").set_value(True).run()
+    app.checkbox(key="ignore_eos").check()
+    app.slider(key="output_len").set_value(5)
+    app.button(key="run").click().run()
+    assert_healthy(app)
+    total = len(shown_trace(app)["steps"])
+    assert total == 5 and app.session_state["class_step"] == 1
+    app.button(key="class_prev").click().run()
+    assert app.session_state["class_step"] == 1  # no step before Prefill
+    app.button(key="class_all").click().run()  # End
+    assert app.session_state["class_step"] == total
+    app.button(key="class_prev").click().run()
+    assert app.session_state["class_step"] == total - 1
+    progress = [p.proto.text for p in app.get("progress")]
+    assert t("zh", "classroom_position", shown=total - 1, total=total, phase=f"Decode {total - 2}") in progress
+    app.button(key="class_reset").click().run()  # Home
+    assert app.session_state["class_step"] == 1
+    assert t("zh", "classroom_keys") in texts(app, "caption") and not app.exception

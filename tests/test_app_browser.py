@@ -197,3 +197,59 @@ def test_run_is_off_for_an_empty_prompt_and_one_token_cards_read_whole(page):
     cut = page.evaluate("() => [...document.querySelectorAll('[data-testid=stMetricValue] div')]"
                         ".filter(e => e.scrollWidth > e.clientWidth + 1).length")
     assert cut == 0
+
+
+POSITION = "() => (document.querySelector('.st-key-class_position') || {}).innerText || ''"
+
+
+def class_step_on_page(page) -> tuple[int, int]:
+    """(shown, total) from the classroom position caption: 第 {shown} / {total} 次前向."""
+    import re
+
+    match = re.search(r"(\d+)\s*/\s*(\d+)", page.evaluate(POSITION))
+    assert match, page.evaluate(POSITION)
+    return int(match.group(1)), int(match.group(2))
+
+
+def press_and_time(page, key: str, expected: int) -> float:
+    """Press a key with nothing focused; seconds until the page shows `expected` and is settled."""
+    page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    start = time.perf_counter()
+    page.keyboard.press(key)
+    page.wait_for_function(
+        f"() => ({POSITION})().includes('第 {expected} /') && ({IDLE})()", timeout=30_000, polling=20)
+    return time.perf_counter() - start
+
+
+def test_classroom_steps_with_the_keyboard(page):
+    """Issue 8: a presenter's keys step the lesson anywhere on the page, each step well under a second."""
+    tab = page.context.new_page()  # a fresh session: the lesson's defaults, whatever ran before
+    try:
+        tab.goto(page.url, wait_until="domcontentloaded")
+        wait_idle(tab, first=True)
+        tab.locator(".st-key-classroom label").click()
+        wait_idle(tab)
+        tab.locator(".st-key-ignore_eos label").click()  # all 8 passes, whatever the model answers
+        wait_idle(tab)
+        tab.locator(".st-key-run button").click()
+        wait_idle(tab)
+        shown, total = class_step_on_page(tab)
+        assert shown == 1 and total >= 4, (shown, total)
+        times = [press_and_time(tab, "ArrowRight", 2), press_and_time(tab, "ArrowRight", 3)]
+        assert class_step_on_page(tab)[0] == 3
+        times.append(press_and_time(tab, "ArrowLeft", 2))
+        times.append(press_and_time(tab, "End", total))
+        times.append(press_and_time(tab, "Home", 1))
+        times.append(press_and_time(tab, "PageDown", 2))
+        times.append(press_and_time(tab, "PageUp", 1))
+        (ARTIFACTS / "classroom_step_seconds.txt").write_text(" ".join(f"{s:.3f}" for s in times) + "\n")
+        assert max(times) < 1.0, times
+        box = tab.locator(".st-key-prompt textarea")
+        box.focus()
+        box.press("ArrowRight")  # typing in the prompt moves the caret, never the lesson
+        box.press("End")
+        tab.wait_for_timeout(1500)
+        assert class_step_on_page(tab)[0] == 1
+        assert "Traceback" not in tab.locator("[data-testid=stMain]").inner_text()
+    finally:
+        tab.close()

@@ -75,6 +75,8 @@ TEXT: dict = {
     "classroom_step": "Next step (one forward pass)",
     "classroom_reset": "Start over",
     "classroom_all": "Show all",
+    "classroom_prev": "Back one step",
+    "classroom_keys": "Keys anywhere on the page: → / Page Down next pass, ← / Page Up back, Home start, End all.",
     "classroom_position": "Classroom stepping: showing forward pass {shown} of {total} ({phase})",
     "phase_prefill": "Prefill",
     "phase_decode": "Decode",

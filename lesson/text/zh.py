@@ -70,6 +70,8 @@ TEXT: dict = {
     "classroom_step": "下一步（一次前向）",
     "classroom_reset": "从头开始",
     "classroom_all": "显示全部",
+    "classroom_prev": "上一步",
+    "classroom_keys": "在页面任何地方都可以用键盘：→ / Page Down 下一步，← / Page Up 上一步，Home 从头开始，End 显示全部。",
     "classroom_position": "课堂步进：显示到第 {shown} / {total} 次前向（{phase}）",
     "phase_prefill": "Prefill",
     "phase_decode": "Decode",
