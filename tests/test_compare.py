@@ -156,7 +156,8 @@ def test_attention_figure_has_a_cell_per_layer_and_position(lang):
     root = ET.fromstring(render_attention(att, lang=lang))
     cells = with_class(root, "att-cell")
     assert len(cells) == 2 * (att.context + 1)
-    assert len(with_class(root, "att-cell", "new")) == 2  # the new position, once per layer
+    new_cells = with_class(root, "att-cell", "new")  # the new position, once per layer, last
+    assert [c.get("data-pos") for c in new_cells] == [str(att.context)] * 2
     for layer in range(2):
         weights = [float(c.get("data-weight")) for c in cells if c.get("data-layer") == str(layer)]
         assert math.isclose(sum(weights), 1.0)

@@ -39,5 +39,6 @@ SCHEMATIC_DIAGRAMS = {
 
 __all__ = [
     "DIAGRAMS", "SCHEMATIC_DIAGRAMS", "render_animation", "render_attention", "render_blocks",
-    "render_blocks_schematic", "render_cache_compare", "render_kv_growth", "render_latency", "render_review_map", "render_timeline",
+    "render_blocks_schematic", "render_cache_compare", "render_kv_growth", "render_latency", "render_review_map",
+    "render_timeline",
 ]
