@@ -179,3 +179,16 @@ def test_hostile_text_stays_escaped_in_both_figures():
 
 def test_neither_figure_is_registered_as_a_trace_diagram():
     assert render_cache_compare not in DIAGRAMS.values() and render_attention not in DIAGRAMS.values()
+
+
+def test_the_new_labels_have_the_same_fields_in_zh_and_en():
+    import string
+
+    from lesson.strings import EN, ZH
+
+    def fields(template: str) -> set[str]:
+        return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+    keys = [k for k in ZH if k.startswith(("cc_", "att_"))]
+    assert len(keys) == 18 and set(keys) <= set(EN)
+    assert all(fields(ZH[k]) == fields(EN[k]) for k in keys)
