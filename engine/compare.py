@@ -121,7 +121,7 @@ def compare_cache(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int) -
 class DecodeAttention:
     """The new position's attention in Decode step `decode_index` (D1 = the first Decode).
 
-    Over positions 0 .. context: the `context` cached positions, then the new one itself.
+    Over positions 0 .. context: the `context` positions before it, then the new one itself.
     `per_head[layer][head][position]`, `mean[layer][position]` (mean over query heads).
     """
 
@@ -131,6 +131,8 @@ class DecodeAttention:
     pieces: tuple[str, ...]         # their readable text (raw: renderers escape it)
     per_head: tuple[tuple[tuple[float, ...], ...], ...]
     mean: tuple[tuple[float, ...], ...]
+    num_read: tuple[int, ...] = ()  # per layer: positions its cache held, plus the new one (< context + 1
+                                    # for a sliding window, whose dropped positions are 0 in the rows)
 
     @property
     def num_layers(self) -> int:
@@ -157,11 +159,17 @@ def decode_attention(lm: LoadedModel, prompt_ids: list[int], output_ids: list[in
             attentions = _attend_one(model, new_token, cache, lm.device)
         finally:
             model.set_attn_implementation(before)
-    per_head = tuple(tuple(tuple(float(w) for w in head) for head in layer[0, :, -1, :].float().cpu())
-                     for layer in attentions)  # layer: (1, heads, 1, context + 1)
+    num = len(history) + 1
+    # layer: (1, heads, 1, read). A sliding-window layer's cache holds only its last positions
+    # (read < num): the positions it dropped get weight 0, so every row spans all num positions.
+    read = tuple(layer.shape[-1] for layer in attentions)
+    per_head = tuple(tuple((0.0,) * (num - r) + tuple(float(w) for w in head)
+                           for head in layer[0, :, -1, :].float().cpu())
+                     for layer, r in zip(attentions, read))
     mean = tuple(tuple(sum(col) / len(layer) for col in zip(*layer)) for layer in per_head)
     token_ids = tuple(history) + (new_token,)
-    return DecodeAttention(decode_index, len(history), token_ids, token_pieces(lm.tokenizer, token_ids), per_head, mean)
+    return DecodeAttention(decode_index, len(history), token_ids, token_pieces(lm.tokenizer, token_ids),
+                           per_head, mean, read)
 
 
 def _attend_one(model, token: int, cache, device) -> tuple[torch.Tensor, ...]:
