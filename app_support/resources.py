@@ -104,3 +104,38 @@ def latency_figure(trace_json: str, lang: str, full_json: str | None = None):
 
     full = None if full_json is None else RequestTrace.from_json(full_json)
     return make_figure(RequestTrace.from_json(trace_json), lang, full=full)
+
+
+# Cache on vs off (engine.compare): keyed by the shown run's model and prompt ids, not by its trace,
+# so every run with the same prompt shares one comparison.
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def cache_comparison(model_choice: str, device: str, dtype: str, prompt_ids: tuple[int, ...], max_new_tokens: int):
+    """The same greedy answer with the KV cache off, then on (engine.compare.CacheComparison)."""
+    from engine.compare import compare_cache
+
+    return compare_cache(get_model(model_choice, device, dtype), list(prompt_ids), max_new_tokens)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def cache_compare_svg(model_choice: str, device: str, dtype: str, prompt_ids: tuple[int, ...], max_new_tokens: int,
+                      lang: str) -> str:
+    """That comparison drawn: per pass, time and FLOPs, off beside on."""
+    from lesson.diagrams import render_cache_compare
+
+    comparison = cache_comparison(model_choice, device, dtype, prompt_ids, max_new_tokens)
+    model_id = get_model(model_choice, device, dtype).info.model_id
+    return render_cache_compare(comparison, lang=lang, model_id=model_id)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def decode_attention_svg(model_choice: str, device: str, dtype: str, prompt_ids: tuple[int, ...],
+                         output_ids: tuple[int, ...], decode_index: int, lang: str) -> tuple[str, str]:
+    """(the attention map of Decode step `decode_index` of that answer, its alt text)."""
+    from engine.compare import decode_attention
+    from lesson.diagrams import render_attention
+    from lesson.views import attention_alt
+
+    lm = get_model(model_choice, device, dtype)
+    attention = decode_attention(lm, list(prompt_ids), output_ids, decode_index)
+    return render_attention(attention, lang=lang, model_id=lm.info.model_id), attention_alt(attention, lang)

@@ -11,6 +11,7 @@ import csv
 import dataclasses
 import datetime
 import io
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -415,6 +416,35 @@ def schematic_alt(prompt_len: int, output_len: int, lang: str) -> str:
     """The text alternative of the block sketch (lesson.diagrams.render_blocks_schematic)."""
     return t(lang, "alt_blocks_schematic", prompt_len=prompt_len, num_decode=output_len - 1,
              num_passes=output_len, num_positions=prompt_len + output_len - 1)
+
+
+def _compare_numbers(comparison) -> dict[str, object]:
+    """The totals of an engine.compare.CacheComparison, formatted for the page (measured, never made up)."""
+    return {
+        "prompt_len": comparison.prompt_len, "num_tokens": comparison.num_steps,
+        "off_ms": format_ms(comparison.off_total_ms), "on_ms": format_ms(comparison.on_total_ms),
+        "off_flops": format_count(int(comparison.off_total_flops)),
+        "on_flops": format_count(int(comparison.on_total_flops)),
+    }
+
+
+def cache_compare_alt(comparison, lang: str) -> str:
+    """The text alternative of the cache on/off figure (lesson.diagrams.render_cache_compare)."""
+    return t(lang, "alt_cache_compare", **_compare_numbers(comparison))
+
+
+def cache_compare_caption(comparison, lang: str) -> str:
+    """One line under that figure: the totals off vs on and how many times more the cache-off run cost."""
+    time_ratio = comparison.off_total_ms / comparison.on_total_ms if comparison.on_total_ms > 0 else math.inf
+    flops_ratio = comparison.off_total_flops / comparison.on_total_flops if comparison.on_total_flops > 0 else math.inf
+    return t(lang, "cache_compare_caption", time_ratio=f"{time_ratio:.1f}", flops_ratio=f"{flops_ratio:.1f}",
+             **_compare_numbers(comparison))
+
+
+def attention_alt(attention, lang: str) -> str:
+    """The text alternative of one Decode step's attention map (lesson.diagrams.render_attention)."""
+    return t(lang, "alt_attention", step=attention.decode_index, num_layers=attention.num_layers,
+             context=attention.context)
 
 
 # ---------------------------------------------------------------------------

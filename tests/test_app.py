@@ -715,3 +715,61 @@ def test_classroom_back_first_and_last_pass_buttons(app):
     app.button(key="class_reset").click().run()  # Home
     assert app.session_state["class_step"] == 1
     assert t("zh", "classroom_keys") in texts(app, "caption") and not app.exception
+
+
+def _figure(at, alt_start: str):
+    """The one <img> whose alt text starts with `alt_start`."""
+    found = [img.proto.imgs[0] for img in at.get("image") if img.proto.imgs[0].alt.startswith(alt_start)]
+    assert len(found) == 1, [img.proto.imgs[0].alt[:40] for img in at.get("image")]
+    return found[0]
+
+
+@needs_model
+def test_cache_on_vs_off_shows_the_measured_totals_and_a_decode_steps_attention(app):
+    from app_support import resources
+    from app_support.sections import COMPARE_MAX_NEW_TOKENS
+    from lesson.views import cache_compare_caption, format_count
+
+    app.button(key="cache_compare").click().run()
+    assert_healthy(app)
+    trace, args = shown_trace(app), app.session_state["trace_args"]
+    # the page's own comparison (st.cache_data, shared with this process), not a second measurement
+    comparison = resources.cache_comparison(args.model_choice, args.device, args.dtype, tuple(trace["prompt_ids"]),
+                                            COMPARE_MAX_NEW_TOKENS)
+    assert comparison.prompt_len == len(trace["prompt_ids"]) and comparison.num_steps == COMPARE_MAX_NEW_TOKENS
+    assert len(app.get("image")) == 7 + 2  # the lesson's figures, then cache on/off and one step's attention
+    figure = _figure(app, t("zh", "alt_cache_compare").split("{")[0])
+    assert format_ms(comparison.off_total_ms) in figure.alt and format_ms(comparison.on_total_ms) in figure.alt
+    assert cache_compare_caption(comparison, "zh") in texts(app, "caption")
+    for number in (format_ms(comparison.off_total_ms), format_ms(comparison.on_total_ms),
+                   format_count(int(comparison.off_total_flops)), format_count(int(comparison.on_total_flops))):
+        assert number in texts(app, "caption")
+    assert comparison.off_total_flops > comparison.on_total_flops  # the cache saves recomputing old positions
+
+    slider = app.select_slider(key=f"attention_step_{COMPARE_MAX_NEW_TOKENS - 1}")
+    assert slider.value == 1
+    attention_alt = t("zh", "alt_attention").split("{")[0]
+    before = _figure(app, attention_alt)
+    assert "D1" in before.alt
+    slider.set_value(20).run()
+    assert_healthy(app)
+    after = _figure(app, attention_alt)
+    assert "D20" in after.alt and after.url != before.url  # a different step, a different picture
+    context = len(trace["prompt_ids"]) + 19
+    assert t("zh", "attention_caption", context=context) in texts(app, "caption")
+    assert _figure(app, t("zh", "alt_cache_compare").split("{")[0]).url == figure.url  # the comparison is not rerun
+
+
+def test_cache_compare_words_quote_the_comparisons_totals():
+    from types import SimpleNamespace
+
+    from lesson.views import attention_alt, cache_compare_alt, cache_compare_caption
+
+    comparison = SimpleNamespace(prompt_len=6, num_steps=32, off_total_ms=1412.76, on_total_ms=165.06,
+                                 off_total_flops=53015494656.0, on_total_flops=1807597568.0)
+    attention = SimpleNamespace(decode_index=5, num_layers=4, context=10)
+    for lang in ("zh", "en"):
+        words = cache_compare_alt(comparison, lang) + cache_compare_caption(comparison, lang)
+        for number in ("1.41 s", "165 ms", "53.0B", "1.8B", "32", "8.6", "29.3"):
+            assert number in words, (lang, number)
+        assert "{" not in words and "D5" in attention_alt(attention, lang) and "10" in attention_alt(attention, lang)

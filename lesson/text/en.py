@@ -186,6 +186,15 @@ TEXT: dict = {
     "bottleneck_apart": "Measured on {device} ({dtype}) with model {model} ({params} parameters): here Prefill took {ratio}× a Decode step. Prefill grows with the prompt; a Decode step, one position, hardly grows with the context.",
     "show_difference": "Show the difference: run the lesson's example with a {num_tokens}-token prompt",
     "show_difference_help": "Puts the lesson's own sentences before the prompt up to that length (the model still answers and stops), then runs. Compare the Prefill bar with a Decode bar.",
+    "cache_compare": "Compare: the same answer with the KV cache off and on",
+    "cache_compare_running": "Running the answer twice, cache off then on…",
+    "cache_compare_help": "Runs the shown run's prompt again, greedy, for {num_tokens} tokens: once with the cache off (every step recomputes all positions), once with it on (Prefill, then one new position per step). Takes a few seconds on a long prompt.",
+    "cache_compare_caption": "Measured here, the same {num_tokens} tokens after a {prompt_len}-token prompt: cache off {off_ms} and {off_flops} FLOPs in total, cache on {on_ms} and {on_flops} FLOPs (with the cache off: {time_ratio}× the time, {flops_ratio}× the FLOPs). The FLOPs come from the cost model.",
+    "alt_cache_compare": "Bar chart, KV cache off vs on for the same {num_tokens} tokens after a {prompt_len}-token prompt: for each forward pass, measured time (top) and FLOPs (bottom). In total: off {off_ms}, {off_flops} FLOPs; on {on_ms}, {on_flops} FLOPs.",
+    "attention_step": "Decode step whose attention is shown",
+    "attention_step_help": "With the cache on, that step computes one new position, but its query still reads every cached position.",
+    "attention_caption": "One row per layer, one column per position the new query reads: the {context} cached positions, then itself (darker = more weight, mean over heads). Taken from the real model for that step.",
+    "alt_attention": "Heat map of Decode step D{step}: in each of {num_layers} layers, the new position's attention weights (mean over heads) over {context} cached positions plus itself.",
     # ---- section 6: the two waits ------------------------------------------------------------
     "sec_waits": "The two waits users feel",
     "waits_1": (

@@ -166,6 +166,15 @@ TEXT: dict = {
     "bottleneck_apart": "测量环境：{device}（{dtype}），模型 {model}（{params} 参数）。这里 Prefill 用时是一次 Decode 的 {ratio} 倍。Prefill 随提示词变长；一次 Decode 只算 1 个位置，几乎不随上下文增长。",
     "show_difference": "看看差别：用 {num_tokens} 个 Token 的提示词运行本课的例子",
     "show_difference_help": "在提示词前补上本课自己的句子，直到这个长度（模型仍会回答并停止），然后运行。比较 Prefill 的柱子和 Decode 的柱子。",
+    "cache_compare": "比较：同一个回答，KV Cache 关闭与开启",
+    "cache_compare_running": "正在把同一个回答跑两遍：先关闭缓存，再开启缓存……",
+    "cache_compare_help": "用当前这次运行的提示词再跑两遍（贪心），各生成 {num_tokens} 个 Token：一遍关闭缓存（每一步都把所有位置重算一遍），一遍开启缓存（先 Prefill，之后每一步只算一个新位置）。提示词很长时需要几秒钟。",
+    "cache_compare_caption": "本机实测，{prompt_len} 个 Token 的提示词之后同样的 {num_tokens} 个 Token：关闭缓存合计 {off_ms}、{off_flops} FLOPs；开启缓存合计 {on_ms}、{on_flops} FLOPs（关闭缓存的用时是开启的 {time_ratio} 倍，FLOPs 是 {flops_ratio} 倍）。FLOPs 来自成本模型。",
+    "alt_cache_compare": "柱状图，KV Cache 关闭与开启，{prompt_len} 个 Token 的提示词之后同样的 {num_tokens} 个 Token：每一次前向的实测时间（上）和 FLOPs（下）。合计：关闭 {off_ms}、{off_flops} FLOPs；开启 {on_ms}、{on_flops} FLOPs。",
+    "attention_step": "显示哪一个 Decode 步骤的注意力",
+    "attention_step_help": "开启缓存时，这一步只计算一个新位置，但它的查询仍然要读取所有缓存的位置。",
+    "attention_caption": "每一行是一层，每一列是新查询读取的一个位置：前 {context} 个是缓存的位置，最后一个是它自己（颜色越深权重越大，各头取平均）。数据来自真实模型在这一步的计算。",
+    "alt_attention": "热力图，Decode 步骤 D{step}：在 {num_layers} 层的每一层里，新位置对 {context} 个缓存位置加上它自己的注意力权重（各头取平均）。",
     # ---- 第 6 节：两种等待 -----------------------------------------------------------
     "sec_waits": "用户实际感受到的两个等待",
     "waits_1": (
