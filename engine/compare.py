@@ -18,7 +18,7 @@ import torch
 
 from .cost import DEVICE_SPECS, ModelShape, pass_cost
 from .errors import PhaseError
-from .generation import GenerationConfig, _cache_keyword, _clock, _passes, new_cache, prefill, token_pieces
+from .generation import GenerationConfig, _cache_keyword, _passes, new_cache, no_cache_passes, prefill, token_pieces
 from .model import LoadedModel
 
 
@@ -75,17 +75,9 @@ def step_flops(shape: ModelShape, prompt_len: int, num_steps: int) -> tuple[tupl
 
 def timed_ids_no_cache(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:
     """Greedy, no cache, fixed length (EOS ignored): (token ids, ms of each pass)."""
-    ids, out, times_ms = list(prompt_ids), [], []
-    for _ in range(max_new_tokens):
-        with lm.lock, torch.inference_mode():
-            start = _clock(lm.device)
-            x = torch.tensor([ids], device=lm.device)  # (1, prompt_len + t): every position again
-            logits = lm.model(input_ids=x, use_cache=False).logits[:, -1, :]  # (1, vocab)
-            token = int(logits[0].argmax())
-            times_ms.append((_clock(lm.device) - start) * 1e3)
-        out.append(token)
-        ids.append(token)
-    return out, times_ms
+    cfg = GenerationConfig(max_new_tokens=max_new_tokens, ignore_eos=True)
+    passes = list(no_cache_passes(lm, list(prompt_ids), cfg, record=True))
+    return [token for token, _ in passes], [ms for _, ms in passes]
 
 
 def timed_ids_with_cache(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:

@@ -215,18 +215,29 @@ def generate_ids_no_cache(lm: LoadedModel, prompt_ids: list[int], cfg: Generatio
 
     Same tokens as the cached loop, but step t processes prompt_len + t positions.
     """
+    return [token for token, _ in no_cache_passes(lm, prompt_ids, cfg, record=False)]
+
+
+def no_cache_passes(
+    lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool,
+) -> Iterator[tuple[int, float | None]]:
+    """The cache-off loop, one (token, pass ms or None) per pass: pass t feeds all
+    prompt_len + t positions again. Timed like `_passes`: under the model lock, after
+    a device synchronize."""
     generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
     eos = frozenset() if cfg.ignore_eos else _eos_ids(lm)
-    ids, out = list(prompt_ids), []
-    with torch.inference_mode():
-        for _ in range(cfg.max_new_tokens):
-            logits = lm.model(input_ids=torch.tensor([ids], device=lm.device), use_cache=False).logits[:, -1, :]
+    ids = list(prompt_ids)
+    for _ in range(cfg.max_new_tokens):
+        with lm.lock, torch.inference_mode():
+            start = _clock(lm.device) if record else None
+            x = torch.tensor([ids], device=lm.device)  # (1, prompt_len + t): every position again
+            logits = lm.model(input_ids=x, use_cache=False).logits[:, -1, :]  # (1, vocab)
             token = choose_token(logits, cfg, generator)
-            out.append(token)
-            if token in eos:
-                break
-            ids.append(token)
-    return out
+            ms = (_clock(lm.device) - start) * 1e3 if record else None
+        yield token, ms
+        if token in eos:
+            return
+        ids.append(token)
 
 
 # ---------------------------------------------------------------------------
