@@ -2,43 +2,41 @@
 
     streamlit run app.py
 
-The page runs top to bottom: settings -> model -> run panel -> the lesson's
-sections in order. Words live in lesson/text, numbers and messages in
-lesson/views, drawings in lesson/diagrams; this file only wires them up.
+This file is the entry every page shares: session state, server settings,
+page config, the header and the sidebar, then Streamlit's own multipage
+navigation. Each page's body is a file in app_pages/ (the lesson is the
+default page); all pages share the one run kept in st.session_state.
 """
 
 import streamlit as st
 
-from app_support import resources, sections, state
+from app_support import lab, resources, sections, state
 from app_support.ui import inject_css
 from lesson.text import t
 
 state.init_session()
+for key in (*state.WIDGET_KEYS, *lab.LAB_WIDGET_KEYS):
+    # Streamlit forgets a widget's value on a run that does not draw it; written back here,
+    # the lesson's prompt and lengths (and the lab's knobs) survive a visit to the other page.
+    if key in st.session_state:
+        st.session_state[key] = st.session_state[key]
 settings = resources.server_settings()
 state.repair_session(settings.limits, settings.models_dir)
 lang = st.session_state.lang
 
 st.set_page_config(page_title=t(lang, "page_title"), page_icon="🧭", layout="wide")
+PAGES = {  # url path -> the page; a later page (a serving lab) is one more entry here
+    "lesson": st.Page("app_pages/lesson.py", title=t(lang, "nav_lesson"), icon=":material/school:", default=True),
+    "bottleneck_lab": st.Page("app_pages/bottleneck_lab.py", title=t(lang, "nav_bottleneck_lab"),
+                              icon=":material/speed:", url_path="bottleneck_lab"),
+}
+page = st.navigation(list(PAGES.values()), position="sidebar")
+on_lesson = page.url_path == PAGES["lesson"].url_path
+
 sections.header(lang)
 inject_css(st.session_state.classroom)
 sections.show_flash(lang)
-classroom_slot = sections.sidebar(lang, settings)
-sections.intro(lang)
-
-lm = sections.load_model(lang, settings)
-if lm is not None:
-    sections.model_caption(lang, lm)
-trace_json = sections.run_panel(lang, lm, settings)
-sections.classroom_controls(lang, classroom_slot)
-
-sections.section_timeline(lang, trace_json)
-sections.section_prefill(lang, trace_json)
-sections.section_decode(lang, trace_json)
-sections.section_blocks_demo(lang)
-sections.section_bottleneck(lang, trace_json, settings)
-sections.section_waits(lang, trace_json)
-sections.section_many(lang)
-sections.section_summary(lang)
-sections.section_animation(lang, trace_json)
-sections.section_references(lang)
-sections.section_review(lang, trace_json)
+classroom_slot = sections.sidebar(lang, settings, contents=on_lesson)
+page.run()
+if on_lesson:  # after the run panel: the buttons step the run it stored
+    sections.classroom_controls(lang, classroom_slot)

@@ -19,8 +19,8 @@ from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS
 from engine.trace import RequestTrace
 from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
 from lesson.views import (
-    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, ServerSettings, bottleneck_live_text, cache_compare_alt,
-    cache_compare_caption, default_prompt, download_stem, error_message, escape_markdown, format_bytes, format_count,
+    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, ServerSettings, bottleneck_live_text, default_prompt, download_stem,
+    error_message, escape_markdown, format_bytes, format_count,
     list_model_choices, markdown_table, metric_cards,
     page_drawing_note, queue_note, run_stamp, schematic_alt, step_log_line, step_table, stop_reason_text,
     token_split_text, trace_csv, trace_summary, truncate_trace,
@@ -89,8 +89,8 @@ def show_flash(lang: str) -> None:
         st.warning(t(lang, key, **{k: escape_markdown(str(v)) for k, v in params.items()}))
 
 
-def sidebar(lang: str, settings: ServerSettings):
-    """Settings, limits and contents. Returns a slot at the top for the classroom buttons."""
+def sidebar(lang: str, settings: ServerSettings, contents: bool = True):
+    """Settings, limits and (on the lesson page) its contents. Returns a slot at the top for the classroom buttons."""
     classroom = st.session_state.classroom
     with st.sidebar:
         classroom_slot = st.container()
@@ -111,8 +111,9 @@ def sidebar(lang: str, settings: ServerSettings):
                      max_prompt_chars=limits.max_prompt_chars, max_new_tokens=limits.max_new_tokens))
         st.button(t(lang, "reset_defaults"), key="reset_defaults", help=t(lang, "reset_defaults_help"),
                   icon=":material/restart_alt:", width="stretch", on_click=state.reset_to_defaults, args=(limits,))
-        st.markdown(f"**{t(lang, 'toc')}**")
-        st.markdown("\n".join(f"- [{t(lang, key)}](#{anchor})" for anchor, key in CONTENTS))
+        if contents:
+            st.markdown(f"**{t(lang, 'toc')}**")
+            st.markdown("\n".join(f"- [{t(lang, key)}](#{anchor})" for anchor, key in CONTENTS))
     return classroom_slot
 
 
@@ -484,55 +485,8 @@ def section_bottleneck(lang: str, trace_json: str | None, settings: ServerSettin
     st.button(t(lang, "show_difference", num_tokens=settings.limits.max_prompt_tokens), key="show_difference",
               icon=":material/compare_arrows:", on_click=state.show_the_difference, args=(settings.limits,),
               help=t(lang, "show_difference_help"))
-    if trace_json is not None and st.session_state.trace_args is not None:
-        trace = RequestTrace.from_json(trace_json)
-        stem = download_stem(trace, st.session_state.trace_stamp)
-        shown = _cache_compare(lang, trace, settings, stem)
-        if shown is not None:
-            _decode_attention(lang, *shown, stem)
-
-
-COMPARE_MAX_NEW_TOKENS = 32  # about a second for both loops on the default model and the lesson's prompt
-
-
-def _cache_compare(lang: str, trace: RequestTrace, settings: ServerSettings, stem: str) -> tuple | None:
-    """Cache on vs off for the shown run's prompt, once asked for: the figure and its totals.
-
-    Returns (resources.cache_comparison's plain arguments, the answer's token ids), or None.
-    """
-    args = st.session_state.trace_args
-    num_tokens = min(COMPARE_MAX_NEW_TOKENS, settings.limits.max_new_tokens)
-    key = (args.model_choice, args.device, args.dtype, tuple(trace.prompt_ids), num_tokens)
-    if st.button(t(lang, "cache_compare"), key="cache_compare", icon=":material/cached:",
-                 help=t(lang, "cache_compare_help", num_tokens=num_tokens)):
-        st.session_state.cache_compare_for = key  # shown until the run (or its prompt) changes
-    if st.session_state.get("cache_compare_for") != key:
-        return None
-    with error_boundary(lang, "err_diagram"):
-        with st.spinner(t(lang, "cache_compare_running")):
-            comparison = resources.cache_comparison(*key)
-        svg = resources.cache_compare_svg(*key, lang)
-        svg_figure("cache_compare", svg, lang, cache_compare_caption(comparison, lang),
-                   alt=cache_compare_alt(comparison, lang), file_stem=f"{stem}_cache_compare")
-        return key, comparison.output_ids
-    return None
-
-
-def _decode_attention(lang: str, key: tuple, output_ids: tuple[int, ...], stem: str) -> None:
-    """A Decode step picked on a slider, and what its new position reads from the cache."""
-    model_choice, device, dtype, prompt_ids, _ = key
-    steps = list(range(1, len(output_ids)))  # D1 .. D(n-1): pass 0 is the Prefill
-    if not steps:
-        return
-    step = steps[0]
-    if len(steps) > 1:  # the slider key names the count: a stale value from another length never applies
-        step = st.select_slider(t(lang, "attention_step"), options=steps, format_func=lambda k: f"D{k}",
-                                key=f"attention_step_{len(steps)}", help=t(lang, "attention_step_help"))
-    with error_boundary(lang, "err_diagram"):
-        svg, alt = resources.decode_attention_svg(model_choice, device, dtype, prompt_ids, output_ids, step, lang)
-        context = len(prompt_ids) + step - 1  # cached before that step: the prompt and the answer so far
-        svg_figure("attention", svg, lang, t(lang, "attention_caption", context=context),
-                   alt=alt, file_stem=f"{stem}_attention_D{step}")
+    # The measurements (roofline, floor vs measured, sweeps, cache on/off, attention) are on their own page.
+    st.page_link("app_pages/bottleneck_lab.py", label=t(lang, "lab_link"), icon=":material/speed:")
 
 
 def section_waits(lang: str, trace_json: str | None) -> None:

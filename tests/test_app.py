@@ -727,9 +727,10 @@ def _figure(at, alt_start: str):
 @needs_model
 def test_cache_on_vs_off_shows_the_measured_totals_and_a_decode_steps_attention(app):
     from app_support import resources
-    from app_support.sections import COMPARE_MAX_NEW_TOKENS
+    from app_support.lab import COMPARE_MAX_NEW_TOKENS
     from lesson.views import cache_compare_caption, format_count
 
+    app.switch_page("app_pages/bottleneck_lab.py").run()  # the measurements live on the lab page
     app.button(key="cache_compare").click().run()
     assert_healthy(app)
     trace, args = shown_trace(app), app.session_state["trace_args"]
@@ -737,7 +738,7 @@ def test_cache_on_vs_off_shows_the_measured_totals_and_a_decode_steps_attention(
     comparison = resources.cache_comparison(args.model_choice, args.device, args.dtype, tuple(trace["prompt_ids"]),
                                             COMPARE_MAX_NEW_TOKENS)
     assert comparison.prompt_len == len(trace["prompt_ids"]) and comparison.num_steps == COMPARE_MAX_NEW_TOKENS
-    assert len(app.get("image")) == 7 + 2  # the lesson's figures, then cache on/off and one step's attention
+    assert len(app.get("image")) == 2  # the lab page: cache on/off and one step's attention
     figure = _figure(app, t("zh", "alt_cache_compare").split("{")[0])
     assert format_ms(comparison.off_total_ms) in figure.alt and format_ms(comparison.on_total_ms) in figure.alt
     assert cache_compare_caption(comparison, "zh") in texts(app, "caption")

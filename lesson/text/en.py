@@ -310,4 +310,13 @@ TEXT: dict = {
     "err_unknown_model": "The model “{path}” is not in the list; switched back to the embedded default model.",
     "err_internal": "Something went wrong ({kind}); this part cannot be shown right now. The rest of the page still works; details are in the server log.",
     "err_diagram": "This diagram cannot be drawn right now ({kind}).",
+    # ---- bottleneck lab (pages, the lab page) ---------------------------------------------------
+    "nav_lesson": "Lesson",
+    "nav_bottleneck_lab": "Bottleneck lab",
+    "lab_link": "To the bottleneck lab: roofline, floor vs measured, sweeps, KV cache on and off",
+    "lab_back_link": "Back to the lesson",
+    "lab_title": "Bottleneck lab",
+    "lab_intro": "The lesson says Prefill tends to be compute-bound and Decode memory-bandwidth-bound. This page works it out and measures it on the machine in front of you: the cost model gives each forward pass's floor, the measured time stands beside it.",
+    "lab_shared_run": "This is the run the lesson page shows: {summary}",
+    "lab_cache_title": "KV cache on and off",
 }

@@ -276,4 +276,13 @@ TEXT: dict = {
     "err_unknown_model": "模型“{path}”不在可选列表里，已改回内置默认模型。",
     "err_internal": "出了点问题（{kind}），这一部分暂时无法显示。页面的其他部分仍可使用；详细信息已写入服务器日志。",
     "err_diagram": "这张图暂时无法绘制（{kind}）。",
+    # ---- bottleneck lab (pages, the lab page) ---------------------------------------------------
+    "nav_lesson": "课文",
+    "nav_bottleneck_lab": "瓶颈实验室",
+    "lab_link": "到瓶颈实验室：屋顶线、下限与实测、扫描、KV Cache 开与关",
+    "lab_back_link": "回到课文",
+    "lab_title": "瓶颈实验室",
+    "lab_intro": "课文说 Prefill 往往受算力限制、Decode 往往受显存带宽限制。这一页在你面前这台机器上把它算出来、量出来：成本模型给出每次前向的理论下限，实测时间放在它旁边。",
+    "lab_shared_run": "用的是课文页正在显示的那次运行：{summary}",
+    "lab_cache_title": "KV Cache 开与关",
 }

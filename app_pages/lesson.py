@@ -1,0 +1,32 @@
+"""The lesson page (the default page): run panel, then the lesson's sections in order.
+
+app.py has already drawn the header, the sidebar and the navigation; this file
+draws the body. Words live in lesson/text, numbers and messages in
+lesson/views, drawings in lesson/diagrams; this file only wires them up.
+"""
+
+import streamlit as st
+
+from app_support import resources, sections
+
+lang = st.session_state.lang
+settings = resources.server_settings()
+
+sections.intro(lang)
+
+lm = sections.load_model(lang, settings)
+if lm is not None:
+    sections.model_caption(lang, lm)
+trace_json = sections.run_panel(lang, lm, settings)
+
+sections.section_timeline(lang, trace_json)
+sections.section_prefill(lang, trace_json)
+sections.section_decode(lang, trace_json)
+sections.section_blocks_demo(lang)
+sections.section_bottleneck(lang, trace_json, settings)
+sections.section_waits(lang, trace_json)
+sections.section_many(lang)
+sections.section_summary(lang)
+sections.section_animation(lang, trace_json)
+sections.section_references(lang)
+sections.section_review(lang, trace_json)
