@@ -51,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--ignore-eos", action="store_true", help="always write max-new-tokens tokens")
     trace.add_argument("--json", action="store_true", help="print the trace as JSON instead of a table")
     _add_cost_parser(sub)
+    _add_sweep_parser(sub)
     return parser
 
 
@@ -75,11 +76,60 @@ def _add_cost_parser(sub) -> None:
     cost.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
+def _add_sweep_parser(sub) -> None:
+    """`python -m engine sweep --kind prefill`: measure one phase across a range (engine/sweep.py)."""
+    from .sweep import KINDS, MAX_BATCH
+
+    sweep = sub.add_parser("sweep", help="measure Prefill vs prompt length, a Decode step vs context, or a "
+                                         "batched Decode step vs batch size, each beside the cost model's floor")
+    sweep.add_argument("--kind", required=True, choices=KINDS)
+    sweep.add_argument("--model", default=None,
+                       help="a local folder (default: the embedded model) or preset:NAME (random weights)")
+    sweep.add_argument("--points", default=None, metavar="A,B,...",
+                       help="the values to measure, comma-separated (default: prefill and decode-context 8..8192 "
+                            f"in powers of two, as far as the model allows; decode-batch 1..{MAX_BATCH})")
+    sweep.add_argument("--repeats", type=int, default=3, help="timed passes per point (median kept), after a warm-up")
+    sweep.add_argument("--context", type=int, default=128, metavar="C",
+                       help="decode-batch: positions cached in every row")
+    sweep.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
+    sweep.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
+    sweep.add_argument("--device-spec", default="auto", choices=("auto", "h200", "h100", "a100", "l4", "this"),
+                       help="the roofs of the floors (auto: h200 on a GPU, this machine measured on a CPU)")
+    sweep.add_argument("--json", action="store_true", help="print the sweep as JSON")
+
+
+def run_sweep_command(args: argparse.Namespace) -> str:
+    from . import cost
+    from .model import load_model, resolve_device
+    from .sweep import check_points, format_sweep, run_sweep
+
+    try:
+        points = None if args.points is None else tuple(int(v) for v in args.points.split(",") if v.strip())
+    except ValueError:
+        raise InputError("length_range", f"--points must be whole numbers separated by commas, got {args.points!r}",
+                         name="points", value=args.points) from None
+    check_points(args.kind, points)  # before the model loads: bad input fails fast
+    if args.device_spec == "this":
+        spec = cost.measure_this_machine(resolve_device(args.device).type)
+    else:
+        spec = None if args.device_spec == "auto" else cost.DEVICE_SPECS[args.device_spec]
+    longest = (max(points or (8192,)) + 1 if args.kind != "decode-batch"
+               else (args.context + 1) * max(points or (64,)))  # a preset's memory check: every row's cache
+    lm = load_model(args.model, device=args.device, dtype=args.dtype, max_context=longest)
+    done = (lambda i, total, p: print(f"  {i}/{total}: {p.value} -> {p.median_ms:.3f} ms", file=sys.stderr))
+    sweep = run_sweep(lm, args.kind, points, repeats=args.repeats, batch_context=args.context, device_spec=spec,
+                      progress=done)
+    return sweep.to_json() if args.json else format_sweep(sweep)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.command == "cost":
             print(run_cost(args))
+            return 0
+        if args.command == "sweep":
+            print(run_sweep_command(args))
             return 0
         trace = run_trace(args)
     except EngineError as err:

@@ -455,3 +455,90 @@ def _si(value: float) -> str:
         if value >= factor:
             return f"{value / factor:.3g} {prefix}"
     return f"{value:.3g} "
+
+
+# --- every step of a trace against its floor -------------------------------------
+
+# the torch dtype a model ran in -> the cost model's name for its bytes per element
+TORCH_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
+
+
+@dataclass(frozen=True)
+class StepFloor:
+    """One forward pass of a trace: what the cost model says it must take, and what it took."""
+
+    index: int
+    phase: str                # "prefill" or "decode", as the trace recorded it
+    new_positions: int
+    context: int              # positions cached before the pass
+    flops: float
+    bytes: float
+    compute_ms: float         # FLOPs / peak
+    memory_ms: float          # bytes / bandwidth
+    floor_ms: float           # the larger of the two
+    bound: str                # "compute" or "memory"
+    measured_ms: float        # the pass as the trace timed it (Step.duration_ms)
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes
+
+    @property
+    def efficiency(self) -> float:
+        """floor / measured: the share of the device's best this pass reached (1.0 = on the roof)."""
+        return self.floor_ms / self.measured_ms if self.measured_ms > 0 else float("nan")
+
+    @property
+    def achieved_flops_per_s(self) -> float:
+        """The pass's FLOPs over its measured time: its height on a roofline chart."""
+        return self.flops / (self.measured_ms / 1e3) if self.measured_ms > 0 else float("nan")
+
+
+@dataclass(frozen=True)
+class TraceFloors:
+    """A trace's steps against one device's roofs (the input of the roofline and floor-bar figures)."""
+
+    model_id: str
+    random_weights: bool
+    device_name: str
+    peak_flops_per_s: float
+    bandwidth_bytes_per_s: float
+    weight_dtype: str
+    kv_dtype: str
+    steps: tuple[StepFloor, ...]
+
+    @property
+    def ridge_intensity(self) -> float:
+        return self.peak_flops_per_s / self.bandwidth_bytes_per_s
+
+    def phase_steps(self, phase: str) -> tuple[StepFloor, ...]:
+        return tuple(s for s in self.steps if s.phase == phase)
+
+    def to_dict(self) -> dict:
+        steps = [{**asdict(s), "intensity": s.intensity, "efficiency": s.efficiency} for s in self.steps]
+        return {**{k: v for k, v in asdict(self).items() if k != "steps"}, "steps": steps}
+
+
+def trace_floors(trace, shape: ModelShape, device: DeviceSpec, *, weight_dtype: str | None = None,
+                 kv_dtype: str | None = None) -> TraceFloors:
+    """Every step of `trace` (an engine.trace.RequestTrace) against the floor of its own shape.
+
+    A step's pass had `num_positions` new positions after `context_before` cached ones, one
+    request. Dtypes default to the ones the trace ran in (fp32 on a CPU); pass others to ask
+    "what would this run's floor be with int4 weights". Measured: the step's own duration.
+    """
+    ran_in = TORCH_DTYPES.get(trace.model.dtype, "fp32")
+    weight = weight_dtype or ran_in
+    kv = kv_dtype or (weight if weight in ("fp32", "bf16", "fp16") else "bf16")
+    steps = []
+    for step in trace.steps:
+        cost = pass_cost(shape, device, new_positions=step.num_positions, context=step.context_before,
+                         weight_dtype=weight, kv_dtype=kv)
+        steps.append(StepFloor(index=step.index, phase=step.phase, new_positions=cost.new_positions,
+                               context=cost.context, flops=cost.flops, bytes=cost.bytes, compute_ms=cost.compute_ms,
+                               memory_ms=cost.memory_ms, floor_ms=cost.floor_ms, bound=cost.bound,
+                               measured_ms=step.duration_ms))
+    return TraceFloors(model_id=trace.model.model_id, random_weights=trace.model.random_weights,
+                       device_name=device.name, peak_flops_per_s=device.peak_flops_per_s(weight),
+                       bandwidth_bytes_per_s=device.bandwidth_bytes_per_s, weight_dtype=weight, kv_dtype=kv,
+                       steps=tuple(steps))

@@ -330,3 +330,44 @@ def test_cli_bad_folders_exit_2_in_a_real_process(tmp_path, config_text, message
                              "--context", "8"], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+# --- every step of a trace against its floor (trace_floors) ---------------------------------------
+
+def test_each_steps_floor_is_pass_cost_of_its_own_positions():
+    from engine.cost import trace_floors
+    from tests.factories import make_trace
+
+    trace = make_trace(("a", "b", "c", "d", "e"), ("x", "y", "z"), prefill_ms_per_position=0.5, decode_ms=2.0)
+    shape = ModelShape.from_config(GQA_TIED, name="gqa")
+    floors = trace_floors(trace, shape, DEVICE_SPECS["h200"])
+    assert floors.weight_dtype == floors.kv_dtype == "fp32"  # the trace ran in float32
+    assert [(s.phase, s.new_positions, s.context) for s in floors.steps] == [
+        ("prefill", 5, 0), ("decode", 1, 5), ("decode", 1, 6)]
+    for step, recorded in zip(floors.steps, trace.steps):
+        expected = pass_cost(shape, DEVICE_SPECS["h200"], new_positions=recorded.num_positions,
+                             context=recorded.context_before, weight_dtype="fp32", kv_dtype="fp32")
+        assert (step.flops, step.bytes, step.floor_ms, step.bound) == (
+            expected.flops, expected.bytes, expected.floor_ms, expected.bound)
+        assert step.measured_ms == pytest.approx(recorded.duration_ms)
+        assert step.efficiency == pytest.approx(expected.floor_ms / recorded.duration_ms)
+        assert step.achieved_flops_per_s == pytest.approx(expected.flops / (recorded.duration_ms / 1e3))
+    assert floors.steps[0].measured_ms == pytest.approx(1.0 + 0.5 * 5) and floors.steps[1].measured_ms == 2.0
+    assert floors.ridge_intensity == pytest.approx(67e12 / 4.8e12)  # fp32 weights: the fp32 roof
+    assert [s.index for s in floors.phase_steps("decode")] == [1, 2]
+
+
+def test_step_floors_follow_the_dtype_knob_and_serialise():
+    from engine.cost import trace_floors
+    from tests.factories import make_trace
+
+    trace = make_trace()
+    shape = ModelShape.from_config(LLAMA_31_8B, name="8b")
+    bf16 = trace_floors(trace, shape, DEVICE_SPECS["h200"], weight_dtype="bf16")
+    int4 = trace_floors(trace, shape, DEVICE_SPECS["h200"], weight_dtype="int4")
+    assert bf16.kv_dtype == "bf16" and int4.kv_dtype == "bf16"  # quantised weights keep a bf16 cache
+    decode_bf16, decode_int4 = bf16.phase_steps("decode")[0], int4.phase_steps("decode")[0]
+    assert decode_bf16.bound == "memory" and decode_int4.floor_ms < decode_bf16.floor_ms / 3
+    data = json.loads(json.dumps(int4.to_dict()))
+    assert data["weight_dtype"] == "int4" and len(data["steps"]) == len(trace.steps)
+    assert data["steps"][1]["efficiency"] == pytest.approx(decode_int4.efficiency)
