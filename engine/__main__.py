@@ -49,6 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--top-p", type=float, default=1.0)
     trace.add_argument("--seed", type=int, default=0)
     trace.add_argument("--ignore-eos", action="store_true", help="always write max-new-tokens tokens")
+    trace.add_argument("--mode", default="eager", choices=("eager", "static", "graph"),
+                       help="eager: a growing KV cache (default); static: a preallocated one; graph: static with "
+                            "each Decode step replayed as one CUDA graph (CUDA only; engine/static.py)")
     trace.add_argument("--json", action="store_true", help="print the trace as JSON instead of a table")
     _add_cost_parser(sub)
     _add_sweep_parser(sub)
@@ -149,7 +152,7 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
             raise InputError("length_range", f"--{name} must be at least {low}, got {value}", name=name, value=value)
     cfg = GenerationConfig(
         max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
-        top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos,
+        top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos, mode=args.mode,
     )
     hub_id = hub_id_for(args.model)
     if hub_id:  # say so before any network traffic: a typo in a folder name must not look like a download
@@ -224,6 +227,7 @@ def format_trace(trace: RequestTrace) -> str:
         f" x {m.bytes_per_element} bytes = {m.kv_bytes_per_token:,} bytes (formula)",
         _kv_measured(trace),
         f"prompt: {len(trace.prompt_ids)} tokens  {_inputs(trace.prompt_pieces)}",
+        _kernels(trace),
         "",
     ]
     columns = ("step", "phase", "positions", "input tokens", "output", "ms", "KV bytes")
@@ -235,6 +239,15 @@ def format_trace(trace: RequestTrace) -> str:
     widths = [max(_width(r[i]) for r in rows + [columns]) for i in range(len(columns))]
     lines = ["  ".join(_cell(c, w) for c, w in zip(row, widths)).rstrip() for row in [columns, *rows]]
     return "\n".join(header + lines + [""] + _summary(trace))
+
+
+def _kernels(trace: RequestTrace) -> str:
+    """Which engine mode and attention kernels ran (engine/attention.py, engine/static.py)."""
+    def kernel(steps) -> str:
+        return "/".join(dict.fromkeys(s.attention_kernel for s in steps if s.attention_kernel)) or "n/a"
+    prefill = [s for s in trace.steps if s.phase == "prefill"]
+    return (f"engine mode {trace.engine_mode}; attention kernel: Prefill {kernel(prefill)}, "
+            f"Decode {kernel(trace.decode_steps)}")
 
 
 def _summary(trace: RequestTrace) -> list[str]:
@@ -255,9 +268,15 @@ def _kv_measured(trace: RequestTrace) -> str:
     sliding window or a compressed cache keeps fewer positions than the request has)."""
     m, last = trace.model, trace.steps[-1]
     formula = m.kv_bytes_for(last.context_after)
-    verdict = "as the formula says" if last.kv_bytes == formula else (
-        f"not the formula's {formula:,}: " + (f"a sliding window of {m.sliding_window} positions drops older K/V"
-                                              if m.sliding_window else "this cache drops or compresses positions"))
+    if trace.engine_mode != "eager" and last.kv_bytes > formula:
+        reserved = last.kv_bytes // m.kv_bytes_per_token if m.kv_bytes_per_token else 0
+        verdict = f"not the formula's {formula:,}: a {trace.engine_mode} cache reserves {reserved:,} positions up front"
+    elif last.kv_bytes == formula:
+        verdict = "as the formula says"
+    else:
+        verdict = f"not the formula's {formula:,}: " + (
+            f"a sliding window of {m.sliding_window} positions drops older K/V"
+            if m.sliding_window else "this cache drops or compresses positions")
     return f"KV measured after the last pass: {last.kv_bytes:,} bytes for {last.context_after} positions, {verdict}"
 
 

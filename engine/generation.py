@@ -27,6 +27,7 @@ from transformers import DynamicCache
 from .errors import InputError, PhaseError
 from .model import LoadedModel
 from .prompts import prompt_token_ids
+from .static import MODES, bucket_length
 from .trace import RequestTrace, Sampling, Step, StepsSoFar
 
 MAX_NEW_TOKENS = 4096  # hard engine cap; apps set lower caps of their own
@@ -42,8 +43,12 @@ class GenerationConfig:
     top_p: float = 1.0  # keep the smallest set with this much probability; 1.0 = off
     seed: int = 0  # makes sampling repeat exactly
     ignore_eos: bool = False  # keep writing past EOS (benchmarks want fixed lengths)
+    mode: str = "eager"  # "eager" (growing cache), "static" (preallocated), "graph" (static + CUDA graph): engine/static.py
 
     def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise InputError("mode_unknown", f"mode must be one of {', '.join(MODES)}, got {self.mode!r}",
+                             value=self.mode, choices=", ".join(MODES))
         if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:
             raise InputError(
                 "max_new_tokens_range",
@@ -169,9 +174,14 @@ class _Pass:
     kv_bytes_per_layer: tuple[int, ...]
     stop_reason: str | None  # set on the last pass
     lock_wait_s: float = 0.0  # time spent waiting to acquire the model lock before this pass
+    attention_kernel: str = ""  # the SDPA kernel(s) this pass ran (engine/attention.py)
+    mode: str = "eager"  # the engine mode that really ran (a failed graph capture runs "static")
 
 
 def _passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[_Pass]:
+    if cfg.mode != "eager":
+        yield from _static_passes(lm, prompt_ids, cfg, record)
+        return
     model, device = lm.model, lm.device
     cache = new_cache(model)
     generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
@@ -189,11 +199,45 @@ def _passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, recor
                 token = choose_token(logits, cfg, generator)  # .item(): waits for the device
                 end = _clock(device) if record else None
                 kv = kv_bytes_per_layer(cache) if record else ()
+                kernel = lm.kernels.take()
         stop = "eos" if token in eos else "length" if i == cfg.max_new_tokens - 1 else None
-        yield _Pass(tuple(fed), token, before, before + len(fed), start, end, kv, stop, lock_wait_s)
+        yield _Pass(tuple(fed), token, before, before + len(fed), start, end, kv, stop, lock_wait_s, kernel)
         if stop:
             return
         fed = [token]  # the chain: the next pass can only start from this token
+
+
+def _static_passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[_Pass]:
+    """The same loop on a preallocated cache; Decode replays a CUDA graph in "graph" mode (engine/static.py)."""
+    if cfg.mode == "graph" and lm.device.type != "cuda":
+        raise InputError("graph_needs_cuda", f"graph mode needs a CUDA GPU; this model runs on {lm.device.type}",
+                         device=lm.device.type)
+    max_len = bucket_length(len(prompt_ids) + cfg.max_new_tokens, lm.info.max_positions)
+    with lm.lock:  # building a runner runs the model (and may capture a graph): not inside another pass's time
+        runner = lm.runners.acquire(lm.model, max_len, cfg.mode, lm.kernels)
+    try:
+        generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
+        eos = frozenset() if cfg.ignore_eos else _eos_ids(lm)
+        fed, position = list(prompt_ids), 0
+        for i in range(cfg.max_new_tokens):
+            asked = time.perf_counter()
+            with lm.lock:
+                lock_wait_s = time.perf_counter() - asked
+                with torch.inference_mode():
+                    start = _clock(lm.device) if record else None
+                    logits = runner.prefill(fed) if i == 0 else runner.decode(fed[0], position)
+                    token = choose_token(logits, cfg, generator)
+                    end = _clock(lm.device) if record else None
+                    kv = kv_bytes_per_layer(runner.cache) if record else ()  # reserved: the whole length
+                    kernel = lm.kernels.take() or runner.decode_kernel  # a replayed graph runs no Python
+            before, position = position, position + len(fed)
+            stop = "eos" if token in eos else "length" if i == cfg.max_new_tokens - 1 else None
+            yield _Pass(tuple(fed), token, before, position, start, end, kv, stop, lock_wait_s, kernel, runner.mode)
+            if stop:
+                return
+            fed = [token]
+    finally:
+        lm.runners.release(runner, cfg.mode)
 
 
 def _clock(device: torch.device) -> float:
@@ -334,6 +378,8 @@ def stream_trace(
         if p.output_id not in pieces:
             pieces[p.output_id] = token_pieces(lm.tokenizer, [p.output_id])[0]
         steps.append(_to_step(p, index, request_id, t0, input_pieces, pieces[p.output_id], consumer_s))
+        if index == 0 and p.mode != trace.engine_mode:
+            trace = dataclasses.replace(trace, engine_mode=p.mode)
         if p.stop_reason:
             text = lm.tokenizer.decode([s.output_id for s in steps], skip_special_tokens=True)
             yield dataclasses.replace(trace, steps=tuple(steps), stop_reason=p.stop_reason, output_text=text)
@@ -364,6 +410,7 @@ def _to_step(
         end_ms=(p.end - t0) * 1e3,
         lock_wait_ms=p.lock_wait_s * 1e3,
         consumer_ms=consumer_s * 1e3,
+        attention_kernel=p.attention_kernel,
     )
 
 

@@ -25,8 +25,10 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
-from . import presets
+from . import attention, presets
+from .attention import KernelLog
 from .errors import ModelLoadError
+from .static import RunnerPool
 from .trace import ModelInfo
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "default_model"
@@ -53,6 +55,10 @@ class LoadedModel:
     path: str
     load_ms: float
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # Which attention kernel each pass ran (engine/attention.py), and preallocated caches for the
+    # static and graph modes (engine/static.py). Both change as the model runs; neither changes a token.
+    kernels: KernelLog = field(default_factory=KernelLog, repr=False)
+    runners: RunnerPool = field(default_factory=RunnerPool, repr=False)
 
     @property
     def model_id(self) -> str:
@@ -220,7 +226,8 @@ def load_model(
         raise ModelLoadError("model_load_failed", f"could not load {path}: {reason}", path=str(path), reason=reason) from err
     model.to(dev).eval()
     info = dataclasses.replace(describe(model, config, model_id, torch_dtype, dev), random_weights=preset is not None)
-    draft = LoadedModel(model=model, tokenizer=tokenizer, info=info, path=source, load_ms=0.0)
+    draft = LoadedModel(model=model, tokenizer=tokenizer, info=info, path=source, load_ms=0.0,
+                        kernels=attention.install(model))
     if warmup:
         _warm_up(draft)  # the draft is never shared; the returned copy has the real load time
     return dataclasses.replace(draft, load_ms=(time.perf_counter() - start) * 1e3)

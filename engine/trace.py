@@ -130,6 +130,7 @@ class Step:
     end_ms: float  # when the output token was known on the host
     lock_wait_ms: float = 0.0  # waited for the model lock (another request's pass) just before this pass
     consumer_ms: float = 0.0  # the stream's caller held the loop before this pass (the app drawing); 0 for Prefill
+    attention_kernel: str = ""  # the SDPA kernel this pass ran ("flash", "efficient", "math"); "" if unknown
 
     def __post_init__(self) -> None:
         if self.phase not in PHASES:
@@ -329,6 +330,9 @@ class RequestTrace:
     stop_reason: str | None = None  # None while running, then "eos" or "length"
     output_text: str = ""
     schema_version: int = field(default=SCHEMA_VERSION)
+    # "eager" (a growing cache), "static" (preallocated) or "graph" (static + a replayed CUDA graph for
+    # Decode): engine/static.py. Written after the fields above so older traces load as "eager".
+    engine_mode: str = "eager"
 
     # --- derived views (never stored twice) ---
     @property
@@ -418,6 +422,7 @@ class RequestTrace:
                 tokenize_ms=data["tokenize_ms"],
                 stop_reason=data["stop_reason"],
                 output_text=data["output_text"],
+                engine_mode=data.get("engine_mode", "eager"),
                 schema_version=SCHEMA_VERSION,  # upgraded on load (see READABLE_SCHEMA_VERSIONS)
             )
         except (KeyError, TypeError) as err:

@@ -31,6 +31,7 @@ DEFAULT_MODEL_CHOICE = "default"
 ENGINE_ERROR_KEYS = (
     "empty_prompt", "prompt_too_long", "max_new_tokens_range", "sampling_range", "model_not_found",
     "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
+    "mode_unknown", "graph_needs_cuda",
 )
 
 

@@ -308,6 +308,8 @@ TEXT: dict = {
     "err_device_unavailable": "The device {device} is not available.",
     "err_bad_dtype": "The dtype {dtype} is not supported.",
     "err_unknown_model": "The model “{path}” is not in the list; switched back to the embedded default model.",
+    "err_mode_unknown": "There is no engine mode “{value}”; choose one of {choices}.",
+    "err_graph_needs_cuda": "Graph mode (CUDA graphs) needs an NVIDIA GPU; this model runs on {device}. Use eager or static.",
     "err_internal": "Something went wrong ({kind}); this part cannot be shown right now. The rest of the page still works; details are in the server log.",
     "err_diagram": "This diagram cannot be drawn right now ({kind}).",
     # ---- bottleneck lab (pages, the lab page) ---------------------------------------------------

@@ -274,6 +274,8 @@ TEXT: dict = {
     "err_device_unavailable": "设备 {device} 不可用。",
     "err_bad_dtype": "不支持的数据类型 {dtype}。",
     "err_unknown_model": "模型“{path}”不在可选列表里，已改回内置默认模型。",
+    "err_mode_unknown": "引擎模式“{value}”不存在；可选：{choices}。",
+    "err_graph_needs_cuda": "CUDA Graph 模式需要 NVIDIA GPU；这个模型运行在 {device} 上。请改用 eager 或 static。",
     "err_internal": "出了点问题（{kind}），这一部分暂时无法显示。页面的其他部分仍可使用；详细信息已写入服务器日志。",
     "err_diagram": "这张图暂时无法绘制（{kind}）。",
     # ---- bottleneck lab (pages, the lab page) ---------------------------------------------------

@@ -1,0 +1,104 @@
+"""Engine modes and attention kernels (engine/static.py, engine/attention.py) on the CPU.
+
+The GPU half (CUDA graphs, per-length plan builds) is judged by bench/gpu_check.py on
+a GPU; here: the same tokens, the kernel choice applied and recorded, clear refusals,
+and gpu_check's CPU run finishing with exit 0.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from engine import GenerationConfig, generate
+from engine.attention import IMPLEMENTATION, PRIORITY
+from engine.errors import InputError
+from engine.static import BUCKET, bucket_length
+from engine.trace import RequestTrace
+from lesson.views import error_message
+
+KERNELS = {name for name, _ in PRIORITY}
+
+
+@pytest.fixture(scope="module")
+def lm():
+    from engine import load_model
+    from engine.model import DEFAULT_MODEL_DIR
+
+    if not (DEFAULT_MODEL_DIR / "config.json").is_file():
+        pytest.skip("the embedded default model is missing")
+    return load_model(None, device="cpu", dtype="float32")
+
+
+def test_the_kernel_choice_is_installed_and_every_pass_names_its_kernel(lm):
+    assert lm.model.config._attn_implementation == IMPLEMENTATION
+    trace = generate(lm, "法国的首都是", GenerationConfig(max_new_tokens=6, ignore_eos=True))
+    assert all(s.attention_kernel in KERNELS for s in trace.steps), [s.attention_kernel for s in trace.steps]
+    assert lm.kernels.chosen and set(lm.kernels.chosen.values()) <= KERNELS
+    assert lm.kernels.used == []  # read and cleared after each pass: nothing leaks into the next request
+
+
+@pytest.mark.parametrize("prompt", ["法国的首都是", "The capital of Japan is"])
+def test_static_cache_gives_the_eager_tokens(lm, prompt):
+    cfg = dict(max_new_tokens=12, ignore_eos=True)
+    eager = generate(lm, prompt, GenerationConfig(**cfg))
+    static = generate(lm, prompt, GenerationConfig(**cfg, mode="static"))
+    assert static.output_ids == eager.output_ids and static.output_text == eager.output_text
+    assert (eager.engine_mode, static.engine_mode) == ("eager", "static")
+    reserved = lm.info.kv_bytes_for(bucket_length(len(static.prompt_ids) + 12, lm.info.max_positions))
+    assert {s.kv_bytes for s in static.steps} == {reserved}  # preallocated: flat from the first pass
+    assert [s.kv_bytes for s in eager.steps] == [lm.info.kv_bytes_for(s.context_after) for s in eager.steps]
+    again = generate(lm, prompt, GenerationConfig(**cfg, mode="static"))  # a reused runner starts empty
+    assert again.output_ids == eager.output_ids
+
+
+def test_runners_are_reused_per_bucket_and_lengths_round_up(lm):
+    assert bucket_length(1, 10_000) == BUCKET and bucket_length(BUCKET + 1, 10_000) == 2 * BUCKET
+    assert bucket_length(5000, 1024) == 1024  # never past the model's context
+    generate(lm, "法国的首都是", GenerationConfig(max_new_tokens=3, mode="static"))
+    held = {key: len(v) for key, v in lm.runners.free.items()}
+    generate(lm, "日本的首都是", GenerationConfig(max_new_tokens=3, mode="static"))
+    assert {key: len(v) for key, v in lm.runners.free.items()} == held  # taken and given back, not rebuilt
+
+
+def test_graph_mode_on_a_cpu_and_unknown_modes_are_refused_clearly(lm):
+    with pytest.raises(InputError) as err:
+        generate(lm, "法国的首都是", GenerationConfig(max_new_tokens=2, mode="graph"))
+    assert err.value.key == "graph_needs_cuda"
+    assert "cpu" in error_message(err.value, "en") and "GPU" in error_message(err.value, "zh")
+    with pytest.raises(InputError) as err:
+        GenerationConfig(mode="turbo")
+    assert err.value.key == "mode_unknown" and "turbo" in error_message(err.value, "en")
+
+
+def test_mode_and_kernels_survive_json_and_old_traces_load_as_eager(lm):
+    trace = generate(lm, "法国的首都是", GenerationConfig(max_new_tokens=3, mode="static"))
+    back = RequestTrace.from_json(trace.to_json())
+    assert back.engine_mode == "static" and [s.attention_kernel for s in back.steps] == \
+        [s.attention_kernel for s in trace.steps]
+    old = json.loads(trace.to_json())
+    del old["engine_mode"]
+    for step in old["steps"]:
+        del step["attention_kernel"]
+    legacy = RequestTrace.from_dict(old)
+    assert legacy.engine_mode == "eager" and {s.attention_kernel for s in legacy.steps} == {""}
+
+
+def test_the_cli_names_the_mode_and_the_kernels(capsys):
+    from engine.__main__ import main
+
+    assert main(["trace", "--max-new-tokens", "3", "--mode", "static", "--device", "cpu"]) == 0
+    out = capsys.readouterr().out
+    assert "engine mode static" in out and "reserves 256 positions up front" in out
+    assert any(f"Prefill {k}" in out for k in KERNELS)
+    assert main(["trace", "--mode", "graph", "--device", "cpu"]) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+def test_gpu_check_runs_on_a_cpu_and_passes(capsys):
+    from bench.gpu_check import main
+
+    assert main(["--device", "cpu", "--steps", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "static tokens == eager tokens" in out and "FAIL" not in out and "0 failed" in out
