@@ -55,7 +55,14 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--json", action="store_true", help="print the trace as JSON instead of a table")
     _add_cost_parser(sub)
     _add_sweep_parser(sub)
+    _add_serve_parser(sub)
     return parser
+
+
+def _add_serve_parser(sub) -> None:
+    from .serving.cli import add_serve_parser  # no torch: the parser is built before anything loads
+
+    add_serve_parser(sub)
 
 
 def _add_cost_parser(sub) -> None:
@@ -128,6 +135,11 @@ def run_sweep_command(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "serve":  # engine/serving/cli.py: many requests at once
+            from .serving.cli import run_serve
+
+            print(run_serve(args))
+            return 0
         if args.command == "cost":
             print(run_cost(args))
             return 0

@@ -1,0 +1,147 @@
+"""`python -m engine serve`: many requests on the real engine, one policy (or all of them).
+
+    python -m engine serve --scenario long-prompt-during-chats --policy chunked
+    python -m engine serve --workload requests.jsonl --policy disaggregated --json
+    python -m engine serve --scenario burst-16 --policy all          # every policy, side by side
+
+Without --json: a table per request and the run's metrics. With --json: the
+ServingRun (engine/serving/trace.py); with --policy all, {"runs": [...]}.
+Bad values print one line and exit 2 (engine/__main__.py catches EngineError).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .trace import POLICIES, SLO, ServingRun
+from .workloads import SCENARIOS, load_workload_file, scenario
+
+POLICY_CHOICES = (*POLICIES, "all")
+
+
+def add_serve_parser(sub) -> None:
+    scenarios = "; ".join(f"{name}: {what}" for name, (what, _) in SCENARIOS.items())
+    serve = sub.add_parser("serve", help="serve many requests at once (continuous batching, chunked prefill, "
+                                         "disaggregation, paged KV)",
+                           description=f"Scenarios: {scenarios}.")
+    source = serve.add_mutually_exclusive_group(required=True)
+    source.add_argument("--scenario", choices=tuple(SCENARIOS), metavar="NAME",
+                        help=f"a named workload: {', '.join(SCENARIOS)}")
+    source.add_argument("--workload", metavar="FILE.jsonl",
+                        help='JSON Lines, one request a line: {"arrival_ms": 0, "prompt": "法国的首都是", '
+                             '"max_new_tokens": 16} (optional: ignore_eos, prompt_tokens, request_id)')
+    serve.add_argument("--policy", required=True, choices=POLICY_CHOICES,
+                       help="how passes are filled; 'all' runs every policy on the same workload")
+    serve.add_argument("--token-budget", type=int, default=None, metavar="N",
+                       help="chunked: positions per forward pass, Decodes first (default 64)")
+    serve.add_argument("--block-size", type=int, default=16, metavar="N", help="tokens per KV block (default 16)")
+    serve.add_argument("--kv-blocks", type=int, default=None, metavar="N",
+                       help="KV budget in blocks per worker (default: enough for every request at its longest)")
+    serve.add_argument("--on-kv-full", choices=("preempt", "wait"), default="preempt",
+                       help="preempt: admit when the prompt fits, preempt and recompute when blocks run out; "
+                            "wait: admit only when the whole maximum length fits")
+    serve.add_argument("--max-num-seqs", type=int, default=256, metavar="N", help="most requests running at once")
+    serve.add_argument("--seed", type=int, default=0, help="seed of a scenario's random arrivals (poisson-16)")
+    serve.add_argument("--slo-ttft-ms", type=float, default=None, metavar="MS", help="goodput: TTFT objective")
+    serve.add_argument("--slo-tpot-ms", type=float, default=None, metavar="MS", help="goodput: TPOT objective")
+    serve.add_argument("--slo-e2el-ms", type=float, default=None, metavar="MS", help="goodput: E2EL objective")
+    serve.add_argument("--model", default=None, help="a local Hugging Face folder (default: the embedded model) "
+                                                     "or preset:NAME")
+    serve.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
+    serve.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
+    serve.add_argument("--json", action="store_true", help="print the run as JSON instead of tables")
+
+
+def run_serve(args: argparse.Namespace) -> str:
+    from ..errors import InputError
+    from ..model import load_model
+    from .engine import ServeConfig, run_workload
+
+    workload = scenario(args.scenario, args.seed) if args.scenario else load_workload_file(args.workload)
+    for name in ("slo_ttft_ms", "slo_tpot_ms", "slo_e2el_ms"):
+        value = getattr(args, name)
+        if value is not None and not value > 0:
+            raise InputError("bad_serve_setting", f"--{name.replace('_', '-')} must be > 0, got {value}", name=name)
+    slo = SLO(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2el_ms)
+    policies = POLICIES if args.policy == "all" else (args.policy,)
+    configs = [ServeConfig(policy=p, token_budget=args.token_budget, block_size=args.block_size,
+                           num_kv_blocks=args.kv_blocks, on_kv_full=args.on_kv_full, max_num_seqs=args.max_num_seqs,
+                           slo=slo) for p in policies]  # validated before the model loads
+    lm = load_model(args.model, device=args.device, dtype=args.dtype)
+    name = args.scenario or args.workload
+    runs = [run_workload(lm, workload, c, scenario=name) for c in configs]
+    if args.json:
+        return runs[0].to_json() if len(runs) == 1 else json.dumps({"runs": [r.to_dict() for r in runs]},
+                                                                    ensure_ascii=False, indent=2)
+    if len(runs) == 1:
+        return format_run(runs[0])
+    return "\n\n".join([*(format_run(r) for r in runs), format_comparison(runs)])
+
+
+# --- tables -------------------------------------------------------------------
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}"
+
+
+def _table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    from ..__main__ import _cell, _width
+
+    widths = [max(_width(r[i]) for r in [columns, *rows]) for i in range(len(columns))]
+    return ["  ".join(_cell(c, w) for c, w in zip(row, widths)).rstrip() for row in [columns, *rows]]
+
+
+def format_run(run: ServingRun) -> str:
+    from ..__main__ import shown
+
+    s, m, mem = run.settings, run.metrics, run.memory
+    budget = f", token budget {s.token_budget}" if s.token_budget else ""
+    lines = [f"policy {s.policy}{budget} | scenario {run.scenario} | model {run.model.model_id} on "
+             f"{run.model.device} | {len(run.requests)} requests, {len(run.iterations)} forward passes, "
+             f"{run.wall_ms:.0f} ms", ""]
+    rows = [(r.request_id, f"{r.arrival_ms:.0f}", str(r.prompt_len), str(r.num_output_tokens), _ms(r.ttft_ms),
+             _ms(r.tpot_ms), _ms(max(r.itl_ms) if r.itl_ms else None), _ms(r.e2el_ms), str(r.num_preemptions),
+             shown(r.output_text[:24]) + ("…" if len(r.output_text) > 24 else ""))
+            for r in run.requests]
+    lines += _table(("request", "arrival ms", "prompt", "output", "TTFT ms", "TPOT ms", "max ITL ms", "E2EL ms",
+                     "preempted", "answer"), rows)
+    lines += ["", *_metric_lines(run)]
+    lines.append(f"KV at peak: {mem.peak_used_tokens} tokens in {mem.peak_used_blocks} blocks of {mem.block_size} "
+                 f"({mem.paged_utilization:.0%} of reserved slots hold a token); contiguous pre-allocation to each "
+                 f"request's maximum would reserve {mem.peak_contiguous_reserved_tokens} "
+                 f"({mem.contiguous_utilization:.0%} used)")
+    if run.handoffs:
+        total = sum(h.num_bytes for h in run.handoffs)
+        copy = sum(h.copy_ms for h in run.handoffs)
+        links = ", ".join(f"{link.name} {total / link.bytes_per_s * 1e3:.3f} ms" for link in run.links)
+        lines.append(f"KV hand-offs: {len(run.handoffs)}, {total:,} bytes, measured copy {copy:.2f} ms in all; "
+                     f"over assumed links: {links}")
+    lines += [f"note: {n}" for n in run.notes]
+    return "\n".join(lines)
+
+
+def _metric_lines(run: ServingRun) -> list[str]:
+    m = run.metrics
+
+    def dist(name: str, d) -> str:
+        return f"{name} mean {_ms(d.mean)} / p50 {_ms(d.p50)} / p90 {_ms(d.p90)} / p99 {_ms(d.p99)} ms"
+
+    slo = m.slo
+    set_slos = [f"{k} <= {v:g} ms" for k, v in (("TTFT", slo.ttft_ms), ("TPOT", slo.tpot_ms), ("E2EL", slo.e2el_ms))
+                if v is not None]
+    return [
+        f"throughput: {m.request_throughput_per_s:.2f} req/s, {m.output_throughput_tok_s:.1f} output tok/s, "
+        f"{m.total_token_throughput_tok_s:.1f} total tok/s over {m.duration_ms:.0f} ms",
+        dist("TTFT", m.ttft), dist("TPOT", m.tpot), dist("ITL ", m.itl), dist("E2EL", m.e2el),
+        f"goodput: {m.num_good}/{m.num_completed} requests meet "
+        f"{' and '.join(set_slos) if set_slos else 'no SLO set (all count)'} -> {m.goodput_req_per_s:.2f} req/s",
+    ]
+
+
+def format_comparison(runs: list[ServingRun]) -> str:
+    rows = [(r.settings.policy, f"{r.metrics.output_throughput_tok_s:.0f}", _ms(r.metrics.ttft.p50),
+             _ms(r.metrics.ttft.p99), _ms(r.metrics.tpot.mean), _ms(r.metrics.itl.p50), _ms(r.metrics.itl.p99),
+             _ms(r.metrics.e2el.p99), str(r.metrics.num_good)) for r in runs]
+    return "\n".join(["side by side:", *_table(("policy", "tok/s", "TTFT p50", "TTFT p99", "TPOT mean", "ITL p50",
+                                                "ITL p99", "E2EL p99", "good"), rows)])

@@ -1,0 +1,171 @@
+"""Who arrives when, asking what: named scenarios, Poisson arrivals, JSON Lines files.
+
+A workload is a tuple of `WorkloadRequest`s. Prompts are the default model's own
+questions (a country's capital, in Chinese or English, from assets/data/capitals.csv),
+so its answers mean something; `prompt_tokens` stretches one with the lesson's
+filler before it (engine/prompts.py), as the app's slider does.
+
+The default model ends an answer after three or four tokens (巴黎。</s>); chats
+that should keep decoding long enough to be seen set `ignore_eos` and write on
+past the end of the answer, as `python -m engine trace --ignore-eos` does.
+
+A workload file has one JSON object per line:
+    {"arrival_ms": 0, "prompt": "法国的首都是", "max_new_tokens": 16}
+optional keys: "ignore_eos" (bool), "prompt_tokens" (int, stretch to N tokens),
+"request_id" (str). Blank lines are skipped; a bad line is refused with its number.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import InputError
+
+CAPITALS_CSV = Path(__file__).resolve().parents[2] / "assets" / "data" / "capitals.csv"
+MAX_REQUESTS = 512  # a workload larger than this is refused (a classroom server, not a load test)
+MAX_PROMPT_TOKENS = 4096
+MAX_NEW_TOKENS = 4096  # engine.generation.MAX_NEW_TOKENS (not imported: this module needs no torch)
+
+
+class WorkloadError(InputError):
+    """A workload file or scenario setting is not usable; the message names the line."""
+
+
+@dataclass(frozen=True)
+class WorkloadRequest:
+    arrival_ms: float  # when it arrives, ms after the run's clock starts
+    prompt: str
+    max_new_tokens: int
+    ignore_eos: bool = False  # keep writing past EOS (the default model's answers are 3-4 tokens)
+    prompt_tokens: int = 0  # stretch the prompt to this many tokens with the lesson's filler (0: as written)
+    request_id: str = ""  # "" -> r0, r1, ... in arrival order
+
+
+def questions() -> list[str]:
+    """Capital questions, alternating Chinese and English: 法国的首都是, The capital of Germany is, ..."""
+    with CAPITALS_CSV.open(encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    return [f"{r['country_zh']}的首都是" if i % 2 == 0 else f"The capital of {r['country_en']} is"
+            for i, r in enumerate(rows)]
+
+
+def _chats(n: int, max_new_tokens: int, gap_ms: float = 0.0, start_ms: float = 0.0,
+           ignore_eos: bool = True) -> list[WorkloadRequest]:
+    qs = questions()
+    return [WorkloadRequest(start_ms + i * gap_ms, qs[i % len(qs)], max_new_tokens, ignore_eos) for i in range(n)]
+
+
+def poisson_workload(num_requests: int = 16, rate_per_s: float = 20.0, seed: int = 0,
+                     max_new_tokens: tuple[int, int] = (8, 48), prompt_tokens: tuple[int, int] = (0, 0),
+                     ignore_eos: bool = True) -> tuple[WorkloadRequest, ...]:
+    """Arrivals with exponential gaps (a Poisson process of `rate_per_s`); lengths uniform in the given ranges."""
+    if not 1 <= num_requests <= MAX_REQUESTS or not rate_per_s > 0:
+        raise WorkloadError("bad_workload", f"need 1..{MAX_REQUESTS} requests and a positive rate, got "
+                                            f"{num_requests} at {rate_per_s}/s", line=0)
+    rng, qs, t = random.Random(seed), questions(), 0.0
+    out = []
+    for i in range(num_requests):
+        out.append(WorkloadRequest(round(t, 3), qs[rng.randrange(len(qs))], rng.randint(*max_new_tokens), ignore_eos,
+                                   rng.randint(*prompt_tokens)))
+        t += rng.expovariate(rate_per_s) * 1e3
+    return tuple(out)
+
+
+def _long_prompt_during_chats(seed: int) -> tuple[WorkloadRequest, ...]:
+    chats = _chats(4, 48, gap_ms=15.0)
+    long = WorkloadRequest(100.0, "法国的首都是", 8, ignore_eos=False, prompt_tokens=1024)
+    return (*chats, long)
+
+
+def _mixed_lengths(seed: int) -> tuple[WorkloadRequest, ...]:
+    qs = questions()
+    lengths = (0, 64, 0, 256, 0, 128, 512, 0)
+    return tuple(WorkloadRequest(20.0 * i, qs[i], 16 + 8 * (i % 3), True, n) for i, n in enumerate(lengths))
+
+
+# name -> (what it shows, builder(seed) -> workload). Names are kebab-case.
+SCENARIOS: dict[str, tuple[str, Callable[[int], tuple[WorkloadRequest, ...]]]] = {
+    "long-prompt-during-chats": ("four chats decoding when a 1024-token prompt arrives at 100 ms",
+                                 _long_prompt_during_chats),
+    "burst-16": ("16 short chats arrive at once (32 tokens each)", lambda seed: tuple(_chats(16, 32))),
+    "eight-chats": ("8 chats at once, 64 tokens each (the benchmark's batch)", lambda seed: tuple(_chats(8, 64))),
+    "poisson-16": ("16 chats, Poisson arrivals at 20 per second (--seed), 8..48 tokens",
+                   lambda seed: poisson_workload(16, 20.0, seed)),
+    "mixed-lengths": ("8 requests every 20 ms, prompts stretched to 0..512 tokens", _mixed_lengths),
+    "capital-questions": ("8 capital questions at once, each answered until its own EOS",
+                          lambda seed: tuple(_chats(8, 16, ignore_eos=False))),
+}
+
+
+def scenario(name: str, seed: int = 0) -> tuple[WorkloadRequest, ...]:
+    if name not in SCENARIOS:
+        raise WorkloadError("unknown_scenario", f"unknown scenario {name!r}; choose one of {', '.join(SCENARIOS)}",
+                            name=name)
+    return SCENARIOS[name][1](seed)
+
+
+# --- JSON Lines ---------------------------------------------------------------
+
+_REQUIRED = {"arrival_ms": (int, float), "prompt": str, "max_new_tokens": int}
+_OPTIONAL = {"ignore_eos": bool, "prompt_tokens": int, "request_id": str}
+
+
+def parse_workload_lines(lines: list[str]) -> tuple[WorkloadRequest, ...]:
+    out = []
+    for number, line in enumerate(lines, start=1):
+        if line.strip():
+            out.append(_parse_line(line, number))
+    if not out:
+        raise WorkloadError("bad_workload", "the workload has no requests", line=0)
+    if len(out) > MAX_REQUESTS:
+        raise WorkloadError("bad_workload", f"the workload has {len(out)} requests; at most {MAX_REQUESTS}", line=0)
+    return tuple(sorted(out, key=lambda r: r.arrival_ms))
+
+
+def load_workload_file(path: str | Path) -> tuple[WorkloadRequest, ...]:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise WorkloadError("bad_workload", f"cannot read workload file {path}: {err}", line=0) from err
+    return parse_workload_lines(text.splitlines())
+
+
+def _bad(number: int, why: str) -> WorkloadError:
+    return WorkloadError("bad_workload_line", f"workload line {number}: {why}", line=number, reason=why)
+
+
+def _parse_line(line: str, number: int) -> WorkloadRequest:
+    try:
+        data = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise _bad(number, f"not JSON ({err.msg})") from err
+    if not isinstance(data, dict):
+        raise _bad(number, "expected a JSON object")
+    unknown = set(data) - set(_REQUIRED) - set(_OPTIONAL)
+    if unknown:
+        raise _bad(number, f"unknown key(s) {', '.join(sorted(unknown))}")
+    for key, kind in {**_REQUIRED, **_OPTIONAL}.items():
+        if key not in data:
+            if key in _REQUIRED:
+                raise _bad(number, f"missing {key!r}")
+            continue
+        value = data[key]
+        if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
+            raise _bad(number, f"{key!r} has the wrong type ({type(value).__name__})")
+    arrival, prompt, max_new = float(data["arrival_ms"]), data["prompt"], data["max_new_tokens"]
+    if not math.isfinite(arrival) or arrival < 0:
+        raise _bad(number, f"arrival_ms must be a finite number >= 0, got {data['arrival_ms']}")
+    if not prompt.strip():
+        raise _bad(number, "the prompt is empty")
+    if not 1 <= max_new <= MAX_NEW_TOKENS:
+        raise _bad(number, f"max_new_tokens must be 1..{MAX_NEW_TOKENS}, got {max_new}")
+    stretch = data.get("prompt_tokens", 0)
+    if not 0 <= stretch <= MAX_PROMPT_TOKENS:
+        raise _bad(number, f"prompt_tokens must be 0..{MAX_PROMPT_TOKENS}, got {stretch}")
+    return WorkloadRequest(arrival, prompt, max_new, data.get("ignore_eos", False), stretch, data.get("request_id", ""))
