@@ -117,3 +117,112 @@ def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None 
     if full is not None:
         _fix_axes(fig, full, table, max(s.kv_bytes for s in full.steps))
     return fig
+
+
+# --- roofline, floor vs measured, sweeps (the bottleneck lab; same numbers as lesson/diagrams/roofline.py) ---
+
+def roofline_figure(floors, lang: str = "zh", style: Style | None = None) -> go.Figure:
+    """Log-log roofline of `floors` (engine.cost.TraceFloors): the two roofs, each pass measured
+    (filled) and at its floor (hollow, on the roof). data[0] is the roof; then Prefill / Decode
+    measured, then Prefill / Decode floors."""
+    from .diagrams.roofline import bound_word, decade_range, fmt_time, si
+
+    table, style = strings_for(lang), style or DEFAULT_STYLE
+    peak, bandwidth, ridge = floors.peak_flops_per_s, floors.bandwidth_bytes_per_s, floors.ridge_intensity
+    x_lo, x_hi = decade_range([s.intensity for s in floors.steps] + [ridge])
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(
+        x=[10.0 ** x_lo, ridge, 10.0 ** x_hi], y=[bandwidth * 10.0 ** x_lo, peak, peak], mode="lines",
+        line=dict(color=style.ink, width=3), name=_plain(label(table, "rf_compute_roof", peak=si(peak))) + " · "
+        + _plain(label(table, "rf_memory_roof", bandwidth=si(bandwidth))), hoverinfo="skip"))
+    for kind in ("measured", "floor"):
+        for phase in ("prefill", "decode"):
+            steps = floors.phase_steps(phase)
+            if kind == "measured":
+                steps = tuple(s for s in steps if s.measured_ms > 0)
+            ys = [s.achieved_flops_per_s if kind == "measured" else s.flops / (s.floor_ms / 1e3) for s in steps]
+            words = [_plain(label(table, "rf_point_title", name=_step_name(s, table), intensity=f"{s.intensity:,.2f}",
+                                  achieved=si(s.achieved_flops_per_s), floor=fmt_time(s.floor_ms),
+                                  measured=fmt_time(s.measured_ms), bound=bound_word(table, s.bound)))
+                     for s in steps]
+            color = style.phase_color(phase)
+            marker = dict(color=color, size=11 if phase == "prefill" else 8) if kind == "measured" else \
+                dict(color=style.paper, size=10, line=dict(color=color, width=2))
+            name = f"{label(table, f'phase_{phase}')} · {label(table, 'rf_measured' if kind == 'measured' else 'rf_floor')}"
+            fig.add_trace(go.Scatter(x=[s.intensity for s in steps], y=ys, mode="markers", marker=marker,
+                                     name=_plain(name), hovertext=words, hoverinfo="text"))
+    fig.add_vline(x=ridge, line_dash="dot", line_color=style.muted_ink,
+                  annotation_text=_plain(label(table, "rf_ridge", ridge=f"{ridge:,.1f}")))
+    fig.update_xaxes(type="log", title=label(table, "rf_x_axis"))
+    fig.update_yaxes(type="log", title=label(table, "rf_y_axis"))
+    fig.update_layout(title=_plain(label(table, "rf_title")), font=dict(family=style.font_family),
+                      plot_bgcolor=style.paper, legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
+    return fig
+
+
+def _step_name(step, table: dict) -> str:
+    return label(table, "pass_short_prefill" if step.phase == "prefill" else "pass_short_decode", n=step.index)
+
+
+def step_floors_figure(floors, lang: str = "zh", style: Style | None = None) -> go.Figure:
+    """One bar per pass (measured ms, by phase) and its floor as a dark dash across it.
+    data[0] the bars, data[1] the floors."""
+    from .diagrams.roofline import bound_word, fmt_share, fmt_time
+
+    table, style = strings_for(lang), style or DEFAULT_STYLE
+    names = [_step_name(s, table) for s in floors.steps]
+    words = [_plain(label(table, "fl_bar_title", name=n, measured=fmt_time(s.measured_ms), floor=fmt_time(s.floor_ms),
+                          bound=bound_word(table, s.bound), eff=fmt_share(s.efficiency)))
+             for n, s in zip(names, floors.steps)]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=names, y=[s.measured_ms for s in floors.steps], hovertext=words, hoverinfo="text",
+                         marker_color=[style.phase_color(s.phase) for s in floors.steps],
+                         name=_plain(label(table, "rf_measured"))))
+    fig.add_trace(go.Scatter(x=names, y=[s.floor_ms for s in floors.steps], mode="markers", hovertext=words,
+                             hoverinfo="text", name=_plain(label(table, "fl_floor_legend")),
+                             marker=dict(symbol="line-ew", size=26, line=dict(color=style.ink, width=4))))
+    fig.update_layout(title=_plain(label(table, "fl_title")), yaxis_title=f"{label(table, 'fl_y_axis')} (ms)",
+                      font=dict(family=style.font_family), plot_bgcolor=style.paper, bargap=0.3,
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    return fig
+
+
+def sweep_figure(sweep, lang: str = "zh", style: Style | None = None) -> go.Figure:
+    """Two rows over the swept value (log x): time of one pass (log y: measured median with the
+    fastest..slowest repeat as error bars, the floor dashed) and positions per second.
+    data: time measured, time floor, rate measured, rate floor."""
+    from plotly.subplots import make_subplots
+
+    from .diagrams.roofline import fmt_time
+
+    table, style = strings_for(lang), style or DEFAULT_STYLE
+    key = sweep.kind.replace("-", "_")
+    color = style.prefill if sweep.kind == "prefill" else style.decode
+    xs = [p.value for p in sweep.points]
+    fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
+                        subplot_titles=(label(table, "sw_time_axis"), label(table, "sw_rate_axis")))
+    medians = [p.median_ms for p in sweep.points]
+    hover = [f"{p.value:,}: {fmt_time(p.median_ms)} ({fmt_time(min(p.times_ms))}–{fmt_time(max(p.times_ms))}), "
+             f"{_plain(label(table, 'sw_floor'))} {fmt_time(p.floor_ms)}" for p in sweep.points]
+    fig.add_trace(go.Scatter(
+        x=xs, y=medians, mode="lines+markers", line=dict(color=color, width=2), name=_plain(label(table, "sw_measured")),
+        error_y=dict(type="data", symmetric=False, array=[max(p.times_ms) - p.median_ms for p in sweep.points],
+                     arrayminus=[p.median_ms - min(p.times_ms) for p in sweep.points], color=color),
+        hovertext=hover, hoverinfo="text"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=xs, y=[p.floor_ms for p in sweep.points], mode="lines+markers",
+                             line=dict(color=style.ink, dash="dash"), marker=dict(color=style.paper, size=8,
+                                                                                  line=dict(color=style.ink, width=1.5)),
+                             name=_plain(label(table, "sw_floor")), hovertext=hover, hoverinfo="text"), row=1, col=1)
+    fig.add_trace(go.Scatter(x=xs, y=[p.tokens_per_s for p in sweep.points], mode="lines+markers",
+                             line=dict(color=color, width=2), showlegend=False,
+                             hovertemplate="%{x:,}: %{y:,.0f} /s<extra></extra>"), row=2, col=1)
+    fig.add_trace(go.Scatter(x=xs, y=[p.new_positions * p.batch / (p.floor_ms / 1e3) for p in sweep.points],
+                             mode="lines+markers", line=dict(color=style.ink, dash="dash"), showlegend=False,
+                             marker=dict(color=style.paper, size=8, line=dict(color=style.ink, width=1.5)),
+                             hovertemplate="%{x:,}: %{y:,.0f} /s<extra></extra>"), row=2, col=1)
+    fig.update_xaxes(type="log", tickvals=xs, ticktext=[f"{v:,}" for v in xs])
+    fig.update_xaxes(title=_plain(label(table, f"sw_x_{key}", context=sweep.batch_context)), row=2, col=1)
+    fig.update_yaxes(type="log")
+    fig.update_layout(title=_plain(label(table, f"sw_title_{key}")), font=dict(family=style.font_family),
+                      plot_bgcolor=style.paper, height=560, legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0))
+    return fig

@@ -4,7 +4,8 @@
     python -m lesson.export --out DIR --schematic PROMPT_LEN OUTPUT_LEN [--lang zh|en]
 
 Writes DIR/<diagram>.svg (standalone SVG 1.1 files) and, after a model run,
-DIR/trace.json. Bad input gives one line on stderr and a non-zero exit:
+DIR/trace.json, DIR/roofline.svg and DIR/step_floors.svg (every pass against the cost
+model's floor on this machine, measured once: engine.cost.measure_this_machine). Bad input gives one line on stderr and a non-zero exit:
 2 for bad arguments, 1 for a model or file problem.
 """
 
@@ -61,6 +62,34 @@ def render_schematic_diagrams(prompt_len: int, output_len: int, lang: str) -> di
     return {name: render(prompt_len, output_len, lang=lang) for name, render in SCHEMATIC_DIAGRAMS.items()}
 
 
+FLOOR_DIAGRAMS = ("roofline", "step_floors")  # written after a model run, beside the trace diagrams
+
+
+def render_floor_diagrams(trace, shape, device, lang: str) -> dict[str, str]:
+    """The roofline and the per-pass floor bars of `trace` on `device` (an engine.cost.DeviceSpec)."""
+    from engine.cost import trace_floors
+
+    from .diagrams import render_roofline, render_step_floors
+
+    floors = trace_floors(trace, shape, device)
+    return {"roofline": render_roofline(floors, lang=lang), "step_floors": render_step_floors(floors, lang=lang)}
+
+
+def _floor_inputs(model: str | None, trace):
+    """(the model's shape from its config, this machine measured on the device the trace ran on)."""
+    from engine import cost, presets
+    from engine.model import DEFAULT_MODEL_DIR, DEFAULT_MODEL_ID
+
+    preset = presets.preset_name(model)
+    if preset is not None:
+        shape = presets.preset_shape(preset)
+    elif model is None:
+        shape = cost.load_shape(DEFAULT_MODEL_DIR, name=DEFAULT_MODEL_ID)
+    else:
+        shape = cost.load_shape(model)
+    return shape, cost.measure_this_machine(trace.model.device)
+
+
 def write_files(out_dir: Path, svgs: dict[str, str], trace_json: str | None = None) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
@@ -89,7 +118,9 @@ def _export(args) -> list[Path]:
     if not args.prompt.strip():
         raise ValueError("the prompt is empty; pass some text with --prompt")
     trace = run_engine(args.prompt, args.max_new_tokens, args.model)
-    return write_files(args.out, render_trace_diagrams(trace, args.lang), trace.to_json())
+    svgs = {**render_trace_diagrams(trace, args.lang),
+            **render_floor_diagrams(trace, *_floor_inputs(args.model, trace), args.lang)}
+    return write_files(args.out, svgs, trace.to_json())
 
 
 def main(argv: list[str] | None = None) -> int:

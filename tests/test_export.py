@@ -11,6 +11,7 @@ import pytest
 from engine.trace import RequestTrace
 from lesson import export
 from lesson.diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS
+from lesson.export import FLOOR_DIAGRAMS
 from tests.factories import make_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +40,7 @@ def test_trace_export_writes_every_diagram_and_the_trace(tmp_path, monkeypatch, 
     monkeypatch.setattr(export, "run_engine", lambda prompt, n, model: trace)
     assert export.main(["--out", str(tmp_path / "x"), "--lang", "en"]) == 0
     names = {p.name for p in (tmp_path / "x").iterdir()}
-    assert names == {f"{n}.svg" for n in DIAGRAMS} | {"trace.json"}
+    assert names == {f"{n}.svg" for n in (*DIAGRAMS, *FLOOR_DIAGRAMS)} | {"trace.json"}
     for name in DIAGRAMS:
         _assert_standalone_svg(tmp_path / "x" / f"{name}.svg")
     assert RequestTrace.from_json((tmp_path / "x" / "trace.json").read_text(encoding="utf-8")) == trace

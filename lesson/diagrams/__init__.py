@@ -6,7 +6,8 @@ come from it, so stepping never rescales a figure.
 `SCHEMATIC_DIAGRAMS` maps a name to a renderer of (prompt_len, output_len): no model needed.
 The export CLI and the app both iterate over these, so a new figure registers once here.
 `render_cache_compare` and `render_attention` draw `engine.compare` results, not a trace:
-exported here, registered in neither table.
+exported here, registered in neither table; so are `render_roofline` and `render_step_floors`
+(an `engine.cost.TraceFloors`) and `render_sweep` (an `engine.sweep.Sweep`).
 """
 
 from .animation import render_animation
@@ -16,6 +17,8 @@ from .cache_compare import render_cache_compare
 from .kv_growth import render_kv_growth
 from .latency import render_latency
 from .review_map import render_review_map
+from .roofline import render_roofline, render_step_floors
+from .sweep import render_sweep
 from .timeline import render_timeline
 
 DIAGRAMS = {
@@ -40,5 +43,5 @@ SCHEMATIC_DIAGRAMS = {
 __all__ = [
     "DIAGRAMS", "SCHEMATIC_DIAGRAMS", "render_animation", "render_attention", "render_blocks",
     "render_blocks_schematic", "render_cache_compare", "render_kv_growth", "render_latency", "render_review_map",
-    "render_timeline",
+    "render_timeline", "render_roofline", "render_step_floors", "render_sweep",
 ]

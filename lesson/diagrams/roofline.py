@@ -1,0 +1,295 @@
+"""The roofline and every pass against its floor: `engine.cost.TraceFloors` drawn two ways.
+
+- `render_roofline`: log-log, arithmetic intensity (FLOPs per byte) across, FLOP/s up.
+  The memory roof rises at the bandwidth's slope until the ridge, the compute roof is flat
+  after it. Each pass of the run is a filled dot at (its intensity, its FLOPs / measured time)
+  and a hollow dot on the roof: where it would sit if it ran at its floor.
+- `render_step_floors`: one bar per pass (measured ms, coloured by phase) with the floor
+  drawn in as a dark line across the bar.
+
+Marks carry data-* attributes (data-phase, data-intensity, data-flops-per-s, data-ms,
+data-floor-ms) so tests check the picture against the numbers.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+
+from ..layout import LinearScale, nice_ticks, sample_indices
+from ..strings import label, strings_for
+from ..style import DEFAULT_STYLE, Style
+from ._common import add_title, header, legend_item, new_drawing, notes, pass_tick, text, to_string
+
+PAD, Y_LABEL_W, PLOT_W, PLOT_H, TOP = 32, 78, 680, 360, 140
+MAX_SLOTS = 48
+
+
+def si(value: float) -> str:
+    """1.23e12 -> '1.23 T' (the unit follows)."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= factor:
+            return f"{value / factor:.3g} {prefix}"
+    return f"{value:.3g} "
+
+
+def fmt_time(ms: float) -> str:
+    """Times from nanoseconds to seconds: 0.0021 ms -> '2.1 µs', 68.9 -> '68.9 ms'."""
+    if ms == 0:
+        return "0"
+    if ms >= 1000:
+        return f"{ms / 1000:.3g} s"
+    if ms >= 1:
+        return f"{ms:.3g} ms"
+    if ms >= 1e-3:
+        return f"{ms * 1e3:.3g} µs"
+    return f"{ms * 1e6:.3g} ns"
+
+
+def fmt_share(ratio: float) -> str:
+    if ratio != ratio:  # nan: a pass timed at 0
+        return "—"
+    return f"{ratio:.2%}" if ratio < 0.01 else f"{ratio:.0%}"
+
+
+def bound_word(table: dict, bound: str) -> str:
+    return label(table, f"bound_{bound}")
+
+
+@dataclass(frozen=True)
+class LogScale:
+    """Maps log10(value) in [10**lo, 10**hi] onto [r0, r1]."""
+
+    lo: float
+    hi: float
+    r0: float
+    r1: float
+
+    def __call__(self, value: float) -> float:
+        span = (self.hi - self.lo) or 1.0
+        return round(self.r0 + (math.log10(max(value, 1e-300)) - self.lo) / span * (self.r1 - self.r0), 2)
+
+    def decades(self) -> tuple[float, ...]:
+        return tuple(10.0 ** e for e in range(math.ceil(self.lo - 1e-9), math.floor(self.hi + 1e-9) + 1))
+
+
+def decade_range(values, pad: float = 0.3) -> tuple[float, float]:
+    """Whole decades covering every value, with a little room."""
+    logs = [math.log10(v) for v in values if v > 0 and math.isfinite(v)]
+    return math.floor(min(logs) - pad), math.ceil(max(logs) + pad)
+
+
+@dataclass(frozen=True)
+class RooflineLayout:
+    x: LogScale
+    y: LogScale
+    roof: tuple[tuple[float, float], ...]  # (x, y) pixel corners of the roof line
+    ridge_x: float
+
+
+def roofline_layout(floors) -> RooflineLayout:
+    peak, bandwidth = floors.peak_flops_per_s, floors.bandwidth_bytes_per_s
+    ridge = floors.ridge_intensity
+    intensities = [s.intensity for s in floors.steps] + [ridge]
+    x_lo, x_hi = decade_range(intensities)
+    achieved = [s.achieved_flops_per_s for s in floors.steps if s.measured_ms > 0]
+    y_lo, y_hi = decade_range(achieved + [peak, bandwidth * 10.0 ** x_lo])
+    left, bottom = PAD + Y_LABEL_W, TOP + PLOT_H
+    x = LogScale(x_lo, x_hi, left, left + PLOT_W)
+    y = LogScale(y_lo, y_hi, bottom, TOP)
+    start = 10.0 ** x_lo
+    roof = ((x(start), y(bandwidth * start)), (x(ridge), y(peak)), (x(10.0 ** x_hi), y(peak)))
+    return RooflineLayout(x, y, roof, x(ridge))
+
+
+def render_roofline(floors, *, lang: str = "zh", style: Style | None = None) -> str:
+    """The roofs of `floors`' device and this run's passes under them."""
+    table, style = strings_for(lang), style or DEFAULT_STYLE
+    if not floors.steps:
+        raise ValueError("a roofline needs at least one pass")
+    layout = roofline_layout(floors)
+    left, bottom, right = PAD + Y_LABEL_W, TOP + PLOT_H, PAD + Y_LABEL_W + PLOT_W
+    width = right + PAD + 12
+    dwg = new_drawing(width, bottom + 170, style, "roofline", label(table, "rf_title"))
+    subtitle = label(table, "rf_subtitle", model=floors.model_id, device=floors.device_name, dtype=floors.weight_dtype)
+    header(dwg, style, label(table, "rf_title"), subtitle)
+    x = legend_item(dwg, style, PAD, 108, style.prefill, label(table, "phase_prefill"), "prefill")
+    x = legend_item(dwg, style, x, 108, style.decode, label(table, "phase_decode"), "decode")
+    _hollow_legend(dwg, style, x, 108, label(table, "rf_floor"))
+    for value in layout.x.decades():
+        px = layout.x(value)
+        dwg.add(dwg.line((px, TOP), (px, bottom), stroke=style.grid, stroke_width=1, class_="grid"))
+        dwg.add(text(dwg, si(value).strip(), px, bottom + 18, size=style.tiny_size, fill=style.muted_ink,
+                     anchor="middle", class_="tick-label"))
+    for value in layout.y.decades():
+        py = layout.y(value)
+        dwg.add(dwg.line((left, py), (right, py), stroke=style.grid, stroke_width=1, class_="grid"))
+        dwg.add(text(dwg, si(value).strip(), left - 8, py + 4, size=style.tiny_size, fill=style.muted_ink,
+                     anchor="end", class_="tick-label"))
+    dwg.add(dwg.rect((left, TOP), (PLOT_W, PLOT_H), fill="none", stroke=style.muted_ink, stroke_width=1,
+                     class_="frame"))
+    (x0, y0), (xr, yr), (x1, y1) = layout.roof
+    dwg.add(dwg.line((x0, y0), (xr, yr), stroke=style.ink, stroke_width=2.5, class_="roof memory-roof",
+                     **{"data-bytes-per-s": repr(floors.bandwidth_bytes_per_s)}))
+    dwg.add(dwg.line((xr, yr), (x1, y1), stroke=style.ink, stroke_width=2.5, class_="roof compute-roof",
+                     **{"data-flops-per-s": repr(floors.peak_flops_per_s)}))
+    dwg.add(dwg.line((xr, yr), (xr, bottom), stroke=style.muted_ink, stroke_width=1, stroke_dasharray="4 4",
+                     class_="ridge", **{"data-intensity": repr(floors.ridge_intensity)}))
+    dwg.add(text(dwg, label(table, "rf_compute_roof", peak=si(floors.peak_flops_per_s)), x1 - 4, y1 - 8,
+                 size=style.small_size, fill=style.ink, anchor="end", class_="roof-label"))
+    dwg.add(text(dwg, label(table, "rf_memory_roof", bandwidth=si(floors.bandwidth_bytes_per_s)), x0 + 6,
+                 y0 - 10, size=style.small_size, fill=style.ink, class_="roof-label"))
+    dwg.add(text(dwg, label(table, "rf_ridge", ridge=f"{floors.ridge_intensity:,.1f}"), xr + 6, bottom - 8,
+                 size=style.tiny_size, fill=style.muted_ink, class_="ridge-label"))
+    points = dwg.g(class_="points")
+    for step in sorted(floors.steps, key=lambda s: s.phase == "prefill"):  # Prefill drawn last, on top
+        _point(dwg, points, layout, step, table, style)
+    dwg.add(points)
+    dwg.add(text(dwg, label(table, "rf_x_axis"), left, bottom + 40, size=style.small_size, fill=style.muted_ink,
+                 weight="bold", class_="axis-label"))
+    dwg.add(text(dwg, label(table, "rf_y_axis"), PAD, TOP - 12, size=style.small_size, fill=style.muted_ink,
+                 weight="bold", class_="axis-label"))
+    lines = [_roofline_note(floors, table), label(table, "rf_gap_note")]
+    if floors.random_weights:
+        lines.append(label(table, "random_weights"))
+    notes(dwg, style, lines, PAD, bottom + 52, width - 2 * PAD)
+    return to_string(dwg)
+
+
+def _hollow_legend(dwg, style: Style, x: float, y: float, caption: str) -> None:
+    group = dwg.g(class_="legend-item floor")
+    group.add(dwg.circle((x + 7, y - 4), 6, fill=style.paper, stroke=style.ink, stroke_width=2))
+    group.add(text(dwg, caption, x + 20, y, size=style.small_size, fill=style.ink))
+    dwg.add(group)
+
+
+def _point(dwg, group, layout: RooflineLayout, step, table: dict, style: Style) -> None:
+    name = _pass_name(step, table)
+    px = layout.x(step.intensity)
+    attainable = min(step.flops / (step.floor_ms / 1e3), math.inf)
+    floor_y = layout.y(attainable)
+    color = style.phase_color(step.phase)
+    data = {"data-phase": step.phase, "data-step": step.index, "data-intensity": repr(step.intensity)}
+    words = label(table, "rf_point_title", name=name, intensity=f"{step.intensity:,.2f}",
+                  achieved=si(step.achieved_flops_per_s), floor=fmt_time(step.floor_ms),
+                  measured=fmt_time(step.measured_ms), bound=bound_word(table, step.bound))
+    if step.measured_ms > 0:
+        measured_y = layout.y(step.achieved_flops_per_s)
+        group.add(dwg.line((px, measured_y), (px, floor_y), stroke=color, stroke_width=1, stroke_dasharray="3 3",
+                           class_=f"gap {step.phase}", **data))
+        dot = dwg.circle((px, measured_y), 7 if step.phase == "prefill" else 5, fill=color, stroke=style.paper,
+                         stroke_width=1.5, class_=f"measured {step.phase}",
+                         **data, **{"data-flops-per-s": repr(step.achieved_flops_per_s)})
+        group.add(add_title(dot, words))
+    hollow = dwg.circle((px, floor_y), 6, fill=style.paper, stroke=color, stroke_width=2,
+                        class_=f"floor {step.phase}", **data, **{"data-flops-per-s": repr(attainable)})
+    group.add(add_title(hollow, words))
+
+
+def _pass_name(step, table: dict) -> str:
+    return label(table, "pass_short_prefill" if step.phase == "prefill" else "pass_short_decode", n=step.index)
+
+
+def _median_step(steps):
+    """The pass whose measured time is the median (a real pass, not an average of two)."""
+    ordered = sorted(steps, key=lambda s: s.measured_ms)
+    return ordered[(len(ordered) - 1) // 2]
+
+
+def _roofline_note(floors, table: dict) -> str:
+    prefill = floors.phase_steps("prefill")
+    decode = floors.phase_steps("decode")
+    p = prefill[0] if prefill else floors.steps[0]
+    d = _median_step(decode) if decode else p
+    return label(table, "rf_note", n=p.new_positions, prefill_i=f"{p.intensity:,.1f}",
+                 prefill_bound=bound_word(table, p.bound), decode_i=f"{d.intensity:,.2f}",
+                 decode_bound=bound_word(table, d.bound))
+
+
+# --- per pass: measured bar, floor line -----------------------------------------------
+
+@dataclass(frozen=True)
+class FloorBar:
+    step: int
+    phase: str
+    measured_ms: float
+    floor_ms: float
+    x: float
+    y: float       # top of the measured bar
+    w: float
+    h: float
+    floor_y: float  # the floor's line
+
+
+def floor_bars(floors) -> tuple[tuple[FloorBar, ...], tuple[tuple[float, str], ...], tuple[int, ...]]:
+    """Bars for up to MAX_SLOTS passes (first and last kept), the y ticks, the passes shown."""
+    picks = sample_indices(len(floors.steps), MAX_SLOTS)
+    steps = [floors.steps[i] for i in picks]
+    top_value = max(max(s.measured_ms, s.floor_ms) for s in steps) or 1e-9
+    ticks = nice_ticks(0, top_value, 4)
+    bottom, left = TOP + PLOT_H * 0.7, PAD + Y_LABEL_W
+    y = LinearScale(0, ticks[-1], bottom, TOP)
+    slot_w = PLOT_W / len(picks)
+    bar_w = round(min(36.0, slot_w * 0.7), 2)
+    bars = []
+    for position, step in enumerate(steps):
+        x = round(left + slot_w * (position + 0.5) - bar_w / 2, 2)
+        bars.append(FloorBar(step.index, step.phase, step.measured_ms, step.floor_ms, x, y(step.measured_ms), bar_w,
+                             round(bottom - y(step.measured_ms), 2), y(step.floor_ms)))
+    return tuple(bars), tuple((y(t), fmt_time(t)) for t in ticks), picks
+
+
+def render_step_floors(floors, *, lang: str = "zh", style: Style | None = None) -> str:
+    """Each pass's measured time as a bar, its floor as a line across it."""
+    table, style = strings_for(lang), style or DEFAULT_STYLE
+    if not floors.steps:
+        raise ValueError("the floor chart needs at least one pass")
+    bars, ticks, picks = floor_bars(floors)
+    left, right = PAD + Y_LABEL_W, PAD + Y_LABEL_W + PLOT_W
+    bottom = TOP + PLOT_H * 0.7
+    width = right + PAD + 12
+    dwg = new_drawing(width, bottom + 150, style, "step-floors", label(table, "fl_title"))
+    header(dwg, style, label(table, "fl_title"), label(table, "fl_subtitle", model=floors.model_id,
+                                                       device=floors.device_name))
+    x = legend_item(dwg, style, PAD, 108, style.prefill, label(table, "phase_prefill"), "prefill")
+    x = legend_item(dwg, style, x, 108, style.decode, label(table, "phase_decode"), "decode")
+    group = dwg.g(class_="legend-item floor")
+    group.add(dwg.line((x, 104), (x + 18, 104), stroke=style.ink, stroke_width=3))
+    group.add(text(dwg, label(table, "fl_floor_legend"), x + 24, 108, size=style.small_size, fill=style.ink))
+    dwg.add(group)
+    for py, words in ticks:
+        dwg.add(dwg.line((left, py), (right, py), stroke=style.grid, stroke_width=1, class_="grid"))
+        dwg.add(text(dwg, words, left - 8, py + 4, size=style.tiny_size, fill=style.muted_ink, anchor="end",
+                     class_="tick-label"))
+    dwg.add(text(dwg, label(table, "fl_y_axis"), PAD, TOP - 12, size=style.small_size, fill=style.muted_ink,
+                 weight="bold", class_="axis-label"))
+    marks = dwg.g(class_="bars")
+    by_index = {s.index: s for s in floors.steps}
+    for position, bar in enumerate(bars):
+        step = by_index[bar.step]
+        data = {"data-step": bar.step, "data-phase": bar.phase, "data-ms": repr(bar.measured_ms),
+                "data-floor-ms": repr(bar.floor_ms)}
+        words = label(table, "fl_bar_title", name=_pass_name(step, table), measured=fmt_time(bar.measured_ms),
+                      floor=fmt_time(bar.floor_ms), bound=bound_word(table, step.bound),
+                      eff=fmt_share(step.efficiency))
+        rect = dwg.rect((bar.x, bar.y), (bar.w, bar.h), fill=style.phase_color(bar.phase),
+                        class_=f"measured-bar {bar.phase}", **data)
+        marks.add(add_title(rect, words))
+        line = dwg.line((bar.x - 3, bar.floor_y), (bar.x + bar.w + 3, bar.floor_y), stroke=style.ink,
+                        stroke_width=3, class_=f"floor-mark {bar.phase}", **data)
+        marks.add(add_title(line, words))
+        tick = pass_tick(bar.step, bar.phase, position, len(bars), table)
+        if tick:
+            dwg.add(text(dwg, tick, bar.x + bar.w / 2, bottom + 16, size=style.tiny_size, fill=style.muted_ink,
+                         anchor="middle", class_="tick-label"))
+    dwg.add(marks)
+    prefill, decode = floors.phase_steps("prefill"), floors.phase_steps("decode")
+    lines = [label(table, "fl_note",
+                   prefill_eff=fmt_share(prefill[0].efficiency) if prefill else "—",
+                   decode_eff=fmt_share(statistics.median(s.efficiency for s in decode)) if decode else "—"),
+             _roofline_note(floors, table)]
+    if floors.random_weights:
+        lines.append(label(table, "random_weights"))
+    notes(dwg, style, lines, PAD, bottom + 30, width - 2 * PAD)
+    return to_string(dwg)
