@@ -1,0 +1,270 @@
+"""Any trace as Chrome Trace Event JSON: opens in ui.perfetto.dev and chrome://tracing.
+
+    request_trace_events(trace)  one request (engine/trace.py RequestTrace)
+    serving_run_events(run)      a serving run (engine/serving/trace.py ServingRun), in-process or
+                                 observed from the client (no iterations)
+    to_perfetto_json(x)          either of them -> the JSON text to save as NAME.perfetto.json
+    check_trace_events(doc)      the format's required fields, as a list of problems ([] = fine)
+
+The Trace Event format (the "JSON Object Format" of Google's Trace Event Format document,
+which Perfetto's JSON importer reads): {"traceEvents": [...], "displayTimeUnit": "ms"}; each
+event has `ph` (phase), `ts` (microseconds), `pid`, `tid`, `name`; complete slices (ph "X")
+also `dur` (microseconds); counters (ph "C") carry their values in `args` (one series per
+key); metadata (ph "M") names processes and threads (`process_name`, `thread_name`,
+`*_sort_index`); instants (ph "i") mark a moment, `s` = "t" for their thread.
+
+Layout (what a student sees in Perfetto):
+    process 1 "requests"  one thread (track) per request: waiting, Prefill / Prefill chunk /
+                          Decode slices (in-process), KV hand-off, or, observed from the
+                          client, "until first token" and "streaming" with a tick per chunk
+    process 2 "workers"   one thread per worker ("engine", or "prefill" and "decode"): one
+                          slice per forward pass; counters "batch size" and "KV bytes" per worker
+    process 3 "server"    client-observed runs only: counters from the server's /metrics, when
+                          the probe sampled them (running / waiting requests, KV-cache usage)
+
+Times: every trace's own milliseconds since its clock started, times 1000. Words in the
+slices come from the trace (token pieces, request ids) as JSON strings, never as markup.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from engine.serving.trace import ServingRun
+from engine.trace import RequestTrace
+
+REQUESTS_PID, WORKERS_PID, SERVER_PID = 1, 2, 3
+PHASE_NAMES = {"prefill": "Prefill", "prefill_chunk": "Prefill chunk", "decode": "Decode"}
+_PHASES_WITH_DUR = {"X"}
+_KNOWN_PHASES = {"X", "B", "E", "i", "I", "C", "M", "b", "e", "n", "s", "t", "f"}
+
+
+def _us(ms: float) -> float:
+    """Milliseconds -> the format's microseconds (3 decimals: nanoseconds)."""
+    return round(ms * 1000.0, 3)
+
+
+def _meta(pid: int, tid: int, kind: str, value: Any) -> dict[str, Any]:
+    key = "name" if kind.endswith("_name") else "sort_index"
+    return {"ph": "M", "pid": pid, "tid": tid, "ts": 0, "name": kind, "args": {key: value}}
+
+
+def _slice(pid: int, tid: int, name: str, start_ms: float, end_ms: float, cat: str,
+           args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    event = {"ph": "X", "pid": pid, "tid": tid, "ts": _us(start_ms), "dur": max(_us(end_ms) - _us(start_ms), 0.0),
+             "name": name, "cat": cat}
+    if args:
+        event["args"] = dict(args)
+    return event
+
+
+def _counter(pid: int, name: str, at_ms: float, values: Mapping[str, float]) -> dict[str, Any]:
+    return {"ph": "C", "pid": pid, "tid": 0, "ts": _us(at_ms), "name": name, "args": dict(values)}
+
+
+def _instant(pid: int, tid: int, name: str, at_ms: float, args: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    event = {"ph": "i", "s": "t", "pid": pid, "tid": tid, "ts": _us(at_ms), "name": name, "cat": "token"}
+    if args:
+        event["args"] = dict(args)
+    return event
+
+
+def _document(events: list[dict[str, Any]], other: Mapping[str, Any]) -> dict[str, Any]:
+    return {"traceEvents": events, "displayTimeUnit": "ms", "otherData": dict(other)}
+
+
+# --- one request ----------------------------------------------------------------
+
+def request_trace_events(trace: RequestTrace) -> dict[str, Any]:
+    """One request: its track (tokenize, waits for the model lock, Prefill, Decode steps), the
+    engine's track (one slice per forward pass), and counters for KV bytes and batch size."""
+    rid, m = trace.request_id, trace.model
+    events = [
+        _meta(REQUESTS_PID, 0, "process_name", "requests"), _meta(REQUESTS_PID, 0, "process_sort_index", 1),
+        _meta(REQUESTS_PID, 1, "thread_name", f"request {rid}"),
+        _meta(WORKERS_PID, 0, "process_name", "workers"), _meta(WORKERS_PID, 0, "process_sort_index", 2),
+        _meta(WORKERS_PID, 1, "thread_name", "engine"),
+    ]
+    if trace.tokenize_ms > 0:
+        events.append(_slice(REQUESTS_PID, 1, "tokenize", 0.0, trace.tokenize_ms, "host"))
+    events.append(_counter(WORKERS_PID, "batch size", 0.0, {"engine": 0}))
+    events.append(_counter(WORKERS_PID, "KV bytes", 0.0, {"engine": 0}))
+    for step in trace.steps:
+        if step.lock_wait_ms > 0:  # queued behind another request's pass
+            events.append(_slice(REQUESTS_PID, 1, "waiting (model lock)", step.start_ms - step.lock_wait_ms,
+                                 step.start_ms, "waiting"))
+        name = "Prefill" if step.phase == "prefill" else f"Decode {step.index}"
+        args = {"positions": f"{step.context_before}..{step.context_after - 1}", "new_positions": step.num_positions,
+                "output_token": step.output_piece, "output_id": step.output_id, "kv_bytes": step.kv_bytes,
+                "attention_kernel": step.attention_kernel or "n/a"}
+        events.append(_slice(REQUESTS_PID, 1, name, step.start_ms, step.end_ms, step.phase, args))
+        events.append(_slice(WORKERS_PID, 1, f"pass {step.index}: {PHASE_NAMES[step.phase]}", step.start_ms,
+                             step.end_ms, step.phase, {"request_id": rid, "tokens": step.num_positions}))
+        events.append(_counter(WORKERS_PID, "batch size", step.start_ms, {"engine": 1}))
+        events.append(_counter(WORKERS_PID, "batch size", step.end_ms, {"engine": 0}))
+        events.append(_counter(WORKERS_PID, "KV bytes", step.end_ms, {"engine": step.kv_bytes}))
+    other = {"source": "prefill-decode RequestTrace", "model": m.model_id, "device": m.device, "dtype": m.dtype,
+             "engine_mode": trace.engine_mode, "prompt_tokens": trace.prompt_len,
+             "output_tokens": len(trace.steps), "time_origin": "the request's start (before tokenization)"}
+    return _document(events, other)
+
+
+# --- a serving run --------------------------------------------------------------
+
+def _request_tids(run: ServingRun) -> dict[str, int]:
+    return {r.request_id: i for i, r in enumerate(run.requests, start=1)}
+
+
+def serving_run_events(run: ServingRun, server_samples: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """A serving run: one track per request, one per worker, counters for batch size and KV bytes.
+
+    `server_samples` (a client-observed run): [{"t_ms": ..., "values": {"running": 3, ...}}, ...]
+    from the probe's /metrics sampling; each key becomes a counter series of the "server" process.
+    """
+    tids = _request_tids(run)
+    workers = list(dict.fromkeys(it.worker for it in run.iterations))
+    wtid = {w: i for i, w in enumerate(workers, start=1)}
+    events = [_meta(REQUESTS_PID, 0, "process_name", "requests"), _meta(REQUESTS_PID, 0, "process_sort_index", 1)]
+    for record in run.requests:
+        tid = tids[record.request_id]
+        events += [_meta(REQUESTS_PID, tid, "thread_name", f"request {record.request_id}"),
+                   _meta(REQUESTS_PID, tid, "thread_sort_index", tid)]
+    if workers:
+        events += [_meta(WORKERS_PID, 0, "process_name", "workers"), _meta(WORKERS_PID, 0, "process_sort_index", 2)]
+        events += [_meta(WORKERS_PID, wtid[w], "thread_name", w) for w in workers]
+    events += _request_slices(run, tids)
+    events += _worker_slices(run, wtid)
+    if server_samples:
+        events += [_meta(SERVER_PID, 0, "process_name", "server /metrics (sampled by the client)"),
+                   _meta(SERVER_PID, 0, "process_sort_index", 3)]
+        for sample in server_samples:
+            for key, value in sample["values"].items():
+                if value is not None:
+                    events.append(_counter(SERVER_PID, key, sample["t_ms"], {key: value}))
+    other = {"source": "prefill-decode ServingRun", "scenario": run.scenario, "policy": run.settings.policy,
+             "model": run.model.model_id, "device": run.model.device, "requests": len(run.requests),
+             "forward_passes": len(run.iterations), "notes": list(run.notes),
+             "time_origin": "the run's clock start (ms 0 = when arrivals began)"}
+    return _document(events, other)
+
+
+def _request_slices(run: ServingRun, tids: Mapping[str, int]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    handoffs = {h.request_id: h for h in run.handoffs}
+    passes: dict[str, list[tuple[float, float, str, dict[str, Any]]]] = {rid: [] for rid in tids}
+    for it in run.iterations:
+        for e in it.entries:
+            if e.request_id in passes:
+                args = {"pass": it.index, "worker": it.worker, "positions": f"{e.start}..{e.end - 1}",
+                        "new_positions": e.num_tokens, "recompute": e.recompute}
+                passes[e.request_id].append((it.start_ms, it.end_ms, e.phase, args))
+    for record in run.requests:
+        tid = tids[record.request_id]
+        if not run.iterations:  # observed from the client: no view inside the server's passes
+            events += _observed_request(record, tid)
+            continue
+        own = list(passes[record.request_id])
+        h = handoffs.get(record.request_id)
+        if h is not None:  # between its Prefill (one worker) and its first Decode (the other)
+            own.append((h.send_start_ms, h.received_ms, "handoff",
+                        {"tokens": h.num_tokens, "bytes": h.num_bytes, "copy_ms": h.copy_ms,
+                         **{f"{e.name}_ms": e.ms for e in h.link_estimates}}))
+        # Waiting: from arrival to its first pass, and between its passes.
+        previous_end = record.arrival_ms
+        for start, end, phase, args in sorted(own, key=lambda p: p[0]):
+            if start > previous_end:
+                label = "waiting (queued)" if previous_end == record.arrival_ms else "waiting (not in this pass)"
+                events.append(_slice(REQUESTS_PID, tid, label, previous_end, start, "waiting"))
+            name = "KV hand-off" if phase == "handoff" else PHASE_NAMES[phase]
+            events.append(_slice(REQUESTS_PID, tid, name, start, end, phase, args))
+            previous_end = max(previous_end, end)
+    return events
+
+
+def _observed_request(record, tid: int) -> list[dict[str, Any]]:
+    """A request seen only from the client: sent -> first piece -> last piece, a tick per piece."""
+    events = [_slice(REQUESTS_PID, tid, "until first token (queue + Prefill, not separable)", record.arrival_ms,
+                     record.first_token_ms, "waiting", {"ttft_ms": record.ttft_ms, "prompt_tokens": record.prompt_len})]
+    if record.finish_ms > record.first_token_ms:
+        events.append(_slice(REQUESTS_PID, tid, "streaming (Decode)", record.first_token_ms, record.finish_ms,
+                             "decode", {"pieces": len(record.output_pieces), "tpot_ms": record.tpot_ms}))
+    for i, (t, piece) in enumerate(zip(record.token_times_ms, record.output_pieces)):
+        events.append(_instant(REQUESTS_PID, tid, f"piece {i}", t, {"text": piece}))
+    return events
+
+
+def _worker_slices(run: ServingRun, wtid: Mapping[str, int]) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    kv_per_token = run.model.kv_bytes_per_token
+    for worker in wtid:
+        events.append(_counter(WORKERS_PID, f"batch size ({worker})", 0.0, {"requests": 0}))
+    for it in run.iterations:
+        name = f"pass {it.index}: {it.num_prefill_tokens} prefill + {it.num_decode_tokens} decode tokens"
+        args = {"requests": [e.request_id for e in it.entries], "waiting": list(it.waiting),
+                "preempted": list(it.preempted), "token_budget": it.token_budget,
+                "used_blocks": it.blocks.num_used_blocks, "free_blocks": it.blocks.num_free_blocks}
+        events.append(_slice(WORKERS_PID, wtid[it.worker], name, it.start_ms, it.end_ms, "pass", args))
+        events.append(_counter(WORKERS_PID, f"batch size ({it.worker})", it.start_ms,
+                               {"requests": len(it.entries)}))
+        events.append(_counter(WORKERS_PID, f"batch size ({it.worker})", it.end_ms, {"requests": 0}))
+        events.append(_counter(WORKERS_PID, f"KV bytes ({it.worker})", it.end_ms,
+                               {"bytes": it.blocks.num_used_tokens * kv_per_token}))
+    return events
+
+
+# --- either -------------------------------------------------------------------
+
+def trace_events(trace: RequestTrace | ServingRun, server_samples: Sequence[Mapping[str, Any]] = ()) -> dict:
+    if isinstance(trace, ServingRun):
+        return serving_run_events(trace, server_samples)
+    if isinstance(trace, RequestTrace):
+        return request_trace_events(trace)
+    raise TypeError(f"not a trace: {type(trace).__name__}")
+
+
+def to_perfetto_json(trace: RequestTrace | ServingRun, server_samples: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The Chrome Trace Event JSON text (save as NAME.perfetto.json; open in ui.perfetto.dev)."""
+    return json.dumps(trace_events(trace, server_samples), ensure_ascii=False, separators=(",", ":"))
+
+
+def check_trace_events(doc: Any) -> list[str]:
+    """Problems with a Trace Event document against the format's required fields ([] = none)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        return ["not a JSON object with a traceEvents list"]
+    problems = []
+    for i, event in enumerate(doc["traceEvents"]):
+        problems += [f"event {i}: {p}" for p in _event_problems(event)]
+    return problems
+
+
+def _event_problems(event: Any) -> Iterable[str]:
+    if not isinstance(event, dict):
+        yield "not an object"
+        return
+    for key, kind in (("ph", str), ("name", str), ("pid", int), ("tid", int)):
+        if not isinstance(event.get(key), kind) or isinstance(event.get(key), bool):
+            yield f"{key} missing or not a {kind.__name__}"
+    ph = event.get("ph")
+    if ph not in _KNOWN_PHASES:
+        yield f"unknown ph {ph!r}"
+    ts = event.get("ts")
+    if not isinstance(ts, (int, float)) or isinstance(ts, bool) or ts < 0:
+        yield "ts missing or not a number of microseconds >= 0"
+    if ph in _PHASES_WITH_DUR:
+        dur = event.get("dur")
+        if not isinstance(dur, (int, float)) or isinstance(dur, bool) or dur < 0:
+            yield "an X event needs dur (microseconds >= 0)"
+    if ph == "C":
+        args = event.get("args")
+        if not isinstance(args, dict) or not args or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in args.values()):
+            yield "a counter needs args with numeric values"
+    if ph == "M":
+        args = event.get("args")
+        if event.get("name") in ("process_name", "thread_name") and not (
+                isinstance(args, dict) and isinstance(args.get("name"), str)):
+            yield "a name metadata event needs args.name"
+    if ph == "i" and event.get("s", "t") not in ("g", "p", "t"):
+        yield "an instant's scope s must be g, p or t"
