@@ -114,7 +114,7 @@ def format_run(run: ServingRun) -> str:
     if run.handoffs:
         total = sum(h.num_bytes for h in run.handoffs)
         copy = sum(h.copy_ms for h in run.handoffs)
-        links = ", ".join(f"{link.name} {total / link.bytes_per_s * 1e3:.3f} ms" for link in run.links)
+        links = ", ".join(f"{link.name} {total / link.bytes_per_s * 1e6:.1f} µs" for link in run.links)
         lines.append(f"KV hand-offs: {len(run.handoffs)}, {total:,} bytes, measured copy {copy:.2f} ms in all; "
                      f"over assumed links: {links}")
     lines += [f"note: {n}" for n in run.notes]

@@ -108,6 +108,9 @@ def prepare_sequences(lm: LoadedModel, workload: tuple[WorkloadRequest, ...] | l
 
 
 def _check_fits(lm: LoadedModel, seqs: list[Sequence], config: ServeConfig) -> None:
+    if lm.info.sliding_window:  # the runner attends over every cached position
+        raise InputError("serving_sliding_window", f"{lm.model_id} uses a sliding window; the serving engine "
+                                                   "supports full-attention models only", model=lm.model_id)
     if len({s.request_id for s in seqs}) != len(seqs):
         raise InputError("bad_workload", "two requests have the same request_id")
     num_blocks = config.blocks_for_run(seqs)

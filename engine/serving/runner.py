@@ -143,7 +143,7 @@ class ModelRunner:
             "position_ids": q_pos_t.unsqueeze(0),  # (1, T)
             "mask": mask[None, None],  # (1, 1, T, S)
             "cache": _PassCache(self.store, torch.tensor(write, device=dev), torch.tensor(read, device=dev)),
-            "emit_rows": torch.tensor(emit, device=dev),
+            "emit_rows": torch.tensor(emit, dtype=torch.long, device=dev),
         }
 
 

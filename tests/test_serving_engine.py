@@ -1,0 +1,196 @@
+"""The serving engine on the real default model: every request's greedy tokens equal
+running it alone (engine.generation), under every policy; the scheduler's invariants;
+the KV hand-off of a disaggregated run; a request that can never fit."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from engine.errors import InputError
+from engine.generation import GenerationConfig, generate_ids
+from engine.serving.engine import EngineCore, ServeConfig, prepare_sequences, run_workload
+from engine.serving.scheduler import SchedulerConfig
+from engine.serving.workloads import WorkloadRequest
+
+# Ragged on purpose: a 1-token answer (EOS), a stretched prompt that chunks, staggered arrivals.
+WORKLOAD = (
+    WorkloadRequest(0.0, "法国的首都是", 10, ignore_eos=True),
+    WorkloadRequest(0.0, "The capital of Japan is", 12, ignore_eos=False),
+    WorkloadRequest(5.0, "德国的首都是", 6, ignore_eos=True, prompt_tokens=70),
+    WorkloadRequest(10.0, "The capital of Italy is", 9, ignore_eos=True),
+    WorkloadRequest(12.0, "埃及的首都是", 1),
+)
+
+
+def solo_ids(lm, record) -> list[int]:
+    cfg = GenerationConfig(max_new_tokens=record.max_new_tokens, ignore_eos=record.ignore_eos)
+    return generate_ids(lm, list(record.prompt_ids), cfg)
+
+
+def assert_parity(lm, run) -> None:
+    for record in run.requests:
+        assert list(record.output_ids) == solo_ids(lm, record), record.request_id
+
+
+def assert_positions_cover(run) -> None:
+    """Each request's entries compute its positions in order, without gaps or overlaps
+    (a preemption restarts it at 0, marked recompute)."""
+    for record in run.requests:
+        nxt = 0
+        for it in run.iterations:
+            for e in it.entries:
+                if e.request_id != record.request_id:
+                    continue
+                if e.start == 0 and nxt > 0:
+                    assert e.recompute and record.num_preemptions > 0
+                    nxt = 0
+                assert e.start == nxt
+                nxt = e.end
+        # every position but the last output token (never fed back) was computed
+        assert nxt == record.prompt_len + record.num_output_tokens - 1
+
+
+@pytest.fixture(scope="module")
+def runs(default_lm):
+    configs = {
+        "one-at-a-time": ServeConfig(policy="one-at-a-time"),
+        "prefill-first": ServeConfig(policy="prefill-first"),
+        "chunked": ServeConfig(policy="chunked", token_budget=16, block_size=8),
+        "disaggregated": ServeConfig(policy="disaggregated"),
+        # 9 blocks of 8 = 72 slots: the 70-token prompt fits alone, so others are preempted and recomputed
+        "chunked-tight": ServeConfig(policy="chunked", token_budget=24, block_size=8, num_kv_blocks=11),
+        "prefill-first-tight": ServeConfig(policy="prefill-first", block_size=8, num_kv_blocks=11),
+        "wait-tight": ServeConfig(policy="chunked", token_budget=24, block_size=8, num_kv_blocks=11,
+                                  on_kv_full="wait"),
+    }
+    return {name: run_workload(default_lm, WORKLOAD, cfg, scenario="test") for name, cfg in configs.items()}
+
+
+@pytest.mark.parametrize("name", ["one-at-a-time", "prefill-first", "chunked", "disaggregated", "chunked-tight",
+                                  "prefill-first-tight", "wait-tight"])
+def test_every_request_matches_running_it_alone(default_lm, runs, name):
+    run = runs[name]
+    assert [r.request_id for r in run.requests] == ["r0", "r1", "r2", "r3", "r4"]
+    assert all(r.stop_reason in ("eos", "length") for r in run.requests)  # every request finished
+    assert_parity(default_lm, run)
+    assert_positions_cover(run)
+
+
+def test_answers_mean_something(runs):
+    r1 = runs["chunked"].request("r1")
+    assert r1.output_text.startswith(" Tokyo.") and r1.stop_reason == "eos"
+    assert runs["chunked"].request("r4").output_ids == runs["one-at-a-time"].request("r4").output_ids
+
+
+def test_policies_shape_the_passes(runs):
+    assert all(len(it.entries) == 1 for it in runs["one-at-a-time"].iterations)
+    for it in runs["prefill-first"].iterations:  # a pass is all Prefill or all Decode: Decodes stall
+        assert len({e.phase == "decode" for e in it.entries}) == 1
+    chunked = runs["chunked"].iterations
+    assert any(e.phase == "prefill_chunk" for it in chunked for e in it.entries)
+    assert any(it.num_prefill_tokens and it.num_decode_tokens for it in chunked)  # mixed passes
+    for it in chunked:
+        assert it.num_tokens <= 16 and it.token_budget == 16  # the budget is never exceeded
+        phases = [e.phase for e in it.entries]
+        assert phases == sorted(phases, key=lambda p: p != "decode")  # Decodes first
+    workers = {it.worker for it in runs["disaggregated"].iterations}
+    assert workers == {"prefill", "decode"}
+    for it in runs["disaggregated"].iterations:
+        assert all((e.phase == "decode") == (it.worker == "decode") for e in it.entries)
+
+
+def test_tight_kv_budget_preempts_or_waits(runs):
+    tight = runs["chunked-tight"]
+    assert sum(r.num_preemptions for r in tight.requests) > 0
+    assert any(it.preempted for it in tight.iterations)
+    assert any(e.recompute for it in tight.iterations for e in it.entries)
+    assert all(it.blocks.num_used_blocks <= 11 for it in tight.iterations)
+    wait = runs["wait-tight"]  # reserves each request's whole length: never preempts, requests wait instead
+    assert sum(r.num_preemptions for r in wait.requests) == 0
+    assert any(it.waiting for it in wait.iterations)
+
+
+def test_block_tables_follow_the_token_counts(runs):
+    for run in runs.values():
+        for it in run.iterations:
+            snap = it.blocks
+            ids = [b for t in snap.tables for b in t.block_ids]
+            assert len(ids) == len(set(ids)) == snap.num_used_blocks  # no block in two tables, none lost
+            for t in snap.tables:
+                assert all(0 < n <= snap.block_size for n in t.tokens_per_block[:-1])
+                assert len(t.block_ids) == -(-max(t.num_tokens, 1) // snap.block_size) or t.num_tokens == 0
+            assert snap.wasted_slots < snap.block_size * max(1, len(snap.tables))
+        assert run.iterations[-1].blocks.num_free_blocks == run.iterations[-1].blocks.num_blocks
+
+
+def test_engine_core_frees_every_block_it_allocates(default_lm):
+    cfg = ServeConfig(policy="chunked", token_budget=8, block_size=4, num_kv_blocks=30)
+    seqs = prepare_sequences(default_lm, WORKLOAD, cfg)
+    core = EngineCore(default_lm, cfg.scheduler_config(), 30, 4)
+    for seq in seqs:
+        core.scheduler.add(seq)
+    t0 = time.perf_counter()
+    while core.scheduler.has_work():
+        iteration, _ = core.step(lambda: (time.perf_counter() - t0) * 1e3)
+        assert iteration.num_tokens <= 8
+    assert core.blocks.num_allocated == core.blocks.num_freed > 0
+    assert sorted(core.blocks.free_blocks) == list(range(30)) and not core.blocks.tables
+
+
+def test_disaggregated_hand_off_bytes_equal_the_cache_bytes(default_lm, runs):
+    run = runs["disaggregated"]
+    info = default_lm.info
+    handed = {h.request_id: h for h in run.handoffs}
+    assert "r4" not in handed  # a one-token answer is done after its Prefill: nothing to hand over
+    assert set(handed) == {"r0", "r1", "r2", "r3"}
+    for h in run.handoffs:
+        record = run.request(h.request_id)
+        assert h.num_tokens == record.prompt_len
+        assert h.num_bytes == info.kv_bytes_for(h.num_tokens) == h.num_tokens * 2 * 4 * 2 * 32 * 4
+        assert h.copy_ms > 0 and h.received_ms >= h.send_start_ms
+        nvlink, fast, slow = h.link_estimates
+        assert nvlink.ms == pytest.approx(h.num_bytes / 450e9 * 1e3) and nvlink.ms < fast.ms < slow.ms
+    assert {link.name for link in run.links} == {"nvlink", "400gbps", "100gbps"}
+
+
+def test_a_request_that_can_never_fit_is_refused(default_lm):
+    cfg = ServeConfig(policy="chunked", block_size=8, num_kv_blocks=4)  # 32 slots
+    with pytest.raises(InputError, match="r2 can never fit: it needs 10 blocks") as err:
+        run_workload(default_lm, WORKLOAD, cfg)
+    assert err.value.key == "never_fits"
+
+
+def test_serve_config_refuses_bad_values():
+    with pytest.raises(InputError, match="--token-budget"):
+        ServeConfig(token_budget=0)
+    with pytest.raises(InputError, match="--policy"):
+        ServeConfig(policy="fastest")
+
+
+def test_arrivals_are_honoured_in_real_time(runs):
+    run = runs["one-at-a-time"]
+    for record in run.requests:
+        assert record.first_scheduled_ms >= record.arrival_ms
+        assert record.first_token_ms > record.first_scheduled_ms
+        assert record.token_times_ms == tuple(sorted(record.token_times_ms))
+    starts = [it.start_ms for it in run.iterations]
+    assert starts == sorted(starts)
+
+
+def test_hf_continuous_batching_agrees(default_lm, runs):
+    """A second oracle: transformers' own continuous-batching manager, same prompts, greedy."""
+    from transformers import AutoModelForCausalLM, GenerationConfig as HFConfig
+
+    model = AutoModelForCausalLM.from_pretrained(default_lm.path, attn_implementation="sdpa").eval()
+    if not hasattr(model, "generate_batch"):
+        pytest.skip("this transformers has no generate_batch")
+    records = [r for r in runs["chunked"].requests if r.ignore_eos]
+    cfg = HFConfig(max_new_tokens=max(r.max_new_tokens for r in records), do_sample=False, eos_token_id=-1,
+                   pad_token_id=1)
+    out = model.generate_batch(inputs=[list(r.prompt_ids) for r in records], generation_config=cfg,
+                               progress_bar=False)
+    got = [list(o.generated_tokens) for _, o in sorted(out.items(), key=lambda kv: int(kv[0].split("_")[-1]))]
+    for record, tokens in zip(records, got):
+        assert list(record.output_ids) == tokens[:record.max_new_tokens], record.request_id
