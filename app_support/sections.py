@@ -21,9 +21,14 @@ from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
 from lesson.views import (
     DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, ServerSettings, bottleneck_live_text, default_prompt, download_stem,
     error_message, escape_markdown, format_bytes, format_count,
-    list_model_choices, markdown_table, metric_cards,
+    format_ms, list_model_choices, markdown_table, metric_cards,
     page_drawing_note, queue_note, run_stamp, schematic_alt, step_log_line, step_table, stop_reason_text,
     token_split_text, trace_csv, trace_summary, truncate_trace,
+)
+
+from lesson.runs import (
+    HISTORY_LIMIT, REPLAY_PACES, compare_table, history_add, replay_position, replay_times_s, run_label,
+    shared_extent,
 )
 
 from . import resources, state
@@ -36,8 +41,8 @@ UI_REFRESH_S = 0.1  # while the model runs, redraw the answer at most 10 times a
 
 CONTENTS = (
     ("run", "run_title"), ("timeline", "sec_timeline"), ("prefill", "sec_prefill"), ("decode", "sec_decode"),
-    ("blocks", "sec_blocks"), ("bottleneck", "sec_bottleneck"), ("waits", "sec_waits"), ("many", "sec_many"),
-    ("summary", "sec_summary"), ("animation", "sec_animation"), ("references", "sec_references"),
+    ("blocks", "sec_blocks"), ("bottleneck", "sec_bottleneck"), ("waits", "sec_waits"), ("compare", "sec_compare"),
+    ("many", "sec_many"), ("summary", "sec_summary"), ("animation", "sec_animation"), ("references", "sec_references"),
     ("review", "sec_review"),
 )
 
@@ -95,9 +100,11 @@ def sidebar(lang: str, settings: ServerSettings, contents: bool = True):
     with st.sidebar:
         classroom_slot = st.container()
         st.subheader(t(lang, "sidebar_title"))
+        presets = resources.preset_choices(settings.device, settings.dtype)
         st.selectbox(
-            t(lang, "model"), list_model_choices(settings.models_dir), key="model_choice",
+            t(lang, "model"), list_model_choices(settings.models_dir, presets), key="model_choice",
             help=t(lang, "model_help"),  # options are folder names (language-neutral; "default" = embedded)
+            format_func=lambda c: t(lang, "preset_choice", name=c) if c in presets else c,
         )
         with st.expander(t(lang, "sampling"), expanded=False):
             if classroom:
@@ -125,7 +132,10 @@ def load_model(lang: str, settings: ServerSettings):
     choice = st.session_state.model_choice
     try:
         with st.spinner(t(lang, "loading_model")):
-            return resources.get_model(choice, settings.device, settings.dtype)
+            lm = resources.get_model(choice, settings.device, settings.dtype)
+        if lm.info.random_weights:  # a preset: said above everything its run shows
+            st.warning(t(lang, "random_weights_note"), icon=":material/casino:")
+        return lm
     except Exception as err:  # noqa: BLE001 - becomes a message, never a traceback
         log.warning("model %r failed to load: %s", choice, err)
         if choice != "default":
@@ -195,17 +205,24 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
         with result, error_boundary(lang):
             ran = _stream_run(lang, lm, current_args(settings, effective), num_prompt_tokens=preview[1])
     trace_json = _trace_to_show(lang, settings)
-    st.session_state.stepping_full_json = trace_json if st.session_state.classroom else None
+    st.session_state.replay_shown = _replay_step(trace_json)
+    stepping = st.session_state.classroom or st.session_state.replay_shown is not None
+    st.session_state.stepping_full_json = trace_json if stepping else None
     if trace_json is None:
         result.info(t(lang, "no_trace"))
         return None
     with result, error_boundary(lang):
         shown = classroom_view(trace_json)
-        if not ran:
+        if st.session_state.replay_shown is not None:
+            _replay_box(lang, RequestTrace.from_json(shown), len(RequestTrace.from_json(trace_json).steps))
+        elif not ran:
             _result_box(lang, RequestTrace.from_json(shown))
         st.caption(trace_summary(RequestTrace.from_json(trace_json), lang))
+        if st.session_state.pop("replay_finished", None):
+            st.caption(t(lang, "replay_done", total=len(RequestTrace.from_json(trace_json).steps)))
         if effective is not None and st.session_state.trace_args != current_args(settings, effective):
             st.info(t(lang, "stale_note"), icon=":material/refresh:")
+    _replay_controls(lang)
     with st.expander(t(lang, "data_title")), error_boundary(lang):
         _data_downloads(lang, RequestTrace.from_json(trace_json), st.session_state.trace_stamp)
     return shown
@@ -306,6 +323,8 @@ def _store_trace(trace_json: str, args: RunArgs, is_default: bool) -> None:
     ss.trace_json, ss.trace_args, ss.trace_is_default = trace_json, args, is_default
     ss.trace_stamp = run_stamp(datetime.datetime.now())
     ss.class_step = 1 if ss.classroom else len(json.loads(trace_json)["steps"])
+    ss.history = history_add(ss.history, trace_json, ss.trace_stamp)  # kept for the comparison
+    ss.replay_from = None  # a replay is of the run it started on
 
 
 def _result_box(lang: str, trace: RequestTrace) -> None:
@@ -378,11 +397,14 @@ def _data_downloads(lang: str, trace: RequestTrace, stamp: str) -> None:
 # ---------------------------------------------------------------------------
 
 def classroom_view(trace_json: str) -> str:
-    """The trace cut to the passes shown so far (whole when not in classroom mode)."""
-    if not st.session_state.classroom:
+    """The trace cut to the passes shown so far: the replay's position while a replay runs,
+    the classroom's step in classroom mode, else the whole run."""
+    replay = st.session_state.get("replay_shown")
+    if not st.session_state.classroom and replay is None:
         return trace_json
     trace = RequestTrace.from_json(trace_json)
-    step = max(1, min(int(st.session_state.class_step), len(trace.steps)))
+    step = replay if replay is not None else int(st.session_state.class_step)
+    step = max(1, min(step, len(trace.steps)))
     return truncate_trace(trace, step).to_json(indent=None) if step < len(trace.steps) else trace_json
 
 
@@ -420,6 +442,123 @@ def _set_class_step(value: int, total: int, relative: bool) -> None:
     """Button callback: runs before the page, so every part shows the same step."""
     current = max(1, min(total, int(st.session_state.class_step)))
     st.session_state.class_step = max(1, min(total, current + value if relative else value))
+
+
+# ---------------------------------------------------------------------------
+# Slow-motion replay of the last run: its measured token times, stretched
+# ---------------------------------------------------------------------------
+
+def _replay_step(trace_json: str | None) -> int | None:
+    """The passes the replay shows now (None: no replay). Read once per page run (run_panel),
+    so every figure on the page shows the same pass; a finished replay ends itself."""
+    ss = st.session_state
+    if ss.replay_from is None or trace_json is None or ss.classroom:
+        ss.replay_from = None
+        return None
+    times = replay_times_s(RequestTrace.from_json(trace_json), ss.replay_pace)
+    elapsed = time.time() - ss.replay_from
+    if elapsed > times[-1]:
+        ss.replay_from, ss.replay_finished = None, len(times)
+        return None
+    return replay_position(times, elapsed)
+
+
+def _start_replay() -> None:
+    st.session_state.replay_from = time.time()
+
+
+def _stop_replay() -> None:
+    st.session_state.replay_from = None
+
+
+def _replay_controls(lang: str) -> None:
+    """Pace and start / stop, under the answer. Off in classroom mode (the teacher steps by hand)."""
+    if st.session_state.classroom or st.session_state.trace_json is None:
+        return
+    pace, button = st.columns([3, 2], vertical_alignment="bottom")
+    pace.selectbox(t(lang, "replay_pace"), list(REPLAY_PACES), key="replay_pace",
+                   format_func=lambda key: t(lang, f"replay_pace_{key}"), help=t(lang, "replay_pace_help"))
+    if st.session_state.replay_shown is None:
+        button.button(t(lang, "replay_start"), key="replay_start", icon=":material/slow_motion_video:",
+                      on_click=_start_replay, width="stretch")
+    else:
+        button.button(t(lang, "replay_stop"), key="replay_stop", icon=":material/stop:", on_click=_stop_replay,
+                      width="stretch")
+
+
+def _replay_box(lang: str, shown: RequestTrace, total: int) -> None:
+    """The answer as far as the replay has come, under a label that says it is a replay."""
+    with st.container(key="replay_box"):  # browser tests read the replay's position here
+        st.info(t(lang, "replay_label", shown=len(shown.steps), total=total, ms=format_ms(shown.steps[-1].end_ms)),
+                icon=":material/slow_motion_video:")
+    _answer_and_log(lang, shown, st.empty(), st.empty())
+
+
+def replay_tick() -> None:
+    """Last on the page: while a replay runs, wait for its next token's time, then draw the page again."""
+    ss = st.session_state
+    if ss.get("replay_shown") is None or ss.replay_from is None or ss.trace_json is None:
+        return
+    times = replay_times_s(RequestTrace.from_json(ss.trace_json), ss.replay_pace)
+    elapsed = time.time() - ss.replay_from
+    upcoming = [when for when in times if when > elapsed]
+    wait = (upcoming[0] if upcoming else times[-1] + 0.05) - elapsed
+    time.sleep(min(max(wait, 0.0), 1.0))
+    st.rerun()
+
+
+# ---------------------------------------------------------------------------
+# Runs kept in the session: pick two, drawn on the same axes
+# ---------------------------------------------------------------------------
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _history_label(trace_json: str, stamp: str, lang: str) -> str:
+    return run_label(RequestTrace.from_json(trace_json), stamp, lang)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _shared_extent_json(a_json: str, b_json: str) -> str:
+    return shared_extent(RequestTrace.from_json(a_json), RequestTrace.from_json(b_json)).to_json(indent=None)
+
+
+COMPARE_FIGURES = (("timeline", "compare_fig_timeline"), ("latency", "compare_fig_latency"),
+                   ("kv_growth", "compare_fig_kv"))
+
+
+def section_compare(lang: str) -> None:
+    """The session's last runs; two pinned ones side by side, every figure on shared axes."""
+    ss = st.session_state
+    st.header(t(lang, "sec_compare"), anchor="compare")
+    st.markdown(t(lang, "compare_intro", limit=HISTORY_LIMIT))
+    history = ss.history
+    if len(history) < 2:
+        st.info(t(lang, "compare_need_two", count=len(history)), icon=":material/compare:")
+        return
+    labels = {e.run_id: _history_label(e.trace_json, e.stamp, lang) for e in history}
+    st.multiselect(t(lang, "compare_pick"), list(labels), key="compare_pins", max_selections=2,
+                   format_func=labels.__getitem__, help=t(lang, "compare_pick_help"))
+    pinned = [e for pin in ss.compare_pins for e in history if e.run_id == pin]
+    if len(pinned) < 2:
+        st.caption(t(lang, "compare_pick_two"))
+        return
+    with error_boundary(lang):
+        a, b = (RequestTrace.from_json(e.trace_json) for e in pinned)
+        st.markdown(f"**{t(lang, 'compare_table_title')}**")
+        st.dataframe(compare_table(a, b, lang), hide_index=True, width="stretch")
+        st.caption(t(lang, "compare_same_axes"))
+        extent = _shared_extent_json(pinned[0].trace_json, pinned[1].trace_json)
+    for name, title in COMPARE_FIGURES:
+        st.subheader(t(lang, title))
+        side_by_side = name != "timeline" and not ss.classroom  # a timeline is wide: one above the other
+        places = st.columns(2) if side_by_side else (st.container(), st.container())
+        for run, entry, place in zip(("cmp_run_a", "cmp_run_b"), pinned, places):
+            with place, error_boundary(lang, "err_diagram"):
+                svg = resources.diagram_svg(name, entry.trace_json, lang, extent)
+                alt, stem = resources.diagram_words(name, entry.trace_json, lang, entry.stamp)
+                words = escape_markdown(labels[entry.run_id])
+                svg_figure(f"compare_{name}_{run[-1]}", svg, lang,
+                           t(lang, "compare_run_caption", run=t(lang, run), label=words),
+                           alt=t(lang, "compare_alt", run=t(lang, run), alt=alt), file_stem=stem)
 
 
 # ---------------------------------------------------------------------------
@@ -522,8 +661,56 @@ def section_summary(lang: str) -> None:
 
 
 def section_animation(lang: str, trace_json: str | None) -> None:
+    """The looping step-through, with play / pause and a slider that picks the pass to stop on.
+
+    Paused, the figure is a still frame (lesson.diagrams.animation, still=True): the passes up
+    to the chosen one on the whole run's axes, that pass framed and its caption shown.
+    """
     st.header(t(lang, "sec_animation"), anchor="animation")
-    live_diagram("animation", trace_json, lang, t(lang, "animation_caption"))
+    if trace_json is None:
+        live_diagram("animation", trace_json, lang, t(lang, "animation_caption"))
+        return
+    total = len(RequestTrace.from_json(trace_json).steps)
+    paused = st.session_state.anim_paused
+    with st.container(key="anim_controls"):
+        st.caption(t(lang, "anim_controls"))
+        left, right = st.columns([1, 4], vertical_alignment="bottom")
+        left.button(t(lang, "anim_play" if paused else "anim_pause"), key="anim_play_pause", width="stretch",
+                    icon=":material/play_arrow:" if paused else ":material/pause:", on_click=_flip_animation)
+        step = total
+        if total > 1:  # the key names the count: a value left from a longer run never applies
+            step = right.select_slider(
+                t(lang, "anim_step"), options=list(range(1, total + 1)), value=total, key=f"anim_step_{total}",
+                format_func=lambda k: t(lang, "anim_step_value", k=k, n=total), on_change=_pause_animation)
+    if not paused:
+        live_diagram("animation", trace_json, lang, t(lang, "animation_caption"))
+        return
+    with error_boundary(lang, "err_diagram"):
+        whole = stepping_full() or trace_json
+        svg, alt = _animation_still(trace_json, whole, int(step), lang)
+        stem = download_stem(RequestTrace.from_json(whole), st.session_state.trace_stamp)
+        svg_figure("animation", svg, lang, t(lang, "animation_caption"), alt=alt,
+                   file_stem=f"{stem}_animation_pass{int(step)}")
+
+
+def _flip_animation() -> None:
+    st.session_state.anim_paused = not st.session_state.anim_paused
+
+
+def _pause_animation() -> None:
+    st.session_state.anim_paused = True  # moving the slider stops on the pass it shows
+
+
+@st.cache_data(show_spinner=False, max_entries=128)
+def _animation_still(trace_json: str, full_json: str, step: int, lang: str) -> tuple[str, str]:
+    """(the paused frame after pass `step`, its alt text)."""
+    from lesson.diagrams.animation import render_animation
+    from lesson.views import figure_alt
+
+    trace = RequestTrace.from_json(trace_json)
+    cut = truncate_trace(trace, step)
+    svg = render_animation(cut, lang=lang, full=RequestTrace.from_json(full_json), still=True)
+    return svg, figure_alt("animation", cut, lang)
 
 
 def section_references(lang: str) -> None:

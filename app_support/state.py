@@ -11,6 +11,7 @@ from typing import Any
 
 import streamlit as st
 
+from lesson.runs import DEFAULT_REPLAY_PACE, REPLAY_PACES, keep_pins
 from lesson.text import LANGUAGES
 from lesson.views import (
     DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, Limits, as_int_in_range, default_prompt,
@@ -42,12 +43,19 @@ DEFAULTS: dict[str, Any] = {
     "flash": [],  # (text key, params) shown once at the top
     "reset_model_choice": False,  # a listed model failed to load: back to the default
     "run_requested": False,  # a control below the Run button asked for a run (show the difference)
+    # ---- runs kept in the session (lesson.runs) ----
+    "history": [],  # lesson.runs.HistoryEntry, newest first, at most lesson.runs.HISTORY_LIMIT
+    "compare_pins": [],  # the run ids of the (at most two) runs drawn side by side
+    "replay_pace": DEFAULT_REPLAY_PACE,  # lesson.runs.REPLAY_PACES
+    "replay_from": None,  # time.time() when the replay of the last run started; None: no replay
+    "anim_paused": False,  # the animated step-through: paused on a step (anim_step) instead of looping
 }
 
 
 # The keys of the lesson's controls (everything "reset to the lesson's defaults" puts back; not the language).
 WIDGET_KEYS = ("classroom", "model_choice", "prompt", "output_len", "prompt_len", "temperature", "top_k", "top_p",
-               "seed", "ignore_eos", "demo_prompt_len", "demo_output_len")
+               "seed", "ignore_eos", "demo_prompt_len", "demo_output_len", "compare_pins", "replay_pace",
+               "anim_paused")
 
 
 def init_session() -> None:
@@ -77,7 +85,7 @@ def reset_to_defaults(limits: Limits) -> None:
     """
     ss = st.session_state
     for key in WIDGET_KEYS:
-        ss[key] = DEFAULTS[key]
+        ss[key] = list(DEFAULTS[key]) if isinstance(DEFAULTS[key], list) else DEFAULTS[key]
     ss.prompt = default_prompt(ss.lang)
     ss.output_len = min(DEFAULT_OUTPUT_LEN, limits.max_new_tokens)
     ss.class_step = 10**9  # classroom mode is off by default: every diagram shows the whole run
@@ -114,6 +122,12 @@ def repair_session(limits: Limits, models_dir) -> None:
     if not isinstance(ss.prompt, str):
         ss.prompt = ""
     ss.classroom = bool(ss.classroom)
+    if not isinstance(ss.history, list):
+        ss.history = []
+    ss.compare_pins = keep_pins(ss.compare_pins, ss.history)
+    if ss.replay_pace not in REPLAY_PACES:
+        ss.replay_pace = DEFAULT_REPLAY_PACE
+    ss.anim_paused = ss.anim_paused is True
     ss.ignore_eos = ss.ignore_eos is True
     if ss.reset_model_choice:
         ss.model_choice, ss.reset_model_choice = DEFAULT_MODEL_CHOICE, False

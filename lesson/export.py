@@ -2,6 +2,7 @@
 
     python -m lesson.export --out DIR [--prompt TEXT] [--max-new-tokens N] [--lang zh|en] [--model DIR]
     python -m lesson.export --out DIR --schematic PROMPT_LEN OUTPUT_LEN [--lang zh|en]
+    python -m lesson.export --out DIR --perfetto [...]     also DIR/trace.perfetto.json (ui.perfetto.dev)
 
 Writes DIR/<diagram>.svg (standalone SVG 1.1 files) and, after a model run,
 DIR/trace.json, DIR/roofline.svg and DIR/step_floors.svg (every pass against the cost
@@ -50,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default=None, help="a local model folder (default: the embedded model)")
     parser.add_argument("--schematic", nargs=2, type=_positive_int, metavar=("PROMPT_LEN", "OUTPUT_LEN"),
                         help="draw the schematic diagrams from two lengths, without a model")
+    parser.add_argument("--perfetto", action="store_true",
+                        help="also write the trace as Chrome Trace Event JSON (trace.perfetto.json: open it in "
+                             "ui.perfetto.dev or chrome://tracing)")
     return parser
 
 
@@ -120,7 +124,20 @@ def _export(args) -> list[Path]:
     trace = run_engine(args.prompt, args.max_new_tokens, args.model)
     svgs = {**render_trace_diagrams(trace, args.lang),
             **render_floor_diagrams(trace, *_floor_inputs(args.model, trace), args.lang)}
-    return write_files(args.out, svgs, trace.to_json())
+    written = write_files(args.out, svgs, trace.to_json())
+    if args.perfetto:
+        written.append(write_perfetto(args.out, trace))
+    return written
+
+
+def write_perfetto(out_dir: Path, trace, name: str = "trace") -> Path:
+    """DIR/NAME.perfetto.json: the trace (RequestTrace or ServingRun) as Chrome Trace Event JSON."""
+    from .perfetto import to_perfetto_json
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"{name}.perfetto.json"
+    path.write_text(to_perfetto_json(trace) + "\n", encoding="utf-8")
+    return path
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -169,3 +169,16 @@ def test_a_measured_serving_run_exports(default_lm):
         assert phases[-1]["ts"] + phases[-1]["dur"] == pytest.approx(rec.finish_ms * 1000, abs=1e-3)
     assert any(e["name"] == "Prefill chunk" for e in _slices(doc, REQUESTS_PID, 3))  # 40 tokens > budget 16
     _assert_nested(doc)
+
+
+@pytest.mark.slow
+def test_export_cli_writes_the_perfetto_file(tmp_path):
+    from lesson import export
+
+    assert export.main(["--out", str(tmp_path), "--max-new-tokens", "3", "--perfetto"]) == 0
+    doc = json.loads((tmp_path / "trace.perfetto.json").read_text(encoding="utf-8"))
+    assert check_trace_events(doc) == []
+    trace = json.loads((tmp_path / "trace.json").read_text(encoding="utf-8"))
+    steps = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == REQUESTS_PID
+             and e["name"].startswith(("Prefill", "Decode"))]
+    assert [e["dur"] for e in steps] == pytest.approx([(s["end_ms"] - s["start_ms"]) * 1000 for s in trace["steps"]])

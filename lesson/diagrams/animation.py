@@ -73,14 +73,20 @@ def _captions(trace: RequestTrace, slots: list[Slot], table: dict) -> list[str]:
 
 
 def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
-                     full: RequestTrace | None = None) -> str:
+                     full: RequestTrace | None = None, still: bool = False) -> str:
     """The timeline, animated pass by pass with SMIL; loops forever. `full` as in render_timeline:
-    the whole run's columns and time axis when `trace` is a prefix of it."""
+    the whole run's columns and time axis when `trace` is a prefix of it.
+
+    `still`: the paused frame instead (the page's pause and step controls): no animation,
+    every row of `trace` shown, the cursor and the caption on its last pass (the closing
+    caption once `trace` is the whole run)."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
     dwg, layout, row_groups = build_timeline(trace, table, style, "animation", label(table, "anim_title"),
                                              header_y=CAPTION_Y + 40, full=full)
     slots = [row.slot for row in layout.rows]
     starts, total = schedule(slots, [row.phase for row in layout.rows])
+    if still:
+        return _still_frame(dwg, layout, trace, full, slots, table, style)
     cursor = dwg.rect((PAD - 8, layout.rows[0].y + 2), (layout.width - 2 * PAD + 16, layout.rows[0].h - 4), rx=8,
                       fill="none", stroke=style.muted_ink, stroke_width=1.5, class_="cursor")
     cursor.add(dwg.animate(attributeName="y", values=";".join(f"{r.y + 2:g}" for r in layout.rows),
@@ -104,4 +110,19 @@ def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | No
                 PAD, CAPTION_Y, size=style.font_size + 1, fill=style.ink, weight="bold", class_="caption done")
     done.add(_window(dwg, total - HOLD_S, None, total))
     dwg.add(done)
+    return to_string(dwg)
+
+
+def _still_frame(dwg, layout, trace: RequestTrace, full: RequestTrace | None, slots: list[Slot], table: dict,
+                 style: Style) -> str:
+    """The animation paused after the last pass of `trace`: its row framed, its caption shown."""
+    last = layout.rows[-1]
+    dwg.add(dwg.rect((PAD - 8, last.y + 2), (layout.width - 2 * PAD + 16, last.h - 4), rx=8, fill="none",
+                     stroke=style.muted_ink, stroke_width=1.5, class_="cursor"))
+    if full is None or len(trace.steps) >= len(full.steps):
+        words, class_ = label(table, "anim_caption_done", k=fmt_int(len(trace.steps)),
+                              n=fmt_int(len(trace.steps))), "caption done"
+    else:
+        words, class_ = _captions(trace, slots, table)[-1], f"caption step-{len(slots) - 1}"
+    dwg.add(text(dwg, words, PAD, CAPTION_Y, size=style.font_size + 1, fill=style.ink, weight="bold", class_=class_))
     return to_string(dwg)
