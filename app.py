@@ -21,7 +21,8 @@ for key in (*state.WIDGET_KEYS, *lab.LAB_WIDGET_KEYS):
     if key in st.session_state:
         st.session_state[key] = st.session_state[key]
 settings = resources.server_settings()
-state.repair_session(settings.limits, settings.models_dir)
+presets = resources.preset_choices(settings.device, settings.dtype)  # the real-size shapes this machine can hold
+state.repair_session(settings.limits, settings.models_dir, presets)
 lang = st.session_state.lang
 
 st.set_page_config(page_title=t(lang, "page_title"), page_icon="🧭", layout="wide")

@@ -11,13 +11,19 @@ import streamlit as st
 
 from engine.trace import RequestTrace
 from lesson.text import t
-from lesson.views import ServerSettings, cache_compare_alt, cache_compare_caption, download_stem, trace_summary
+from lesson.views import (
+    LAB_DEVICE_SPECS, LAB_DTYPES, ServerSettings, cache_compare_alt, cache_compare_caption, download_stem,
+    lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text, lab_sweep_caption, trace_summary,
+)
 
 from . import resources, sections
 from .ui import error_boundary, svg_figure
 
 # Widget keys of this page: app.py writes them back each run so they survive a visit to the lesson.
-LAB_WIDGET_KEYS = ()
+LAB_WIDGET_KEYS = ("lab_device_spec", "lab_weight_dtype", "lab_kv_dtype", "lab_sweep_kind", "lab_sweep_up_to")
+SWEEP_REPEATS = 3  # timed passes per point, after a warm-up; the median is kept
+SWEEP_BATCH_CONTEXT = 128  # positions each row has cached in the batch sweep
+SWEEP_KINDS = ("prefill", "decode-context", "decode-batch")
 
 
 def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
@@ -33,10 +39,148 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
     trace = RequestTrace.from_json(trace_json)
     st.caption(t(lang, "lab_shared_run", summary=trace_summary(trace, lang)))
     stem = download_stem(trace, st.session_state.trace_stamp)
-    st.header(t(lang, "lab_cache_title"), anchor="cache")
+    with error_boundary(lang):
+        floors = _prediction(lang, lm, trace)
+    if floors is not None:
+        _floor_figures(lang, floors)
+    _sweeps(lang, lm, settings)
+    st.subheader(t(lang, "lab_cache_title"), anchor="cache")
     shown = _cache_compare(lang, trace, settings, stem)
     if shown is not None:
         _decode_attention(lang, *shown, stem)
+
+
+def _prediction(lang: str, lm, trace: RequestTrace):
+    """The dtype and device knobs, the cost model's table for this run, and what it predicts."""
+    from engine.cost import TORCH_DTYPES, ModelShape, trace_floors
+
+    st.subheader(t(lang, "lab_prediction_title"), anchor="prediction")
+    ran_in = TORCH_DTYPES.get(lm.info.dtype, "fp32")
+    ss = st.session_state
+    for key, options, default in (("lab_device_spec", LAB_DEVICE_SPECS, "this"),
+                                  ("lab_weight_dtype", LAB_DTYPES, ran_in), ("lab_kv_dtype", LAB_DTYPES, ran_in)):
+        if ss.get(key) not in options:  # a forged or stale value: back to the default, never an exception
+            ss[key] = default if default in options else options[0]
+    device_col, weight_col, kv_col = st.columns([2, 1, 1])
+    device_col.selectbox(t(lang, "lab_device_spec"), LAB_DEVICE_SPECS, key="lab_device_spec",
+                         format_func=lambda k: t(lang, "lab_this_machine") if k == "this" else _spec_name(k),
+                         help=t(lang, "lab_device_spec_help"))
+    weight_col.selectbox(t(lang, "lab_weight_dtype"), LAB_DTYPES, key="lab_weight_dtype",
+                         help=t(lang, "lab_dtype_help"))
+    kv_col.selectbox(t(lang, "lab_kv_dtype"), LAB_DTYPES, key="lab_kv_dtype", help=t(lang, "lab_dtype_help"))
+    measured_here = ss.lab_device_spec == "this"
+    with st.spinner(t(lang, "lab_measuring")):
+        spec = resources.device_spec(ss.lab_device_spec, lm.info.device)
+    shape = ModelShape.from_config(lm.model.config, name=lm.info.model_id)
+    floors = trace_floors(trace, shape, spec, weight_dtype=ss.lab_weight_dtype, kv_dtype=ss.lab_kv_dtype)
+    if measured_here and spec.spec is not None:
+        st.caption(t(lang, "lab_vs_datasheet", name=spec.spec.name,
+                     copy=f"{spec.bandwidth_bytes_per_s / spec.spec.bandwidth_bytes_per_s:.0%}",
+                     matmul=f"{spec.bf16_flops_per_s / spec.spec.bf16_flops_per_s:.0%}"))
+    st.markdown(lab_prediction_text(floors, lang))
+    st.dataframe(lab_cost_table(floors, lang), hide_index=True, width="stretch")
+    note = lab_agreement_text(floors, lang, measured_here, as_run=(ss.lab_weight_dtype, ss.lab_kv_dtype) == (ran_in, ran_in))
+    st.info(note, icon=":material/insights:")
+    with st.expander(t(lang, "lab_dtype_preview")):
+        by_dtype = {d: trace_floors(trace, shape, spec, weight_dtype=d, kv_dtype=ss.lab_kv_dtype) for d in LAB_DTYPES}
+        st.dataframe(lab_dtype_rows(by_dtype, lang), hide_index=True, width="stretch")
+        st.caption(t(lang, "lab_dtype_note"))
+    return floors
+
+
+def _spec_name(key: str) -> str:
+    from engine.cost import DEVICE_SPECS
+
+    return DEVICE_SPECS[key].name
+
+
+def _floor_figures(lang: str, floors) -> None:
+    st.subheader(t(lang, "lab_roofline_title"), anchor="roofline")
+    st.markdown(t(lang, "lab_roofline_intro"))
+    with error_boundary(lang, "err_diagram"):
+        from lesson.charts import roofline_figure, step_floors_figure
+
+        st.plotly_chart(roofline_figure(floors, lang), key="lab_roofline", width="stretch",
+                        config={"displaylogo": False})
+        st.plotly_chart(step_floors_figure(floors, lang), key="lab_step_floors", width="stretch",
+                        config={"displaylogo": False})
+        if floors.random_weights:
+            st.caption(t(lang, "random_weights_note"))
+
+
+def sweep_points(kind: str, max_positions: int, settings: ServerSettings) -> tuple[int, ...]:
+    """The values a visitor may sweep up to: powers of two within the model and the server's caps."""
+    if kind == "decode-batch":
+        return tuple(b for b in (1, 2, 4, 8, 16, 32, 64) if b <= settings.sweep_max_batch)
+    limit = min(settings.sweep_max_positions, max_positions - (1 if kind == "decode-context" else 0))
+    return tuple(v for v in (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192) if v <= limit)
+
+
+def _sweeps(lang: str, lm, settings: ServerSettings) -> None:
+    """Pick a sweep and how far; run it once (progress bar), then it is kept per model and device."""
+    st.subheader(t(lang, "lab_sweep_title"), anchor="sweeps")
+    st.markdown(t(lang, "lab_sweep_intro"))
+    ss = st.session_state
+    if ss.get("lab_sweep_kind") not in SWEEP_KINDS:
+        ss.lab_sweep_kind = SWEEP_KINDS[0]
+    st.radio(t(lang, "lab_sweep_kind"), SWEEP_KINDS, key="lab_sweep_kind", horizontal=True,
+             format_func=lambda k: t(lang, f"lab_sweep_{k.replace('-', '_')}"))
+    kind = ss.lab_sweep_kind
+    options = sweep_points(kind, lm.info.max_positions, settings)
+    if not options:
+        st.warning(t(lang, "lab_sweep_none"))
+        return
+    default = min(options, key=lambda v: abs(v - (64 if kind == "decode-batch" else
+                                                   128 if lm.info.random_weights else 512)))
+    if ss.get("lab_sweep_up_to") not in options:
+        ss.lab_sweep_up_to = default
+    if len(options) > 1:
+        st.select_slider(t(lang, "lab_sweep_up_to"), options, key="lab_sweep_up_to", help=t(
+            lang, "lab_sweep_caps", positions=settings.sweep_max_positions, batch=settings.sweep_max_batch))
+    points = tuple(v for v in options if v <= ss.lab_sweep_up_to)
+    args = st.session_state.trace_args
+    key = (args.model_choice, args.device, args.dtype, kind, points, SWEEP_REPEATS,
+           SWEEP_BATCH_CONTEXT if kind == "decode-batch" else 0)
+    store = resources.sweep_store()
+    if st.button(t(lang, "lab_sweep_run", n=len(points)), key="lab_sweep_run", icon=":material/play_arrow:",
+                 disabled=key in store.results):
+        with error_boundary(lang):
+            _run_sweep(lang, lm, kind, points, key, store)
+    sweep_json = store.results.get(key)
+    if sweep_json is None:
+        st.caption(t(lang, "lab_sweep_not_run"))
+        return
+    with error_boundary(lang, "err_diagram"):
+        from engine.sweep import Sweep
+        from lesson.charts import sweep_figure
+
+        sweep = Sweep.from_json(sweep_json)
+        st.plotly_chart(sweep_figure(sweep, lang), key=f"lab_sweep_{kind}", width="stretch",
+                        config={"displaylogo": False})
+        st.caption(lab_sweep_caption(sweep, lang))
+        if sweep.random_weights:
+            st.caption(t(lang, "random_weights_note"))
+        st.download_button(t(lang, "lab_sweep_download"), data=sweep_json, mime="application/json",
+                           file_name=f"prefill-decode_sweep_{kind}_{sweep.model_id.replace(':', '-')}.json",
+                           key="lab_sweep_download", on_click="ignore", icon=":material/download:")
+
+
+def _run_sweep(lang: str, lm, kind: str, points: tuple[int, ...], key: tuple, store) -> None:
+    from engine.sweep import run_sweep
+
+    bar = st.progress(0.0, text=t(lang, "lab_sweep_running", done=0, total=len(points)))
+
+    def progress(done: int, total: int, point) -> None:
+        bar.progress(done / total, text=t(lang, "lab_sweep_running", done=done, total=total))
+
+    try:
+        with store.lock:  # one sweep at a time on this server: a class cannot stack them up
+            if key not in store.results:
+                sweep = run_sweep(lm, kind, points, repeats=SWEEP_REPEATS, batch_context=SWEEP_BATCH_CONTEXT,
+                                  progress=progress)
+                store.put(key, sweep.to_json())
+    finally:
+        bar.empty()
 
 
 COMPARE_MAX_NEW_TOKENS = 32  # about a second for both loops on the default model and the lesson's prompt

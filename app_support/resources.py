@@ -14,7 +14,7 @@ import logging
 import streamlit as st
 
 from engine.trace import RequestTrace
-from lesson.views import ServerSettings, resolve_model_choice, settings_from_env
+from lesson.views import PRESET_PREFIX, ServerSettings, resolve_model_choice, settings_from_env
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -31,10 +31,28 @@ def get_model(model_choice: str, device: str, dtype: str):
     from engine import load_model  # late: keeps torch out of the import of this module
 
     models_dir = server_settings().models_dir
-    path = resolve_model_choice(model_choice, models_dir)
+    path = resolve_model_choice(model_choice, models_dir, preset_choices(device, dtype))
     log.info("loading model %r from %s on %s/%s", model_choice, path or "<default>", device, dtype)
     # Never the network, never a folder (or a file in it) that a symlink takes outside models_dir.
-    return load_model(path, device=device, dtype=dtype, allow_hub=False, within=models_dir if path else None)
+    folder = path is not None and not path.startswith(PRESET_PREFIX)
+    return load_model(path, device=device, dtype=dtype, allow_hub=False, within=models_dir if folder else None)
+
+
+@st.cache_resource(show_spinner=False)
+def preset_choices(device: str, dtype: str) -> tuple[str, ...]:
+    """The real-size presets (random weights) this machine could load now, as picker choices;
+    none when the operator set PREFILL_DECODE_PRESETS=0. Checked once per process."""
+    if not server_settings().presets:
+        return ()
+    from engine.model import resolve_device, resolve_dtype
+    from engine.presets import presets_that_fit
+
+    try:
+        dev = resolve_device(device)
+        return tuple(presets_that_fit(dev, resolve_dtype(dtype, dev)))
+    except Exception as err:  # noqa: BLE001 - no presets is a safe answer; the log says why
+        log.warning("presets not offered: %s", err)
+        return ()
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -72,14 +90,23 @@ def prompt_preview(
     return effective, token_pieces(tokenizer, ids), natural
 
 
+def figure_style(classroom: bool):
+    """The diagrams' style: the default, or classroom mode's (every label at least the page's
+    body text at 1280x720, folded to the column's width instead of shrunk: lesson.style)."""
+    from lesson.style import DEFAULT_STYLE, classroom_style
+
+    return classroom_style() if classroom else DEFAULT_STYLE
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
-def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = None) -> str:
+def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False) -> str:
     """One diagram of a trace, as an SVG string. `full_json`: the whole run while the
-    classroom steps through it (`trace_json` is then a prefix): axes are fixed to it."""
+    classroom steps through it (`trace_json` is then a prefix): axes are fixed to it.
+    `classroom`: the classroom style (larger type, folded layouts)."""
     from lesson.diagrams import DIAGRAMS
 
     full = None if full_json is None else RequestTrace.from_json(full_json)
-    return DIAGRAMS[name](RequestTrace.from_json(trace_json), lang=lang, full=full)
+    return DIAGRAMS[name](RequestTrace.from_json(trace_json), lang=lang, full=full, style=figure_style(classroom))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -92,18 +119,18 @@ def diagram_words(name: str, trace_json: str, lang: str, stamp: str) -> tuple[st
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
-def schematic_svg(prompt_len: int, output_len: int, lang: str) -> str:
+def schematic_svg(prompt_len: int, output_len: int, lang: str, classroom: bool = False) -> str:
     """The block sketch for the two sliders; no model involved."""
     from lesson.diagrams import render_blocks_schematic
 
-    return render_blocks_schematic(prompt_len, output_len, lang=lang)
+    return render_blocks_schematic(prompt_len, output_len, lang=lang, style=figure_style(classroom))
 
 
-def latency_figure(trace_json: str, lang: str, full_json: str | None = None):
+def latency_figure(trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False):
     from lesson.charts import latency_figure as make_figure
 
     full = None if full_json is None else RequestTrace.from_json(full_json)
-    return make_figure(RequestTrace.from_json(trace_json), lang, full=full)
+    return make_figure(RequestTrace.from_json(trace_json), lang, full=full, classroom=classroom)
 
 
 # Cache on vs off (engine.compare): keyed by the shown run's model and prompt ids, not by its trace,
@@ -119,18 +146,19 @@ def cache_comparison(model_choice: str, device: str, dtype: str, prompt_ids: tup
 
 @st.cache_data(show_spinner=False, max_entries=32)
 def cache_compare_svg(model_choice: str, device: str, dtype: str, prompt_ids: tuple[int, ...], max_new_tokens: int,
-                      lang: str) -> str:
+                      lang: str, classroom: bool = False) -> str:
     """That comparison drawn: per pass, time and FLOPs, off beside on."""
     from lesson.diagrams import render_cache_compare
 
     comparison = cache_comparison(model_choice, device, dtype, prompt_ids, max_new_tokens)
     model_id = get_model(model_choice, device, dtype).info.model_id
-    return render_cache_compare(comparison, lang=lang, model_id=model_id)
+    return render_cache_compare(comparison, lang=lang, model_id=model_id, style=figure_style(classroom))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def decode_attention_svg(model_choice: str, device: str, dtype: str, prompt_ids: tuple[int, ...],
-                         output_ids: tuple[int, ...], decode_index: int, lang: str) -> tuple[str, str]:
+                         output_ids: tuple[int, ...], decode_index: int, lang: str,
+                         classroom: bool = False) -> tuple[str, str]:
     """(the attention map of Decode step `decode_index` of that answer, its alt text)."""
     from engine.compare import decode_attention
     from lesson.diagrams import render_attention
@@ -138,4 +166,41 @@ def decode_attention_svg(model_choice: str, device: str, dtype: str, prompt_ids:
 
     lm = get_model(model_choice, device, dtype)
     attention = decode_attention(lm, list(prompt_ids), output_ids, decode_index)
-    return render_attention(attention, lang=lang, model_id=lm.info.model_id), attention_alt(attention, lang)
+    svg = render_attention(attention, lang=lang, model_id=lm.info.model_id, style=figure_style(classroom))
+    return svg, attention_alt(attention, lang)
+
+
+# The bottleneck lab: the roofs of a device, and the sweeps already measured on this server.
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def device_spec(key: str, device: str):
+    """A datasheet (engine.cost.DEVICE_SPECS), or "this": the machine the model runs on, measured
+    once per process (a short copy and matmul benchmark, engine.cost.measure_this_machine)."""
+    from engine import cost
+
+    if key == "this":
+        return cost.measure_this_machine(device)
+    return cost.DEVICE_SPECS[key]
+
+
+class SweepStore:
+    """Finished sweeps as JSON, keyed by (model, device, dtype, kind, points, repeats, context);
+    the oldest is dropped past `max_entries`. `lock`: one sweep at a time on this server."""
+
+    def __init__(self, max_entries: int = 24) -> None:
+        import threading
+
+        self.results: dict[tuple, str] = {}
+        self.lock = threading.Lock()
+        self.max_entries = max_entries
+
+    def put(self, key: tuple, sweep_json: str) -> None:
+        self.results[key] = sweep_json
+        while len(self.results) > self.max_entries:
+            self.results.pop(next(iter(self.results)))
+
+
+@st.cache_resource(show_spinner=False)
+def sweep_store() -> SweepStore:
+    """Shared by every visitor of this process: a sweep measured once is shown to all."""
+    return SweepStore()

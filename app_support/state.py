@@ -114,7 +114,7 @@ def pop_flash() -> list[tuple[str, dict]]:
     return messages
 
 
-def repair_session(limits: Limits, models_dir) -> None:
+def repair_session(limits: Limits, models_dir, presets: tuple[str, ...] = ()) -> None:
     """Bring every widget value into its legal range before the widgets exist."""
     ss = st.session_state
     if ss.lang not in LANGUAGES:
@@ -131,7 +131,7 @@ def repair_session(limits: Limits, models_dir) -> None:
     ss.ignore_eos = ss.ignore_eos is True
     if ss.reset_model_choice:
         ss.model_choice, ss.reset_model_choice = DEFAULT_MODEL_CHOICE, False
-    if ss.model_choice not in list_model_choices(models_dir):
+    if ss.model_choice not in list_model_choices(models_dir, presets):
         flash("err_unknown_model", path=str(ss.model_choice)[:80])
         ss.model_choice = DEFAULT_MODEL_CHOICE
     ranges = {

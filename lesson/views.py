@@ -14,7 +14,7 @@ import io
 import math
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +31,7 @@ DEFAULT_MODEL_CHOICE = "default"
 ENGINE_ERROR_KEYS = (
     "empty_prompt", "prompt_too_long", "max_new_tokens_range", "sampling_range", "model_not_found",
     "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
-    "mode_unknown", "graph_needs_cuda",
+    "mode_unknown", "graph_needs_cuda", "preset_too_large",
 )
 
 
@@ -54,6 +54,10 @@ class ServerSettings:
     models_dir: Path | None  # PREFILL_DECODE_MODELS_DIR: folders a visitor may pick from
     device: str  # PREFILL_DECODE_DEVICE: auto, cpu, cuda, mps
     dtype: str  # PREFILL_DECODE_DTYPE: auto, float32, bfloat16, float16
+    # The bottleneck lab (app_pages/bottleneck_lab.py): caps that keep a class server responsive.
+    presets: bool = True  # PREFILL_DECODE_PRESETS=0 hides the real-size presets (random weights) from the picker
+    sweep_max_positions: int = 1024  # PREFILL_DECODE_SWEEP_MAX_POSITIONS: longest prompt / context a sweep measures
+    sweep_max_batch: int = 64  # PREFILL_DECODE_SWEEP_MAX_BATCH: largest batch a sweep measures (at most 64)
 
 
 def _env_int(environ: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -74,6 +78,9 @@ def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings
         models_dir=Path(models_dir).expanduser() if models_dir else None,
         device=environ.get("PREFILL_DECODE_DEVICE", "auto").strip() or "auto",
         dtype=environ.get("PREFILL_DECODE_DTYPE", "auto").strip() or "auto",
+        presets=environ.get("PREFILL_DECODE_PRESETS", "1").strip().lower() not in ("0", "false", "no", "off"),
+        sweep_max_positions=_env_int(environ, "PREFILL_DECODE_SWEEP_MAX_POSITIONS", 1024, 8, 8192),
+        sweep_max_batch=_env_int(environ, "PREFILL_DECODE_SWEEP_MAX_BATCH", 64, 1, 64),
     )
 
 
@@ -81,8 +88,9 @@ def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings
 # Model folders: a visitor picks a name from a list, never types a path
 # ---------------------------------------------------------------------------
 
-def list_model_choices(models_dir: Path | None) -> list[str]:
-    """"default" plus the names of the folders directly inside `models_dir`.
+def list_model_choices(models_dir: Path | None, presets: Sequence[str] = ()) -> list[str]:
+    """"default", the names of the folders directly inside `models_dir`, then `presets`
+    ("preset:NAME" ids the server offers: app_support.resources.preset_choices).
 
     The allowlist is the folder itself, not wherever its links point: an entry
     that resolves outside `models_dir` (a symlink to /etc, to a home folder) is
@@ -95,7 +103,8 @@ def list_model_choices(models_dir: Path | None) -> list[str]:
             names = sorted(p.name for p in models_dir.iterdir() if not p.name.startswith(".") and _inside(p, root))
         except OSError:
             names = []
-    return [DEFAULT_MODEL_CHOICE] + [n for n in names if n != DEFAULT_MODEL_CHOICE]
+    folders = [n for n in names if n != DEFAULT_MODEL_CHOICE and not n.startswith(PRESET_PREFIX)]
+    return [DEFAULT_MODEL_CHOICE] + folders + [p for p in presets if p.startswith(PRESET_PREFIX)]
 
 
 def _inside(entry: Path, root: Path) -> bool:
@@ -104,7 +113,10 @@ def _inside(entry: Path, root: Path) -> bool:
     return root in target.parents and target.is_dir()
 
 
-def resolve_model_choice(choice: str, models_dir: Path | None) -> str | None:
+PRESET_PREFIX = "preset:"  # engine.presets.PRESET_PREFIX: a real-size shape with random weights
+
+
+def resolve_model_choice(choice: str, models_dir: Path | None, presets: Sequence[str] = ()) -> str | None:
     """The folder to load for a listed choice (None = embedded default).
 
     Raises KeyError for anything not in the current listing, so a forged
@@ -112,8 +124,10 @@ def resolve_model_choice(choice: str, models_dir: Path | None) -> str | None:
     """
     if choice == DEFAULT_MODEL_CHOICE:
         return None
-    if choice not in list_model_choices(models_dir):
+    if choice not in list_model_choices(models_dir, presets):
         raise KeyError(choice)
+    if choice.startswith(PRESET_PREFIX):
+        return choice  # built in code by engine.presets: no folder
     return str(models_dir / choice)
 
 
@@ -471,3 +485,103 @@ def _safe_param(name: str, value: object) -> str:
     if name == "path" and text:
         text = Path(text).name or text
     return escape_markdown(text[:200])
+
+
+# ---------------------------------------------------------------------------
+# The bottleneck lab (app_pages/bottleneck_lab.py): the cost model's words and tables
+# ---------------------------------------------------------------------------
+
+LAB_DEVICE_SPECS = ("this", "h200", "h100", "a100", "l4")  # "this": the machine running the app, measured
+LAB_DTYPES = ("fp32", "bf16", "int8", "int4")  # engine.cost.DTYPE_BYTES: 4, 2, 1, 0.5 bytes per element
+OVERHEAD_EFFICIENCY = 0.3  # a pass under 30 % of its floor spends most of its time on something else
+
+
+def lab_median_decode(floors):
+    """The Decode pass whose measured time is the median (a real pass), or None without Decode."""
+    decode = sorted(floors.phase_steps("decode"), key=lambda s: s.measured_ms)
+    return decode[(len(decode) - 1) // 2] if decode else None
+
+
+def lab_cost_table(floors, lang: str) -> list[dict]:
+    """One row for the run's Prefill and one for its median Decode step: the cost model beside the clock."""
+    from lesson.diagrams.roofline import fmt_share, fmt_time, si
+
+    rows = []
+    picks = [s for s in (floors.steps[0] if floors.steps else None, lab_median_decode(floors)) if s is not None]
+    for step in picks:
+        name = t(lang, "phase_prefill") if step.phase == "prefill" else f"{t(lang, 'phase_decode')} D{step.index}"
+        rows.append({
+            t(lang, "lab_col_pass"): name,
+            t(lang, "lab_col_positions"): t(lang, "lab_positions", n=step.new_positions, c=step.context),
+            "FLOPs": si(step.flops).strip(),
+            t(lang, "lab_col_bytes"): si(step.bytes).strip() + "B",
+            "FLOP/B": f"{step.intensity:,.2f}",
+            t(lang, "lab_col_floor"): fmt_time(step.floor_ms),
+            t(lang, "lab_col_bound"): t(lang, f"lab_bound_{step.bound}"),
+            t(lang, "lab_col_measured"): fmt_time(step.measured_ms),
+            t(lang, "lab_col_efficiency"): fmt_share(step.efficiency),
+        })
+    return rows
+
+
+def lab_prediction_text(floors, lang: str) -> str:
+    """Which bound the cost model predicts for each phase on this device, and why (intensity vs ridge)."""
+    prefill, decode = floors.steps[0], lab_median_decode(floors)
+    words = t(lang, "lab_prediction", device=escape_markdown(floors.device_name), ridge=f"{floors.ridge_intensity:,.1f}",
+              n=prefill.new_positions, prefill_i=f"{prefill.intensity:,.1f}",
+              prefill_bound=t(lang, f"lab_bound_{prefill.bound}"))
+    if decode is not None:
+        words += " " + t(lang, "lab_prediction_decode", c=decode.context, decode_i=f"{decode.intensity:,.2f}",
+                         decode_bound=t(lang, f"lab_bound_{decode.bound}"))
+    return words
+
+
+def lab_agreement_text(floors, lang: str, measured_here: bool, as_run: bool = True) -> str:
+    """Does the measurement agree with the floor? On a CPU with a tiny model it mostly does not:
+    each pass pays a fixed cost (Python, launching every layer's operations) the cost model leaves out."""
+    from lesson.diagrams.roofline import fmt_share, fmt_time
+
+    if not measured_here:
+        return t(lang, "lab_other_device", device=escape_markdown(floors.device_name))
+    if not as_run:  # floors for other dtypes than the run's: a preview, not a check
+        return t(lang, "lab_other_dtype", weights=floors.weight_dtype, kv=floors.kv_dtype)
+    prefill, decode = floors.steps[0], lab_median_decode(floors)
+    parts = []
+    for step in (prefill, decode):
+        if step is None:
+            continue
+        key = "lab_agrees" if step.efficiency >= OVERHEAD_EFFICIENCY else "lab_overhead"
+        parts.append(t(lang, key, phase=t(lang, f"phase_{step.phase}"), measured=fmt_time(step.measured_ms),
+                       floor=fmt_time(step.floor_ms), eff=fmt_share(step.efficiency),
+                       factor=f"{step.measured_ms / step.floor_ms:,.1f}" if step.floor_ms > 0 else "—"))
+    if any(s is not None and s.efficiency < OVERHEAD_EFFICIENCY for s in (prefill, decode)):
+        parts.append(t(lang, "lab_overhead_why"))
+    return " ".join(parts)
+
+
+def lab_dtype_rows(floors_by_dtype: dict[str, object], lang: str) -> list[dict]:
+    """The Decode step's floor at each weight dtype (the next lesson, quantization, previewed)."""
+    from lesson.diagrams.roofline import fmt_time
+
+    rows = []
+    for dtype, floors in floors_by_dtype.items():
+        step = lab_median_decode(floors) or floors.steps[0]
+        rows.append({t(lang, "lab_col_weights"): dtype, t(lang, "lab_col_kv"): floors.kv_dtype,
+                     t(lang, "lab_col_floor"): fmt_time(step.floor_ms),
+                     t(lang, "lab_col_bound"): t(lang, f"lab_bound_{step.bound}")})
+    return rows
+
+
+def lab_sweep_caption(sweep, lang: str) -> str:
+    """First and last point of a sweep, measured and floor, in words."""
+    from lesson.diagrams.roofline import fmt_time
+
+    first, last = sweep.points[0], sweep.points[-1]
+    words = t(lang, f"lab_sweep_caption_{sweep.kind.replace('-', '_')}", x0=f"{first.value:,}", x1=f"{last.value:,}",
+              m0=fmt_time(first.median_ms), m1=fmt_time(last.median_ms), f0=fmt_time(first.floor_ms),
+              f1=fmt_time(last.floor_ms), ratio=f"{last.median_ms / first.median_ms:,.1f}",
+              r0=f"{first.tokens_per_s:,.0f}", r1=f"{last.tokens_per_s:,.0f}",
+              gain=f"{last.tokens_per_s / first.tokens_per_s:,.1f}")
+    if sweep.skipped:
+        words += " " + t(lang, "lab_sweep_skipped", values=", ".join(f"{v:,}" for v in sweep.skipped))
+    return words
