@@ -17,6 +17,7 @@ import streamlit as st
 
 from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS
 from engine.trace import RequestTrace
+from lesson.perfetto import to_perfetto_json
 from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
 from lesson.views import (
     DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, ServerSettings, bottleneck_live_text, default_prompt, download_stem,
@@ -100,9 +101,11 @@ def sidebar(lang: str, settings: ServerSettings, contents: bool = True):
     with st.sidebar:
         classroom_slot = st.container()
         st.subheader(t(lang, "sidebar_title"))
+        presets = resources.preset_choices(settings.device, settings.dtype)
         st.selectbox(
-            t(lang, "model"), list_model_choices(settings.models_dir), key="model_choice",
+            t(lang, "model"), list_model_choices(settings.models_dir, presets), key="model_choice",
             help=t(lang, "model_help"),  # options are folder names (language-neutral; "default" = embedded)
+            format_func=lambda c: t(lang, "preset_choice", name=c) if c in presets else c,
         )
         with st.expander(t(lang, "sampling"), expanded=False):
             if classroom:
@@ -130,7 +133,10 @@ def load_model(lang: str, settings: ServerSettings):
     choice = st.session_state.model_choice
     try:
         with st.spinner(t(lang, "loading_model")):
-            return resources.get_model(choice, settings.device, settings.dtype)
+            lm = resources.get_model(choice, settings.device, settings.dtype)
+        if lm.info.random_weights:  # a preset: said above everything its run shows
+            st.warning(t(lang, "random_weights_note"), icon=":material/casino:")
+        return lm
     except Exception as err:  # noqa: BLE001 - becomes a message, never a traceback
         log.warning("model %r failed to load: %s", choice, err)
         if choice != "default":
@@ -385,6 +391,9 @@ def _data_downloads(lang: str, trace: RequestTrace, stamp: str) -> None:
                          icon=":material/download:")
     right.download_button(t(lang, "download_csv"), data=trace_csv(trace), file_name=f"{stem}_steps.csv",
                           mime="text/csv", key="download_csv", on_click="ignore", icon=":material/download:")
+    st.download_button(t(lang, "download_perfetto"), data=to_perfetto_json(trace), file_name=f"{stem}.perfetto.json",
+                       mime="application/json", key="download_perfetto", on_click="ignore",
+                       icon=":material/download:", help=t(lang, "download_perfetto_help"))
 
 
 # ---------------------------------------------------------------------------

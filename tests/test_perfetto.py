@@ -13,6 +13,7 @@ from engine.serving.trace import (
     BatchEntry, BlockSnapshot, BlockTable, Handoff, Iteration, LinkEstimate, ServingRun, ServingSettings,
 )
 from engine.serving.metrics import compute_kv_memory, compute_serving_metrics
+from engine.trace import RequestTrace
 from lesson.perfetto import (
     REQUESTS_PID, SERVER_PID, WORKERS_PID, check_trace_events, request_trace_events, serving_run_events,
     to_perfetto_json,
@@ -182,3 +183,25 @@ def test_export_cli_writes_the_perfetto_file(tmp_path):
     steps = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == REQUESTS_PID
              and e["name"].startswith(("Prefill", "Decode"))]
     assert [e["dur"] for e in steps] == pytest.approx([(s["end_ms"] - s["start_ms"]) * 1000 for s in trace["steps"]])
+
+
+@pytest.mark.slow
+def test_the_app_offers_the_perfetto_download(monkeypatch):
+    """The lesson page's data downloads include the shown run as Trace Event JSON (AppTest)."""
+    from streamlit.testing.v1 import AppTest
+
+    from app_support import resources
+    from tests.test_app import APP
+
+    monkeypatch.setenv("PREFILL_DECODE_MAX_NEW_TOKENS", "32")
+    resources.server_settings.clear()
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    try:
+        assert not at.exception, [e.value for e in at.exception]
+        button = next(b for b in at.get("download_button") if b.key == "download_perfetto")
+        assert button.proto.label == "下载 Perfetto Trace（Chrome Trace Event JSON）"
+        shown = json.loads(at.session_state["trace_json"])
+        assert button.proto.url  # the file is served by the app's media store
+    finally:
+        resources.server_settings.clear()
+    assert check_trace_events(request_trace_events(RequestTrace.from_dict(shown))) == []

@@ -419,4 +419,18 @@ TEXT: dict = {
     "lab_sweep_caption_decode_context": "A Decode step took {m0} at context {x0} and {m1} at {x1} (×{ratio}): nearly flat as the context grows; the floor went from {f0} to {f1}.",
     "lab_sweep_caption_decode_batch": "Batch {x0} to {x1}: a step went from {m0} to {m1} (×{ratio}), positions per second from {r0} to {r1} (×{gain}). Batching pays until Decode turns compute-bound too.",
     "lab_sweep_skipped": "Left out (past the model's context or this server's cap): {values}.",
+    # ---- perfetto / probe (lesson/perfetto.py, engine/probe.py, lesson/vllm_import.py) ------------
+    "download_perfetto": "Download a Perfetto trace (Chrome Trace Event JSON)",
+    "download_perfetto_help": "Open it in ui.perfetto.dev or chrome://tracing: a track per request and per worker, Prefill / Decode / waiting / KV hand-off as slices, KV bytes and batch size as counters.",
+    "probe_observed_note": "Observed from the client: no view inside the server's passes. Before the first token, queueing and Prefill cannot be told apart.",
+    "err_probe_endpoint": "The endpoint must be an http:// or https:// URL, got {endpoint}.",
+    "err_probe_api_key_env": "The environment variable {name} is not set (it should hold the API key).",
+    "err_probe_unreachable": "{request_id}: cannot reach {endpoint} ({reason}).",
+    "err_probe_model": "The server does not serve the model {model}; it serves: {served}.",
+    "err_probe_http": "{request_id}: the server answered HTTP {status}: {detail}",
+    "err_probe_timeout": "{request_id}: no answer within {timeout_s} s (set it with --timeout).",
+    "err_probe_cut": "{request_id}: the stream ended before the answer did (after {pieces} pieces).",
+    "err_probe_bad_chunk": "{request_id}: a streamed chunk is not JSON: {chunk}",
+    "err_probe_stream_error": "{request_id}: the server reported an error in the stream: {detail}",
+    "err_vllm_result": "This vLLM result file cannot be read: {reason}",
 }

@@ -385,4 +385,18 @@ TEXT: dict = {
     "lab_sweep_caption_decode_context": "Decode 一步在上下文 {x0} 时 {m0}，在 {x1} 时 {m1}（×{ratio}）：几乎不随上下文变长；下限从 {f0} 到 {f1}。",
     "lab_sweep_caption_decode_batch": "批大小从 {x0} 到 {x1}：一步从 {m0} 到 {m1}（×{ratio}），每秒位置数从 {r0} 到 {r1}（×{gain}）。批越大越划算，直到 Decode 也变成受算力限制。",
     "lab_sweep_skipped": "超出模型或服务器上限、没有测的点：{values}。",
+    # ---- perfetto / probe (lesson/perfetto.py, engine/probe.py, lesson/vllm_import.py) ------------
+    "download_perfetto": "下载 Perfetto Trace（Chrome Trace Event JSON）",
+    "download_perfetto_help": "在 ui.perfetto.dev 或 chrome://tracing 中打开：每个请求一条轨道，每个 worker 一条轨道，Prefill / Decode / 等待 / KV 交接为时间片，KV 字节与批大小为计数器。",
+    "probe_observed_note": "从客户端观测：看不到服务器内部的每一次前向计算。首个 token 之前的时间里，排队和 Prefill 无法区分。",
+    "err_probe_endpoint": "服务地址必须是 http:// 或 https:// 开头的 URL，收到的是 {endpoint}。",
+    "err_probe_api_key_env": "环境变量 {name} 没有设置（它应当保存 API key）。",
+    "err_probe_unreachable": "{request_id}：连不上 {endpoint}（{reason}）。",
+    "err_probe_model": "服务器没有提供模型 {model}；它提供的是：{served}。",
+    "err_probe_http": "{request_id}：服务器返回 HTTP {status}：{detail}",
+    "err_probe_timeout": "{request_id}：{timeout_s} 秒内没有收到回答（可以用 --timeout 调整）。",
+    "err_probe_cut": "{request_id}：回答没有结束，流就断了（已收到 {pieces} 段）。",
+    "err_probe_bad_chunk": "{request_id}：流中的一段不是 JSON：{chunk}",
+    "err_probe_stream_error": "{request_id}：服务器在流中报告错误：{detail}",
+    "err_vllm_result": "这个 vLLM 结果文件无法读取：{reason}",
 }
