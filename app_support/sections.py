@@ -569,7 +569,7 @@ def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | No
         st.info(t(lang, "no_trace"))
         return
     with error_boundary(lang, "err_diagram"):
-        svg = resources.diagram_svg(name, trace_json, lang, stepping_full())
+        svg = resources.diagram_svg(name, trace_json, lang, stepping_full(), classroom=st.session_state.classroom)
         alt, stem = resources.diagram_words(name, trace_json, lang, st.session_state.trace_stamp)
         svg_figure(name, svg, lang, caption, alt=alt, file_stem=stem)
 
@@ -605,7 +605,7 @@ def section_blocks_demo(lang: str) -> None:
     right.slider(t(lang, "demo_output_len"), 1, state.DEMO_MAX_OUTPUT, key="demo_output_len")
     with error_boundary(lang, "err_diagram"):
         prompt_len, output_len = int(st.session_state.demo_prompt_len), int(st.session_state.demo_output_len)
-        svg = resources.schematic_svg(prompt_len, output_len, lang)
+        svg = resources.schematic_svg(prompt_len, output_len, lang, classroom=st.session_state.classroom)
         svg_figure("blocks_schematic", svg, lang, t(lang, "demo_live_hint"),
                    alt=schematic_alt(prompt_len, output_len, lang),
                    file_stem=f"prefill-decode_sketch_prompt{prompt_len}_answer{output_len}")
@@ -641,7 +641,7 @@ def section_waits(lang: str, trace_json: str | None) -> None:
         if drawing:
             st.caption(drawing)
     with error_boundary(lang, "err_diagram"):
-        figure = resources.latency_figure(trace_json, lang, stepping_full())
+        figure = resources.latency_figure(trace_json, lang, stepping_full(), classroom=st.session_state.classroom)
         st.plotly_chart(figure, key="latency_chart", width="stretch", config={"displaylogo": False})
         st.caption(t(lang, "latency_caption"))
     live_diagram("latency", trace_json, lang, t(lang, "latency_svg_caption"))

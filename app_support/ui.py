@@ -26,6 +26,14 @@ BASE_CSS = """
 h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
 [data-testid="stMetricValue"] { font-size: 1.7rem; }
 [data-testid="stCaptionContainer"] { font-size: 0.92rem; }
+/* Phones: below this width a figure keeps its own size (1 SVG unit = 1 px, labels 11-22 px)
+   and its box scrolls sideways, instead of shrinking the labels to 4-5 px. */
+@media (max-width: 720px) {
+  [class*="st-key-figure-"] { overflow-x: auto; overscroll-behavior-x: contain; }
+  [class*="st-key-figure-"] [data-testid="stImage"],
+  [class*="st-key-figure-"] [data-testid="stImageContainer"] { max-width: none !important; width: max-content !important; }
+  [class*="st-key-figure-"] img { width: auto !important; max-width: none !important; }
+}
 </style>
 """
 
@@ -73,9 +81,10 @@ def svg_figure(name: str, svg: str, lang: str, caption: str | None = None, *, al
     on demand, its source (wrapped: the SVG is one long line).
 
     `alt` is plain text set as the <img>'s alt attribute (lesson.views.figure_alt),
-    never parsed as markup.
+    never parsed as markup. On a phone the figure keeps its own width and scrolls sideways.
     """
-    st.image(svg, width="stretch", alt=alt)
+    with st.container(key=f"figure-{name}"):  # the box that scrolls sideways on a phone (BASE_CSS)
+        st.image(svg, width="stretch", alt=alt)
     if caption:
         st.caption(caption)
     left, right = st.columns([1, 2], vertical_alignment="center")

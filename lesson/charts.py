@@ -36,15 +36,29 @@ def _hover(trace: RequestTrace, table: dict) -> list[str]:
     return rows
 
 
+CLASSROOM_FONT_PX = 21  # classroom mode: the page's body text is 20.5 px; no chart text smaller
+
+
+def _font_layout(style: Style, classroom: bool) -> dict:
+    """Fonts for a chart: plotly's defaults, or the classroom's (ticks, legend, titles, hover)."""
+    if not classroom:
+        return {"font": dict(family=style.font_family)}
+    size = CLASSROOM_FONT_PX
+    return {"font": dict(family=style.font_family, size=size), "title_font_size": round(size * 1.3),
+            "hoverlabel": dict(font_size=size), "legend_font_size": size}
+
+
 def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None,
-                   full: RequestTrace | None = None) -> go.Figure:
+                   full: RequestTrace | None = None, classroom: bool = False) -> go.Figure:
     """One stacked bar per output token: the pass that made it (coloured by phase), then
     the page's drawing and the other waiting before it, so each bar's height is that
     token's wait (TTFT for the first, its ITL after). TPOT dashed, ITL p50 / p99 dotted.
 
     data[0] is always the pass times, data[1] the page drawing, data[2] the other waiting.
     `full`: the whole run when `trace` is a prefix of it: both axes are fixed to it, so
-    stepping through the run adds bars without rescaling.
+    stepping through the run adds bars without rescaling. `classroom`: larger type everywhere.
+    The TTFT note sits above the plot, left-aligned, so no bar (a long run's Decode bars
+    included) ever runs under it; the legend goes below the plot.
     """
     table, style = strings_for(lang), style or DEFAULT_STYLE
     metrics, parts, names = trace.metrics, trace.latency_parts(), _pass_names(trace, table)
@@ -71,14 +85,17 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
                           annotation_text=label(table, "lat_pct_line", p=p, ms=fmt_ms(value)))
     if metrics:
         prefill = trace.steps[0]
-        fig.add_annotation(x=names[0], y=parts[0].total_ms, yshift=12, showarrow=False,
-                           text=label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms), prefill=fmt_ms(prefill.duration_ms),
-                                      rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms)),
+        fig.add_annotation(xref="paper", yref="paper", x=0, y=1.0, yshift=6, xanchor="left", yanchor="bottom",
+                           showarrow=False, name="ttft",
+                           text=_plain(label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms),
+                                             prefill=fmt_ms(prefill.duration_ms),
+                                             rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms))),
                            font=dict(color=style.prefill))
     fig.update_layout(title=label(table, "lat_title"), yaxis_title=f"{label(table, 'lat_axis_y')} (ms)",
-                      xaxis_title=label(table, "lat_axis_x"), font=dict(family=style.font_family),
+                      xaxis_title=label(table, "lat_axis_x"), **_font_layout(style, classroom),
                       plot_bgcolor=style.paper, barmode="stack", bargap=0.3, showlegend=True,
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
+                      height=620 if classroom else 500, margin=dict(t=110 if classroom else 90),
+                      legend=dict(orientation="h", yanchor="top", y=-0.28 if classroom else -0.22, xanchor="left", x=0))
     if full is not None:
         _fix_axes(fig, full, table, max([p.total_ms for p in full.latency_parts()] + list(full.metrics.itl_ms)))
     return fig
@@ -99,7 +116,7 @@ def _plain(words: str) -> str:
 
 
 def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None,
-                     full: RequestTrace | None = None) -> go.Figure:
+                     full: RequestTrace | None = None, classroom: bool = False) -> go.Figure:
     """KV-cache bytes after each pass, stacked by layer (axes fixed to `full`, as in latency_figure)."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
     names = _pass_names(trace, table)
@@ -112,7 +129,7 @@ def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None 
             hovertemplate="%{x}: %{y:,} B<extra>" + label(table, "kv_layer", i=layer) + "</extra>",
         ))
     fig.update_layout(barmode="stack", title=label(table, "kv_title"), yaxis_title=f"{label(table, 'kv_axis_y')} (B)",
-                      xaxis_title=label(table, "kv_axis_x"), font=dict(family=style.font_family),
+                      xaxis_title=label(table, "kv_axis_x"), **_font_layout(style, classroom),
                       plot_bgcolor=style.paper, showlegend=trace.model.num_layers <= 12)
     if full is not None:
         _fix_axes(fig, full, table, max(s.kv_bytes for s in full.steps))

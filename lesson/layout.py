@@ -26,6 +26,8 @@ def char_width(ch: str) -> float:
     code = ord(ch)
     if unicodedata.east_asian_width(ch) in ("W", "F") or code >= 0x1F000 or 0x2400 <= code <= 0x243F:
         return 1.0  # CJK, emoji, and the control pictures drawn for control characters
+    if ch in "“”‘’":  # curly quotes: full width in the CJK fonts that come first in the font stack
+        return 1.0
     if code in (0xFFFD, 0x27EA, 0x27EB):
         return 0.8
     if ch in _NARROW:
@@ -52,6 +54,15 @@ def wrap_text(text: str, max_width: float, font_size: float) -> tuple[str, ...]:
     if line.strip():
         lines.append(line.rstrip())
     return tuple(lines)
+
+
+def clip_text(text: str, max_width: float, font_size: float) -> str:
+    """The text, or its head with "…" so that it fits `max_width`."""
+    if text_width(text, font_size) <= max_width:
+        return text
+    while text and text_width(text + "…", font_size) > max_width:
+        text = text[:-1]
+    return text + "…"
 
 
 def _wrap_tokens(text: str) -> list[str]:

@@ -9,22 +9,30 @@ bookkeeping) and the page drawing itself while the model waits. Renderers take a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # Chinese-capable first on each platform: Linux (Noto / Source Han), macOS
 # (PingFang, Hiragino), Windows (Microsoft YaHei); then fonts that hold the
-# control pictures (U+2400..) used for control characters; then generic fallbacks.
+# control pictures (U+2400..) used for control characters; then colour emoji (Debian's
+# fonts-noto-color-emoji, macOS, Windows) so 🚀 and 🇫🇷 are not boxes; then generic fallbacks.
 FONT_STACK = (
     "'Noto Sans CJK SC', 'Noto Sans SC', 'Source Han Sans SC', 'PingFang SC', "
     "'Hiragino Sans GB', 'Microsoft YaHei', 'WenQuanYi Micro Hei', "
-    "'Segoe UI', 'Helvetica Neue', Arial, 'DejaVu Sans', 'Segoe UI Symbol', 'Apple Symbols', sans-serif"
+    "'Segoe UI', 'Helvetica Neue', Arial, 'DejaVu Sans', 'Segoe UI Symbol', 'Apple Symbols', "
+    "'Noto Color Emoji', 'Apple Color Emoji', 'Segoe UI Emoji', sans-serif"
 )
+
+# Classroom mode (issue 8): at 1280x720 with the sidebar open, a figure is shown 820 px wide
+# (measured in chromium) and the page's body text is 1.28rem = 20.5 px. A figure whose viewBox
+# is at most CLASSROOM_WIDTH wide, with no text under CLASSROOM_MIN_FONT units, is therefore
+# drawn at scale >= 1 and no label is smaller than the body text.
+CLASSROOM_WIDTH, CLASSROOM_MIN_FONT = 820.0, 21.0
 
 
 @dataclass(frozen=True)
 class Style:
     prefill: str = "#2563eb"  # blue: the pass that reads the whole prompt
-    decode: str = "#ea580c"  # orange: one new position per pass
+    decode: str = "#c2410c"  # orange, dark enough for WCAG AA both ways: white on it and it on white, 5.2:1
     cached: str = "#cbd5e1"  # muted slate: positions read from the KV cache
     waiting: str = "#a855f7"  # violet: the request waits, no pass of its own runs (tokenizing, queue, bookkeeping)
     page: str = "#0d9488"  # teal: the page (the stream's caller) is drawing while the model waits
@@ -41,6 +49,7 @@ class Style:
     font_size: float = 15.0
     small_size: float = 13.0
     tiny_size: float = 11.0
+    max_width: float = 0.0  # the widest viewBox a figure may take; 0: as wide as its content needs
 
     def phase_color(self, phase: str) -> str:
         return self.prefill if phase == "prefill" else self.decode
@@ -48,5 +57,18 @@ class Style:
     def phase_light(self, phase: str) -> str:
         return self.prefill_light if phase == "prefill" else self.decode_light
 
+    @property
+    def fitted(self) -> bool:
+        """A width to fit (classroom mode): figures fold rows and columns instead of shrinking."""
+        return self.max_width > 0
+
 
 DEFAULT_STYLE = Style()
+
+
+def classroom_style(width: float = CLASSROOM_WIDTH, min_font: float = CLASSROOM_MIN_FONT,
+                    base: Style = DEFAULT_STYLE) -> Style:
+    """Every text at least `min_font` units and every figure at most `width` units wide:
+    shown `width` px wide, no label is under `min_font` px."""
+    return replace(base, title_size=round(min_font * 1.3), font_size=round(min_font * 1.1), small_size=min_font,
+                   tiny_size=min_font, max_width=width)

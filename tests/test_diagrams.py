@@ -22,6 +22,7 @@ from lesson.diagrams import (
 )
 from lesson.diagrams.kv_growth import NOTE_ROOM, kv_layout
 from lesson.strings import STRINGS, label
+from lesson.style import DEFAULT_STYLE, classroom_style
 from lesson.svgtext import fmt_bytes
 from tests.factories import SLIDING_MODEL, TINY_MODEL, make_long_trace, make_trace
 
@@ -251,6 +252,27 @@ def test_latency_has_one_bar_per_pass(trace, long_trace):
         assert with_class(root, "tpot") and "TTFT" in all_text(root)
 
 
+def test_kv_grey_layer_stack_has_a_legend(trace):
+    """Issue 8: the grey shades of the layer stack are named by swatches in both shades."""
+    for lang in ("zh", "en"):
+        root = parse(render_kv_growth(trace, lang=lang))
+        (legend,) = with_class(root, "legend-item", "layers")
+        fills = [r.get("fill") for r in legend.iter(f"{SVG}rect")]
+        assert fills == [DEFAULT_STYLE.cached, DEFAULT_STYLE.cached_dark]
+        assert label(STRINGS[lang], "kv_layers_legend") in all_text(legend)
+
+
+def test_latency_value_labels_carry_a_halo_over_the_tpot_line(trace):
+    """Issue 8: the dashed TPOT line struck through the ms labels over the bars; each label
+    now has a paper-coloured outline under its glyphs (and so do the timeline's time labels)."""
+    root = parse(render_latency(trace, lang="en"))
+    labels = with_class(root, "value-label")
+    assert labels and all(el.get("stroke") == DEFAULT_STYLE.paper and el.get("paint-order") == "stroke"
+                          for el in labels)
+    times = with_class(parse(render_timeline(trace, lang="en")), "time-label")
+    assert times and all(el.get("paint-order") == "stroke" for el in times if el.get("fill") != DEFAULT_STYLE.paper)
+
+
 def test_latency_single_token_has_no_tpot():
     root = parse(render_latency(make_trace(("a",), ("b",))))
     assert not with_class(root, "tpot") and not with_class(root, "itl")
@@ -286,6 +308,24 @@ def test_plotly_charts(trace):
     assert len(kv_growth_figure(trace, "zh").data) == trace.model.num_layers
 
 
+def test_plotly_ttft_note_sits_above_the_plot_not_on_the_bars(long_trace):
+    """Issue 8: in a long run the TTFT note ran over the Decode bars; now it sits above the
+    plot area (paper coordinates), and the legend below it."""
+    fig = latency_figure(long_trace, "zh")
+    (note,) = [a for a in fig.layout.annotations if a.name == "ttft"]
+    assert (note.xref, note.yref, note.yanchor) == ("paper", "paper", "bottom") and note.y >= 1.0
+    assert "TTFT" in note.text and fig.layout.legend.y < 0
+
+
+def test_plotly_classroom_type_is_at_least_the_body_text(trace):
+    from lesson.charts import CLASSROOM_FONT_PX
+
+    for fig in (latency_figure(trace, "en", classroom=True), kv_growth_figure(trace, "en", classroom=True)):
+        assert fig.layout.font.size >= CLASSROOM_FONT_PX >= 20.5
+        assert fig.layout.title.font.size > CLASSROOM_FONT_PX
+    assert latency_figure(trace, "en").layout.font.size is None  # plotly's default outside classroom mode
+
+
 def test_lesson_imports_neither_torch_nor_streamlit():
     code = ("import sys, lesson.diagrams, lesson.export, lesson.layout; "
             "print(sorted(m for m in ('torch', 'streamlit', 'plotly') if m in sys.modules))")
@@ -303,6 +343,9 @@ SNAPSHOT_CASES = {
     "latency_zh": lambda t: render_latency(t, lang="zh"),
     "review_map_en": lambda t: render_review_map(t, lang="en"),
     "animation_zh": lambda t: render_animation(t, lang="zh"),
+    "timeline_classroom_zh": lambda t: render_timeline(t, lang="zh", style=classroom_style()),
+    "latency_classroom_en": lambda t: render_latency(t, lang="en", style=classroom_style()),
+    "review_map_classroom_zh": lambda t: render_review_map(t, lang="zh", style=classroom_style()),
 }
 
 

@@ -5,12 +5,12 @@ import string
 import pytest
 
 from lesson.layout import (
-    LinearScale, Slot, byte_ticks, fit_chips, group_layers, nice_ticks, plan_slots, sample_indices,
+    LinearScale, Slot, byte_ticks, clip_text, fit_chips, group_layers, nice_ticks, plan_slots, sample_indices,
     spans_from_lengths, split_runs, text_width, wrap_text,
 )
 from lesson.strings import LANGS, STRINGS, label, strings_for
 from lesson.diagrams.latency import spread_apart
-from lesson.style import DEFAULT_STYLE
+from lesson.style import CLASSROOM_MIN_FONT, CLASSROOM_WIDTH, DEFAULT_STYLE, FONT_STACK, classroom_style
 
 
 def test_cjk_is_wider_than_latin():
@@ -176,3 +176,43 @@ def test_timeline_waits_have_their_own_colour_and_legend():
     assert legend == {"waiting", "page"}
     assert len({DEFAULT_STYLE.waiting, DEFAULT_STYLE.page, DEFAULT_STYLE.cached, DEFAULT_STYLE.prefill,
                 DEFAULT_STYLE.decode}) == 5  # one colour per meaning
+
+
+# --- classroom sizing (issue 8) ---
+
+def test_clip_text_fits_and_marks_the_cut():
+    assert clip_text("short", 500, 20) == "short"
+    cut = clip_text("法国的首都是巴黎，德国的首都是柏林", 100, 20)
+    assert cut.endswith("…") and text_width(cut, 20) <= 100 and len(cut) < 17
+
+
+def test_classroom_style_sets_every_size_to_at_least_the_minimum():
+    style = classroom_style()
+    assert style.fitted and not DEFAULT_STYLE.fitted and style.max_width == CLASSROOM_WIDTH
+    sizes = (style.tiny_size, style.small_size, style.font_size, style.title_size)
+    assert min(sizes) >= CLASSROOM_MIN_FONT >= 20.5 and sizes == tuple(sorted(sizes))
+    assert classroom_style(600, 18).max_width == 600 and classroom_style(600, 18).tiny_size == 18
+
+
+def test_legend_rows_wrap_only_when_fitted():
+    from lesson.diagrams._common import legend_rows
+
+    captions = ["Prefill forward pass", "Decode forward pass", "waiting (tokenizing, queue, bookkeeping)"]
+    assert legend_rows(DEFAULT_STYLE, captions, 32, 300) == [3]
+    rows = legend_rows(classroom_style(), captions, 32, 788)
+    assert sum(rows) == 3 and len(rows) == 2
+
+
+def test_pass_ticks_thin_out_for_big_type():
+    from lesson.diagrams._common import pass_tick
+
+    table = strings_for("en")
+    named = [pass_tick(i, "prefill" if i == 0 else "decode", i, 12, table) for i in range(12)]
+    assert all(named)
+    fewer = [pass_tick(i, "prefill" if i == 0 else "decode", i, 12, table, max_named=6, max_ticks=4) for i in range(12)]
+    shown = [t for t in fewer if t]
+    assert shown[-1] == "12" and 2 <= len(shown) <= 5
+
+
+def test_the_font_stack_has_colour_emoji():
+    assert "'Noto Color Emoji'" in FONT_STACK and FONT_STACK.rstrip().endswith("sans-serif")

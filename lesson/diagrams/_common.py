@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import svgwrite
 
-from ..layout import text_width, wrap_text
+from ..layout import clip_text, text_width, wrap_text
 from ..strings import label
 from ..style import Style
 from ..svgtext import visible
@@ -46,6 +46,12 @@ def text(dwg, content: str, x: float, y: float, *, size: float, fill: str, ancho
     return dwg.text(visible(content), **attrs, **extra)
 
 
+def halo(style: Style) -> dict:
+    """Attributes for a label that a line may cross (a reference line, the TTFT mark): a
+    paper-coloured outline painted under the glyphs, so the line never strikes through them."""
+    return {"stroke": style.paper, "stroke_width": 4, "stroke_linejoin": "round", "paint_order": "stroke"}
+
+
 def add_title(element, content: str):
     """A hover tooltip (<title>) holding escaped, visible text."""
     element.set_desc(title=visible(content))
@@ -53,7 +59,11 @@ def add_title(element, content: str):
 
 
 def header(dwg, style: Style, title: str, subtitle: str, x: float = 32) -> float:
-    """Title and subtitle at the top left; returns the y below them."""
+    """Title and subtitle at the top left; returns the y below them. With a width to fit
+    (classroom mode) the subtitle ends in "…" rather than run past the edge."""
+    if style.fitted:  # the whole title stays in the figure's <title> and the page's alt text
+        title = clip_text(title, style.max_width - 2 * x, style.title_size)
+        subtitle = clip_text(subtitle, style.max_width - 2 * x, style.small_size)
     dwg.add(text(dwg, title, x, 40, size=style.title_size, fill=style.ink, weight="bold", class_="title"))
     dwg.add(text(dwg, subtitle, x, 66, size=style.small_size, fill=style.muted_ink, class_="subtitle"))
     return 84.0
@@ -76,10 +86,42 @@ def notes_height(style: Style, lines: list[str], width: float) -> float:
 def legend_item(dwg, style: Style, x: float, y: float, fill: str, caption: str, class_: str) -> float:
     """A swatch and its caption; returns the x after it."""
     group = dwg.g(class_=f"legend-item {class_}")
-    group.add(dwg.rect((x, y - 11), (14, 14), rx=3, fill=fill, class_=f"swatch {class_}"))
-    group.add(text(dwg, caption, x + 20, y, size=style.small_size, fill=style.ink))
+    side = max(14, round(style.small_size * 0.8))
+    group.add(dwg.rect((x, y - side * 11 / 14), (side, side), rx=3, fill=fill, class_=f"swatch {class_}"))
+    group.add(text(dwg, caption, x + side + 6, y, size=style.small_size, fill=style.ink))
     dwg.add(group)
-    return x + 20 + text_width(caption, style.small_size) + 24
+    return x + legend_item_width(style, caption)
+
+
+def legend_item_width(style: Style, caption: str) -> float:
+    return max(14, round(style.small_size * 0.8)) + 6 + text_width(caption, style.small_size) + 24
+
+
+def legend_rows(style: Style, captions: list[str], x: float, right: float) -> list[int]:
+    """How many items go on each legend line so no line passes `right` (one line unless fitted)."""
+    if not style.fitted:
+        return [len(captions)] if captions else []
+    rows, used = [], x
+    for caption in captions:
+        w = legend_item_width(style, caption)
+        if rows and used + w - 24 <= right:
+            rows[-1] += 1
+            used += w
+        else:
+            rows.append(1)
+            used = x + w
+    return rows
+
+
+def legend_block(dwg, style: Style, items: list[tuple[str, str, str]], x: float, y: float, right: float) -> float:
+    """(fill, caption, class) items on as many lines as the width needs; returns the last line's y."""
+    rows, start = legend_rows(style, [c for _, c, _ in items], x, right), 0
+    for line, count in enumerate(rows):
+        cx, cy = x, y + line * style.small_size * 1.6
+        for fill, caption, class_ in items[start:start + count]:
+            cx = legend_item(dwg, style, cx, cy, fill, caption, class_)
+        start += count
+    return y + max(len(rows) - 1, 0) * style.small_size * 1.6
 
 
 def phase_legend(dwg, style: Style, table: dict, x: float, y: float, cached: bool = True) -> float:
@@ -98,17 +140,18 @@ def arrow_marker(dwg, marker_id: str, color: str):
     return marker
 
 
-def pass_tick(index: int, phase: str, position: int, num_bars: int, table: dict) -> str | None:
+def pass_tick(index: int, phase: str, position: int, num_bars: int, table: dict, max_named: int = 16,
+              max_ticks: int = 12) -> str | None:
     """The x-axis label under bar `position` of `num_bars` (one bar per forward pass).
 
-    Up to 16 bars every bar is named (P, D1, D2 ...); past that, about 12 numbered ticks,
-    always the last one, and none just before it where the two labels would collide.
+    Up to `max_named` bars every bar is named (P, D1, D2 ...); past that, about `max_ticks`
+    numbered ticks, always the last one, and none just before it where the two labels would collide.
     """
-    if num_bars <= 16:
+    if num_bars <= max_named:
         return label(table, "pass_short_prefill" if phase == "prefill" else "pass_short_decode", n=index)
-    every = max(1, num_bars // 12)
+    every = max(1, -(-num_bars // max_ticks) if max_ticks < 12 else num_bars // max_ticks)
     last = position == num_bars - 1
-    too_close = num_bars - 1 - position < every // 2
+    too_close = num_bars - 1 - position < (every // 2 if max_ticks >= 12 else every - 1)
     return str(index + 1) if last or (position % every == 0 and not too_close) else None
 
 

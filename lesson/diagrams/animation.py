@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from engine.trace import RequestTrace
 
-from ..layout import Slot
+from ..layout import Slot, wrap_text
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_int, piece_label
@@ -72,6 +72,23 @@ def _captions(trace: RequestTrace, slots: list[Slot], table: dict) -> list[str]:
     return words
 
 
+def _caption_size(style: Style) -> float:
+    return style.font_size + 1
+
+
+def _caption(dwg, words: str, style: Style, width: float, class_: str, **extra):
+    """One bold line; with a width to fit, up to two lines (a group that fades as one)."""
+    size = _caption_size(style)
+    lines = wrap_text(words, width, size)[:2] if style.fitted else (words,)
+    if len(lines) == 1:
+        return text(dwg, words, PAD, CAPTION_Y, size=size, fill=style.ink, weight="bold", class_=class_, **extra)
+    group = dwg.g(class_=class_, **extra)
+    for i, line in enumerate(lines):
+        group.add(text(dwg, line, PAD, CAPTION_Y + i * size * 1.25, size=size, fill=style.ink, weight="bold",
+                       class_="caption-line"))
+    return group
+
+
 def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
                      full: RequestTrace | None = None, still: bool = False) -> str:
     """The timeline, animated pass by pass with SMIL; loops forever. `full` as in render_timeline:
@@ -81,8 +98,10 @@ def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | No
     every row of `trace` shown, the cursor and the caption on its last pass (the closing
     caption once `trace` is the whole run)."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
+    caption_lines = 2 if style.fitted else 1  # classroom: big captions wrap rather than run off the edge
+    header_y = CAPTION_Y + 40 + (caption_lines - 1) * _caption_size(style) * 1.25
     dwg, layout, row_groups = build_timeline(trace, table, style, "animation", label(table, "anim_title"),
-                                             header_y=CAPTION_Y + 40, full=full)
+                                             header_y=header_y, full=full)
     slots = [row.slot for row in layout.rows]
     starts, total = schedule(slots, [row.phase for row in layout.rows])
     if still:
@@ -102,12 +121,11 @@ def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | No
     captions = _captions(trace, slots, table)
     ends = list(starts[1:]) + [total - HOLD_S]
     for i, (words, start, end) in enumerate(zip(captions, starts, ends)):
-        caption = text(dwg, words, PAD, CAPTION_Y, size=style.font_size + 1, fill=style.ink, weight="bold",
-                       class_=f"caption step-{i}", opacity=0)
+        caption = _caption(dwg, words, style, layout.width - 2 * PAD, f"caption step-{i}", opacity=0)
         caption.add(_window(dwg, start, end, total))
         dwg.add(caption)
-    done = text(dwg, label(table, "anim_caption_done", k=fmt_int(len(trace.steps)), n=fmt_int(len(trace.steps))),
-                PAD, CAPTION_Y, size=style.font_size + 1, fill=style.ink, weight="bold", class_="caption done")
+    done = _caption(dwg, label(table, "anim_caption_done", k=fmt_int(len(trace.steps)), n=fmt_int(len(trace.steps))),
+                    style, layout.width - 2 * PAD, "caption done")
     done.add(_window(dwg, total - HOLD_S, None, total))
     dwg.add(done)
     return to_string(dwg)
@@ -124,5 +142,5 @@ def _still_frame(dwg, layout, trace: RequestTrace, full: RequestTrace | None, sl
                               n=fmt_int(len(trace.steps))), "caption done"
     else:
         words, class_ = _captions(trace, slots, table)[-1], f"caption step-{len(slots) - 1}"
-    dwg.add(text(dwg, words, PAD, CAPTION_Y, size=style.font_size + 1, fill=style.ink, weight="bold", class_=class_))
+    dwg.add(_caption(dwg, words, style, layout.width - 2 * PAD, class_))
     return to_string(dwg)

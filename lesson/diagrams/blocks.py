@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from engine.trace import RequestTrace
 
 from ..layout import PassSpan, Run, Slot, plan_slots, slot_span, spans_from_lengths, spans_from_trace, split_runs
-from ..layout import text_width
+from ..layout import text_width, wrap_text
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_int, fmt_ms, piece_label
-from ._common import add_title, header, new_drawing, notes, notes_height, phase_legend, text, to_string
+from ._common import add_title, header, legend_block, legend_rows, new_drawing, notes, notes_height, text, to_string
 
 MAX_COLS, HEAD_COLS, TAIL_COLS = 12, 6, 3
 MAX_SINGLE_ROWS, PROMPT_RUNS = 16, 6
@@ -57,6 +57,7 @@ class BlocksLayout:
     cells: tuple[Cell, ...]
     legend_y: float
     notes_y: float
+    col_w: float = COL_W
 
 
 def _bands(spans: tuple[PassSpan, ...], slots: tuple[Slot, ...]) -> tuple[Run, ...]:
@@ -79,37 +80,43 @@ def _state(run: Run, span: PassSpan) -> str | None:
 
 
 def blocks_layout(spans: tuple[PassSpan, ...], row_labels_w: float, notes_h: float, style: Style,
-                  full_spans: tuple[PassSpan, ...] | None = None) -> BlocksLayout:
+                  full_spans: tuple[PassSpan, ...] | None = None, col_w: float = COL_W,
+                  max_cols: int = MAX_COLS, legend_lines: int = 1) -> BlocksLayout:
     """Coordinates of every block. `full_spans`: the whole run's passes when `spans` are the
     first of them; its position rows and width are used when it draws every pass (no fold),
-    so stepping adds columns without moving the rows."""
-    slots = slots_for(spans)
-    unfolded = full_spans is not None and len(full_spans) <= MAX_COLS
-    runs = _bands(full_spans, slots_for(full_spans)) if unfolded else _bands(spans, slots)
+    so stepping adds columns without moving the rows. `col_w` and `max_cols`: wider columns,
+    fewer of them, for big type in a fixed width (classroom mode)."""
+    slots = slots_for(spans, max_cols)
+    unfolded = full_spans is not None and len(full_spans) <= max_cols
+    runs = _bands(full_spans, slots_for(full_spans, max_cols)) if unfolded else _bands(spans, slots)
     plot_left = PAD + row_labels_w + 12
-    plot_top = 168.0
-    heights = [ROW_H if r.count == 1 else RUN_ROW_H for r in runs]
+    plot_top = 168.0 + (legend_lines - 1) * style.small_size * 1.6 + 2 * max(0, style.small_size - 13)
+    row_h = max(ROW_H, style.tiny_size + 2)
+    heights = [row_h if r.count == 1 else max(RUN_ROW_H, style.tiny_size + 8) for r in runs]
     plot_bottom = plot_top + sum(heights) + ROW_GAP * len(runs)
     y, bands = plot_bottom, []
     for run, h in zip(runs, heights):  # position 0 at the bottom: the cache grows upwards
         y -= h + ROW_GAP
         bands.append((run, y, h))
-    columns = tuple((slot, slot_span(spans, slot), plot_left + i * (COL_W + COL_GAP)) for i, slot in enumerate(slots))
+    columns = tuple((slot, slot_span(spans, slot), plot_left + i * (col_w + COL_GAP)) for i, slot in enumerate(slots))
     cells = tuple(
-        Cell(x, y, COL_W, h, state, run, slot)
+        Cell(x, y, col_w, h, state, run, slot)
         for slot, span, x in columns for run, y, h in bands
         if (state := _state(run, span)) is not None
     )
-    plot_right = plot_left + (len(full_spans) if unfolded else len(columns)) * (COL_W + COL_GAP)
+    plot_right = plot_left + (len(full_spans) if unfolded else len(columns)) * (col_w + COL_GAP)
     width = max(plot_right + PAD, 820)
-    legend_y = plot_bottom + 80
+    legend_y = plot_bottom + 80 + 3 * max(0, style.small_size - 13)
     notes_y = legend_y + 6
     return BlocksLayout(width, notes_y + notes_h + 24, plot_left, plot_bottom, plot_top, tuple(bands), columns,
-                        cells, legend_y, notes_y)
+                        cells, legend_y, notes_y, col_w)
 
 
-def slots_for(spans: tuple[PassSpan, ...]) -> tuple[Slot, ...]:
-    return plan_slots(len(spans), MAX_COLS, HEAD_COLS, TAIL_COLS)
+def slots_for(spans: tuple[PassSpan, ...], max_cols: int = MAX_COLS) -> tuple[Slot, ...]:
+    if max_cols >= MAX_COLS:
+        return plan_slots(len(spans), MAX_COLS, HEAD_COLS, TAIL_COLS)
+    tail = max(1, (max_cols - 1) // 3)
+    return plan_slots(len(spans), max_cols, max_cols - 1 - tail, tail)
 
 
 # --- drawing ---
@@ -133,7 +140,7 @@ def _draw_band_labels(dwg, layout: BlocksLayout, labels: dict[int, str], style: 
             words = label(table, "run_label", a=fmt_int(run.start), b=fmt_int(run.stop - 1), n=fmt_int(run.count))
         dwg.add(text(dwg, words, x, y + h / 2 + style.tiny_size * 0.36, size=style.tiny_size, fill=style.muted_ink,
                      anchor="end", class_="position-label"))
-    dwg.add(text(dwg, label(table, "axis_position"), x, layout.plot_top - 26, size=style.small_size,
+    dwg.add(text(dwg, label(table, "axis_position"), x, layout.plot_top - 13 - style.small_size, size=style.small_size,
                  fill=style.muted_ink, anchor="end", weight="bold", class_="axis-label"))
 
 
@@ -158,18 +165,22 @@ def _draw_columns(dwg, layout: BlocksLayout, durations, style: Style, table: dic
                 group.add(_draw_cell(dwg, cell, style))
         head, new, ms = _column_texts(slot, span, durations, table)
         top = min(c.y for c in layout.cells if c.slot == slot and c.state != "cached")
-        cx = x + COL_W / 2
+        cx = x + layout.col_w / 2
         group.add(text(dwg, new, cx, top - 6, size=style.tiny_size, fill=style.phase_color(span.phase),
                        anchor="middle", weight="bold", class_="new-count"))
-        group.add(text(dwg, head, cx, layout.plot_bottom + 18, size=style.small_size,
-                       fill=style.phase_color(span.phase), anchor="middle", weight="bold", class_="pass-label"))
-        if ms:
-            group.add(text(dwg, ms, cx, layout.plot_bottom + 34, size=style.tiny_size, fill=style.ink,
-                           anchor="middle", class_="pass-ms"))
+        heads = wrap_text(head, layout.col_w + COL_GAP, style.small_size) if style.fitted else (head,)
+        for i, line in enumerate(heads):  # a gap's "…N…" may take two lines in a narrow column
+            group.add(text(dwg, line, cx, layout.plot_bottom + 5 + style.small_size + i * style.small_size * 1.1,
+                           size=style.small_size, fill=style.phase_color(span.phase), anchor="middle", weight="bold",
+                           class_="pass-label"))
+        if ms and len(heads) == 1:
+            group.add(text(dwg, ms, cx, layout.plot_bottom + 11 + style.small_size + style.tiny_size,
+                           size=style.tiny_size, fill=style.ink, anchor="middle", class_="pass-ms"))
         add_title(group, f"{head}: {label(table, 'positions_range', a=span.context_before, b=span.context_after - 1)}"
                   + (f", {ms}" if ms else ""))
         dwg.add(group)
-    dwg.add(text(dwg, label(table, "axis_pass"), layout.plot_left, layout.plot_bottom + 54, size=style.small_size,
+    dwg.add(text(dwg, label(table, "axis_pass"), layout.plot_left,
+                 layout.plot_bottom + 17 + 2 * style.small_size + style.tiny_size, size=style.small_size,
                  fill=style.muted_ink, weight="bold", class_="axis-label"))
 
 
@@ -190,15 +201,39 @@ def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | No
     note_lines = [label(table, "blocks_note"), label(table, "blocks_note_cache"),
                   label(table, "blocks_total", k=fmt_int(len(spans)), n=fmt_int(total))]
     note_w = 820 - 2 * PAD
+    col_w, max_cols, legend = COL_W, MAX_COLS, _legend(style, table)
+    if style.fitted:  # big type in a fixed width: columns as wide as their labels, fewer of them
+        col_w, max_cols = _fitted_columns(spans, durations, label_w, style, table)
+        note_w = style.max_width - 2 * PAD
+    lines = legend_rows(style, [c for _, c, _ in legend], PAD, note_w + PAD)
     layout = blocks_layout(spans, label_w, notes_height(style, note_lines, note_w), style,
-                           None if full is None else spans_from_trace(full))
+                           None if full is None else spans_from_trace(full), col_w, max_cols, len(lines))
     dwg = new_drawing(layout.width, layout.height, style, "blocks", label(table, "blocks_title"))
     header(dwg, style, label(table, "blocks_title"), subtitle)
-    phase_legend(dwg, style, table, PAD, 110)
+    legend_block(dwg, style, legend, PAD, 110, note_w + PAD)
     _draw_band_labels(dwg, layout, labels, style, table)
     _draw_columns(dwg, layout, durations, style, table)
     notes(dwg, style, note_lines, PAD, layout.notes_y, note_w)
     return to_string(dwg)
+
+
+def _legend(style: Style, table: dict) -> list[tuple[str, str, str]]:
+    return [(style.prefill, label(table, "legend_prefill"), "prefill"),
+            (style.decode, label(table, "legend_decode"), "decode"),
+            (style.cached, label(table, "legend_cached"), "cached")]
+
+
+def _fitted_columns(spans, durations, label_w: float, style: Style, table: dict) -> tuple[float, int]:
+    """(column width, most columns) so every pass's labels fit its column and the row fits the width."""
+    widths = [COL_W]
+    for slot in slots_for(spans):
+        head, new, ms = _column_texts(slot, slot_span(spans, slot), durations, table)
+        if slot.kind == "pass":  # a gap's "…N…" may wrap onto two lines
+            widths.append(text_width(head, style.small_size) + 6)
+        widths += [text_width(new, style.tiny_size) + 6, text_width(ms or "", style.tiny_size) + 6]
+    col_w = max(widths)
+    room = style.max_width - 2 * PAD - label_w - 12
+    return col_w, max(4, int(room // (col_w + COL_GAP)))
 
 
 def render_blocks_schematic(prompt_len: int, output_len: int, *, lang: str = "zh", style: Style | None = None) -> str:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..layout import LinearScale, nice_ticks, sample_indices
+from ..layout import LinearScale, nice_ticks, sample_indices, text_width
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_count, fmt_ms
-from ._common import add_title, header, legend_item, new_drawing, notes, pass_tick, text, to_string
+from ._common import add_title, header, legend_block, legend_rows, new_drawing, notes, notes_height, pass_tick, text, to_string
 
 MAX_SLOTS = 48
 PAD, Y_LABEL_W, PLOT_W, PANEL_H, PANEL_GAP, TOP = 32, 78, 760, 200, 78, 150
@@ -39,14 +39,26 @@ class Panel:
     bottom: float
     bars: tuple[CompareBar, ...]
     y_ticks: tuple[tuple[float, str], ...]
+    left: float = PAD + Y_LABEL_W
+    right: float = PAD + Y_LABEL_W + PLOT_W
 
 
-def _panel(metric: str, off: tuple[float, ...], on: tuple[float, ...], picks, top: float) -> Panel:
+def _dims(style: Style) -> tuple[float, float, float]:
+    """(y label width, plot width, gap between the panels): fixed, or fitted to style.max_width."""
+    if not style.fitted:
+        return Y_LABEL_W, PLOT_W, PANEL_GAP
+    y_label_w = text_width("000.0 ms", style.tiny_size) + 12
+    return y_label_w, style.max_width - 2 * PAD - y_label_w, PANEL_GAP + 2 * (style.small_size - 13)
+
+
+def _panel(metric: str, off: tuple[float, ...], on: tuple[float, ...], picks, top: float,
+           style: Style = DEFAULT_STYLE) -> Panel:
     """Bars of one metric: for each picked pass an off bar and an on bar."""
-    bottom, left = top + PANEL_H, PAD + Y_LABEL_W
+    y_label_w, plot_w, _ = _dims(style)
+    bottom, left = top + PANEL_H, PAD + y_label_w
     ticks = nice_ticks(0, max(max(off), max(on), 1e-9), 4)
     y = LinearScale(0, ticks[-1], bottom, top)
-    slot_w = PLOT_W / len(picks)
+    slot_w = plot_w / len(picks)
     bar_w = round(min(20.0, slot_w * 0.38), 2)
     bars = []
     for position, t in enumerate(picks):
@@ -55,24 +67,27 @@ def _panel(metric: str, off: tuple[float, ...], on: tuple[float, ...], picks, to
             bars.append(CompareBar(t, mode, values[t], round(x, 2), y(values[t]), bar_w,
                                    round(bottom - y(values[t]), 2)))
     fmt = fmt_ms if metric == "time" else (lambda v: fmt_count(int(v)))
-    return Panel(metric, top, bottom, tuple(bars), tuple((y(t), fmt(t)) for t in ticks))
+    return Panel(metric, top, bottom, tuple(bars), tuple((y(t), fmt(t)) for t in ticks), left, left + plot_w)
 
 
-def compare_layout(comparison) -> tuple[Panel, Panel, tuple[int, ...]]:
+def compare_layout(comparison, style: Style = DEFAULT_STYLE, legend_lines: int = 1) -> tuple[Panel, Panel, tuple[int, ...]]:
     picks = sample_indices(comparison.num_steps, MAX_SLOTS)
-    time_panel = _panel("time", comparison.off_ms, comparison.on_ms, picks, TOP)
-    flops_panel = _panel("flops", comparison.off_flops, comparison.on_flops, picks, TOP + PANEL_H + PANEL_GAP)
+    top = TOP + 2 * max(0, style.small_size - 13) + (legend_lines - 1) * style.small_size * 1.6
+    gap = _dims(style)[2]
+    time_panel = _panel("time", comparison.off_ms, comparison.on_ms, picks, top, style)
+    flops_panel = _panel("flops", comparison.off_flops, comparison.on_flops, picks, top + PANEL_H + gap, style)
     return time_panel, flops_panel, picks
 
 
 def _draw_panel(dwg, panel: Panel, comparison, style: Style, table: dict, picks) -> None:
-    left, right = PAD + Y_LABEL_W, PAD + Y_LABEL_W + PLOT_W
+    left, right = panel.left, panel.right
     for y, words in panel.y_ticks:
         dwg.add(dwg.line((left, y), (right, y), stroke=style.grid, stroke_width=1, class_="grid"))
         dwg.add(text(dwg, words, left - 8, y + 4, size=style.tiny_size, fill=style.muted_ink, anchor="end",
                      class_="tick-label"))
     axis = "cc_time_axis" if panel.metric == "time" else "cc_flops_axis"
-    dwg.add(text(dwg, label(table, axis), PAD, panel.top - 14, size=style.small_size, fill=style.muted_ink,
+    dwg.add(text(dwg, label(table, axis), PAD, panel.top - 14 - max(0, style.tiny_size - 11), size=style.small_size,
+                 fill=style.muted_ink,
                  weight="bold", class_="axis-label"))
     group = dwg.g(class_=f"panel {panel.metric}")
     for bar in panel.bars:
@@ -86,11 +101,15 @@ def _draw_panel(dwg, panel: Panel, comparison, style: Style, table: dict, picks)
             flops=fmt_count(int((comparison.off_flops if bar.mode == "off" else comparison.on_flops)[bar.step])),
             positions=positions)))
     dwg.add(group)
+    max_named, max_ticks = 16, 12
+    if style.fitted:  # big tick labels: name fewer bars, number fewer ticks
+        max_named = int((right - left) / len(picks) // (text_width("D99", style.tiny_size) + 6))
+        max_ticks = min(12, int((right - left) // (text_width("9999", style.tiny_size) + 12)))
     for position, t in enumerate(picks):
-        tick = pass_tick(t, "prefill" if t == 0 else "decode", position, len(picks), table)
+        tick = pass_tick(t, "prefill" if t == 0 else "decode", position, len(picks), table, max_named, max_ticks)
         if tick:
-            x = left + PLOT_W / len(picks) * (position + 0.5)
-            dwg.add(text(dwg, tick, x, panel.bottom + 16, size=style.tiny_size, fill=style.muted_ink,
+            x = left + (right - left) / len(picks) * (position + 0.5)
+            dwg.add(text(dwg, tick, x, panel.bottom + 5 + style.tiny_size, size=style.tiny_size, fill=style.muted_ink,
                          anchor="middle", class_="tick-label"))
 
 
@@ -103,18 +122,22 @@ def render_cache_compare(comparison, *, lang: str = "zh", style: Style | None = 
     table, style = strings_for(lang), style or DEFAULT_STYLE
     if comparison.num_steps < 1:
         raise ValueError("the cache comparison needs at least one pass")
-    time_panel, flops_panel, picks = compare_layout(comparison)
-    width, height = PAD * 2 + Y_LABEL_W + PLOT_W, flops_panel.bottom + 110
+    legend = [(_color(mode, style), label(table, f"cc_{mode}"), mode) for mode in ("off", "on")]
+    width = PAD * 2 + sum(_dims(style)[:2])
+    lines = legend_rows(style, [words for _, words, _ in legend], PAD, width - PAD)
+    time_panel, flops_panel, picks = compare_layout(comparison, style, len(lines))
+    total = label(table, "cc_total", off_ms=fmt_ms(comparison.off_total_ms), on_ms=fmt_ms(comparison.on_total_ms),
+                  off_flops=fmt_count(int(comparison.off_total_flops)), on_flops=fmt_count(int(comparison.on_total_flops)))
+    lines = [total, label(table, "cc_note")]
+    axis_y = flops_panel.bottom + 36 + 2 * max(0, style.small_size - 13)
+    height = max(flops_panel.bottom + 110, axis_y + 8 + notes_height(style, lines, width - 2 * PAD) + 24)
     dwg = new_drawing(width, height, style, "cache-compare", label(table, "cc_title"))
     header(dwg, style, label(table, "cc_title"),
            label(table, "cc_subtitle", model=model_id, prompt_len=comparison.prompt_len, steps=comparison.num_steps))
-    x = legend_item(dwg, style, PAD, 108, _color("off", style), label(table, "cc_off"), "off")
-    legend_item(dwg, style, x, 108, _color("on", style), label(table, "cc_on"), "on")
+    legend_block(dwg, style, legend, PAD, 108, width - PAD)
     for panel in (time_panel, flops_panel):
         _draw_panel(dwg, panel, comparison, style, table, picks)
-    dwg.add(text(dwg, label(table, "cc_step_axis"), PAD + Y_LABEL_W, flops_panel.bottom + 36,
+    dwg.add(text(dwg, label(table, "cc_step_axis"), time_panel.left, axis_y,
                  size=style.small_size, fill=style.muted_ink, weight="bold", class_="axis-label"))
-    total = label(table, "cc_total", off_ms=fmt_ms(comparison.off_total_ms), on_ms=fmt_ms(comparison.on_total_ms),
-                  off_flops=fmt_count(int(comparison.off_total_flops)), on_flops=fmt_count(int(comparison.on_total_flops)))
-    notes(dwg, style, [total, label(table, "cc_note")], PAD, flops_panel.bottom + 44, width - 2 * PAD)
+    notes(dwg, style, lines, PAD, axis_y + 8, width - 2 * PAD)
     return to_string(dwg)

@@ -25,7 +25,7 @@ from ..layout import LinearScale, Run, byte_ticks, group_layers, sample_indices,
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int
-from ._common import add_title, header, new_drawing, notes, pass_tick, text, to_string
+from ._common import add_title, header, new_drawing, notes, notes_height, pass_tick, text, to_string
 
 MAX_BARS, MAX_LAYER_SEGMENTS, MAX_DECODE_RUNS = 48, 12, 3
 PAD, PLOT_W, PLOT_H, Y_LABEL_W = 32, 760, 280, 78
@@ -88,23 +88,43 @@ class KvLayout:
     formula_lines: tuple[str, ...]  # wrapped to the formula box
     prefill_note: str
     decode_note: str | None  # None for a run of one pass
+    line_h: float = FORMULA_LINE_H  # the formula box's line height
+    legend_y: float = -1.0  # the layer legend (swatches) and the stack note under the x axis
+
+    @property
+    def plot_w(self) -> float:
+        return self.right - self.left
+
+
+def _plot_w(style: Style) -> tuple[float, float]:
+    """(y label width, plot width): fixed, or what a width to fit leaves (classroom mode)."""
+    if not style.fitted:
+        return Y_LABEL_W, PLOT_W
+    y_label_w = text_width("000.0 KiB", style.tiny_size) + 12
+    return y_label_w, style.max_width - 2 * PAD - y_label_w
+
+
+def _line_h(style: Style) -> float:
+    return max(FORMULA_LINE_H, round(style.small_size * 1.35))
 
 
 def _formula_lines(trace: RequestTrace, table: dict, style: Style) -> tuple[str, ...]:
     """The formula box's text, wrapped to the box."""
+    wrap_w = FORMULA_WRAP_W if not style.fitted else (sum(_plot_w(style)) - 28) * 0.85
     return tuple(line for words in _formula_texts(trace, kv_measured(trace), table)
-                 for line in wrap_text(words, FORMULA_WRAP_W, style.small_size))
+                 for line in wrap_text(words, wrap_w, style.small_size))
 
 
 def _y_ticks(trace: RequestTrace, max_bytes: int, left: float, top: float, bottom: float, note_right: float,
-             table: dict) -> tuple[int, ...]:
+             table: dict, style: Style = DEFAULT_STYLE) -> tuple[int, ...]:
     """Byte ticks up to `max_bytes`. The Prefill note sits in the plot's top left corner.
     A cache that does not grow much (a sliding window, a long prompt) has tall early
     bars of `trace` there: one more tick step of headroom keeps the note off them."""
     picks = sample_indices(len(trace.steps), MAX_BARS)
     ticks = byte_ticks(max(max_bytes, 1), 5)
-    _, bars = _bars(trace, picks, ticks, left, top, bottom, table)
-    if any(bar.x < note_right and bar.segments and bar.segments[-1][2] < top + NOTE_ROOM for bar in bars):
+    _, bars = _bars(trace, picks, ticks, left, top, bottom, table, style=style)
+    room = NOTE_ROOM + max(0, style.small_size - 13)
+    if any(bar.x < note_right and bar.segments and bar.segments[-1][2] < top + room for bar in bars):
         ticks = ticks + (2 * ticks[-1] - ticks[-2],)
     return ticks
 
@@ -116,29 +136,39 @@ def kv_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE,
     kv = kv_measured(trace)
     formula_lines = _formula_lines(trace, table, style)
     num_lines = len(formula_lines) if full is None else max(len(formula_lines), len(_formula_lines(full, table, style)))
-    left = PAD + Y_LABEL_W
-    top = float(FORMULA_TOP + formula_box_height(num_lines) + 46)  # 200 for the usual three lines
-    bottom, right = top + PLOT_H, PAD + Y_LABEL_W + PLOT_W
+    y_label_w, plot_w = _plot_w(style)
+    left, line_h = PAD + y_label_w, _line_h(style)
+    top = float(FORMULA_TOP + formula_box_height(num_lines, line_h) + 46)  # 200 for the usual three lines
+    top += 2 * max(0, style.small_size - 13)
+    bottom, right = top + PLOT_H, left + plot_w
     prefill_note = label(table, "kv_prefill_note", n=fmt_int(trace.steps[0].num_positions))
     note_right = left + 8 + text_width(prefill_note, style.small_size)
     picks = sample_indices(len(trace.steps), MAX_BARS)
     if full is None:
-        ticks = _y_ticks(trace, trace.kv_bytes, left, top, bottom, note_right, table)
+        ticks = _y_ticks(trace, trace.kv_bytes, left, top, bottom, note_right, table, style)
     else:  # the largest cache of the whole run: a sliding window's may peak before the end
-        ticks = _y_ticks(full, max(s.kv_bytes for s in full.steps), left, top, bottom, note_right, table)
+        ticks = _y_ticks(full, max(s.kv_bytes for s in full.steps), left, top, bottom, note_right, table, style)
     num_slots = len(full.steps) if full is not None and len(full.steps) <= MAX_BARS else len(picks)
-    y, bars = _bars(trace, picks, ticks, left, top, bottom, table, num_slots)
-    return KvLayout(right + PAD, bottom + 120, left, top, bottom, right, bars,
+    y, bars = _bars(trace, picks, ticks, left, top, bottom, table, num_slots, style)
+    width = right + PAD
+    legend_y = bottom + 50 + 2 * max(0, style.small_size - 13) + style.small_size * 1.7
+    stack_note = notes_height(style, [label(table, "kv_stack_legend")], width - 2 * PAD)
+    return KvLayout(width, legend_y + stack_note + 30, left, top, bottom, right, bars,
                     tuple((y(t), fmt_bytes(int(t))) for t in ticks), y(trace.steps[0].kv_bytes),
-                    formula_lines, prefill_note, _decode_note(kv, table))
+                    formula_lines, prefill_note, _decode_note(kv, table), line_h, legend_y)
 
 
 def _bars(trace: RequestTrace, picks, ticks, left: float, top: float, bottom: float,
-          table: dict, num_slots: int | None = None) -> tuple[LinearScale, tuple[Bar, ...]]:
+          table: dict, num_slots: int | None = None, style: Style = DEFAULT_STYLE) -> tuple[LinearScale, tuple[Bar, ...]]:
     """One bar per pick, in `num_slots` equal slots (default: one per pick)."""
     num_slots = num_slots or len(picks)
     y = LinearScale(0, ticks[-1], bottom, top)
-    slot_w = PLOT_W / num_slots
+    plot_w = _plot_w(style)[1]
+    slot_w = plot_w / num_slots
+    max_named, max_ticks = 16, 12
+    if style.fitted:  # big tick labels: name fewer bars, number fewer ticks
+        max_named = int(slot_w // (text_width("D99", style.tiny_size) + 6))
+        max_ticks = min(12, int(plot_w // (text_width("9999", style.tiny_size) + 12)))
     bar_w = round(min(44.0, slot_w * 0.72), 2)
     layers = group_layers(trace.model.num_layers, MAX_LAYER_SEGMENTS)
     bars = []
@@ -151,12 +181,12 @@ def _bars(trace: RequestTrace, picks, ticks, left: float, top: float, bottom: fl
             base += size
         x = round(left + slot_w * (position + 0.5) - bar_w / 2, 2)
         bars.append(Bar(index, step.phase, x, bar_w, step.kv_bytes, step.context_after, tuple(segments),
-                        pass_tick(index, step.phase, position, num_slots, table)))
+                        pass_tick(index, step.phase, position, num_slots, table, max_named, max_ticks)))
     return y, tuple(bars)
 
 
-def formula_box_height(num_lines: int) -> int:
-    return 10 + FORMULA_LINE_H * num_lines  # 70 for the usual three lines
+def formula_box_height(num_lines: int, line_h: float = FORMULA_LINE_H) -> float:
+    return 10 + line_h * num_lines  # 70 for the usual three lines
 
 
 # --- the words: formula for a full cache, then what was measured -------------
@@ -224,10 +254,10 @@ def _signed_bytes(num_bytes: int) -> str:
 
 def _draw_formula(dwg, layout: KvLayout, style: Style) -> None:
     box = dwg.g(class_="formula")
-    box.add(dwg.rect((PAD, FORMULA_TOP), (PLOT_W + Y_LABEL_W, formula_box_height(len(layout.formula_lines))), rx=8,
-                     fill=style.panel, stroke=style.grid))
+    box.add(dwg.rect((PAD, FORMULA_TOP), (layout.right - PAD, formula_box_height(len(layout.formula_lines), layout.line_h)),
+                     rx=8, fill=style.panel, stroke=style.grid))
     for k, line in enumerate(layout.formula_lines):
-        box.add(text(dwg, line, PAD + 14, FORMULA_TOP + 22 + FORMULA_LINE_H * k, size=style.small_size,
+        box.add(text(dwg, line, PAD + 14, FORMULA_TOP + 9 + style.small_size + layout.line_h * k, size=style.small_size,
                      fill=style.ink, weight="bold" if k == 0 else None))
     dwg.add(box)
 
@@ -247,7 +277,7 @@ def _draw_bar(dwg, bar: Bar, bottom: float, style: Style, table: dict):
     add_title(group, label(table, "kv_bar_title", n=bar.step_index + 1, phase=phase_name, tokens=fmt_int(bar.tokens),
                            bytes=fmt_bytes(bar.total_bytes)))
     if bar.tick:
-        group.add(text(dwg, bar.tick, bar.x + bar.w / 2, bottom + 22, size=style.tiny_size,
+        group.add(text(dwg, bar.tick, bar.x + bar.w / 2, bottom + 11 + style.tiny_size, size=style.tiny_size,
                        fill=style.phase_color(bar.phase), anchor="middle", weight="bold", class_="tick-label"))
     return group
 
@@ -259,7 +289,8 @@ def _draw_axes(dwg, layout: KvLayout, style: Style, table: dict) -> None:
                      class_="tick-label"))
     dwg.add(text(dwg, label(table, "kv_axis_y"), PAD, layout.top - 20, size=style.small_size,
                  fill=style.muted_ink, weight="bold", class_="axis-label"))
-    dwg.add(text(dwg, label(table, "kv_axis_x"), layout.left, layout.bottom + 44, size=style.small_size,
+    dwg.add(text(dwg, label(table, "kv_axis_x"), layout.left, layout.bottom + 44 + 2 * max(0, style.small_size - 13),
+                 size=style.small_size,
                  fill=style.muted_ink, weight="bold", class_="axis-label"))
 
 
@@ -267,7 +298,7 @@ def _draw_notes(dwg, layout: KvLayout, style: Style, table: dict) -> None:
     y = layout.prefill_y
     dwg.add(dwg.line((layout.left, y), (layout.right, y), stroke=style.prefill, stroke_width=1.2,
                      stroke_dasharray="5,4", class_="prefill-level"))
-    baseline = layout.top + 14  # top left; kv_layout keeps the bars below it
+    baseline = layout.top + 1 + style.small_size  # top left; kv_layout keeps the bars below it
     dwg.add(dwg.line((layout.left + 3, baseline + 4), (layout.left + 3, y), stroke=style.prefill, stroke_width=1.2,
                      class_="prefill-leader"))
     dwg.add(text(dwg, layout.prefill_note, layout.left + 8, baseline, size=style.small_size,
@@ -275,7 +306,20 @@ def _draw_notes(dwg, layout: KvLayout, style: Style, table: dict) -> None:
     if layout.decode_note:
         dwg.add(text(dwg, layout.decode_note, layout.right, layout.top - 14, size=style.small_size, fill=style.decode,
                      anchor="end", weight="bold", class_="decode-note"))
-    notes(dwg, style, [label(table, "kv_stack_legend")], PAD, layout.bottom + 56, layout.width - 2 * PAD)
+    _draw_layer_legend(dwg, layout, style, table)
+    notes(dwg, style, [label(table, "kv_stack_legend")], PAD, layout.legend_y + 4, layout.width - 2 * PAD)
+
+
+def _draw_layer_legend(dwg, layout: KvLayout, style: Style, table: dict) -> None:
+    """What the grey bands are: two swatches in the two shades, then the words."""
+    side, y = max(14, round(style.small_size * 0.8)), layout.legend_y
+    group = dwg.g(class_="legend-item layers")
+    for k, fill in enumerate((style.cached, style.cached_dark)):
+        group.add(dwg.rect((PAD + k * (side + 2), y - side * 11 / 14), (side, side), rx=3, fill=fill,
+                           class_="swatch layer-shade"))
+    group.add(text(dwg, label(table, "kv_layers_legend"), PAD + 2 * side + 10, y, size=style.small_size,
+                   fill=style.ink))
+    dwg.add(group)
 
 
 def render_kv_growth(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,

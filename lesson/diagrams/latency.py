@@ -21,11 +21,13 @@ from dataclasses import dataclass
 
 from engine.trace import RequestTrace
 
-from ..layout import LinearScale, nice_ticks, sample_indices
+from ..layout import LinearScale, nice_ticks, sample_indices, text_width, wrap_text
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_int, fmt_ms
-from ._common import add_title, header, legend_item, new_drawing, notes, notes_height, pass_tick, text, to_string
+from ._common import (
+    add_title, halo, header, legend_block, legend_rows, new_drawing, notes, notes_height, pass_tick, text, to_string,
+)
 
 MAX_BARS, MAX_TITLED = 600, 128
 PREFILL_SLOT_W = 40
@@ -82,6 +84,10 @@ class LatencyLayout:
     legend_y: float
     notes_y: float
     notes: tuple[str, ...]
+    ttft_lines: tuple[str, ...] = ()  # the TTFT label, on more lines when the width is to fit
+    x_label_lines: tuple[str, ...] = ()
+    value_labels: bool = True  # each Decode bar's ms above it (only where they do not collide)
+    legend_items: tuple[tuple[str, str], ...] = ()  # (kind, caption) left to right, wrapped when fitted
 
     @property
     def tpot_y(self) -> float | None:
@@ -112,15 +118,24 @@ def spread_apart(ys: list[float], min_gap: float) -> list[float]:
     return placed
 
 
-def _ref_lines(trace: RequestTrace, y: LinearScale, table: dict, style: Style) -> tuple[RefLine, ...]:
+def _ref_words(trace: RequestTrace, table: dict) -> tuple[tuple[str, str, float], ...]:
     metrics = trace.metrics
     if metrics.tpot_ms is None:
         return ()
-    values = (("tpot", label(table, "lat_tpot_line", ms=fmt_ms(metrics.tpot_ms)), metrics.tpot_ms),
-              ("p50", label(table, "lat_pct_line", p=50, ms=fmt_ms(metrics.p50_itl_ms)), metrics.p50_itl_ms),
-              ("p99", label(table, "lat_pct_line", p=99, ms=fmt_ms(metrics.p99_itl_ms)), metrics.p99_itl_ms))
+    return (("tpot", label(table, "lat_tpot_line", ms=fmt_ms(metrics.tpot_ms)), metrics.tpot_ms),
+            ("p50", label(table, "lat_pct_line", p=50, ms=fmt_ms(metrics.p50_itl_ms)), metrics.p50_itl_ms),
+            ("p99", label(table, "lat_pct_line", p=99, ms=fmt_ms(metrics.p99_itl_ms)), metrics.p99_itl_ms))
+
+
+def _ref_lines(trace: RequestTrace, y: LinearScale, table: dict, style: Style) -> tuple[RefLine, ...]:
+    values = _ref_words(trace, table)
+    if not values:
+        return ()
     ys = [y(ms) for _, _, ms in values]
     label_ys = spread_apart(ys, style.small_size * 1.15)
+    overflow = max(label_ys) - (y.r0 + style.small_size * 0.3)  # never below the x axis, where its labels are
+    if style.fitted and overflow > 0:
+        label_ys = [v - overflow for v in label_ys]
     return tuple(RefLine(kind, round(line_y, 2), round(label_y, 2), words)
                  for (kind, words, _), line_y, label_y in zip(values, ys, label_ys))
 
@@ -158,15 +173,30 @@ def latency_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYL
     """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it;
     the y axis (and the bar slots, when it fits MAX_BARS) come from it."""
     metrics, parts = trace.metrics, trace.latency_parts()
-    left, top = PAD + Y_LABEL_W, 160.0
-    bottom, right = top + PLOT_H, left + PLOT_W
-    picks = sample_indices(len(trace.steps), MAX_BARS)
     ticks = nice_ticks(0, _peak_ms(full or trace) * 1.05, 5)
+    plot_w, y_label_w, gutter, top = PLOT_W, Y_LABEL_W, RIGHT_GUTTER, 160.0
+    ttft_words = _ttft_words(trace, table)
+    ttft_lines, x_lines = (ttft_words,), (label(table, "lat_axis_x"),)
+    if style.fitted:  # classroom: big type in a fixed width; the plot takes what the labels leave
+        y_label_w = max(text_width(f"{t:g}", style.tiny_size) for t in ticks) + 16
+        gutter = max([text_width(w, style.small_size) for _, w, _ in _ref_words(trace, table)] + [0]) + 16
+        plot_w = style.max_width - 2 * PAD - y_label_w - gutter
+        first_mid = max(plot_w / _num_slots(trace, full), PREFILL_SLOT_W) / 2  # the label starts at bar 1's middle
+        ttft_lines = wrap_text(ttft_words, plot_w + gutter - first_mid - 6, style.small_size)
+        x_lines = wrap_text(x_lines[0], plot_w + y_label_w, style.small_size)
+        top = 96 + style.small_size * 1.6 + len(ttft_lines) * style.small_size * 1.25 + 12
+    left = PAD + y_label_w
+    bottom, right = top + PLOT_H, left + plot_w
+    picks = sample_indices(len(trace.steps), MAX_BARS)
     y = LinearScale(0, ticks[-1], bottom, top)
     # Prefill keeps a readable slot even beside hundreds of Decode bars.
     num_slots = _num_slots(trace, full)
-    first_w = max(PLOT_W / num_slots, PREFILL_SLOT_W)
-    slot_w = (PLOT_W - first_w) / max(num_slots - 1, 1)
+    first_w = max(plot_w / num_slots, PREFILL_SLOT_W)
+    slot_w = (plot_w - first_w) / max(num_slots - 1, 1)
+    max_named, max_ticks = 16, 12
+    if style.fitted:
+        max_named = int(slot_w // (text_width("D99", style.tiny_size) + 8))
+        max_ticks = min(12, int(plot_w // (text_width("9999", style.tiny_size) + 12)))
     bars = []
     for position, index in enumerate(picks):
         step = trace.steps[index]
@@ -178,15 +208,35 @@ def latency_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYL
         bars.append(LatencyBar(index, step.phase, x, bar_w, y(step.duration_ms), step.duration_ms,
                                parts[index].total_ms, _segments(parts[index], y), itl,
                                None if itl is None else y(itl),
-                               pass_tick(index, step.phase, position, num_slots, table)))
-    width = right + RIGHT_GUTTER + PAD
+                               pass_tick(index, step.phase, position, num_slots, table, max_named, max_ticks)))
+    width = right + gutter + PAD
     note_lines = _notes(trace, table)
-    legend_y = bottom + 72
-    notes_y = legend_y + 8
+    x_label_y = bottom + 40 + max(0, style.tiny_size - 11)
+    legend_y = x_label_y + (len(x_lines) - 1) * style.small_size * 1.3 + 32 + max(0, style.small_size - 13)
+    items = _legend_items(trace, bars, table)
+    lines = legend_rows(style, [words for _, words in items], PAD, width - PAD)
+    notes_y = legend_y + (len(lines) - 1) * style.small_size * 1.6 + 8
     height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
+    value_w = max((text_width(fmt_ms(b.total_ms), style.tiny_size) for b in bars if b.phase == "decode"), default=0)
     return LatencyLayout(width, height, left, top, bottom, right, tuple(bars),
                          tuple((y(t), f"{t:g}") for t in ticks), _ref_lines(trace, y, table, style),
-                         legend_y, notes_y, note_lines)
+                         legend_y, notes_y, note_lines, tuple(ttft_lines), tuple(x_lines),
+                         len(bars) <= 16 and slot_w >= value_w + 4, items)
+
+
+def _ttft_words(trace: RequestTrace, table: dict) -> str:
+    metrics, prefill = trace.metrics, trace.steps[0]
+    return label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms), prefill=fmt_ms(prefill.duration_ms),
+                 rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms))
+
+
+def _legend_items(trace: RequestTrace, bars, table: dict) -> tuple[tuple[str, str], ...]:
+    items = [(phase, label(table, "lat_legend_pass", phase=label(table, f"phase_{phase}")))
+             for phase in ("prefill", "decode") if any(s.phase == phase for s in trace.steps)]
+    if any(s.kind == "page" for bar in bars for s in bar.segments):
+        items.append(("page", label(table, "legend_page")))
+    items.append(("waiting", label(table, "legend_waiting")))
+    return tuple(items)
 
 
 def _draw_axes(dwg, layout: LatencyLayout, style: Style, table: dict) -> None:
@@ -194,10 +244,13 @@ def _draw_axes(dwg, layout: LatencyLayout, style: Style, table: dict) -> None:
         dwg.add(dwg.line((layout.left, y), (layout.right, y), stroke=style.grid, stroke_width=1, class_="grid"))
         dwg.add(text(dwg, words, layout.left - 8, y + 4, size=style.tiny_size, fill=style.muted_ink, anchor="end",
                      class_="tick-label"))
-    dwg.add(text(dwg, label(table, "lat_axis_y") + " (ms)", PAD, layout.top - 40, size=style.small_size,
+    above = 40 + (len(layout.ttft_lines) - 1) * style.small_size * 1.25 + max(0, style.small_size - 13)
+    dwg.add(text(dwg, label(table, "lat_axis_y") + " (ms)", PAD, layout.top - above, size=style.small_size,
                  fill=style.muted_ink, weight="bold", class_="axis-label"))
-    dwg.add(text(dwg, label(table, "lat_axis_x"), layout.left, layout.bottom + 40, size=style.small_size,
-                 fill=style.muted_ink, weight="bold", class_="axis-label"))
+    x = layout.left if len(layout.x_label_lines) == 1 else PAD
+    for i, line in enumerate(layout.x_label_lines):
+        dwg.add(text(dwg, line, x, layout.bottom + 40 + max(0, style.tiny_size - 11) + i * style.small_size * 1.3,
+                     size=style.small_size, fill=style.muted_ink, weight="bold", class_="axis-label"))
 
 
 def _segment_fill(kind: str, phase: str, style: Style) -> str:
@@ -228,25 +281,24 @@ def _draw_bar(dwg, bar: LatencyBar, layout: LatencyLayout, style: Style, table: 
                                 fill=style.paper, stroke=style.ink, stroke_width=1.2, class_="itl",
                                 **{"data-ms": f"{bar.itl_ms:.3f}"}))
     top = min(s.y for s in bar.segments)
-    if len(layout.bars) <= 16 and bar.phase == "decode":
+    if layout.value_labels and bar.phase == "decode":  # haloed: the TPOT line may pass right here
         parts.append(text(dwg, fmt_ms(bar.total_ms), bar.x + bar.w / 2, top - 12, size=style.tiny_size,
-                          fill=style.ink, anchor="middle", class_="value-label"))
+                          fill=style.ink, anchor="middle", class_="value-label", **halo(style)))
     if bar.tick:
-        parts.append(text(dwg, bar.tick, bar.x + bar.w / 2, layout.bottom + 18, size=style.tiny_size,
+        parts.append(text(dwg, bar.tick, bar.x + bar.w / 2, layout.bottom + 7 + style.tiny_size, size=style.tiny_size,
                           fill=style.phase_color(bar.phase), anchor="middle", weight="bold", class_="tick-label"))
     return parts
 
 
 def _draw_marks(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, table: dict) -> None:
-    metrics, prefill = trace.metrics, trace.steps[0]
-    ttft = label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms), prefill=fmt_ms(prefill.duration_ms),
-                 rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms))
     first = layout.bars[0]
     first_top = min(s.y for s in first.segments)
     dwg.add(dwg.line((first.x + first.w / 2, first_top), (first.x + first.w / 2, layout.top - 12),
                      stroke=style.prefill, stroke_width=1.2, class_="ttft-leader"))
-    dwg.add(text(dwg, ttft, first.x + first.w / 2 + 6, layout.top - 16, size=style.small_size, fill=style.prefill,
-                 weight="bold", class_="ttft"))
+    num = len(layout.ttft_lines)
+    for i, line in enumerate(layout.ttft_lines):
+        dwg.add(text(dwg, line, first.x + first.w / 2 + 6, layout.top - 16 - (num - 1 - i) * style.small_size * 1.25,
+                     size=style.small_size, fill=style.prefill, weight="bold", class_="ttft"))
     start = layout.bars[1].x if len(layout.bars) > 1 else layout.left
     for line in sorted(layout.lines, key=lambda line: line.kind == "tpot"):  # TPOT on top when they coincide
         ink = style.decode if line.kind == "tpot" else style.muted_ink
@@ -258,14 +310,9 @@ def _draw_marks(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, t
 
 
 def _draw_legend(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, table: dict) -> None:
-    x, y = PAD, layout.legend_y
-    for phase in ("prefill", "decode"):
-        if any(s.phase == phase for s in trace.steps):
-            words = label(table, "lat_legend_pass", phase=label(table, f"phase_{phase}"))
-            x = legend_item(dwg, style, x, y, style.phase_color(phase), words, phase)
-    if any(s.kind == "page" for bar in layout.bars for s in bar.segments):
-        x = legend_item(dwg, style, x, y, style.page, label(table, "legend_page"), "page")
-    legend_item(dwg, style, x, y, style.waiting, label(table, "legend_waiting"), "waiting")
+    fills = {"prefill": style.prefill, "decode": style.decode, "page": style.page, "waiting": style.waiting}
+    legend_block(dwg, style, [(fills[kind], words, kind) for kind, words in layout.legend_items],
+                 PAD, layout.legend_y, layout.width - PAD)
 
 
 def render_latency(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,

@@ -4,6 +4,10 @@ Rows: new positions per pass, shape of computation, product, bottleneck,
 dependency, the wait users feel; then the serving techniques (continuous
 batching, chunked prefill, disaggregation, PagedAttention) and the closing
 sentence. With a trace, a "this run" row carries the run's live numbers.
+
+With a width to fit (classroom mode) the map folds instead of shrinking: each
+row's heading goes on its own line above its two cells, and the four serving
+techniques sit two by two.
 """
 
 from __future__ import annotations
@@ -32,11 +36,25 @@ class TableRow:
     y: float
     h: float
     live: bool = False
+    head_h: float = 0.0  # folded: the heading's own line(s) above the cells
 
 
-def _col_x() -> tuple[float, float, float]:
-    col_w = (WIDTH - 2 * PAD - HEAD_W - 2 * GAP) / 2
+def _width(style: Style) -> float:
+    return style.max_width if style.fitted else WIDTH
+
+
+def _col_x(style: Style = DEFAULT_STYLE) -> tuple[float, float, float]:
+    """x of the Prefill and Decode cells and their width; folded: the whole width, no heading column."""
+    width = _width(style)
+    if style.fitted:
+        col_w = (width - 2 * PAD - GAP) / 2
+        return PAD, PAD + GAP + col_w, col_w
+    col_w = (width - 2 * PAD - HEAD_W - 2 * GAP) / 2
     return PAD + HEAD_W + GAP, PAD + HEAD_W + 2 * GAP + col_w, col_w
+
+
+def _header_h(style: Style) -> float:
+    return max(36, style.font_size + 17)
 
 
 def _live_texts(trace: RequestTrace, table: dict) -> tuple[str, str, str]:
@@ -53,7 +71,7 @@ def _live_texts(trace: RequestTrace, table: dict) -> tuple[str, str, str]:
 
 
 def table_rows(trace: RequestTrace | None, table: dict, style: Style, top: float) -> tuple[TableRow, ...]:
-    _, _, col_w = _col_x()
+    _, _, col_w = _col_x(style)
     line_h = style.font_size * 1.4
     items = [(key, label(table, f"review_row_{key}"), label(table, f"review_{key}_prefill"),
               label(table, f"review_{key}_decode"), False) for key in ROWS]
@@ -64,32 +82,36 @@ def table_rows(trace: RequestTrace | None, table: dict, style: Style, top: float
         size = style.small_size if live else style.font_size
         wrapped = (wrap_text(pre, col_w - 2 * CELL_PAD - (70 if key == "new" else 0), size),
                    wrap_text(dec, col_w - 2 * CELL_PAD - (70 if key == "new" else 0), size))
-        head = wrap_text(heading, HEAD_W - CELL_PAD, style.small_size if live else style.font_size)
-        h = max(len(wrapped[0]), len(wrapped[1]), len(head)) * line_h + 2 * CELL_PAD - 6
-        rows.append(TableRow(key, head, wrapped, y, h, live))
+        head_room = _width(style) - 2 * PAD - 2 * CELL_PAD if style.fitted else HEAD_W - CELL_PAD
+        head = wrap_text(heading, head_room, style.small_size if live else style.font_size)
+        head_h = len(head) * line_h if style.fitted else 0.0
+        body = max(len(wrapped[0]), len(wrapped[1])) if style.fitted else max(len(wrapped[0]), len(wrapped[1]), len(head))
+        h = head_h + body * line_h + 2 * CELL_PAD - 6
+        rows.append(TableRow(key, head, wrapped, y, h, live, head_h))
         y += h + 6
     return tuple(rows)
 
 
 def _draw_row(dwg, row: TableRow, style: Style) -> None:
-    x_pre, x_dec, col_w = _col_x()
+    x_pre, x_dec, col_w = _col_x(style)
     group = dwg.g(class_=f"review-row {row.key}")
     line_h = style.font_size * 1.4
     size = style.small_size if row.live else style.font_size
-    group.add(dwg.rect((PAD, row.y), (WIDTH - 2 * PAD, row.h), rx=8,
+    group.add(dwg.rect((PAD, row.y), (_width(style) - 2 * PAD, row.h), rx=8,
                        fill=style.paper if not row.live else style.panel, stroke=style.grid, class_="row-box"))
     for i, line in enumerate(row.heading):
-        group.add(text(dwg, line, PAD + CELL_PAD, row.y + CELL_PAD + 10 + i * line_h, size=size, fill=style.ink,
-                       weight="bold", class_="row-heading"))
+        group.add(text(dwg, line, PAD + CELL_PAD, row.y + CELL_PAD + size * 0.75 + i * line_h, size=size,
+                       fill=style.ink, weight="bold", class_="row-heading"))
+    top = row.y + row.head_h
     for phase, x, lines in (("prefill", x_pre, row.cells[0]), ("decode", x_dec, row.cells[1])):
         cell = dwg.g(class_=f"cell {phase}")
-        cell.add(dwg.rect((x, row.y + 4), (4, row.h - 8), rx=2, fill=style.phase_color(phase)))
+        cell.add(dwg.rect((x, top + 4), (4, row.y + row.h - top - 8), rx=2, fill=style.phase_color(phase)))
         for i, line in enumerate(lines):
-            cell.add(text(dwg, line, x + CELL_PAD, row.y + CELL_PAD + 10 + i * line_h, size=size,
+            cell.add(text(dwg, line, x + CELL_PAD, top + CELL_PAD + size * 0.75 + i * line_h, size=size,
                           fill=style.phase_color(phase) if row.live else style.ink,
                           weight="bold" if row.live else None))
         if row.key == "new":
-            cell.add(_glyph(dwg, phase, x + col_w - 78, row.y + row.h / 2, style))
+            cell.add(_glyph(dwg, phase, x + col_w - 78, (top + row.y + row.h) / 2, style))
         group.add(cell)
     dwg.add(group)
 
@@ -105,23 +127,27 @@ def _glyph(dwg, phase: str, x: float, cy: float, style: Style):
 
 
 def _draw_headers(dwg, y: float, style: Style, table: dict) -> None:
-    x_pre, x_dec, col_w = _col_x()
+    x_pre, x_dec, col_w = _col_x(style)
+    h = _header_h(style)
     for phase, x in (("prefill", x_pre), ("decode", x_dec)):
-        dwg.add(dwg.rect((x, y), (col_w, 36), rx=8, fill=style.phase_color(phase), class_=f"phase-header {phase}"))
-        dwg.add(text(dwg, label(table, f"phase_{phase}"), x + col_w / 2, y + 24, size=style.font_size + 3,
+        dwg.add(dwg.rect((x, y), (col_w, h), rx=8, fill=style.phase_color(phase), class_=f"phase-header {phase}"))
+        dwg.add(text(dwg, label(table, f"phase_{phase}"), x + col_w / 2, y + h / 2 + (style.font_size + 3) * 0.36,
+                     size=style.font_size + 3,
                      fill=style.paper, anchor="middle", weight="bold"))
 
 
 def _draw_serving(dwg, y: float, style: Style, table: dict) -> float:
     dwg.add(text(dwg, label(table, "review_serving_title"), PAD, y + 18, size=style.font_size + 1, fill=style.ink,
                  weight="bold", class_="section-title"))
-    box_w = (WIDTH - 2 * PAD - 3 * GAP) / 4
+    per_row = 2 if style.fitted else 4  # folded: two by two
+    box_w = (_width(style) - 2 * PAD - (per_row - 1) * GAP) / per_row
     desc_lines = [wrap_text(label(table, f"review_{k}_desc"), box_w - 2 * CELL_PAD, style.small_size)
                   for k, _ in TECHNIQUES]
-    box_h = 54 + max(len(d) for d in desc_lines) * style.small_size * 1.45
-    top = y + 32
+    box_h = 24 + style.font_size + style.small_size * 1.1 + max(len(d) for d in desc_lines) * style.small_size * 1.45
+    top0 = y + 32 + max(0, style.font_size - 15)
     for i, ((key, marks), lines) in enumerate(zip(TECHNIQUES, desc_lines)):
-        x = PAD + i * (box_w + GAP)
+        x = PAD + (i % per_row) * (box_w + GAP)
+        top = top0 + (i // per_row) * (box_h + GAP)
         box = dwg.g(class_=f"technique {key} {marks}")
         box.add(dwg.rect((x, top), (box_w, box_h), rx=8, fill=style.paper, stroke=style.grid))
         colors = (style.prefill, style.decode) if marks == "both" else \
@@ -129,11 +155,12 @@ def _draw_serving(dwg, y: float, style: Style, table: dict) -> float:
         for k, color in enumerate(colors):
             part = (box_w - 16) / len(colors)
             box.add(dwg.rect((x + 8 + k * part, top + 6), (part, 5), rx=2, fill=color))
-        box.add(text(dwg, label(table, f"review_{key}_name"), x + CELL_PAD, top + 34, size=style.font_size,
-                     fill=style.ink, weight="bold"))
+        box.add(text(dwg, label(table, f"review_{key}_name"), x + CELL_PAD, top + 19 + style.font_size,
+                     size=style.font_size, fill=style.ink, weight="bold"))
         for j, line in enumerate(lines):
-            box.add(text(dwg, line, x + CELL_PAD, top + 56 + j * style.small_size * 1.45, size=style.small_size,
-                         fill=style.muted_ink))
+            box.add(text(dwg, line, x + CELL_PAD, top + 27 + style.font_size + style.small_size * 1.1
+                         + j * style.small_size * 1.45,
+                         size=style.small_size, fill=style.muted_ink))
         dwg.add(box)
     return top + box_h
 
@@ -143,23 +170,24 @@ def render_review_map(trace: RequestTrace | None = None, *, lang: str = "zh", st
     """The lesson's closing one-page comparison; with a trace, this run's numbers too.
     `full` (the whole run, when stepping) is accepted like every renderer's and unused: no axes here."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
-    rows = table_rows(trace, table, style, top=146)
+    width = _width(style)
+    rows = table_rows(trace, table, style, top=110 + _header_h(style))
     serving_y = rows[-1].y + rows[-1].h + 22
-    closing = wrap_text(label(table, "review_closing"), WIDTH - 2 * PAD - 2 * CELL_PAD, style.font_size)
+    closing = wrap_text(label(table, "review_closing"), width - 2 * PAD - 2 * CELL_PAD, style.font_size)
     # Height: serving title (32) + box, then the closing box.
     box_h = 54 + 3 * style.small_size * 1.45
     height = serving_y + 32 + box_h + 24 + len(closing) * style.font_size * 1.5 + 2 * CELL_PAD + 24
-    dwg = new_drawing(WIDTH, height, style, "review-map", label(table, "review_title"))
+    dwg = new_drawing(width, height, style, "review-map", label(table, "review_title"))
     header(dwg, style, label(table, "review_title"), label(table, "review_subtitle"))
     _draw_headers(dwg, 98, style, table)
     for row in rows:
         _draw_row(dwg, row, style)
     bottom = _draw_serving(dwg, serving_y, style, table) + 20
     close_h = len(closing) * style.font_size * 1.5 + 2 * CELL_PAD - 6
-    dwg.add(dwg.rect((PAD, bottom), (WIDTH - 2 * PAD, close_h), rx=8, fill=style.panel, stroke=style.grid,
+    dwg.add(dwg.rect((PAD, bottom), (width - 2 * PAD, close_h), rx=8, fill=style.panel, stroke=style.grid,
                      class_="closing-box"))
     for i, line in enumerate(closing):
         dwg.add(text(dwg, line, PAD + CELL_PAD, bottom + CELL_PAD + 11 + i * style.font_size * 1.5,
                      size=style.font_size, fill=style.ink, weight="bold", class_="closing"))
-    set_size(dwg, WIDTH, bottom + close_h + 24)  # the rows' wrapped height is known only now
+    set_size(dwg, width, bottom + close_h + 24)  # the rows' wrapped height is known only now
     return to_string(dwg)

@@ -12,13 +12,18 @@ the model, bookkeeping), with the part the page spent drawing in its own colour;
 a legend under the axis names both. Past `MAX_ROWS` passes the middle Decode rows
 fold into one gap row.
 
+With a width to fit (`Style.max_width`, classroom mode) and type too large for
+one line per pass, the figure folds instead of shrinking: the prompt row shows
+fewer chips ("…N more…"), and the time panel moves under the table, full width,
+one thin row per pass with the pass's name again.
+
 `timeline_layout()` computes every coordinate; `draw_timeline()` only draws. The
 animation module reuses both.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from engine.trace import RequestTrace
 
@@ -27,7 +32,7 @@ from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_count, fmt_int, fmt_ms, piece_label, visible
 from ._common import (
-    add_title, arrow_marker, header, legend_item, new_drawing, notes, notes_height, text, to_string,
+    add_title, halo, arrow_marker, header, legend_item, new_drawing, notes, notes_height, text, to_string,
 )
 
 MAX_ROWS, HEAD_ROWS, TAIL_ROWS = 9, 4, 2
@@ -63,10 +68,19 @@ class Row:
     time_label: str
     time_label_x: float
     time_label_anchor: str
+    time_y: float = -1.0  # middle of the row's time marks: beside the row, or below the table when folded
 
     @property
     def cy(self) -> float:
         return self.y + self.h / 2
+
+    @property
+    def chips_bottom(self) -> float:
+        return self.y + self.h - (self.output.y - self.y) if self.output else self.cy
+
+    @property
+    def time_cy(self) -> float:
+        return self.time_y if self.time_y >= 0 else self.cy
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,12 @@ class TimelineLayout:
     legend: tuple[str, ...]  # the kinds of wait drawn: "waiting", "page"
     notes_y: float
     notes: tuple[str, ...]
+    time_top: float = -1.0  # top of the time panel when it is folded under the table
+    table_right: float = -1.0  # right end of the table's row rules when folded
+
+    @property
+    def folded(self) -> bool:
+        return self.time_top >= 0
 
 
 def _chip_w(content: str, style: Style) -> float:
@@ -97,7 +117,8 @@ def _candidates(num_pieces: int) -> list[int]:
     return list(range(CHIP_SCAN)) + list(range(num_pieces - CHIP_SCAN, num_pieces))
 
 
-def _input_chips(trace: RequestTrace, slot: Slot, x0: float, y: float, style: Style, table) -> tuple[Chip, ...]:
+def _input_chips(trace: RequestTrace, slot: Slot, x0: float, y: float, style: Style, table,
+                 budget: float = INPUT_BUDGET) -> tuple[Chip, ...]:
     if slot.kind == "gap":
         return ()
     step = trace.steps[slot.first]
@@ -106,7 +127,7 @@ def _input_chips(trace: RequestTrace, slot: Slot, x0: float, y: float, style: St
     labels = [piece_label(step.input_pieces[i]) for i in candidates]
     widths = [_chip_w(t, style) for t in labels]
     more_w = _chip_w(label(table, "more_pieces", n=fmt_int(total)), style)
-    head, tail = fit_chips(widths, INPUT_BUDGET, CHIP_GAP, more_w)
+    head, tail = fit_chips(widths, budget, CHIP_GAP, more_w)
     hidden = total - head - tail
     chips, x = [], x0
     for k in list(range(head)) + list(range(len(candidates) - tail, len(candidates))):
@@ -128,17 +149,29 @@ def _append_more(chips: list, x: float, y: float, hidden: int, style: Style, tab
 
 
 def _columns(trace: RequestTrace, slots, style: Style, table) -> dict:
+    """x of each column; with a width to fit that one line per pass overflows, "folded": the
+    time panel goes under the table and the chips get what room is left."""
     pass_w = max(text_width(label(table, "pass_n", n=len(trace.steps)), style.font_size), 56) + 16
-    chip_rows = [_input_chips(trace, slot, 0, 0, style, table) for slot in slots]
-    chips_w = max((row[-1].x + row[-1].w for row in chip_rows if row), default=0)
-    input_w = max(chips_w, text_width(label(table, "col_input"), style.small_size) + 8)
     out_w = max([_chip_w(piece_label(trace.steps[s.first].output_piece), style) for s in slots if s.kind == "pass"]
                 + [text_width(label(table, "col_output"), style.small_size) + 8])
-    col = {"pass": PAD, "input": PAD + pass_w}
+    phase_w = max(92, max(text_width(label(table, f"phase_{p}"), style.small_size) for p in ("prefill", "decode")) + 30)
+    budget = INPUT_BUDGET
+    if style.fitted:  # the chips get what the other columns leave of the width
+        budget = min(INPUT_BUDGET, style.max_width - 2 * PAD - pass_w - 40 - out_w - 24 - phase_w)
+        budget = max(budget, 3 * _chip_w("…", style))
+    chip_rows = [_input_chips(trace, slot, 0, 0, style, table, budget) for slot in slots]
+    chips_w = max((row[-1].x + row[-1].w for row in chip_rows if row), default=0)
+    input_w = max(chips_w, text_width(label(table, "col_input"), style.small_size) + 8)
+    col = {"pass": PAD, "input": PAD + pass_w, "budget": budget, "folded": 0}
     col["output"] = col["input"] + input_w + 40
     col["phase"] = col["output"] + out_w + 24
-    col["time"] = col["phase"] + 92
+    col["time"] = col["phase"] + phase_w
     col["time_end"] = col["time"] + TIME_W
+    if style.fitted and col["time_end"] + PAD > style.max_width:
+        col["folded"] = 1
+        col["table_end"] = col["time"] - 8
+        col["time"] = col["input"]
+        col["time_end"] = max(style.max_width, col["table_end"] + PAD) - PAD
     return col
 
 
@@ -192,11 +225,12 @@ def timeline_layout(trace: RequestTrace, table: dict, style: Style, header_y: fl
     end_ms = whole.steps[-1].end_ms
     ticks = nice_ticks(0, end_ms, 4)
     scale = LinearScale(0, ticks[-1], col["time"] + 8, col["time_end"] - 8)
+    row_h, chip_h = max(ROW_H, style.small_size + 30), _chip_h(style)
     y, rows = header_y + 12, []
     for slot in slots:
-        h = GAP_ROW_H if slot.kind == "gap" else ROW_H
-        chip_y = y + (h - CHIP_H) / 2
-        chips = _input_chips(trace, slot, col["input"], chip_y, style, table)
+        h = GAP_ROW_H if slot.kind == "gap" else row_h
+        chip_y = y + (h - chip_h) / 2
+        chips = _input_chips(trace, slot, col["input"], chip_y, style, table, col["budget"])
         step = trace.steps[slot.first]
         out = None
         if slot.kind == "pass":
@@ -205,19 +239,30 @@ def timeline_layout(trace: RequestTrace, table: dict, style: Style, header_y: fl
                        f"{visible(step.output_piece)!r} (id {step.output_id})", "output", step.context_after)
         rows.append(Row(slot, step.phase, y, h, chips, out, **_time_row(trace, slot, scale, style, table)))
         y += h
+    time_top = -1.0
+    if col["folded"]:  # the time panel under the table: one thin row per pass, same slots
+        time_top = y + style.small_size * 2 + 8
+        time_h = max(30.0, style.tiny_size * 1.6)
+        rows = [replace(row, time_y=time_top + 4 + time_h * (i + 0.5)) for i, row in enumerate(rows)]
+        y = time_top + 4 + time_h * len(rows)
     width = col["time_end"] + PAD
     note_lines = (label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table))
     axis_y = y + 10
     legend = tuple(kind for kind, drawn in (("waiting", any(r.wait for r in rows)), ("page", any(r.page for r in rows)))
                    if drawn)
-    legend_y = axis_y + 56
-    notes_y = legend_y + 8 if legend else axis_y + 34
+    legend_y = axis_y + 34 + style.tiny_size * 2
+    notes_y = legend_y + 8 if legend else axis_y + 12 + style.tiny_size * 2
     height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
     return TimelineLayout(
         width=width, height=height, col_x=col, header_y=header_y, rows=tuple(rows), arrows=_arrows(rows),
         ticks=tuple((scale(t), f"{t:g}") for t in ticks), axis_y=axis_y,
         ttft_x=scale(trace.steps[0].end_ms), legend_y=legend_y, legend=legend, notes_y=notes_y, notes=note_lines,
+        time_top=time_top, table_right=col.get("table_end", -1.0),
     )
+
+
+def _chip_h(style: Style) -> float:
+    return max(CHIP_H, style.small_size + 12)
 
 
 def _measured_on(trace: RequestTrace, table: dict) -> str:
@@ -232,7 +277,7 @@ def _arrows(rows: list[Row]) -> tuple[tuple[int, str, str], ...]:
     for index, (above, below) in enumerate(zip(rows, rows[1:]), start=1):
         if above.output is None or not below.chips:
             continue
-        x0, y0 = above.output.x + above.output.w / 2, above.output.y + CHIP_H
+        x0, y0 = above.output.x + above.output.w / 2, above.chips_bottom
         target = below.chips[0]
         x1, y1 = target.x + min(target.w / 2, 18), target.y - 1
         mid = round((y0 + y1) / 2, 2)
@@ -250,8 +295,9 @@ def _draw_chip(dwg, chip: Chip, phase: str, style: Style):
     else:
         fill, stroke, weight, ink = style.phase_light(phase), style.phase_color(phase), None, style.ink
     group = dwg.g(class_=f"chip {chip.kind} {phase}", **({"data-position": chip.position} if chip.position >= 0 else {}))
-    group.add(dwg.rect((chip.x, chip.y), (chip.w, CHIP_H), rx=6, fill=fill, stroke=stroke, stroke_width=1.5))
-    group.add(text(dwg, chip.text, chip.x + chip.w / 2, chip.y + CHIP_H / 2 + style.small_size * 0.36,
+    chip_h = _chip_h(style)
+    group.add(dwg.rect((chip.x, chip.y), (chip.w, chip_h), rx=6, fill=fill, stroke=stroke, stroke_width=1.5))
+    group.add(text(dwg, chip.text, chip.x + chip.w / 2, chip.y + chip_h / 2 + style.small_size * 0.36,
                    size=style.small_size, fill=ink, anchor="middle", weight=weight))
     add_title(group, chip.tooltip)
     return group
@@ -275,58 +321,68 @@ def _draw_row(dwg, row: Row, layout: TimelineLayout, trace: RequestTrace, style:
         group.add(dwg.path(d=f"M{col['output'] - 30},{row.cy} h20", stroke=style.muted_ink, stroke_width=1.5,
                            fill="none", marker_end="url(#arrow-muted)", class_="flow"))
     group.add(_phase_badge(dwg, col["phase"], row.cy, row.phase, style, table))
+    if layout.folded and row.slot.kind == "pass":  # the time row under the table names its pass again
+        group.add(text(dwg, label(table, "pass_n", n=row.slot.first + 1), col["pass"],
+                       row.time_cy + style.tiny_size * 0.36, size=style.tiny_size, fill=style.ink, class_="pass-label"))
     group.add(_time_marks(dwg, row, step, style))
     return group
 
 
 def _phase_badge(dwg, x: float, cy: float, phase: str, style: Style, table: dict):
     words = label(table, f"phase_{phase}")
-    w = text_width(words, style.small_size) + 18
+    w, h = text_width(words, style.small_size) + 18, max(24, style.small_size + 10)
     badge = dwg.g(class_=f"phase-badge {phase}")
-    badge.add(dwg.rect((x, cy - 12), (w, 24), rx=12, fill=style.phase_color(phase)))
+    badge.add(dwg.rect((x, cy - h / 2), (w, h), rx=h / 2, fill=style.phase_color(phase)))
     badge.add(text(dwg, words, x + w / 2, cy + style.small_size * 0.36, size=style.small_size,
                    fill=style.paper, anchor="middle", weight="bold"))
     return badge
 
 
 def _time_marks(dwg, row: Row, step, style: Style):
-    group = dwg.g(class_=f"time {row.phase}")
+    group, cy = dwg.g(class_=f"time {row.phase}"), row.time_cy
     if row.wait:
-        group.add(dwg.rect((row.wait[0], row.cy - 3), (row.wait[1] - row.wait[0], 6), fill=style.waiting,
+        group.add(dwg.rect((row.wait[0], cy - 3), (row.wait[1] - row.wait[0], 6), fill=style.waiting,
                            class_="wait", **{"data-ms": f"{row.wait_ms:.3f}"}))
     if row.page:
-        group.add(dwg.rect((row.page[0], row.cy - 5), (row.page[1] - row.page[0], 10), fill=style.page,
+        group.add(dwg.rect((row.page[0], cy - 5), (row.page[1] - row.page[0], 10), fill=style.page,
                            class_="page-drawing", **{"data-ms": f"{step.consumer_ms:.3f}"}))
-    bar = dwg.rect((row.bar[0], row.cy - 8), (row.bar[1] - row.bar[0], 16), rx=2, fill=style.phase_color(row.phase),
+    bar = dwg.rect((row.bar[0], cy - 8), (row.bar[1] - row.bar[0], 16), rx=2, fill=style.phase_color(row.phase),
                    class_=f"pass-time {row.phase}", opacity=0.55 if row.slot.kind == "gap" else 1,
                    **{"data-start-ms": f"{step.start_ms:.3f}", "data-ms": f"{step.duration_ms:.3f}"})
     group.add(add_title(bar, f"{fmt_ms(step.start_ms)} → {fmt_ms(step.end_ms)}"))
     if row.itl:
-        group.add(dwg.path(d=f"M{row.itl[0]},{row.cy + 13} v-3 H{row.itl[1]} v3", fill="none",
+        group.add(dwg.path(d=f"M{row.itl[0]},{cy + 13} v-3 H{row.itl[1]} v3", fill="none",
                            stroke=style.muted_ink, stroke_width=1, class_="itl"))
-    group.add(text(dwg, row.time_label, row.time_label_x, row.cy + style.tiny_size * 0.36, size=style.tiny_size,
-                   fill=style.ink, anchor=row.time_label_anchor, class_="time-label"))
+    # on a full-colour bar itself: light text on its dark colour (a folded gap's bar is faded: dark text)
+    inside = row.time_label_anchor == "middle" and row.slot.kind == "pass"
+    group.add(text(dwg, row.time_label, row.time_label_x, cy + style.tiny_size * 0.36, size=style.tiny_size,
+                   fill=style.paper if inside else style.ink, anchor=row.time_label_anchor, class_="time-label",
+                   **({} if inside else halo(style))))
     return group
 
 
 def draw_frame(dwg, layout: TimelineLayout, style: Style, table: dict) -> None:
     """Column headers, row rules, the time axis and the TTFT line (everything but rows)."""
     col, hy = layout.col_x, layout.header_y
-    for key, x in (("col_pass", col["pass"]), ("col_input", col["input"]), ("col_output", col["output"]),
-                   ("col_phase", col["phase"]), ("col_time", col["time"])):
-        dwg.add(text(dwg, label(table, key), x, hy - 6, size=style.small_size, fill=style.muted_ink,
+    panel_top = layout.time_top if layout.folded else hy + 4
+    headers = [("col_pass", col["pass"], hy), ("col_input", col["input"], hy), ("col_output", col["output"], hy),
+               ("col_phase", col["phase"], hy), ("col_time", col["time"], panel_top - 4)]
+    for key, x, y in headers:
+        dwg.add(text(dwg, label(table, key), x, y - 6, size=style.small_size, fill=style.muted_ink,
                      weight="bold", class_="col-header"))
     right = col["time_end"]
-    dwg.add(dwg.rect((col["time"], hy + 4), (right - col["time"], layout.axis_y - hy - 4), fill=style.panel,
+    rule_right = layout.table_right if layout.folded else right
+    dwg.add(dwg.rect((col["time"], panel_top), (right - col["time"], layout.axis_y - panel_top), fill=style.panel,
                      class_="time-panel"))
     for row in layout.rows:
-        dwg.add(dwg.line((PAD, row.y), (right, row.y), stroke=style.grid, stroke_width=1, class_="rule"))
+        dwg.add(dwg.line((PAD, row.y), (rule_right, row.y), stroke=style.grid, stroke_width=1, class_="rule"))
     for x, words in layout.ticks:
-        dwg.add(dwg.line((x, hy + 4), (x, layout.axis_y), stroke=style.grid, stroke_width=1, class_="tick"))
-        dwg.add(text(dwg, words, x, layout.axis_y + 16, size=style.tiny_size, fill=style.muted_ink, anchor="middle",
-                     class_="tick-label"))
-    dwg.add(text(dwg, "ms", right, layout.axis_y + 30, size=style.tiny_size, fill=style.muted_ink, anchor="end"))
-    dwg.add(dwg.line((layout.ttft_x, hy + 4), (layout.ttft_x, layout.axis_y), stroke=style.prefill,
+        dwg.add(dwg.line((x, panel_top), (x, layout.axis_y), stroke=style.grid, stroke_width=1, class_="tick"))
+        dwg.add(text(dwg, words, x, layout.axis_y + 5 + style.tiny_size, size=style.tiny_size, fill=style.muted_ink,
+                     anchor="middle", class_="tick-label"))
+    dwg.add(text(dwg, "ms", right, layout.axis_y + 8 + style.tiny_size * 2, size=style.tiny_size, fill=style.muted_ink,
+                 anchor="end"))
+    dwg.add(dwg.line((layout.ttft_x, panel_top), (layout.ttft_x, layout.axis_y), stroke=style.prefill,
                      stroke_width=1.2, stroke_dasharray="4,3", class_="ttft-line"))
 
 
