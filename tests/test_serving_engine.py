@@ -112,6 +112,17 @@ def test_tight_kv_budget_preempts_or_waits(runs):
     assert any(it.waiting for it in wait.iterations)
 
 
+def test_two_long_prefills_that_cannot_both_fit_still_finish(default_lm):
+    """Chunks of two long prompts would each hold half the blocks and wait forever for the rest;
+    the older one preempts the newer instead, and both finish with the solo answer."""
+    workload = (WorkloadRequest(0.0, "法国的首都是", 6, True, 40), WorkloadRequest(0.0, "德国的首都是", 6, True, 40))
+    run = run_workload(default_lm, workload, ServeConfig(policy="chunked", token_budget=8, block_size=4,
+                                                         num_kv_blocks=14))
+    assert sum(r.num_preemptions for r in run.requests) > 0
+    assert_parity(default_lm, run)
+    assert_positions_cover(run)
+
+
 def test_block_tables_follow_the_token_counts(runs):
     for run in runs.values():
         for it in run.iterations:
@@ -153,6 +164,9 @@ def test_disaggregated_hand_off_bytes_equal_the_cache_bytes(default_lm, runs):
         nvlink, fast, slow = h.link_estimates
         assert nvlink.ms == pytest.approx(h.num_bytes / 450e9 * 1e3) and nvlink.ms < fast.ms < slow.ms
     assert {link.name for link in run.links} == {"nvlink", "400gbps", "100gbps"}
+    import multiprocessing
+
+    assert multiprocessing.active_children() == []  # both workers joined: no orphans
 
 
 def test_a_request_that_can_never_fit_is_refused(default_lm):

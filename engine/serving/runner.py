@@ -104,6 +104,10 @@ class ModelRunner:
         self.dtype = store.keys[0].dtype
         self.cache_keyword = _cache_keyword(type(model))
         self.keeps_logits = _accepts(type(model), "logits_to_keep")
+        # engine/attention.py logs which SDPA kernel each layer ran; read (and cleared) after every pass
+        self.kernel_log = next((m._prefill_decode_kernels for m in model.modules()
+                                if hasattr(m, "_prefill_decode_kernels")), None)
+        self.last_kernel = ""
 
     @torch.inference_mode()
     def run(self, works: list[Work]) -> list[int | None]:
@@ -118,6 +122,7 @@ class ModelRunner:
         else:
             logits = self.model(input_ids=inputs["input_ids"], **kwargs).logits[0, inputs["emit_rows"]]
         chosen = iter(logits.argmax(dim=-1).tolist())
+        self.last_kernel = self.kernel_log.take() if self.kernel_log is not None else ""
         return [next(chosen) if w.emits_token else None for w in works]
 
     def _inputs(self, works: list[Work]) -> dict:

@@ -99,7 +99,12 @@ class Scheduler:
 
     def _continue_chunks(self, batch: Batch, budget: int | None) -> None:
         for seq in list(self.running):
-            if seq in self.running and not seq.is_decoding and seq not in {w.seq for w in batch.works}:
+            if seq not in self.running or seq.is_decoding or any(w.seq is seq for w in batch.works):
+                continue
+            if budget is not None and batch.num_tokens >= budget:
+                return
+            # a Prefill under way that has no free slot left preempts a newer request, else it would never end
+            if self._make_room(seq, seq.num_computed + 1, batch):
                 self._add_chunk(batch, seq, budget)
 
     def _admit(self, batch: Batch, budget: int | None, max_seqs: int) -> None:

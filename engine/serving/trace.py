@@ -31,6 +31,7 @@ when the engine began honouring arrivals; all are measured, none simulated):
               chunk yields no token), recompute (positions recomputed after a preemption)
           waiting: request ids that had arrived but got no positions in this pass
           preempted: request ids preempted (blocks freed) when this pass was scheduled
+          attention_kernel: the SDPA kernel(s) the pass ran ("flash", "math", ...; "" unknown)
           blocks: BlockSnapshot after the pass (that worker's block manager):
               block_size, num_blocks, num_free_blocks,
               tables: (BlockTable(request_id, block_ids, tokens_per_block), ...)
@@ -219,6 +220,7 @@ class Iteration:
     token_budget: int | None = None
     waiting: tuple[str, ...] = ()  # arrived, not finished, given no positions in this pass
     preempted: tuple[str, ...] = ()  # blocks freed when this pass was scheduled
+    attention_kernel: str = ""  # the SDPA kernel(s) the pass ran (engine/attention.py), "" if not recorded
 
     def __post_init__(self) -> None:
         if self.worker not in WORKERS:
