@@ -1,0 +1,147 @@
+"""What each forward pass carried: Decode tokens and Prefill tokens, stacked, pass by pass.
+
+One bar per iteration (x: the passes in order, per worker): Decode positions at the
+bottom (orange, one per running request), Prefill positions on top (blue; a chunk
+of a longer prompt in lighter blue). Under chunked prefill the token budget is a
+dashed line the bars never pass. Under each panel, a strip with each pass's
+measured time, on the same x: a pass with a long Prefill in it is a tall bar there.
+
+A disaggregated run has two panels, the Prefill worker's passes and the Decode
+worker's. Bars carry data-index, data-prefill, data-decode, data-ms; each panel
+carries data-y-max and its plot's top and bottom, so tests can check heights.
+"""
+
+from __future__ import annotations
+
+from engine.serving.trace import ServingRun
+
+from ..layout import LinearScale, nice_ticks, text_width
+from ..strings import strings_for
+from ..style import DEFAULT_STYLE, Style
+from ..svgtext import fmt_int, fmt_ms
+from ..text import t
+from ._common import add_title, halo, header, legend_item, new_drawing, notes, notes_height, text, to_string
+from .serving_gantt import policy_label
+
+PAD, Y_LABEL_W, PLOT_W, PANEL_H, TIME_H, PANEL_GAP = 32, 64, 720, 200, 70, 78
+CHUNK_COLOR = "#60a5fa"  # a lighter blue: part of a prompt, more to come
+
+
+def workers_of(run: ServingRun) -> tuple[str, ...]:
+    seen = dict.fromkeys(it.worker for it in run.iterations)
+    return tuple(w for w in ("engine", "prefill", "decode") if w in seen)
+
+
+def render_batch_composition(run: ServingRun, *, lang: str = "zh", style: Style | None = None) -> str:
+    strings_for(lang)
+    style = style or DEFAULT_STYLE
+    if not run.iterations:
+        raise ValueError("this run has no iterations (measured from a client): no batch to draw")
+    workers = workers_of(run)
+    left, right = PAD + Y_LABEL_W, PAD + Y_LABEL_W + PLOT_W
+    width = right + PAD
+    top = 156
+    block_h = PANEL_H + 24 + TIME_H + PANEL_GAP
+    lines = composition_notes(run, lang)
+    height = top + len(workers) * block_h + notes_height(style, lines, width - 2 * PAD) + 24
+    title = t(lang, "sv_batch_title", policy=policy_label(lang, run.settings.policy))
+    dwg = new_drawing(width, height, style, "batch-composition", title)
+    budget = run.settings.token_budget
+    subtitle = t(lang, "sv_batch_subtitle_budget", budget=fmt_int(budget)) if budget else t(lang, "sv_batch_subtitle")
+    header(dwg, style, title, subtitle)
+    x = legend_item(dwg, style, PAD, 110, style.decode, t(lang, "sv_legend_decode_tokens"), "decode")
+    x = legend_item(dwg, style, x, 110, style.prefill, t(lang, "sv_legend_prefill_tokens"), "prefill")
+    x = legend_item(dwg, style, x, 110, CHUNK_COLOR, t(lang, "sv_legend_chunk_tokens"), "prefill_chunk")
+    if budget:
+        group = dwg.g(class_="legend-item budget")
+        group.add(dwg.line((x, 106), (x + 22, 106), stroke=style.ink, stroke_width=2, stroke_dasharray="6 4"))
+        group.add(text(dwg, t(lang, "sv_legend_budget"), x + 28, 110, size=style.small_size, fill=style.ink))
+        dwg.add(group)
+    for k, worker in enumerate(workers):
+        _panel(dwg, run, worker, top + k * block_h, left, right, style, lang, multi=len(workers) > 1)
+    notes(dwg, style, lines, PAD, top + len(workers) * block_h - PANEL_GAP + 40, width - 2 * PAD)
+    return to_string(dwg)
+
+
+def _panel(dwg, run: ServingRun, worker: str, top: float, left: float, right: float, style: Style, lang: str,
+           multi: bool) -> None:
+    its = [it for it in run.iterations if it.worker == worker]
+    budget = run.settings.token_budget if worker == "engine" else None
+    y_max = nice_ticks(0, max([it.num_tokens for it in its] + [budget or 0, 1]), 4)[-1]
+    bottom = top + PANEL_H
+    ys = LinearScale(0, y_max, bottom, top)
+    panel = dwg.g(class_=f"panel tokens {worker}", **{"data-worker": worker, "data-y-max": y_max,
+                                                        "data-top": top, "data-bottom": bottom})
+    heading = t(lang, "sv_batch_panel_tokens")
+    if multi:
+        heading = t(lang, f"sv_worker_{worker}") + " · " + heading
+    panel.add(text(dwg, heading, PAD, top - 12, size=style.small_size, fill=style.muted_ink, weight="bold",
+                   class_="axis-label"))
+    for tick in nice_ticks(0, y_max, 4):
+        y = ys(tick)
+        panel.add(dwg.line((left, y), (right, y), stroke=style.grid, stroke_width=1, class_="grid"))
+        panel.add(text(dwg, fmt_int(int(tick)), left - 8, y + 4, size=style.tiny_size, fill=style.muted_ink,
+                       anchor="end", class_="tick-label"))
+    n = len(its)
+    slot = PLOT_W / max(n, 1)
+    bar_w = slot * (0.8 if slot >= 4 else 1.0)
+    t_max = max(it.duration_ms for it in its)
+    t_ticks = nice_ticks(0, t_max, 2)
+    t_top, t_bottom = bottom + 24, bottom + 24 + TIME_H
+    ts = LinearScale(0, t_ticks[-1], t_bottom, t_top)
+    for i, it in enumerate(its):
+        x = left + i * slot + (slot - bar_w) / 2
+        chunk = sum(e.num_tokens for e in it.entries if e.phase == "prefill_chunk")
+        whole = it.num_prefill_tokens - chunk
+        data = {"data-index": it.index, "data-prefill": it.num_prefill_tokens, "data-decode": it.num_decode_tokens,
+                "data-ms": f"{it.duration_ms:.3f}"}
+        bar = dwg.g(class_="iteration", **data)
+        base = bottom
+        for count, fill, kind in ((it.num_decode_tokens, style.decode, "decode"), (whole, style.prefill, "prefill"),
+                                  (chunk, CHUNK_COLOR, "prefill_chunk")):
+            if not count:
+                continue
+            h = max(bottom - ys(count), 1.5)
+            bar.add(dwg.rect((round(x, 2), round(base - h, 2)), (round(bar_w, 2), round(h, 2)), fill=fill,
+                             class_=f"tokens {kind}", **{"data-tokens": count}))
+            base -= h
+        th = max(t_bottom - ts(it.duration_ms), 1.0)
+        bar.add(dwg.rect((round(x, 2), round(t_bottom - th, 2)), (round(bar_w, 2), round(th, 2)),
+                         fill=style.prefill if it.num_prefill_tokens else style.cached_dark, class_="duration"))
+        add_title(bar, t(lang, "sv_batch_bar_title", n=it.index + 1, decode=it.num_decode_tokens,
+                         prefill=fmt_int(it.num_prefill_tokens), requests=len(it.entries),
+                         waiting=len(it.waiting), ms=fmt_ms(it.duration_ms)))
+        panel.add(bar)
+    panel.add(dwg.line((left, bottom), (right, bottom), stroke=style.muted_ink, stroke_width=1, class_="axis"))
+    if budget:
+        y = ys(budget)
+        panel.add(dwg.line((left, y), (right, y), stroke=style.ink, stroke_width=2, stroke_dasharray="6 4",
+                           class_="budget-line", **{"data-budget": budget}))
+        words = t(lang, "sv_budget_label", budget=fmt_int(budget))
+        panel.add(text(dwg, words, right - text_width(words, style.tiny_size), y - 5, size=style.tiny_size,
+                       fill=style.ink, class_="budget-label", **halo(style)))
+    for tick in t_ticks:
+        y = ts(tick)
+        panel.add(dwg.line((left, y), (right, y), stroke=style.grid, stroke_width=1, class_="grid"))
+        panel.add(text(dwg, f"{tick:,.0f} ms", left - 8, y + 4, size=style.tiny_size, fill=style.muted_ink,
+                       anchor="end", class_="tick-label"))
+    panel.add(text(dwg, t(lang, "sv_batch_panel_time"), left, t_top - 6, size=style.tiny_size, fill=style.muted_ink,
+                   class_="axis-label"))
+    panel.add(text(dwg, t(lang, "sv_batch_x_axis", n=fmt_int(n)), left, t_bottom + 20, size=style.small_size,
+                   fill=style.muted_ink, weight="bold", class_="axis-label"))
+    dwg.add(panel)
+
+
+def composition_notes(run: ServingRun, lang: str) -> list[str]:
+    its = run.iterations
+    mixed = sum(1 for it in its if it.num_prefill_tokens and it.num_decode_tokens)
+    biggest = max(its, key=lambda it: (it.num_tokens, it.duration_ms))
+    lines = [t(lang, "sv_batch_note", n=len(its), mixed=mixed, max_tokens=fmt_int(biggest.num_tokens),
+               max_n=biggest.index + 1, max_ms=fmt_ms(biggest.duration_ms),
+               decode_passes=sum(1 for it in its if not it.num_prefill_tokens),
+               max_batch=max(len(it.entries) for it in its))]
+    budget = run.settings.token_budget
+    if budget:
+        lines.append(t(lang, "sv_batch_note_budget", budget=fmt_int(budget),
+                       over=sum(1 for it in its if it.num_tokens > budget)))
+    return lines
