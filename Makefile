@@ -21,10 +21,11 @@ $(VENV)/.installed: pyproject.toml
 app: setup
 	$(BIN)/streamlit run app.py
 
-# Browser tests need Debian's chromium and CJK fonts; never a downloaded browser.
+# Browser tests need Debian's chromium, CJK fonts and colour emoji (🚀 🇫🇷 in figures); never a downloaded browser.
 browser-deps:
-	@if [ ! -x /usr/bin/chromium ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-cjk; fi
+	@if { [ ! -x /usr/bin/chromium ] || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; } \
+		&& [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-cjk fonts-noto-color-emoji; fi
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 test: setup browser-deps

@@ -252,6 +252,23 @@ def page_drawing_note(trace: RequestTrace, lang: str) -> str | None:
     return t(lang, "page_drawing_note", ms=format_ms(total), n=gaps)
 
 
+def metric_gap_notes(trace: RequestTrace, lang: str) -> tuple[str, ...]:
+    """Why Prefill's pass time sits next to a slightly larger TTFT, and a Decode pass next to
+    a slightly larger ITL (issue 8): the waits count time outside the passes. From the trace's
+    own times; a note only where there is something to explain."""
+    metrics, prefill, decodes = trace.metrics, trace.prefill, trace.decode_steps
+    if metrics is None or prefill is None:
+        return ()
+    notes = [t(lang, "gap_note_prefill", prefill=format_ms(prefill.duration_ms), ttft=format_ms(metrics.ttft_ms),
+               wait=format_ms(metrics.ttft_ms - prefill.duration_ms), tokenize=format_ms(trace.tokenize_ms))]
+    if decodes and metrics.itl_ms:
+        decode_ms = sum(s.duration_ms for s in decodes) / len(decodes)
+        itl_ms = sum(metrics.itl_ms) / len(metrics.itl_ms)
+        notes.append(t(lang, "gap_note_decode", decode=format_ms(decode_ms), itl=format_ms(itl_ms),
+                       gap=format_ms(itl_ms - decode_ms)))
+    return tuple(notes)
+
+
 def bottleneck_live_text(trace: RequestTrace, lang: str) -> str | None:
     """One sentence comparing the real Prefill with a real Decode step."""
     prefill, decodes = trace.prefill, trace.decode_steps

@@ -357,3 +357,18 @@ def test_snapshot(name, trace):
         path.write_text(svg, encoding="utf-8")
     assert path.exists(), f"missing snapshot {path.name}: run with UPDATE_SNAPSHOTS=1"
     assert svg == path.read_text(encoding="utf-8"), f"{name} changed; see the module docstring to regenerate"
+
+
+def test_near_duplicate_numbers_get_their_explanation():
+    """Issue 8: Prefill's pass beside TTFT, a Decode pass beside ITL: the notes give the
+    difference, from the trace's own times, in both languages."""
+    from lesson.views import format_ms, metric_gap_notes
+
+    trace = make_trace(("法国", "的", "首都", "是"), ("巴黎", "。", "<eos>"), tokenize_ms=1.25)
+    m = trace.metrics
+    for lang in ("zh", "en"):
+        prefill_note, decode_note = metric_gap_notes(trace, lang)
+        assert format_ms(m.ttft_ms - trace.steps[0].duration_ms) in prefill_note
+        assert format_ms(trace.tokenize_ms) in prefill_note and format_ms(m.ttft_ms) in prefill_note
+        assert format_ms(m.tpot_ms) in decode_note
+    assert len(metric_gap_notes(make_trace(("a",), ("b",)), "en")) == 1  # one token: no Decode to explain

@@ -530,4 +530,7 @@ TEXT: dict = {
     "err_probe_bad_chunk": "{request_id}: a streamed chunk is not JSON: {chunk}",
     "err_probe_stream_error": "{request_id}: the server reported an error in the stream: {detail}",
     "err_vllm_result": "This vLLM result file cannot be read: {reason}",
+    # ---- figures: classroom and the near-duplicate numbers (issue 8, part A) ----
+    "gap_note_prefill": "Prefill's pass took {prefill}, TTFT is {ttft}: TTFT counts from the request, so it also holds the {wait} before the pass (tokenizing {tokenize}, waiting for the model, preparing the input).",
+    "gap_note_decode": "A Decode pass took {decode} on average, the mean ITL is {itl}: each gap between tokens also holds {gap} outside the pass (the page drawing the token, waiting for the model, the loop's bookkeeping). Choosing the token (sampling) and copying it to the host are inside the pass.",
 }

@@ -496,4 +496,7 @@ TEXT: dict = {
     "err_probe_bad_chunk": "{request_id}：流中的一段不是 JSON：{chunk}",
     "err_probe_stream_error": "{request_id}：服务器在流中报告错误：{detail}",
     "err_vllm_result": "这个 vLLM 结果文件无法读取：{reason}",
+    # ---- figures: classroom and the near-duplicate numbers (issue 8, part A) ----
+    "gap_note_prefill": "Prefill 这次前向用了 {prefill}，TTFT 是 {ttft}：TTFT 从请求开始算，还包括前向之前的 {wait}（分词 {tokenize}、排队等模型、准备输入）。",
+    "gap_note_decode": "Decode 每次前向平均 {decode}，ITL 平均 {itl}：两个 Token 之间还有前向之外的 {gap}（页面画出这个 Token、排队等模型、循环里的记账）。选 Token（采样）和拷回主机算在前向之内。",
 }
