@@ -15,11 +15,9 @@ from app_support.ui import inject_css
 from lesson.text import t
 
 state.init_session()
-for key in (*state.WIDGET_KEYS, *lab.LAB_WIDGET_KEYS):
-    # Streamlit forgets a widget's value on a run that does not draw it; written back here,
-    # the lesson's prompt and lengths (and the lab's knobs) survive a visit to the other page.
-    if key in st.session_state:
-        st.session_state[key] = st.session_state[key]
+# Streamlit forgets a widget's value on a run that does not draw it: kept aside and put back,
+# the lesson's prompt and lengths (and the lab's knobs) survive a visit to the other page.
+state.keep_widget_values((*state.WIDGET_KEYS, *lab.LAB_WIDGET_KEYS))
 settings = resources.server_settings()
 presets = resources.preset_choices(settings.device, settings.dtype)  # the real-size shapes this machine can hold
 state.repair_session(settings.limits, settings.models_dir, presets)

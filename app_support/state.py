@@ -58,11 +58,36 @@ WIDGET_KEYS = ("classroom", "model_choice", "prompt", "output_len", "prompt_len"
                "anim_paused")
 
 
+KEPT = "kept_widget_values"  # a plain (non-widget) copy of every widget's value: see keep_widget_values
+
+
 def init_session() -> None:
+    kept = st.session_state.get(KEPT, {})
     for key, value in DEFAULTS.items():
         if key == "prompt":  # the running example in the page's language
             value = default_prompt(st.session_state.get("lang", DEFAULTS["lang"]))
+        value = kept.get(key, value)  # a widget the last page did not draw: its value from before
         st.session_state.setdefault(key, list(value) if isinstance(value, list) else value)
+
+
+def keep_widget_values(keys: tuple[str, ...]) -> None:
+    """Widget values survive a page that does not draw them (Streamlit forgets those).
+
+    Each run copies the values into a plain dict and puts back only a value Streamlit has
+    dropped. It never writes a widget's key while its widget is on the page: a write there
+    is sent back to the browser as the widget's new value, and a slider moved with the
+    keyboard while the page was running jumped back to the stale value on the server while
+    its thumb kept the new one (issue 8: slider at 64, token split still 4 tokens).
+    """
+    ss = st.session_state
+    kept = ss.get(KEPT)
+    if not isinstance(kept, dict):
+        kept = ss[KEPT] = {}
+    for key in keys:
+        if key in ss:
+            kept[key] = ss[key]
+        elif key in kept:
+            ss[key] = kept[key]
 
 
 def language_changed() -> None:

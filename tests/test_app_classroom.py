@@ -236,3 +236,17 @@ def test_the_animation_pauses_on_a_chosen_pass(app):
     assert figure_alt("animation", truncate_trace(trace, 2), "zh") in [img.proto.imgs[0].alt for img in app.get("image")]
     app.button(key="anim_play_pause").click().run()  # play again: the looping animation
     assert not app.session_state["anim_paused"] and "<animate" in animation_svg()
+
+
+@needs_model
+def test_control_values_survive_a_visit_to_the_other_page(app):
+    """Kept aside without writing a widget's key while it is drawn (that write made a slider moved
+    with the keyboard during a rerun fall out of step with the server: issue 8)."""
+    app.slider(key="prompt_len").set_value(40)
+    app.slider(key="output_len").set_value(5).run()
+    app.switch_page("app_pages/bottleneck_lab.py").run()
+    app.run()  # a second run on the lab page: Streamlit has dropped the lesson's widgets by now
+    app.switch_page("app_pages/lesson.py").run()
+    assert_healthy(app)
+    assert app.slider(key="prompt_len").value == 40 and app.slider(key="output_len").value == 5
+    assert t("zh", "token_split", num_tokens=40) in texts(app, "caption")
