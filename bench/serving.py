@@ -17,6 +17,7 @@ across all of them (ours vs one-at-a-time vs HF), or the bench stops.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
@@ -89,7 +90,9 @@ def main() -> int:
         m["ch_itl"].append(chat_itl_p99(ch))
     dis = run_workload(lm, long, ServeConfig(policy="disaggregated"))  # once: two processes, slow to start
     med = {k: statistics.median(v) for k, v in m.items() if v}
-    print(f"model {lm.model_id} on {lm.device}, {lm.info.dtype}; medians of {args.repeats} interleaved rounds\n")
+    load = ", load average %.1f / %.1f / %.1f on %d cores" % (*os.getloadavg(), os.cpu_count() or 0) \
+        if hasattr(os, "getloadavg") else ""
+    print(f"model {lm.model_id} on {lm.device}, {lm.info.dtype}; medians of {args.repeats} interleaved rounds{load}\n")
     print(f"8 chats x {num_tokens} tokens   continuous batching {med['cb']:8.1f} tok/s   one at a time "
           f"{med['solo']:8.1f} tok/s   HF continuous batching {med['hf']:8.1f} tok/s")
     print(f"1024-token prompt during 4 chats, p99 ITL of the chats:  prefill-first {med['pf_itl']:.1f} ms   "

@@ -25,7 +25,7 @@ _EXPORTS = {
               "BlockTable", "Handoff", "LinkSpec", "ServingMetrics", "Distribution", "SLO", "KVMemory", "POLICIES"),
     "metrics": ("compute_serving_metrics",),
     "workloads": ("WorkloadRequest", "SCENARIOS", "scenario", "poisson_workload", "load_workload_file"),
-    "engine": ("run_workload",),
+    "engine": ("run_workload", "ServeConfig"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 __all__ = sorted(_WHERE)

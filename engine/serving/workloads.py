@@ -30,6 +30,7 @@ from ..errors import InputError
 CAPITALS_CSV = Path(__file__).resolve().parents[2] / "assets" / "data" / "capitals.csv"
 MAX_REQUESTS = 512  # a workload larger than this is refused (a classroom server, not a load test)
 MAX_PROMPT_TOKENS = 4096
+MAX_ARRIVAL_MS = 600_000.0  # ten minutes: the engine really waits for each arrival
 MAX_NEW_TOKENS = 4096  # engine.generation.MAX_NEW_TOKENS (not imported: this module needs no torch)
 
 
@@ -159,8 +160,8 @@ def _parse_line(line: str, number: int) -> WorkloadRequest:
         if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
             raise _bad(number, f"{key!r} has the wrong type ({type(value).__name__})")
     arrival, prompt, max_new = float(data["arrival_ms"]), data["prompt"], data["max_new_tokens"]
-    if not math.isfinite(arrival) or arrival < 0:
-        raise _bad(number, f"arrival_ms must be a finite number >= 0, got {data['arrival_ms']}")
+    if not math.isfinite(arrival) or not 0 <= arrival <= MAX_ARRIVAL_MS:
+        raise _bad(number, f"arrival_ms must be a number in 0..{MAX_ARRIVAL_MS:.0f}, got {data['arrival_ms']}")
     if not prompt.strip():
         raise _bad(number, "the prompt is empty")
     if not 1 <= max_new <= MAX_NEW_TOKENS:
