@@ -78,6 +78,15 @@ def test_a_bad_line_is_refused_with_its_number(line, why):
     assert err.value.key == "bad_workload_line" and err.value.params["line"] == 3
 
 
+def test_the_shipped_example_file_parses():
+    from pathlib import Path
+
+    import engine.serving
+
+    workload = load_workload_file(Path(engine.serving.__file__).parent / "example_workload.jsonl")
+    assert len(workload) == 5 and workload[3].request_id == "long-en" and workload[3].prompt_tokens == 512
+
+
 def test_an_empty_or_missing_file_is_refused(tmp_path):
     with pytest.raises(WorkloadError, match="no requests"):
         parse_workload_lines(["", "  "])
