@@ -56,7 +56,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cost_parser(sub)
     _add_sweep_parser(sub)
     _add_serve_parser(sub)
+    _add_probe_parser(sub)
     return parser
+
+
+def _add_probe_parser(sub) -> None:
+    from .probe import add_probe_parser  # standard library only: nothing loads
+
+    add_probe_parser(sub)
 
 
 def _add_serve_parser(sub) -> None:
@@ -135,6 +142,13 @@ def run_sweep_command(args: argparse.Namespace) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if args.command == "probe":  # engine/probe.py: a real server, measured from the client
+            from .probe import run_probe_command
+
+            out, errors, status = run_probe_command(args)
+            print(out)
+            print(errors, end="", file=sys.stderr)
+            return status
         if args.command == "serve":  # engine/serving/cli.py: many requests at once
             from .serving.cli import run_serve
 

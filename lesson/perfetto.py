@@ -143,7 +143,7 @@ def serving_run_events(run: ServingRun, server_samples: Sequence[Mapping[str, An
             for key, value in sample["values"].items():
                 if value is not None:
                     events.append(_counter(SERVER_PID, key, sample["t_ms"], {key: value}))
-    other = {"source": "prefill-decode ServingRun", "scenario": run.scenario, "policy": run.settings.policy,
+    other = {"source": "prefill-decode ServingRun", "scenario": run.scenario, "policy": run.settings.policy if run.iterations else "not observable (client view)",
              "model": run.model.model_id, "device": run.model.device, "requests": len(run.requests),
              "forward_passes": len(run.iterations), "notes": list(run.notes),
              "time_origin": "the run's clock start (ms 0 = when arrivals began)"}

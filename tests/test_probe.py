@@ -1,0 +1,437 @@
+"""The client-side probe (engine/probe.py).
+
+Against a real `transformers serve` process (transformers' own OpenAI-compatible server) on the
+embedded default model: token counts and metric invariants. Error cases against small stdlib
+http.server handlers that misbehave on purpose (cut streams, non-JSON chunks, HTTP errors, a
+server that never answers, an error inside the stream), one request each among good ones, so
+the others' results must survive. API keys: read from the named variable only, never printed
+or written, masked when a server echoes them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from engine import __main__ as engine_main
+from engine.model import DEFAULT_MODEL_DIR
+from engine.probe import (
+    OBSERVED_NOTE, ProbeConfig, ProbeError, ProbeResult, parse_prometheus, run_probe, server_values,
+)
+from engine.serving.trace import ServingRun
+from engine.serving.workloads import WorkloadRequest
+from lesson.perfetto import check_trace_events, serving_run_events
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "sk-test-0123456789abcdef-not-a-real-key"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _monotone(d) -> bool:
+    return d.p50 <= d.p90 <= d.p99 <= d.max
+
+
+# ---------------------------------------------------------------------------
+# a real server: transformers serve on the embedded default model
+# ---------------------------------------------------------------------------
+
+TRANSFORMERS_CLI = Path(sys.executable).with_name("transformers")
+needs_serve = pytest.mark.skipif(not TRANSFORMERS_CLI.exists() or not (DEFAULT_MODEL_DIR / "model.safetensors").exists(),
+                                 reason="needs `transformers serve` (pip install 'transformers[serving]') and the "
+                                        "embedded default model")
+
+
+@pytest.fixture(scope="module")
+def transformers_serve():
+    """`transformers serve` pinned to the default model on CPU, on a free port; killed (whole group) at the end."""
+    port = free_port()
+    log = open(os.devnull, "wb")
+    proc = subprocess.Popen([str(TRANSFORMERS_CLI), "serve", str(DEFAULT_MODEL_DIR), "--device", "cpu",
+                             "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"transformers serve exited with {proc.returncode} before it was ready")
+            try:
+                with urllib.request.urlopen(f"{url}/v1/models", timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("transformers serve was not ready within 180 s")
+            time.sleep(0.5)
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=20)
+        log.close()
+        assert proc.returncode is not None  # no orphan left behind
+
+
+@needs_serve
+@pytest.mark.slow
+def test_probe_measures_transformers_serve(transformers_serve):
+    model = str(DEFAULT_MODEL_DIR)
+    workload = (WorkloadRequest(0.0, "法国的首都是", 8), WorkloadRequest(0.0, "The capital of Germany is", 8),
+                WorkloadRequest(30.0, "意大利的首都是", 8), WorkloadRequest(60.0, "The capital of Spain is", 8))
+    cfg = ProbeConfig(transformers_serve, model, concurrency=2, timeout_s=120, send_ignore_eos=False)
+    result = run_probe(cfg, workload, scenario="capitals")
+    assert result.failures == ()
+    run = ServingRun.from_json(result.run.to_json())  # the serving record, round-tripped
+    assert run.iterations == () and OBSERVED_NOTE in run.notes
+    answers = {r.request_id: r.output_text for r in run.requests}
+    assert answers["r0"].startswith("巴黎") and "Berlin" in answers["r1"]  # the default model's real answers
+    extra = {p.request_id: p for p in result.requests}
+    for r in run.requests:
+        n = len(r.output_pieces)
+        assert n >= 1 and len(r.itl_ms) == n - 1 == len(r.token_times_ms) - 1
+        assert r.ttft_ms <= r.e2el_ms and r.arrival_ms <= r.first_token_ms <= r.finish_ms
+        assert list(r.token_times_ms) == sorted(r.token_times_ms)
+        # the server's own count: every streamed piece is at least one token (EOS adds one without text)
+        assert extra[r.request_id].completion_tokens >= n
+        assert extra[r.request_id].prompt_tokens == r.prompt_len > 0
+    assert sum(len(r.itl_ms) for r in run.requests) >= 1
+    m = run.metrics
+    assert m.num_completed == 4 and m.itl.count == sum(len(r.output_pieces) - 1 for r in run.requests)
+    for d in (m.ttft, m.e2el, m.itl):
+        assert _monotone(d)
+    assert m.ttft.max <= m.e2el.max
+    assert not result.server_metrics.available and result.server_metrics.reason == "HTTP 404"
+    assert check_trace_events(serving_run_events(run)) == []
+
+
+@needs_serve
+@pytest.mark.slow
+def test_wrong_model_name_is_refused_before_sending(transformers_serve):
+    with pytest.raises(ProbeError) as err:
+        run_probe(ProbeConfig(transformers_serve, "no-such-model", send_ignore_eos=False),
+                  (WorkloadRequest(0.0, "法国的首都是", 4),))
+    assert err.value.key == "probe_model" and "no-such-model" in str(err.value)
+    assert str(DEFAULT_MODEL_DIR) in str(err.value)  # says what the server does serve
+
+
+@needs_serve
+@pytest.mark.slow
+def test_cli_against_transformers_serve(transformers_serve, capsys):
+    status = engine_main.main(["probe", "--endpoint", transformers_serve, "--model", str(DEFAULT_MODEL_DIR),
+                               "--scenario", "capital-questions", "--no-ignore-eos", "--concurrency", "4",
+                               "--timeout", "120", "--json"])
+    out = capsys.readouterr().out
+    assert status == 0
+    data = json.loads(out)
+    assert data["kind"] == "probe_result" and len(data["requests"]) == 8 and data["failures"] == []
+    for r in data["requests"]:  # engine serve's per-request keys, with output_pieces
+        assert {"request_id", "arrival_ms", "first_token_ms", "finish_ms", "itl_ms", "output_pieces"} <= set(r)
+        assert len(r["itl_ms"]) == len(r["output_pieces"]) - 1
+    assert ServingRun.from_dict(data["run"]).metrics.num_completed == 8
+
+
+@needs_serve
+@pytest.mark.slow
+def test_ignore_eos_is_refused_by_transformers_serve_with_a_clear_message(transformers_serve):
+    """transformers serve rejects fields it does not know (vLLM's ignore_eos): each request says so."""
+    result = run_probe(ProbeConfig(transformers_serve, str(DEFAULT_MODEL_DIR), timeout_s=60),
+                       (WorkloadRequest(0.0, "法国的首都是", 4, ignore_eos=True), WorkloadRequest(0.0, "德国的首都是", 4)))
+    assert [f.request_id for f in result.failures] == ["r0"]
+    assert result.failures[0].key == "probe_http" and "422" in result.failures[0].message
+    assert "ignore_eos" in result.failures[0].message
+    assert [r.request_id for r in result.run.requests] == ["r1"]  # the other request is kept
+
+
+# ---------------------------------------------------------------------------
+# servers that misbehave on purpose (stdlib), for the error cases
+# ---------------------------------------------------------------------------
+
+METRICS_TEXT = """# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{{engine="0",model_name="m"}} {running}
+# HELP vllm:num_requests_waiting Number of requests waiting to be processed.
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{{engine="0",model_name="m"}} 0.0
+# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.
+# TYPE vllm:kv_cache_usage_perc gauge
+vllm:kv_cache_usage_perc{{engine="0",model_name="m"}} {usage}
+vllm:prompt_tokens_total{{engine="0",model_name="m"}} 1234.0
+"""
+
+
+class Misbehaving(BaseHTTPRequestHandler):
+    """Answers by the prompt: ok, slow, cut, nonjson, http500, hang, hangmid, streamerror, echo-auth."""
+
+    protocol_version = "HTTP/1.1"
+    seen_auth: list[str] = []  # Authorization headers received (all servers)
+
+    def log_message(self, *args):  # quiet
+        pass
+
+    def _json(self, status: int, data) -> None:
+        raw = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+    def do_GET(self):
+        if self.path == "/v1/models":
+            self._json(200, {"object": "list", "data": [{"id": "toy", "object": "model"}]})
+        elif self.path == "/metrics" and self.server.with_metrics:
+            with self.server.lock:
+                n = self.server.running  # streams open on this server now
+            raw = METRICS_TEXT.format(running=float(n), usage=n / 10).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain; version=0.0.4")
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+        else:
+            self._json(404, {"detail": "Not Found"})
+
+    def _event(self, data: str) -> None:
+        self.wfile.write(f"data: {data}\n\n".encode())
+        self.wfile.flush()
+
+    def _chunk(self, text: str | None = None, finish: str | None = None) -> str:
+        choice = ({"index": 0, "delta": {"content": text} if text else {}, "finish_reason": finish} if self.chat
+                  else {"index": 0, "text": text or "", "finish_reason": finish})
+        return json.dumps({"id": "x", "object": "chunk", "choices": [choice]})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        Misbehaving.seen_auth.append(self.headers.get("Authorization", ""))
+        self.chat = self.path.endswith("/chat/completions")
+        prompt = body["messages"][0]["content"] if self.chat else body["prompt"]
+        if prompt == "http500":
+            return self._json(500, {"error": {"message": "the engine died", "type": "InternalServerError"}})
+        if prompt == "wrong-model":
+            return self._json(404, {"error": {"message": f"The model `{body['model']}` does not exist."}})
+        if prompt == "echo-auth":
+            return self._json(401, {"error": {"message": f"bad key {self.headers.get('Authorization')}"}})
+        if prompt == "hang":
+            time.sleep(3)
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        with self.server.lock:
+            self.server.running += 1
+        try:
+            if self.chat:
+                self._event(json.dumps({"id": "x", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}))
+            pieces = ["巴", "黎", "。"] if prompt != "slow" else ["a", "b", "c", "d", "e"]
+            for i, piece in enumerate(pieces):
+                if prompt == "nonjson" and i == 1:
+                    self._event("<html>oops</html>")
+                if prompt == "streamerror" and i == 1:
+                    self._event(json.dumps({"error": {"message": "out of memory", "code": 500}}))
+                    return
+                if prompt == "hangmid" and i == 1:
+                    time.sleep(3)
+                    return
+                if prompt == "cut" and i == 2:
+                    return  # the connection closes with no finish_reason and no [DONE]
+                self._event(self._chunk(piece))
+                time.sleep(0.15 if prompt == "slow" else 0.01)
+            self._event(self._chunk(finish="length"))
+            self._event(json.dumps({"id": "x", "choices": [], "usage": {"prompt_tokens": 4,
+                                                                          "completion_tokens": len(pieces)}}))
+            self._event("[DONE]")
+        finally:
+            with self.server.lock:
+                self.server.running -= 1
+
+
+@contextlib.contextmanager
+def misbehaving(with_metrics: bool = False):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Misbehaving)
+    server.daemon_threads = True
+    server.with_metrics = with_metrics
+    server.running, server.lock = 0, threading.Lock()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _workload(*prompts: str) -> tuple[WorkloadRequest, ...]:
+    return tuple(WorkloadRequest(0.0, p, 3) for p in prompts)
+
+
+@pytest.mark.parametrize("prompt, key, words", [
+    ("cut", "probe_cut", "the stream ended before the answer did (after 2 pieces)"),
+    ("nonjson", "probe_bad_chunk", "a streamed chunk is not JSON: '<html>oops</html>'"),
+    ("http500", "probe_http", "the server answered HTTP 500: the engine died"),
+    ("wrong-model", "probe_http", "the server answered HTTP 404: The model `toy` does not exist."),
+    ("hang", "probe_timeout", "no answer within 0.5 s"),
+    ("hangmid", "probe_timeout", "no answer within 0.5 s (after 1 pieces)"),
+    ("streamerror", "probe_stream_error", "the server reported an error in the stream: out of memory"),
+])
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_each_bad_request_gets_one_message_and_the_others_are_kept(prompt, key, words, api):
+    with misbehaving() as url:
+        result = run_probe(ProbeConfig(url, "toy", api=api, timeout_s=0.5), _workload("ok", prompt, "ok"))
+    assert [f.request_id for f in result.failures] == ["r1"]
+    failure = result.failures[0]
+    assert failure.key == key and failure.message == f"r1: {words}"
+    assert "\n" not in failure.message and failure.params["request_id"] == "r1"
+    assert [r.request_id for r in result.run.requests] == ["r0", "r2"]
+    for r in result.run.requests:
+        assert r.output_pieces == ("巴", "黎", "。") and r.output_text == "巴黎。" and r.stop_reason == "length"
+        assert len(r.itl_ms) == 2
+    assert result.run.metrics.num_completed == 2 and result.run.metrics.itl.count == 4
+
+
+def test_unreachable_server_is_one_clear_message():
+    port = free_port()  # nothing listens there now
+    with pytest.raises(ProbeError) as err:
+        run_probe(ProbeConfig(f"http://127.0.0.1:{port}", "toy", timeout_s=2), _workload("ok"))
+    assert err.value.key == "probe_unreachable"
+    assert str(err.value).startswith(f"GET /v1/models: cannot reach http://127.0.0.1:{port}/v1 (")
+
+
+def test_bad_settings_are_refused_before_anything_is_sent():
+    for kwargs, words in (({"endpoint": "ftp://x"}, "http:// or https://"), ({"timeout_s": 0}, "--timeout"),
+                          ({"concurrency": 0}, "--concurrency"), ({"api": "embeddings"}, "--api"),
+                          ({"endpoint": "http://h:99999"}, "bad port")):
+        with pytest.raises((ProbeError, ValueError), match=words.replace("+", r"\+")):
+            ProbeConfig(**{"endpoint": "http://127.0.0.1:1", "model": "toy", **kwargs})
+
+
+def test_concurrency_limits_requests_in_flight_and_metrics_are_sampled():
+    """Three slow streams with --concurrency 2: the third waits for a slot (its send time is later);
+    the server's running-request gauge, sampled from /metrics, sees 2 at most and at least once 2."""
+    with misbehaving(with_metrics=True) as url:
+        cfg = ProbeConfig(url, "toy", concurrency=2, timeout_s=5, metrics_interval_s=0.05)
+        result = run_probe(cfg, _workload("slow", "slow", "slow"))
+    assert result.failures == ()
+    sent = sorted(r.arrival_ms for r in result.run.requests)
+    first_done = min(r.finish_ms for r in result.run.requests)
+    assert sent[2] >= first_done - 1.0  # sent only once a slot was free
+    sm = result.server_metrics
+    assert sm.available and sm.names == {"running": "vllm:num_requests_running",
+                                         "waiting": "vllm:num_requests_waiting",
+                                         "kv_cache_usage": "vllm:kv_cache_usage_perc"}
+    running = [s.values["running"] for s in sm.samples]
+    assert max(running) == 2 and running[-1] == 0
+    assert all(s.values["kv_cache_usage"] == pytest.approx(s.values["running"] / 10) for s in sm.samples)
+    times = [s.t_ms for s in sm.samples]
+    assert times == sorted(times) and len(times) >= 5
+    doc = serving_run_events(result.run, result.server_samples())
+    assert check_trace_events(doc) == []
+    assert any(e["ph"] == "C" and e["name"] == "running" and e["args"]["running"] == 2 for e in doc["traceEvents"])
+
+
+def test_arrivals_are_honoured():
+    with misbehaving() as url:
+        result = run_probe(ProbeConfig(url, "toy"), (WorkloadRequest(0.0, "ok", 3), WorkloadRequest(300.0, "ok", 3)))
+    r0, r1 = result.run.requests
+    assert r1.arrival_ms - r0.arrival_ms == pytest.approx(300.0, abs=60.0)
+    extra = {p.request_id: p for p in result.requests}
+    assert extra["r1"].planned_arrival_ms == 300.0 and extra["r1"].completion_tokens == 3
+
+
+def test_prometheus_text_is_parsed_over_label_sets():
+    text = METRICS_TEXT.format(running=3.0, usage=0.5) + (
+        'vllm:num_requests_running{engine="1",model_name="m"} 2.0\n'
+        'vllm:kv_cache_usage_perc{engine="1",model_name="m"} 0.25\n'
+        "sglang:num_queue_reqs 7\n# a comment\nbroken line here\nvllm:num_requests_waiting NaN\n")
+    parsed = parse_prometheus(text)
+    assert parsed["vllm:num_requests_running"] == [3.0, 2.0] and parsed["vllm:prompt_tokens_total"] == [1234.0]
+    names, values = server_values(parsed)
+    assert values == {"running": 5.0, "waiting": 0.0, "kv_cache_usage": pytest.approx(0.375)}
+    assert names["waiting"] == "vllm:num_requests_waiting"  # vLLM's name found first; NaN ignored
+    sglang = server_values(parse_prometheus('sglang:num_running_reqs{tp_rank="0"} 4\nsglang:token_usage 0.5\n'))
+    assert sglang[1] == {"running": 4.0, "waiting": None, "kv_cache_usage": 0.5}
+
+
+# ---------------------------------------------------------------------------
+# the API key
+# ---------------------------------------------------------------------------
+
+def test_api_key_comes_from_the_named_variable_and_is_never_shown(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("PROBE_TEST_KEY", SECRET)
+    workload = tmp_path / "w.jsonl"
+    workload.write_text("\n".join(json.dumps({"arrival_ms": 0, "prompt": p, "max_new_tokens": 3})
+                                  for p in ("ok", "echo-auth", "nonjson")), encoding="utf-8")
+    Misbehaving.seen_auth.clear()
+    with misbehaving(with_metrics=True) as url:
+        status = engine_main.main(["probe", "--endpoint", url, "--model", "toy", "--workload", str(workload),
+                                   "--api-key-env", "PROBE_TEST_KEY", "--json"])
+        captured = capsys.readouterr()
+        assert status == 1  # some requests failed; the rest were measured
+        assert f"Bearer {SECRET}" in Misbehaving.seen_auth  # it was sent
+        assert SECRET not in captured.out and SECRET not in captured.err
+        data = json.loads(captured.out)
+        assert [r["request_id"] for r in data["requests"]] == ["r0"]
+        echo = next(f for f in data["failures"] if f["request_id"] == "r1")
+        assert echo["message"] == "r1: the server answered HTTP 401: bad key Bearer ***"
+        run = ServingRun.from_dict(data["run"])
+        perfetto = json.dumps(serving_run_events(run))
+        assert SECRET not in perfetto and SECRET not in run.to_json()
+        # text output too
+        assert engine_main.main(["probe", "--endpoint", url, "--model", "toy", "--workload", str(workload),
+                                 "--api-key-env", "PROBE_TEST_KEY"]) == 1
+        captured = capsys.readouterr()
+        assert SECRET not in captured.out + captured.err and "failed: r1: the server answered HTTP 401" in captured.out
+
+
+def test_a_missing_key_variable_is_one_line_and_exit_2(monkeypatch, capsys):
+    monkeypatch.delenv("PROBE_NO_SUCH_VAR", raising=False)
+    with misbehaving() as url:
+        status = engine_main.main(["probe", "--endpoint", url, "--model", "toy", "--scenario", "burst-16",
+                                   "--api-key-env", "PROBE_NO_SUCH_VAR"])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.strip() == "error: the environment variable PROBE_NO_SUCH_VAR is not set (it should hold the API key)"
+
+
+def test_credentials_in_the_url_are_not_kept():
+    with misbehaving() as url:
+        port = url.rsplit(":", 1)[1]
+        result = run_probe(ProbeConfig(f"http://user:{SECRET}@127.0.0.1:{port}", "toy"), _workload("ok"))
+    assert SECRET not in result.to_json() and result.endpoint == f"http://127.0.0.1:{port}/v1"
+
+
+def test_result_json_round_trips_into_a_serving_run():
+    with misbehaving() as url:
+        result = run_probe(ProbeConfig(url, "toy"), _workload("ok", "cut"))
+    data = json.loads(result.to_json())
+    assert data["note"] == OBSERVED_NOTE
+    assert data["requests"][0]["output_pieces"] == ["巴", "黎", "。"]
+    assert data["failures"][0]["pieces_received"] == 2
+    run = ServingRun.from_dict(data["run"])
+    assert run == result.run and run.metrics.num_completed == 1
+    assert isinstance(result, ProbeResult)
