@@ -28,6 +28,7 @@ PAGES = {  # url path -> the page; a later page (a serving lab) is one more entr
     "lesson": st.Page("app_pages/lesson.py", title=t(lang, "nav_lesson"), icon=":material/school:", default=True),
     "bottleneck_lab": st.Page("app_pages/bottleneck_lab.py", title=t(lang, "nav_bottleneck_lab"),
                               icon=":material/speed:", url_path="bottleneck_lab"),
+    "serving_lab": st.Page("app_pages/serving_lab.py", title=t(lang, "nav_serving_lab"), icon=":material/dns:", url_path="serving_lab"),
 }
 page = st.navigation(list(PAGES.values()), position="sidebar")
 on_lesson = page.url_path == PAGES["lesson"].url_path

@@ -653,6 +653,7 @@ def section_many(lang: str) -> None:
     st.header(t(lang, "sec_many"), anchor="many")
     st.markdown(t(lang, "many_1"))
     st.caption(t(lang, "many_server_note"))
+    st.page_link("app_pages/serving_lab.py", label=t(lang, "sl_link"), icon=":material/dns:")  # the serving lab
 
 
 def section_summary(lang: str) -> None:

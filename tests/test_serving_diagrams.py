@@ -291,3 +291,24 @@ def test_figures_render_in_chromium(tmp_path, runs):
             page.query_selector("svg").screenshot(path=str(tmp_path / f"{name}.png"))
             assert (tmp_path / f"{name}.png").stat().st_size > 5000
         browser.close()
+
+
+# --- plotly ----------------------------------------------------------------------------------
+
+def test_plotly_gantt_has_the_same_segments_and_escapes_ids():
+    from lesson.charts import SEGMENT_ORDER, serving_gantt_figure
+
+    spec = (("<b>x</b>", 0.0, 4, 6), *LONG_PROMPT_DURING_CHATS[1:])
+    run = make_run(spec, policy="prefill-first")
+    fig = serving_gantt_figure(run, "en")
+    segments = gantt_segments(run)
+    bars = [d for d in fig.data if d.type == "bar"]
+    assert sum(len(d.x) for d in bars) == len(segments)
+    kinds = [k for k in SEGMENT_ORDER if any(s.kind == k for s in segments)]
+    assert [len(d.x) for d in bars] == [sum(s.kind == k for s in segments) for k in kinds]  # one trace per kind
+    ticks = [d for d in fig.data if d.type == "scatter"][0]
+    assert len(ticks.x) == sum(r.num_output_tokens for r in run.requests)
+    assert "&lt;b&gt;x&lt;/b&gt;" in set(ticks.y) and "<b>x</b>" not in set(ticks.y)
+    assert list(fig.layout.yaxis.categoryarray)[-1] == "&lt;b&gt;x&lt;/b&gt;"  # the first request on top
+    observed = serving_gantt_figure(client_run(), "zh")
+    assert [d.name for d in observed.data if d.type == "bar"] == ["到第一个 Token（客户端看到的）"]

@@ -1,0 +1,13 @@
+"""The serving lab: many requests at once on the real engine, every policy on the same workload."""
+
+import streamlit as st
+
+from app_support import resources, sections, serving
+
+lang = st.session_state.lang
+settings = resources.server_settings()
+
+lm = sections.load_model(lang, settings)
+if lm is not None:
+    sections.model_caption(lang, lm)
+serving.serving_lab(lang, lm, settings)

@@ -1,0 +1,312 @@
+"""The serving lab page (app_pages/serving_lab.py), part by part.
+
+A workload (a named scenario, or one made with sliders), the KV block settings and
+SLOs go in; one button runs every policy on that same workload with the real engine
+(engine.serving.run_workload), one after another with a progress bar; the figures
+(lesson/diagrams/serving_*.py, kv_blocks, batch_composition) and the metric table
+come out, policy beside policy, with what the measured numbers say.
+
+Caps come from the server's environment (ServingCaps.from_env), so a shared classroom
+CPU is never asked for a load test. Runs are cached (st.cache_data) by the workload,
+the settings and the model, so a second visitor with the same choices waits for nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+import streamlit as st
+
+from engine.serving.trace import POLICIES, ServingRun
+from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label
+from lesson.text import t
+from lesson.views import ServerSettings, escape_markdown
+
+from . import resources
+from .ui import svg_figure
+
+log = logging.getLogger("prefill_decode.app")
+
+SCENARIO_CHOICES = ("long-prompt-during-chats", "burst-16", "eight-chats", "poisson-16", "mixed-lengths",
+                    "capital-questions")
+BLOCK_SIZES = (4, 8, 16, 32)
+FIGURES = ("gantt", "batch", "kv")
+
+
+# --- server caps ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ServingCaps:
+    """What one click may ask of this server (operator-set environment variables)."""
+
+    max_requests: int = 16  # PREFILL_DECODE_SERVING_MAX_REQUESTS
+    max_prompt_tokens: int = 1024  # PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS: the longest (stretched) prompt
+    max_new_tokens: int = 64  # PREFILL_DECODE_SERVING_MAX_NEW_TOKENS: the longest answer
+    disaggregated: bool = True  # PREFILL_DECODE_SERVING_DISAGGREGATED=0: two extra processes are too much here
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "ServingCaps":
+        def number(name: str, default: int, low: int, high: int) -> int:
+            raw = environ.get(name, "").strip()
+            return min(max(int(raw), low), high) if re.fullmatch(r"\d+", raw) else default
+
+        return cls(
+            max_requests=number("PREFILL_DECODE_SERVING_MAX_REQUESTS", 16, 1, 512),
+            max_prompt_tokens=number("PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS", 1024, 8, 4096),
+            max_new_tokens=number("PREFILL_DECODE_SERVING_MAX_NEW_TOKENS", 64, 1, 4096),
+            disaggregated=environ.get("PREFILL_DECODE_SERVING_DISAGGREGATED", "1").strip() not in ("0", "false", "no"),
+        )
+
+    @property
+    def policies(self) -> tuple[str, ...]:
+        return tuple(p for p in POLICIES if p != "disaggregated" or self.disaggregated)
+
+
+class CapError(ValueError):
+    """A workload over this server's caps; `key` and `params` make the learner's message."""
+
+    def __init__(self, key: str, **params) -> None:
+        super().__init__(key)
+        self.key, self.params = key, params
+
+
+def check_caps(workload, caps: ServingCaps) -> None:
+    if len(workload) > caps.max_requests:
+        raise CapError("sl_cap_requests", n=len(workload), limit=caps.max_requests)
+    for req in workload:
+        if req.prompt_tokens > caps.max_prompt_tokens:
+            raise CapError("sl_cap_prompt", n=req.prompt_tokens, limit=caps.max_prompt_tokens)
+        if req.max_new_tokens > caps.max_new_tokens:
+            raise CapError("sl_cap_answer", n=req.max_new_tokens, limit=caps.max_new_tokens)
+
+
+# --- workloads --------------------------------------------------------------------
+
+def custom_workload(num_chats: int, chat_tokens: int, answer_tokens: int, arrival: str, gap_ms: float,
+                    rate_per_s: float, seed: int, long_tokens: int, long_at_ms: float):
+    """Chats (capital questions stretched to `chat_tokens`, answering `answer_tokens`), arriving every
+    `gap_ms` or as a Poisson process, plus one long prompt of `long_tokens` at `long_at_ms` (0: none)."""
+    from engine.serving.workloads import WorkloadRequest, poisson_workload, questions
+
+    if arrival == "poisson":
+        chats = poisson_workload(num_chats, rate_per_s, seed, max_new_tokens=(answer_tokens, answer_tokens),
+                                 prompt_tokens=(chat_tokens, chat_tokens))
+    else:
+        qs = questions()
+        chats = tuple(WorkloadRequest(i * gap_ms, qs[i % len(qs)], answer_tokens, True, chat_tokens)
+                      for i in range(num_chats))
+    if long_tokens:
+        chats += (WorkloadRequest(long_at_ms, "法国的首都是", 8, False, long_tokens),)
+    return tuple(sorted(chats, key=lambda r: r.arrival_ms))
+
+
+def workload_json(workload) -> str:
+    """The cache key of a workload: its requests as plain JSON."""
+    return json.dumps([asdict(r) for r in workload], ensure_ascii=False, sort_keys=True)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, scenario: str, policy: str,
+                     token_budget: int, block_size: int, kv_blocks: int, on_kv_full: str, slo_ttft_ms: float,
+                     slo_tpot_ms: float) -> str:
+    """One policy's run of the workload (as JSON), on the process's shared model."""
+    from engine.serving.engine import ServeConfig, run_workload
+    from engine.serving.trace import SLO
+    from engine.serving.workloads import WorkloadRequest
+
+    requests = tuple(WorkloadRequest(**r) for r in json.loads(workload))
+    slo = SLO(ttft_ms=slo_ttft_ms or None, tpot_ms=slo_tpot_ms or None)
+    config = ServeConfig(policy=policy, token_budget=token_budget if policy == "chunked" else None,
+                         block_size=block_size, num_kv_blocks=kv_blocks or None, on_kv_full=on_kv_full, slo=slo)
+    lm = resources.get_model(model_choice, device, dtype)
+    log.info("serving lab: %s, %d requests, %s", policy, len(requests), scenario)
+    return run_workload(lm, requests, config, scenario=scenario).to_json(indent=None)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def serving_svg(name: str, run_json: str, lang: str) -> str:
+    from lesson.diagrams.batch_composition import render_batch_composition
+    from lesson.diagrams.kv_blocks import render_kv_blocks
+    from lesson.diagrams.serving_gantt import render_serving_gantt
+
+    render = {"gantt": render_serving_gantt, "batch": render_batch_composition, "kv": render_kv_blocks}[name]
+    return render(ServingRun.from_json(run_json), lang=lang)
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def metrics_svg(run_jsons: tuple[str, ...], lang: str) -> str:
+    from lesson.diagrams.serving_metrics import render_serving_metrics
+
+    return render_serving_metrics([ServingRun.from_json(j) for j in run_jsons], lang=lang)
+
+
+def serving_error(err: BaseException, lang: str) -> str:
+    """A message in the page's language for anything a run can refuse; never a traceback."""
+    key = getattr(err, "key", None)
+    params = {k: escape_markdown(str(v)[:200]) for k, v in (getattr(err, "params", None) or {}).items()}
+    if isinstance(err, CapError):
+        return t(lang, key, **params)
+    if key in ("never_fits", "prompt_too_long", "bad_workload", "bad_workload_line", "serve_timeout",
+               "bad_serve_setting", "empty_prompt", "unknown_scenario"):
+        return t(lang, f"sl_err_{key}", **params, detail=escape_markdown(str(err)[:300]))
+    return t(lang, "err_internal", kind=escape_markdown(type(err).__name__))
+
+
+# --- the page ---------------------------------------------------------------------
+
+def serving_lab(lang: str, lm, settings: ServerSettings) -> None:
+    caps = ServingCaps.from_env()
+    st.header(t(lang, "sl_title"), anchor="serving-lab")
+    st.markdown(t(lang, "sl_intro"))
+    st.page_link("app_pages/lesson.py", label=t(lang, "lab_back_link"), icon=":material/school:")
+    st.caption(t(lang, "sl_caps", requests=caps.max_requests, prompt=caps.max_prompt_tokens,
+                 answer=caps.max_new_tokens, policies=", ".join(_policy(p, lang) for p in caps.policies)))
+    if lm is None:
+        return
+    workload, scenario = _workload_controls(lang, caps)
+    config = _engine_controls(lang)
+    if st.button(t(lang, "sl_run"), key="sl_run", type="primary", icon=":material/play_arrow:"):
+        if workload is None:
+            st.error(scenario)  # the message from _workload_controls
+        else:
+            _run_all(lang, workload, scenario, config, caps)
+    shown = st.session_state.get("sl_runs")
+    if shown:
+        _show(lang, [ServingRun.from_json(j) for j in shown], shown)
+    st.info(t(lang, "sl_honest"))
+
+
+def _policy(policy: str, lang: str) -> str:
+    from lesson.diagrams.serving_gantt import policy_label
+
+    return policy_label(lang, policy)
+
+
+def _workload_controls(lang: str, caps: ServingCaps):
+    """(workload, scenario name), or (None, a message) when it is over this server's caps or invalid."""
+    from engine.serving.workloads import scenario
+
+    st.subheader(t(lang, "sl_workload"))
+    source = st.radio(t(lang, "sl_source"), ("scenario", "custom"), key="sl_source", horizontal=True,
+                      format_func=lambda s: t(lang, f"sl_source_{s}"))
+    try:
+        if source == "scenario":
+            name = st.selectbox(t(lang, "sl_scenario"), SCENARIO_CHOICES, key="sl_scenario")
+            seed = 0
+            if name.startswith("poisson"):
+                seed = int(st.number_input(t(lang, "sl_seed"), 0, 10_000, 0, key="sl_scn_seed"))
+            st.caption(t(lang, f"sl_scn_{name.replace('-', '_')}"))
+            workload = scenario(name, seed)
+            check_caps(workload, caps)
+            return workload, name
+        cols = st.columns(2)
+        with cols[0]:
+            num_chats = st.slider(t(lang, "sl_num_chats"), 1, max(1, caps.max_requests - 1), min(4, caps.max_requests),
+                                  key="sl_num_chats")
+            chat_tokens = st.slider(t(lang, "sl_chat_tokens"), 0, min(256, caps.max_prompt_tokens), 0, step=8,
+                                    key="sl_chat_tokens", help=t(lang, "sl_chat_tokens_help"))
+            answer = st.slider(t(lang, "sl_answer_tokens"), 2, caps.max_new_tokens, min(32, caps.max_new_tokens),
+                               key="sl_answer_tokens")
+            long_tokens = st.slider(t(lang, "sl_long_tokens"), 0, caps.max_prompt_tokens,
+                                    min(512, caps.max_prompt_tokens), step=8, key="sl_long_tokens",
+                                    help=t(lang, "sl_long_tokens_help"))
+        with cols[1]:
+            arrival = st.radio(t(lang, "sl_arrival"), ("spacing", "poisson"), key="sl_arrival", horizontal=True,
+                               format_func=lambda a: t(lang, f"sl_arrival_{a}"))
+            gap, rate, seed = 15.0, 20.0, 0
+            if arrival == "spacing":
+                gap = float(st.slider(t(lang, "sl_gap_ms"), 0, 500, 15, step=5, key="sl_gap_ms"))
+            else:
+                rate = float(st.slider(t(lang, "sl_rate"), 1, 200, 20, key="sl_rate"))
+                seed = int(st.number_input(t(lang, "sl_seed"), 0, 10_000, 0, key="sl_seed"))
+            long_at = float(st.slider(t(lang, "sl_long_at"), 0, 2000, 100, step=10, key="sl_long_at"))
+        if num_chats + (1 if long_tokens else 0) > caps.max_requests:
+            num_chats = caps.max_requests - 1
+        workload = custom_workload(num_chats, chat_tokens, answer, arrival, gap, rate, seed, long_tokens, long_at)
+        check_caps(workload, caps)
+        return workload, "custom"
+    except Exception as err:  # noqa: BLE001 - a message, never a traceback
+        return None, serving_error(err, lang)
+
+
+def _engine_controls(lang: str) -> dict:
+    st.subheader(t(lang, "sl_engine"))
+    cols = st.columns(3)
+    with cols[0]:
+        budget = st.slider(t(lang, "sl_token_budget"), 8, 512, 64, step=8, key="sl_token_budget",
+                           help=t(lang, "sl_token_budget_help"))
+        block_size = st.select_slider(t(lang, "sl_block_size"), BLOCK_SIZES, 16, key="sl_block_size")
+    with cols[1]:
+        kv_blocks = int(st.number_input(t(lang, "sl_kv_blocks"), 0, 100_000, 0, key="sl_kv_blocks",
+                                        help=t(lang, "sl_kv_blocks_help")))
+        on_full = st.radio(t(lang, "sl_on_kv_full"), ("preempt", "wait"), key="sl_on_kv_full",
+                           format_func=lambda m: t(lang, f"sv_on_kv_full_{m}"))
+    with cols[2]:
+        ttft = float(st.number_input(t(lang, "sl_slo_ttft"), 0.0, 600_000.0, 0.0, step=50.0, key="sl_slo_ttft",
+                                     help=t(lang, "sl_slo_help")))
+        tpot = float(st.number_input(t(lang, "sl_slo_tpot"), 0.0, 60_000.0, 0.0, step=5.0, key="sl_slo_tpot",
+                                     help=t(lang, "sl_slo_help")))
+    return {"token_budget": int(budget), "block_size": int(block_size), "kv_blocks": kv_blocks,
+            "on_kv_full": on_full, "slo_ttft_ms": ttft, "slo_tpot_ms": tpot}
+
+
+def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps) -> None:
+    """Every policy on the same workload, one after another; a message (not a traceback) on refusal."""
+    args = st.session_state.trace_args  # the model the lesson uses (shared by every page)
+    model = (st.session_state.model_choice, resources.server_settings().device, resources.server_settings().dtype)
+    if args is not None:
+        model = (args.model_choice, args.device, args.dtype)
+    key = workload_json(workload)
+    policies = caps.policies
+    bar = st.progress(0.0, text=t(lang, "sl_running", policy=_policy(policies[0], lang), i=1, n=len(policies)))
+    runs = []
+    try:
+        for i, policy in enumerate(policies):
+            bar.progress(i / len(policies), text=t(lang, "sl_running", policy=_policy(policy, lang), i=i + 1,
+                                                   n=len(policies)))
+            runs.append(serving_run_json(*model, key, scenario, policy, **config))
+    except Exception as err:  # noqa: BLE001 - a message, never a traceback
+        log.info("serving lab refused: %s", err)
+        bar.empty()
+        st.session_state.sl_runs = None
+        st.error(serving_error(err, lang))
+        return
+    bar.progress(1.0, text=t(lang, "sl_done", n=len(policies)))
+    st.session_state.sl_runs = tuple(runs)
+
+
+def _show(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
+    st.subheader(t(lang, "sl_results"))
+    st.markdown(t(lang, "sl_what_to_see"))
+    for line in findings(runs, lang):
+        st.markdown("- " + line)
+    st.markdown(f"**{t(lang, 'sv_table_title')}**")
+    st.dataframe(metric_records(runs, lang), hide_index=True, width="stretch")
+    with st.expander(t(lang, "sl_table_svg")):
+        svg_figure("serving_metrics", metrics_svg(jsons, lang), lang, alt=metrics_alt(runs, lang),
+                   file_stem="serving_metrics")
+    names = {"gantt": t(lang, "sl_tab_gantt"), "batch": t(lang, "sl_tab_batch"), "kv": t(lang, "sl_tab_kv")}
+    tabs = st.tabs([names[f] for f in FIGURES])
+    for tab, figure in zip(tabs, FIGURES):
+        with tab:
+            st.caption(t(lang, f"sl_explain_{figure}"))
+            if figure == "gantt" and st.toggle(t(lang, "sl_hover"), key="sl_hover"):
+                from lesson.charts import serving_gantt_figure
+
+                for run in runs:
+                    st.plotly_chart(serving_gantt_figure(run, lang), key=f"sl_plotly_{run.settings.policy}")
+                continue
+            columns = st.columns(2)
+            for k, (run, run_json) in enumerate(zip(runs, jsons)):
+                with columns[k % 2]:
+                    st.markdown(f"**{escape_markdown(run_label(run, lang))}**")
+                    svg_figure(f"serving_{figure}_{run.settings.policy}", serving_svg(figure, run_json, lang), lang,
+                               alt=figure_alt(figure, run, lang), file_stem=f"serving_{figure}_{run.settings.policy}")
+    st.download_button(t(lang, "sl_download_runs"), data="[" + ",".join(jsons) + "]", file_name="serving_runs.json",
+                       mime="application/json", key="sl_download_runs", on_click="ignore",
+                       icon=":material/download:")

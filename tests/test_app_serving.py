@@ -1,0 +1,138 @@
+"""The serving lab page (AppTest): it renders, runs every policy on one workload with the real
+engine, shows the figures and the metric table, enforces the server's caps, and turns the
+engine's refusals into a message in the page's language."""
+
+from __future__ import annotations
+
+import pytest
+
+from app_support.serving import CapError, ServingCaps, check_caps, custom_workload, serving_error
+from lesson.text import t
+from tests.test_app import APP, HAS_DEFAULT_MODEL, assert_healthy
+
+LAB = "app_pages/serving_lab.py"
+needs_model = pytest.mark.skipif(not HAS_DEFAULT_MODEL, reason="the embedded default model is not built yet")
+
+
+# --- pure parts ------------------------------------------------------------------------
+
+def test_caps_come_from_env_with_safe_fallbacks():
+    assert ServingCaps.from_env({}) == ServingCaps()
+    caps = ServingCaps.from_env({"PREFILL_DECODE_SERVING_MAX_REQUESTS": "4", "PREFILL_DECODE_SERVING_MAX_NEW_TOKENS":
+                                 "99999", "PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS": "-3",
+                                 "PREFILL_DECODE_SERVING_DISAGGREGATED": "0"})
+    assert caps.max_requests == 4 and caps.max_new_tokens == 4096 and caps.max_prompt_tokens == 1024
+    assert caps.policies == ("one-at-a-time", "prefill-first", "chunked")
+
+
+def test_custom_workload_and_caps():
+    work = custom_workload(3, 16, 12, "spacing", 10.0, 0.0, 0, 256, 25.0)
+    assert [r.arrival_ms for r in work] == [0.0, 10.0, 20.0, 25.0]
+    assert work[-1].prompt_tokens == 256 and work[0].max_new_tokens == 12 and work[0].ignore_eos
+    poisson = custom_workload(5, 0, 8, "poisson", 0.0, 50.0, 3, 0, 0.0)
+    assert len(poisson) == 5 and poisson == custom_workload(5, 0, 8, "poisson", 0.0, 50.0, 3, 0, 0.0)
+    check_caps(work, ServingCaps(max_requests=4, max_prompt_tokens=256, max_new_tokens=12))
+    for caps, key in ((ServingCaps(max_requests=3), "sl_cap_requests"), (ServingCaps(max_prompt_tokens=255),
+                                                                         "sl_cap_prompt"),
+                      (ServingCaps(max_new_tokens=11), "sl_cap_answer")):
+        with pytest.raises(CapError) as err:
+            check_caps(work, caps)
+        assert err.value.key == key
+        for lang in ("zh", "en"):
+            message = serving_error(err.value, lang)
+            assert "{" not in message and str(err.value.params["limit"]) in message
+
+
+def test_engine_refusals_read_in_both_languages():
+    from engine.errors import InputError
+
+    err = InputError("never_fits", "request r4 can never fit", request_id="r4<b>", need=65, num_blocks=1)
+    zh, en = serving_error(err, "zh"), serving_error(err, "en")
+    assert "65" in zh and "永远放不下" in zh and "can never fit" in en and "<b>" not in en
+    assert serving_error(RuntimeError("boom"), "en") == t("en", "err_internal", kind="RuntimeError")
+
+
+# --- the page ----------------------------------------------------------------------------
+
+@pytest.fixture
+def lab(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from app_support import resources
+
+    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_REQUESTS", "6")
+    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS", "256")
+    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_NEW_TOKENS", "16")
+    resources.server_settings.clear()
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page(LAB).run()
+    yield at
+    resources.server_settings.clear()
+
+
+def _custom(at, **values):
+    at.radio(key="sl_source").set_value("custom").run()
+    for key, value in values.items():
+        at.slider(key=key).set_value(value)
+    return at.run()
+
+
+@needs_model
+def test_the_page_renders_with_its_caps_and_a_link_from_the_lesson(lab):
+    assert_healthy(lab)
+    words = "\n".join(str(e.value) for e in lab.markdown) + "\n".join(str(c.value) for c in lab.caption)
+    assert t("zh", "sl_title") in [h.value for h in lab.header]
+    assert "最多 6 个请求" in words and "256" in words
+    assert lab.button(key="sl_run")
+    # the lesson's "many requests" section links here
+    from app_support import sections
+
+    import inspect
+
+    assert "app_pages/serving_lab.py" in inspect.getsource(sections.section_many)
+
+
+@needs_model
+def test_running_every_policy_gives_figures_and_a_metric_table(lab):
+    _custom(lab, sl_num_chats=2, sl_answer_tokens=6, sl_long_tokens=128, sl_gap_ms=5, sl_long_at=10)
+    lab.radio(key="sl_source").set_value("custom")
+    lab.button(key="sl_run").click().run()
+    assert_healthy(lab)
+    runs = lab.session_state["sl_runs"]
+    assert len(runs) == 4  # every policy, disaggregated included
+    frame = lab.dataframe[0].value
+    assert list(frame.columns)[0] == "指标" and len(frame.columns) == 5 and len(frame) >= 18
+    assert len(lab.get("image")) == 3 * 4 + 1  # three figures (tabs) per policy and the table, as <img>
+    from engine.serving.trace import ServingRun
+
+    parsed = [ServingRun.from_json(j) for j in runs]
+    assert [r.settings.policy for r in parsed] == ["one-at-a-time", "prefill-first", "chunked", "disaggregated"]
+    for run in parsed:
+        assert len(run.requests) == 3 and run.metrics.num_completed == 3
+        assert run.requests[-1].prompt_len >= 128
+    # the same words the page shows: measured p99 ITL of prefill-first and chunked
+    words = "\n".join(str(e.value) for e in lab.markdown)
+    assert "ITL p99" in words or "p99 ITL" in words
+
+
+@needs_model
+def test_a_workload_over_the_caps_is_refused_with_a_message(lab):
+    lab.selectbox(key="sl_scenario").set_value("burst-16").run()  # 16 requests, the cap is 6
+    lab.button(key="sl_run").click().run()
+    assert not lab.exception
+    assert [e.value for e in lab.error] == [t("zh", "sl_cap_requests", n=16, limit=6)]
+    assert lab.session_state["sl_runs"] is None if "sl_runs" in lab.session_state else True
+
+
+@needs_model
+def test_a_kv_budget_that_can_never_fit_shows_the_engines_message(lab):
+    _custom(lab, sl_num_chats=1, sl_answer_tokens=4, sl_long_tokens=64)
+    lab.number_input(key="sl_kv_blocks").set_value(1).run()
+    lab.button(key="sl_run").click().run()
+    assert not lab.exception
+    assert len(lab.error) == 1
+    message = lab.error[0].value
+    assert "永远放不下" in message and "预算只有 1 块" in message
+    assert not lab.session_state["sl_runs"]
+
