@@ -3,6 +3,7 @@
     python -m lesson.export --out DIR [--prompt TEXT] [--max-new-tokens N] [--lang zh|en] [--model DIR]
     python -m lesson.export --out DIR --schematic PROMPT_LEN OUTPUT_LEN [--lang zh|en]
     python -m lesson.export --out DIR --perfetto [...]     also DIR/trace.perfetto.json (ui.perfetto.dev)
+    python -m lesson.export --out DIR --from-vllm RESULT.json [--perfetto]   a vLLM bench serve result
 
 Writes DIR/<diagram>.svg (standalone SVG 1.1 files) and, after a model run,
 DIR/trace.json, DIR/roofline.svg and DIR/step_floors.svg (every pass against the cost
@@ -51,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--model", default=None, help="a local model folder (default: the embedded model)")
     parser.add_argument("--schematic", nargs=2, type=_positive_int, metavar=("PROMPT_LEN", "OUTPUT_LEN"),
                         help="draw the schematic diagrams from two lengths, without a model")
+    parser.add_argument("--from-vllm", type=Path, default=None, metavar="RESULT.json",
+                        help="no model run: read a `vllm bench serve --save-result --save-detailed` file and write "
+                             "serving_run.json, the comparison of its summary with percentiles recomputed from its "
+                             "per-request data (vllm_comparison.txt / .json) and the serving figures")
     parser.add_argument("--perfetto", action="store_true",
                         help="also write the trace as Chrome Trace Event JSON (trace.perfetto.json: open it in "
                              "ui.perfetto.dev or chrome://tracing)")
@@ -116,7 +121,41 @@ def run_engine(prompt: str, max_new_tokens: int, model: str | None):
     return engine.generate(lm, prompt, engine.GenerationConfig(max_new_tokens=max_new_tokens))
 
 
+def export_vllm(out_dir: Path, result_path: Path, lang: str, perfetto: bool) -> list[Path]:
+    """--from-vllm: the vLLM result as a ServingRun, its summary checked, the serving figures drawn."""
+    import json
+
+    from .vllm_import import format_comparison, load_vllm_result
+
+    imported = load_vllm_result(result_path)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files = {"serving_run.json": imported.run.to_json(), "vllm_comparison.txt": format_comparison(imported),
+             "vllm_comparison.json": json.dumps({k: v for k, v in imported.to_dict().items() if k != "run"},
+                                                ensure_ascii=False, indent=2)}
+    written = []
+    for name, text in files.items():
+        (out_dir / name).write_text(text + "\n", encoding="utf-8")
+        written.append(out_dir / name)
+    svgs = {}
+    try:  # the serving figures (issue 11), drawn when this build has them
+        from .diagrams.serving_gantt import render_serving_gantt
+        from .diagrams.serving_metrics import render_serving_metrics
+    except ImportError:
+        pass
+    else:
+        svgs = {"serving_gantt": render_serving_gantt(imported.run, lang=lang),
+                "serving_metrics": render_serving_metrics([imported.run], lang=lang)}
+    written += write_files(out_dir, svgs)
+    if perfetto:
+        written.append(write_perfetto(out_dir, imported.run, name="serving"))
+    return written
+
+
 def _export(args) -> list[Path]:
+    if args.from_vllm is not None:
+        if args.schematic:
+            raise _UsageError("--from-vllm and --schematic draw different things; pass one")
+        return export_vllm(args.out, args.from_vllm, args.lang, args.perfetto)
     if args.schematic:
         return write_files(args.out, render_schematic_diagrams(*args.schematic, args.lang))
     if not args.prompt.strip():
