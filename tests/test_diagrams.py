@@ -322,6 +322,8 @@ def test_plotly_classroom_type_is_at_least_the_body_text(trace):
 
     for fig in (latency_figure(trace, "en", classroom=True), kv_growth_figure(trace, "en", classroom=True)):
         assert fig.layout.font.size >= CLASSROOM_FONT_PX >= 20.5
+        for axis in (fig.layout.xaxis, fig.layout.yaxis):  # set per axis: Streamlit's theme sets them there
+            assert axis.tickfont.size == axis.title.font.size == CLASSROOM_FONT_PX
         assert fig.layout.title.font.size > CLASSROOM_FONT_PX
     assert latency_figure(trace, "en").layout.font.size is None  # plotly's default outside classroom mode
 
