@@ -202,7 +202,7 @@ def _cache_compare(lang: str, trace: RequestTrace, settings: ServerSettings, ste
     with error_boundary(lang, "err_diagram"):
         with st.spinner(t(lang, "cache_compare_running")):
             comparison = resources.cache_comparison(*key)
-        svg = resources.cache_compare_svg(*key, lang)
+        svg = resources.cache_compare_svg(*key, lang, classroom=st.session_state.classroom)
         svg_figure("cache_compare", svg, lang, cache_compare_caption(comparison, lang),
                    alt=cache_compare_alt(comparison, lang), file_stem=f"{stem}_cache_compare")
         return key, comparison.output_ids
@@ -220,7 +220,8 @@ def _decode_attention(lang: str, key: tuple, output_ids: tuple[int, ...], stem: 
         step = st.select_slider(t(lang, "attention_step"), options=steps, format_func=lambda k: f"D{k}",
                                 key=f"attention_step_{len(steps)}", help=t(lang, "attention_step_help"))
     with error_boundary(lang, "err_diagram"):
-        svg, alt = resources.decode_attention_svg(model_choice, device, dtype, prompt_ids, output_ids, step, lang)
+        svg, alt = resources.decode_attention_svg(model_choice, device, dtype, prompt_ids, output_ids, step, lang,
+                                                  classroom=st.session_state.classroom)
         context = len(prompt_ids) + step - 1  # cached before that step: the prompt and the answer so far
         svg_figure("attention", svg, lang, t(lang, "attention_caption", context=context),
                    alt=alt, file_stem=f"{stem}_attention_D{step}")

@@ -552,7 +552,7 @@ def section_compare(lang: str) -> None:
         places = st.columns(2) if side_by_side else (st.container(), st.container())
         for run, entry, place in zip(("cmp_run_a", "cmp_run_b"), pinned, places):
             with place, error_boundary(lang, "err_diagram"):
-                svg = resources.diagram_svg(name, entry.trace_json, lang, extent)
+                svg = resources.diagram_svg(name, entry.trace_json, lang, extent, classroom=ss.classroom)
                 alt, stem = resources.diagram_words(name, entry.trace_json, lang, entry.stamp)
                 words = escape_markdown(labels[entry.run_id])
                 svg_figure(f"compare_{name}_{run[-1]}", svg, lang,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-BROWSER_MODULES = ("tests/test_app_browser.py", "tests/test_svg_browser.py")
+BROWSER_MODULES = ("tests/test_app_browser.py", "tests/test_svg_browser.py", "tests/test_classroom_browser.py")
 
 
 def run_browser_tests(tmp_path: Path, require: bool) -> tuple[int, dict[str, int]]:

@@ -169,6 +169,29 @@ def test_disaggregated_hand_off_bytes_equal_the_cache_bytes(default_lm, runs):
     assert multiprocessing.active_children() == []  # both workers joined: no orphans
 
 
+def test_a_failing_worker_is_reported_and_nothing_is_left_running(default_lm):
+    import dataclasses
+    import multiprocessing
+
+    from engine.serving.disaggregated import WorkerError
+
+    broken = dataclasses.replace(default_lm, path="/nonexistent/model",
+                                 info=dataclasses.replace(default_lm.info, model_id="elsewhere"))
+    start = time.perf_counter()
+    with pytest.raises(WorkerError, match="worker failed: .*model folder not found"):
+        run_workload(broken, WORKLOAD[:2], ServeConfig(policy="disaggregated"))
+    assert time.perf_counter() - start < 120
+    assert multiprocessing.active_children() == []
+
+
+def test_progress_is_reported_after_every_pass(default_lm):
+    seen = []
+    run = run_workload(default_lm, WORKLOAD[:2], ServeConfig(policy="chunked"),
+                       on_iteration=lambda it, done, total: seen.append((it.end_ms, done, total)))
+    assert len(seen) == len(run.iterations) and seen[-1][1:] == (2, 2)
+    assert [d for _, d, _ in seen] == sorted(d for _, d, _ in seen)
+
+
 def test_a_request_that_can_never_fit_is_refused(default_lm):
     cfg = ServeConfig(policy="chunked", block_size=8, num_kv_blocks=4)  # 32 slots
     with pytest.raises(InputError, match="r2 can never fit: it needs 10 blocks") as err:

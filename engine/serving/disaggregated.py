@@ -123,8 +123,10 @@ def run_disaggregated(lm, workload, config, *, scenario: str = "custom", on_iter
             q.put(t0)
         collected = _collect(results, workers, config.timeout_s, len(seqs), on_iteration)
         wall_ms = (time.perf_counter() - t0) * 1e3
-    finally:
-        _stop(workers)
+    except BaseException:
+        _stop(workers, grace_s=0.0)  # a failure (or Ctrl-C): no reason to wait for the other worker
+        raise
+    _stop(workers, grace_s=5.0)
     finished = {s.request_id: s for s in collected["finished"]}
     ordered = [finished[s.request_id] for s in seqs]
     cores_note = (("prefill", prefill_cores), ("decode", decode_cores)) if prefill_cores else ()
@@ -173,9 +175,12 @@ def _collect(results, workers, timeout_s: float, num_requests: int, on_iteration
     return out
 
 
-def _stop(workers) -> None:
+def _stop(workers, grace_s: float) -> None:
+    """Join both workers; terminate (then kill) any still running after `grace_s`."""
     for w in workers:
-        w.join(timeout=5.0)
+        if w.pid is None:
+            continue  # never started
+        w.join(timeout=grace_s)
         if w.is_alive():
             w.terminate()
             w.join(timeout=5.0)

@@ -14,10 +14,13 @@ running it alone with `engine.generation` (tests/test_serving_engine.py checks).
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+
+import torch
 
 from ..errors import InputError
 from ..generation import _clock, _eos_ids, token_pieces
@@ -212,14 +215,8 @@ def run_workload(lm: LoadedModel, workload, config: ServeConfig = ServeConfig(),
         if clock() > config.timeout_s * 1e3:
             raise InputError("serve_timeout", f"the run took longer than {config.timeout_s:.0f} s; stopped")
     wall_ms = clock()
-    settings = config.settings(num_blocks, _num_threads())
+    settings = config.settings(num_blocks, torch.get_num_threads())
     return build_run(lm, seqs, iterations, settings, config.slo, scenario, wall_ms)
-
-
-def _num_threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
 
 
 # --- the record ---------------------------------------------------------------
@@ -234,10 +231,9 @@ def build_run(lm: LoadedModel, seqs: list[Sequence], iterations: list[Iteration]
         return tuple(pieces[i] for i in ids)
 
     requests = tuple(_record(s, piece_list, lm.tokenizer) for s in seqs)
-    iterations = sorted(iterations, key=lambda it: (it.start_ms, it.worker))
-    import dataclasses
-
-    iterations = tuple(dataclasses.replace(it, index=i) for i, it in enumerate(iterations))
+    # one index over all workers, in start order (a disaggregated run's two workers number their own passes)
+    ordered = sorted(iterations, key=lambda it: (it.start_ms, it.worker))
+    iterations = tuple(dataclasses.replace(it, index=i) for i, it in enumerate(ordered))
     return ServingRun(
         scenario=scenario, settings=settings, model=lm.info, requests=requests, iterations=iterations,
         metrics=compute_serving_metrics(requests, slo),
