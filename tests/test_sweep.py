@@ -83,10 +83,12 @@ def test_no_point_fits_is_a_clear_error(default_lm):
 def test_prefill_grows_with_n_while_a_decode_step_stays_nearly_flat_with_context(default_lm):
     """The lesson's claim, measured: on the default model (CPU) Prefill of 512 positions takes clearly
     longer than Prefill of 8, while a Decode step at context 512 stays within a small factor of one at 8."""
-    prefill = run_sweep(default_lm, "prefill", (8, 512), repeats=5)
-    decode = run_sweep(default_lm, "decode-context", (8, 512), repeats=5)
-    p8, p512 = (p.median_ms for p in prefill.points)
-    d8, d512 = (p.median_ms for p in decode.points)
+    # Three rounds, each point's best median kept: another job on the machine only ever adds time,
+    # and a burst of it landing on one point should not decide the comparison.
+    rounds = [(run_sweep(default_lm, "prefill", (8, 512), repeats=3),
+               run_sweep(default_lm, "decode-context", (8, 512), repeats=3)) for _ in range(3)]
+    p8, p512 = (min(r[0].points[i].median_ms for r in rounds) for i in (0, 1))
+    d8, d512 = (min(r[1].points[i].median_ms for r in rounds) for i in (0, 1))
     assert p512 > 3 * p8, (p8, p512)  # measured here: about 14x (5 ms -> 69 ms)
     assert d512 < 2 * d8, (d8, d512)  # measured here: about 1.1x (3.8 ms -> 4.2 ms)
     assert p512 / p8 > 2 * (d512 / d8)
