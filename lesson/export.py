@@ -2,6 +2,8 @@
 
     python -m lesson.export --out DIR [--prompt TEXT] [--max-new-tokens N] [--lang zh|en] [--model DIR]
     python -m lesson.export --out DIR --schematic PROMPT_LEN OUTPUT_LEN [--lang zh|en]
+    python -m lesson.export --out DIR --serving SCENARIO [--policies P,P..] [--seed N] [--lang zh|en] [--model DIR]
+    python -m lesson.export --out DIR --serving-run RUN.json [--lang zh|en]     (lesson/serving_export.py)
     python -m lesson.export --out DIR --perfetto [...]     also DIR/trace.perfetto.json (ui.perfetto.dev)
     python -m lesson.export --out DIR --from-vllm RESULT.json [--perfetto]   a vLLM bench serve result
 
@@ -17,6 +19,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from . import serving_export
 from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS
 from .strings import LANGS
 
@@ -59,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--perfetto", action="store_true",
                         help="also write the trace as Chrome Trace Event JSON (trace.perfetto.json: open it in "
                              "ui.perfetto.dev or chrome://tracing)")
+    serving_export.add_arguments(parser)  # --serving, --policies, --seed, --serving-run
     return parser
 
 
@@ -152,6 +156,8 @@ def export_vllm(out_dir: Path, result_path: Path, lang: str, perfetto: bool) -> 
 
 
 def _export(args) -> list[Path]:
+    if (serving := serving_export.export(args, write_files)) is not None:
+        return serving
     if args.from_vllm is not None:
         if args.schematic:
             raise _UsageError("--from-vllm and --schematic draw different things; pass one")

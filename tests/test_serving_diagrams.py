@@ -312,3 +312,43 @@ def test_plotly_gantt_has_the_same_segments_and_escapes_ids():
     assert list(fig.layout.yaxis.categoryarray)[-1] == "&lt;b&gt;x&lt;/b&gt;"  # the first request on top
     observed = serving_gantt_figure(client_run(), "zh")
     assert [d.name for d in observed.data if d.type == "bar"] == ["到第一个 Token（客户端看到的）"]
+
+
+# --- python -m lesson.export -------------------------------------------------------------------
+
+def test_export_draws_a_saved_run_and_refuses_bad_input(tmp_path, capsys):
+    from lesson.export import main
+
+    saved = tmp_path / "run.json"
+    saved.write_text(make_run(policy="chunked").to_json(), encoding="utf-8")
+    assert main(["--out", str(tmp_path / "a"), "--serving-run", str(saved), "--lang", "en"]) == 0
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["serving_batch.svg", "serving_gantt.svg",
+                                                                 "serving_kv.svg"]
+    client = tmp_path / "client.json"
+    client.write_text(client_run().to_json(), encoding="utf-8")
+    assert main(["--out", str(tmp_path / "b"), "--serving-run", str(client)]) == 0
+    assert [p.name for p in (tmp_path / "b").iterdir()] == ["serving_gantt.svg"]  # no passes, no blocks
+    capsys.readouterr()
+    (tmp_path / "bad.json").write_text('{"kind": "request_trace"}', encoding="utf-8")
+    assert main(["--out", str(tmp_path / "c"), "--serving-run", str(tmp_path / "bad.json")]) == 1
+    assert main(["--out", str(tmp_path / "c"), "--serving", "capital-questions", "--policies", "fastest"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and "not a serving run" in err[0] and "unknown policy fastest" in err[1]
+
+
+def test_export_runs_a_scenario_on_the_real_engine(tmp_path):
+    from tests.test_app import HAS_DEFAULT_MODEL
+
+    if not HAS_DEFAULT_MODEL:
+        pytest.skip("the embedded default model is not built yet")
+    from lesson.export import main
+
+    assert main(["--out", str(tmp_path), "--serving", "capital-questions", "--policies", "prefill-first,chunked",
+                 "--lang", "en"]) == 0
+    names = {p.name for p in tmp_path.iterdir()}
+    for policy in ("prefill-first", "chunked"):
+        assert {f"serving_{policy}_{k}.svg" for k in ("gantt", "batch", "kv")} | {f"serving_{policy}.json"} <= names
+        run = ServingRun.from_json((tmp_path / f"serving_{policy}.json").read_text(encoding="utf-8"))
+        assert run.settings.policy == policy and len(run.requests) == 8 and run.metrics.num_completed == 8
+    table = parse((tmp_path / "serving_metrics.svg").read_text(encoding="utf-8").split("\n", 1)[1])
+    assert int(with_class(table, "metric-table")[0].get("data-cols")) == 2
