@@ -45,7 +45,8 @@ def hf_manager(lm):
     """HF's manager needs plain sdpa (our engine swaps in its own kernel chooser): a second instance."""
     from transformers import AutoModelForCausalLM
 
-    return AutoModelForCausalLM.from_pretrained(lm.path, attn_implementation="sdpa").eval().to(lm.device)
+    dtype = next(lm.model.parameters()).dtype
+    return AutoModelForCausalLM.from_pretrained(lm.path, attn_implementation="sdpa", dtype=dtype).eval().to(lm.device)
 
 
 def hf_tokens_per_s(model, prompts: list[list[int]], num_tokens: int) -> tuple[float, list[list[int]]]:
