@@ -13,7 +13,8 @@ from engine.trace import RequestTrace
 from lesson.text import t
 from lesson.views import (
     LAB_DEVICE_SPECS, LAB_DTYPES, ServerSettings, cache_compare_alt, cache_compare_caption, download_stem,
-    lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text, lab_sweep_caption, trace_summary,
+    escape_markdown, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text, lab_sweep_caption,
+    trace_summary,
 )
 
 from . import resources, sections
@@ -39,8 +40,13 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
     trace = RequestTrace.from_json(trace_json)
     st.caption(t(lang, "lab_shared_run", summary=trace_summary(trace, lang)))
     stem = download_stem(trace, st.session_state.trace_stamp)
-    with error_boundary(lang):
-        floors = _prediction(lang, lm, trace)
+    floors = None
+    if trace.model.model_id != lm.info.model_id:  # the picker changed since the run: its shape is not lm's
+        st.info(t(lang, "lab_other_model", run_model=escape_markdown(trace.model.model_id),
+                  model=escape_markdown(lm.info.model_id)), icon=":material/refresh:")
+    else:
+        with error_boundary(lang):
+            floors = _prediction(lang, lm, trace)
     if floors is not None:
         _floor_figures(lang, floors)
     _sweeps(lang, lm, settings)
@@ -138,8 +144,7 @@ def _sweeps(lang: str, lm, settings: ServerSettings) -> None:
         st.select_slider(t(lang, "lab_sweep_up_to"), options, key="lab_sweep_up_to", help=t(
             lang, "lab_sweep_caps", positions=settings.sweep_max_positions, batch=settings.sweep_max_batch))
     points = tuple(v for v in options if v <= ss.lab_sweep_up_to)
-    args = st.session_state.trace_args
-    key = (args.model_choice, args.device, args.dtype, kind, points, SWEEP_REPEATS,
+    key = (ss.model_choice, settings.device, settings.dtype, kind, points, SWEEP_REPEATS,  # the model measured: lm
            SWEEP_BATCH_CONTEXT if kind == "decode-batch" else 0)
     store = resources.sweep_store()
     if st.button(t(lang, "lab_sweep_run", n=len(points)), key="lab_sweep_run", icon=":material/play_arrow:",

@@ -161,6 +161,29 @@ def test_cache_compare_and_attention_moved_to_the_lab(app):
 
 
 @needs_model
+def test_a_model_picked_after_the_run_is_not_costed_with_the_runs_numbers(monkeypatch, tmp_path):
+    import os
+    import shutil
+
+    from streamlit.testing.v1 import AppTest
+
+    from app_support import resources
+
+    models = tmp_path / "models"
+    models.mkdir()
+    shutil.copytree(ROOT / "assets" / "default_model", models / "twin", copy_function=os.link)
+    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(models))
+    resources.server_settings.clear()
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.selectbox(key="model_choice").set_value("twin").run()  # picked, not run yet
+    at.switch_page(LAB).run()
+    assert_healthy(at)
+    assert t("zh", "lab_other_model", run_model="default", model="twin") in texts(at, "info")
+    assert len(at.get("plotly_chart")) == 0  # no roofline of one model's run on another's shape
+    resources.server_settings.clear()
+
+
+@needs_model
 def test_presets_that_fit_are_offered_labelled_and_can_be_hidden(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
