@@ -435,3 +435,23 @@ def test_result_json_round_trips_into_a_serving_run():
     run = ServingRun.from_dict(data["run"])
     assert run == result.run and run.metrics.num_completed == 1
     assert isinstance(result, ProbeResult)
+
+
+def test_server_metrics_figure_draws_what_was_sampled():
+    from engine.probe import ServerMetrics, ServerSample
+    from lesson.probe_charts import server_metrics_figure, server_metrics_note
+
+    samples = (ServerSample(0.0, {"running": 0.0, "waiting": 0.0, "kv_cache_usage": 0.0}),
+               ServerSample(50.0, {"running": 2.0, "waiting": 1.0, "kv_cache_usage": 0.25}),
+               ServerSample(100.0, {"running": 1.0, "waiting": 0.0, "kv_cache_usage": None}))
+    sm = ServerMetrics("http://h/metrics", True, "", {"running": "vllm:num_requests_running",
+                                                      "kv_cache_usage": "vllm:kv_cache_usage_perc"}, samples)
+    fig = server_metrics_figure(sm, "en")
+    assert [tr.name for tr in fig.data] == ["running requests", "KV-cache usage"]  # no waiting series: not exposed
+    assert list(fig.data[0].y) == [0.0, 2.0, 1.0] and list(fig.data[0].x) == [0.0, 50.0, 100.0]
+    assert list(fig.data[1].y) == [0.0, 25.0, None]  # a missing value is a gap, not a zero
+    assert server_metrics_note(sm, "en") is None
+    assert server_metrics_figure(sm, "zh").data[0].name == "运行中的请求"
+    absent = ServerMetrics("http://h/metrics", False, "HTTP 404")
+    assert server_metrics_note(absent, "en") == ("This server's /metrics was not sampled (HTTP 404): only the "
+                                                 "client's times are known.")
