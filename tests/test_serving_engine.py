@@ -78,6 +78,13 @@ def test_every_request_matches_running_it_alone(default_lm, runs, name):
     assert_positions_cover(run)
 
 
+def test_real_runs_round_trip_through_json(runs):
+    from engine.serving.trace import ServingRun
+
+    for name in ("disaggregated", "chunked-tight"):
+        assert ServingRun.from_json(runs[name].to_json()) == runs[name]
+
+
 def test_answers_mean_something(runs):
     r1 = runs["chunked"].request("r1")
     assert r1.output_text.startswith(" Tokyo.") and r1.stop_reason == "eos"
