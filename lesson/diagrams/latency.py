@@ -195,7 +195,7 @@ def latency_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYL
     slot_w = (plot_w - first_w) / max(num_slots - 1, 1)
     max_named, max_ticks = 16, 12
     if style.fitted:
-        max_named = int(slot_w // (text_width("D99", style.tiny_size) + 8))
+        max_named = int((slot_w if num_slots > 1 else first_w) // (text_width("D99", style.tiny_size) + 8))
         max_ticks = min(12, int(plot_w // (text_width("9999", style.tiny_size) + 12)))
     bars = []
     for position, index in enumerate(picks):
