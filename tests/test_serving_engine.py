@@ -238,3 +238,26 @@ def test_hf_continuous_batching_agrees(default_lm, runs):
     got = [list(o.generated_tokens) for _, o in sorted(out.items(), key=lambda kv: int(kv[0].split("_")[-1]))]
     for record, tokens in zip(records, got):
         assert list(record.output_ids) == tokens[:record.max_new_tokens], record.request_id
+
+
+@pytest.mark.parametrize("kind", ["llama", "qwen2", "gpt2"])
+def test_other_families_match_running_alone(tiny_model_dirs, kind):
+    """Random tiny models of other families (GQA or not, RoPE or learned positions): same parity."""
+    from engine import load_model
+
+    lm = load_model(tiny_model_dirs[kind], device="cpu")
+    workload = (WorkloadRequest(0.0, "The capital of France is", 8, True),
+                WorkloadRequest(0.0, "法国的首都是", 6, True, 30),
+                WorkloadRequest(1.0, "Prefill reads the whole prompt", 7, True))
+    run = run_workload(lm, workload, ServeConfig(policy="chunked", token_budget=8, block_size=4))
+    assert_parity(lm, run)
+    assert_positions_cover(run)
+
+
+def test_sliding_window_models_are_refused(tiny_model_dirs):
+    from engine import load_model
+
+    lm = load_model(tiny_model_dirs["mistral"], device="cpu")
+    with pytest.raises(InputError, match="sliding window") as err:
+        run_workload(lm, WORKLOAD[:1], ServeConfig())
+    assert err.value.key == "serving_sliding_window"
