@@ -69,6 +69,7 @@ PLACEHOLDER_NOTE = ("settings.policy, block size and KV blocks are placeholders 
                     "the server's scheduling and memory are not observable from the client")
 MAX_DETAIL_CHARS = 300  # of a server's error text, in a message
 MAX_ERROR_BODY = 4096
+MAX_LINE = 4 << 20  # one SSE line; a longer one is cut and then fails as a chunk that is not JSON
 # Prometheus names -> the lesson's series (summed over label sets; *_usage averaged)
 SERVER_SERIES = {
     "running": ("vllm:num_requests_running", "sglang:num_running_reqs"),
@@ -275,6 +276,8 @@ def _detail(raw: bytes, mask) -> str:
         if isinstance(data, dict):
             err = data.get("error", data.get("detail", data.get("message", text)))
             text = err.get("message", json.dumps(err)) if isinstance(err, dict) else str(err)
+        elif isinstance(data, str):  # {"error": "text"} as transformers serve streams it
+            text = data
     except json.JSONDecodeError:
         pass
     text = " ".join(mask(text).split())
@@ -311,7 +314,7 @@ def _read_events(cfg: ProbeConfig, rid: str, resp, stream: _Stream, mask) -> Non
     done = False
     while True:
         try:
-            line = resp.readline()
+            line = resp.readline(MAX_LINE)
         except (socket.timeout, TimeoutError):
             raise ProbeError("probe_timeout", f"{rid}: no answer within {cfg.timeout_s:g} s (after "
                                               f"{len(stream.pieces)} pieces)", request_id=rid,

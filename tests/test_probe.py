@@ -255,6 +255,9 @@ class Misbehaving(BaseHTTPRequestHandler):
                 if prompt == "streamerror" and i == 1:
                     self._event(json.dumps({"error": {"message": "out of memory", "code": 500}}))
                     return
+                if prompt == "streamerror-text" and i == 1:  # transformers serve's shape: {"error": "text"}
+                    self._event(json.dumps({"error": "CUDA error: device-side assert"}))
+                    return
                 if prompt == "hangmid" and i == 1:
                     time.sleep(3)
                     return
@@ -298,6 +301,8 @@ def _workload(*prompts: str) -> tuple[WorkloadRequest, ...]:
     ("hang", "probe_timeout", "no answer within 0.5 s"),
     ("hangmid", "probe_timeout", "no answer within 0.5 s (after 1 pieces)"),
     ("streamerror", "probe_stream_error", "the server reported an error in the stream: out of memory"),
+    ("streamerror-text", "probe_stream_error", "the server reported an error in the stream: CUDA error: "
+                                               "device-side assert"),
 ])
 @pytest.mark.parametrize("api", ["completions", "chat"])
 def test_each_bad_request_gets_one_message_and_the_others_are_kept(prompt, key, words, api):
