@@ -349,6 +349,10 @@ class ServingRun:
     def request(self, request_id: str) -> RequestRecord:
         return next(r for r in self.requests if r.request_id == request_id)
 
+    def entries_of(self, request_id: str) -> tuple[tuple[Iteration, BatchEntry], ...]:
+        """Every pass that computed positions of this request, with its share, in time order."""
+        return tuple((it, e) for it in self.iterations for e in it.entries if e.request_id == request_id)
+
     # --- JSON in and out ---
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
