@@ -95,6 +95,9 @@ def test_policies_shape_the_passes(runs):
     assert all(len(it.entries) == 1 for it in runs["one-at-a-time"].iterations)
     for it in runs["prefill-first"].iterations:  # a pass is all Prefill or all Decode: Decodes stall
         assert len({e.phase == "decode" for e in it.entries}) == 1
+        assert set(it.stalled) <= set(it.waiting)
+    assert any(it.stalled for it in runs["prefill-first"].iterations)  # r2 and r3 arrive while others decode
+    assert not any(it.stalled for it in runs["chunked"].iterations)  # Decodes always go first under chunked
     chunked = runs["chunked"].iterations
     assert any(e.phase == "prefill_chunk" for it in chunked for e in it.entries)
     assert any(it.num_prefill_tokens and it.num_decode_tokens for it in chunked)  # mixed passes

@@ -169,11 +169,12 @@ class EngineCore:
         scheduled = {w.seq.request_id for w in batch.works}
         waiting = [s.request_id for s in [*self.scheduler.waiting, *self.scheduler.running]
                    if s.request_id not in scheduled]
+        stalled = [s.request_id for s in self.scheduler.running if s.request_id not in scheduled]
         held = {s.request_id: s.num_computed for s in self.scheduler.running}
         iteration = Iteration(index=self.num_iterations, worker=self.worker, start_ms=start, end_ms=end,
                               entries=tuple(records), blocks=self.blocks.snapshot(held),
                               token_budget=self.scheduler.config.token_budget, waiting=tuple(waiting),
-                              preempted=tuple(batch.preempted), attention_kernel=self.runner.last_kernel)
+                              preempted=tuple(batch.preempted), attention_kernel=self.runner.last_kernel, stalled=tuple(stalled))
         self.num_iterations += 1
         return iteration, finished
 

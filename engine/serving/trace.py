@@ -32,6 +32,7 @@ when the engine began honouring arrivals; all are measured, none simulated):
           waiting: request ids that had arrived but got no positions in this pass
           preempted: request ids preempted (blocks freed) when this pass was scheduled
           attention_kernel: the SDPA kernel(s) the pass ran ("flash", "math", ...; "" unknown)
+          stalled: of `waiting`, those admitted (holding blocks) that got no positions: stalled Decodes
           blocks: BlockSnapshot after the pass (that worker's block manager):
               block_size, num_blocks, num_free_blocks,
               tables: (BlockTable(request_id, block_ids, tokens_per_block), ...)
@@ -221,6 +222,8 @@ class Iteration:
     waiting: tuple[str, ...] = ()  # arrived, not finished, given no positions in this pass
     preempted: tuple[str, ...] = ()  # blocks freed when this pass was scheduled
     attention_kernel: str = ""  # the SDPA kernel(s) the pass ran (engine/attention.py), "" if not recorded
+    stalled: tuple[str, ...] = ()  # of `waiting`: admitted (holding KV blocks) yet given no positions, e.g.
+    #                                Decodes held back while prefill-first runs a new request's Prefill
 
     def __post_init__(self) -> None:
         if self.worker not in WORKERS:
