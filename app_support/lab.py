@@ -112,6 +112,19 @@ def _floor_figures(lang: str, floors) -> None:
                         config={"displaylogo": False})
         if floors.random_weights:
             st.caption(t(lang, "random_weights_note"))
+        _svg_downloads(lang, floors, download_stem(RequestTrace.from_json(st.session_state.trace_json),
+                                                   st.session_state.trace_stamp))
+
+
+def _svg_downloads(lang: str, floors, stem: str) -> None:
+    """The same two figures as standalone SVG (as python -m lesson.export writes them)."""
+    from lesson.diagrams import render_roofline, render_step_floors
+
+    left, right = st.columns(2)
+    for column, name, render in ((left, "roofline", render_roofline), (right, "step_floors", render_step_floors)):
+        column.download_button(t(lang, f"lab_download_{name}"), data=render(floors, lang=lang),
+                               file_name=f"{stem}_{name}.svg", mime="image/svg+xml", key=f"lab_download_{name}",
+                               on_click="ignore", icon=":material/download:")
 
 
 def sweep_points(kind: str, max_positions: int, settings: ServerSettings) -> tuple[int, ...]:
@@ -165,9 +178,16 @@ def _sweeps(lang: str, lm, settings: ServerSettings) -> None:
         st.caption(lab_sweep_caption(sweep, lang))
         if sweep.random_weights:
             st.caption(t(lang, "random_weights_note"))
-        st.download_button(t(lang, "lab_sweep_download"), data=sweep_json, mime="application/json",
-                           file_name=f"prefill-decode_sweep_{kind}_{sweep.model_id.replace(':', '-')}.json",
-                           key="lab_sweep_download", on_click="ignore", icon=":material/download:")
+        from lesson.diagrams import render_sweep
+
+        name = f"prefill-decode_sweep_{kind}_{sweep.model_id.replace(':', '-')}"
+        left, right = st.columns(2)
+        left.download_button(t(lang, "lab_sweep_download"), data=sweep_json, mime="application/json",
+                             file_name=f"{name}.json", key="lab_sweep_download", on_click="ignore",
+                             icon=":material/download:")
+        right.download_button(t(lang, "lab_sweep_download_svg"), data=render_sweep(sweep, lang=lang),
+                              mime="image/svg+xml", file_name=f"{name}.svg", key="lab_sweep_download_svg",
+                              on_click="ignore", icon=":material/download:")
 
 
 def _run_sweep(lang: str, lm, kind: str, points: tuple[int, ...], key: tuple, store) -> None:

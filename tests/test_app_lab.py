@@ -100,6 +100,9 @@ def test_the_lab_says_which_bound_the_cost_model_predicts_and_why_the_cpu_disagr
     table = app.dataframe[0].value
     assert list(table[t("zh", "lab_col_pass")])[0] == t("zh", "phase_prefill") and len(table) == 2
     assert len(app.get("plotly_chart")) == 2  # roofline and floor vs measured
+    svg = app.get("download_button")
+    names = [b.proto.label for b in svg]
+    assert t("zh", "lab_download_roofline") in names and t("zh", "lab_download_step_floors") in names
 
 
 @needs_model
