@@ -46,7 +46,8 @@ def _font_layout(style: Style, classroom: bool) -> dict:
     size = CLASSROOM_FONT_PX
     axis = dict(tickfont=dict(size=size), title_font=dict(size=size))  # a page theme sets these per axis
     return {"font": dict(family=style.font_family, size=size), "title_font_size": round(size * 1.3),
-            "hoverlabel": dict(font_size=size), "legend_font_size": size, "xaxis": axis, "yaxis": axis}
+            "hoverlabel": dict(font_size=size), "legend_font_size": size,
+            "xaxis": {**axis, "nticks": 6, "tickangle": 0}, "yaxis": axis}  # big ticks: fewer, level
 
 
 def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None,
@@ -79,11 +80,19 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
             x=names[1:], y=list(metrics.itl_ms), mode="markers", name="ITL",
             marker=dict(color=style.paper, line=dict(color=style.ink, width=1.5), size=7),
         ))
-        fig.add_hline(y=metrics.tpot_ms, line_dash="dash", line_color=style.decode,
-                      annotation_text=label(table, "lat_tpot_line", ms=fmt_ms(metrics.tpot_ms)))
-        for p, value in ((50, metrics.p50_itl_ms), (99, metrics.p99_itl_ms)):
-            fig.add_hline(y=value, line_dash="dot", line_color=style.muted_ink, annotation_position="bottom right",
-                          annotation_text=label(table, "lat_pct_line", p=p, ms=fmt_ms(value)))
+        # The lines' labels sit in the right margin, outside the plot, so no bar runs under them,
+        # pushed apart where the three lines are close (they often coincide).
+        lines = ((label(table, "lat_tpot_line", ms=fmt_ms(metrics.tpot_ms)), metrics.tpot_ms, "dash", style.decode),
+                 (label(table, "lat_pct_line", p=50, ms=fmt_ms(metrics.p50_itl_ms)), metrics.p50_itl_ms, "dot",
+                  style.muted_ink),
+                 (label(table, "lat_pct_line", p=99, ms=fmt_ms(metrics.p99_itl_ms)), metrics.p99_itl_ms, "dot",
+                  style.muted_ink))
+        top_ms = max([p.total_ms for p in ((full or trace).latency_parts())] + [metrics.p99_itl_ms]) * 1.15
+        for (words, value, dash, color), shift in zip(lines, _label_shifts([v for _, v, _, _ in lines], top_ms,
+                                                                           PLOT_PX[classroom], 24 if classroom else 15)):
+            fig.add_hline(y=value, line_dash=dash, line_color=color, annotation_text=_plain(words),
+                          annotation_position="right", annotation_xanchor="left", annotation_yshift=shift,
+                          annotation_font_color=color)
     if metrics:
         prefill = trace.steps[0]
         fig.add_annotation(xref="paper", yref="paper", x=0, y=1.0, yshift=6, xanchor="left", yanchor="bottom",
@@ -95,11 +104,24 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
     fig.update_layout(title=label(table, "lat_title"), yaxis_title=f"{label(table, 'lat_axis_y')} (ms)",
                       xaxis_title=label(table, "lat_axis_x"), **_font_layout(style, classroom),
                       plot_bgcolor=style.paper, barmode="stack", bargap=0.3, showlegend=True,
-                      height=620 if classroom else 500, margin=dict(t=110 if classroom else 90),
+                      height=620 if classroom else 500, margin=dict(t=110 if classroom else 90, r=170 if classroom else 130),
                       legend=dict(orientation="h", yanchor="top", y=-0.28 if classroom else -0.22, xanchor="left", x=0))
     if full is not None:
         _fix_axes(fig, full, table, max([p.total_ms for p in full.latency_parts()] + list(full.metrics.itl_ms)))
     return fig
+
+
+PLOT_PX = {False: 300, True: 380}  # about how tall the latency chart's plot area is, in px
+
+
+def _label_shifts(values: list[float], top: float, plot_px: float, line_px: float) -> list[float]:
+    """Vertical pixel shifts that keep labels at `values` (0..top on a `plot_px` tall axis)
+    at least `line_px` apart, each as near its own line as it can be."""
+    from .diagrams.latency import spread_apart
+
+    ys = [plot_px * v / top if top > 0 else 0.0 for v in values]  # up from the axis
+    placed = spread_apart(ys, line_px)  # close labels fan upwards, never below the axis
+    return [round(p - y, 1) for y, p in zip(ys, placed)]  # plotly's yshift: positive is up
 
 
 def _fix_axes(fig: go.Figure, full: RequestTrace, table: dict, peak: float) -> None:
