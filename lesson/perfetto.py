@@ -154,7 +154,11 @@ def _request_slices(run: ServingRun, tids: Mapping[str, int]) -> list[dict[str, 
     events: list[dict[str, Any]] = []
     handoffs = {h.request_id: h for h in run.handoffs}
     passes: dict[str, list[tuple[float, float, str, dict[str, Any]]]] = {rid: [] for rid in tids}
+    stalled: dict[str, list[tuple[float, float]]] = {rid: [] for rid in tids}  # admitted, given no positions
     for it in run.iterations:
+        for rid in getattr(it, "stalled", ()):
+            if rid in stalled:
+                stalled[rid].append((it.start_ms, it.end_ms))
         for e in it.entries:
             if e.request_id in passes:
                 args = {"pass": it.index, "worker": it.worker, "positions": f"{e.start}..{e.end - 1}",
@@ -176,6 +180,8 @@ def _request_slices(run: ServingRun, tids: Mapping[str, int]) -> list[dict[str, 
         for start, end, phase, args in sorted(own, key=lambda p: p[0]):
             if start > previous_end:
                 label = "waiting (queued)" if previous_end == record.arrival_ms else "waiting (not in this pass)"
+                if any(a < start and b > previous_end for a, b in stalled[record.request_id]):
+                    label = "stalled (holds its KV blocks, no positions in a pass)"
                 events.append(_slice(REQUESTS_PID, tid, label, previous_end, start, "waiting"))
             name = "KV hand-off" if phase == "handoff" else PHASE_NAMES[phase]
             events.append(_slice(REQUESTS_PID, tid, name, start, end, phase, args))

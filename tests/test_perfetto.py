@@ -4,6 +4,7 @@ client) checked against the Trace Event format's required fields and against the
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict
 
@@ -125,6 +126,13 @@ def test_serving_run_has_a_track_per_request_and_per_worker_with_handoffs_and_co
     r1 = [e["name"] for e in _slices(doc, REQUESTS_PID, 2)]
     assert r1[:2] == ["waiting (queued)", "Prefill"]  # queued 1..10 ms behind r0's Prefill
     assert len(_slices(doc, WORKERS_PID, 1)) == 2 and len(_slices(doc, WORKERS_PID, 2)) == 3
+    # a Decode held back while it holds its blocks is "stalled", not queued
+    empty = run.iterations[-1].blocks
+    held = dataclasses.replace(run, iterations=(*run.iterations[:4], Iteration(
+        4, "decode", 24.0, 26.0, (BatchEntry("r0", "decode", 6, 7, 4),), empty, stalled=("r1",)), Iteration(
+        5, "decode", 27.0, 29.0, (BatchEntry("r1", "decode", 4, 5, 2),), empty)))
+    r1_held = [e["name"] for e in _slices(serving_run_events(held), REQUESTS_PID, 2)]
+    assert "stalled (holds its KV blocks, no positions in a pass)" in r1_held
     kv = [(e["ts"], e["args"]["bytes"]) for e in doc["traceEvents"] if e["name"] == "KV bytes (decode)"]
     assert kv[0] == (16000.0, 5 * MODEL.kv_bytes_per_token)  # r0's 5 positions after its first Decode
     batch = [e["args"]["requests"] for e in doc["traceEvents"] if e["name"] == "batch size (prefill)"]
