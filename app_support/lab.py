@@ -33,6 +33,10 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
     st.page_link("app_pages/lesson.py", label=t(lang, "lab_back_link"), icon=":material/school:")
     if lm is None:
         return
+    ss = st.session_state
+    if ss.trace_is_default and ss.trace_args is not None and ss.trace_args.model_choice != ss.model_choice:
+        # the page's own first view (no run the visitor asked for) follows the model picked since
+        ss.trace_json, ss.trace_args, ss.trace_is_default = None, None, False
     trace_json = sections._trace_to_show(lang, settings)  # the lesson's run, or its first view
     if trace_json is None or st.session_state.trace_args is None:
         st.info(t(lang, "no_trace"))

@@ -178,10 +178,16 @@ def test_a_model_picked_after_the_run_is_not_costed_with_the_runs_numbers(monkey
     monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(models))
     resources.server_settings.clear()
     at = AppTest.from_file(APP, default_timeout=300).run()
-    at.selectbox(key="model_choice").set_value("twin").run()  # picked, not run yet
+    at.selectbox(key="model_choice").set_value("twin").run()
+    at.switch_page(LAB).run()  # the page's own first view follows the picked model
+    assert_healthy(at)
+    assert at.session_state["trace_args"].model_choice == "twin" and len(at.get("plotly_chart")) == 2
+    at.switch_page(LESSON).run()
+    at.button(key="run").click().run()  # a run the visitor asked for stays, whatever is picked next
+    at.selectbox(key="model_choice").set_value("default").run()
     at.switch_page(LAB).run()
     assert_healthy(at)
-    assert t("zh", "lab_other_model", run_model="default", model="twin") in texts(at, "info")
+    assert t("zh", "lab_other_model", run_model="twin", model="default") in texts(at, "info")
     assert len(at.get("plotly_chart")) == 0  # no roofline of one model's run on another's shape
     resources.server_settings.clear()
 
