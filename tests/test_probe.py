@@ -188,6 +188,7 @@ class Misbehaving(BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     seen_auth: list[str] = []  # Authorization headers received (all servers)
+    seen_prompts: list = []
 
     def log_message(self, *args):  # quiet
         pass
@@ -227,6 +228,7 @@ class Misbehaving(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         Misbehaving.seen_auth.append(self.headers.get("Authorization", ""))
+        Misbehaving.seen_prompts.append(body.get("prompt"))
         self.chat = self.path.endswith("/chat/completions")
         prompt = body["messages"][0]["content"] if self.chat else body["prompt"]
         if prompt == "http500":
@@ -460,3 +462,16 @@ def test_server_metrics_figure_draws_what_was_sampled():
     absent = ServerMetrics("http://h/metrics", False, "HTTP 404")
     assert server_metrics_note(absent, "en") == ("This server's /metrics was not sampled (HTTP 404): only the "
                                                  "client's times are known.")
+
+
+def test_prompt_tokens_stretch_the_prompt_with_the_lessons_filler():
+    from transformers import AutoTokenizer
+
+    Misbehaving.seen_prompts.clear()
+    with misbehaving() as url:
+        result = run_probe(ProbeConfig(url, "toy"), (WorkloadRequest(0.0, "ok", 3, prompt_tokens=40),))
+    tok = AutoTokenizer.from_pretrained(str(DEFAULT_MODEL_DIR))
+    sent = Misbehaving.seen_prompts[-1]
+    assert sent.endswith("ok") and len(tok(sent)["input_ids"]) == 40  # what the app's slider would build
+    assert result.run.requests[0].prompt == sent
+    assert any("stretched to prompt_tokens" in n for n in result.run.notes)
