@@ -286,7 +286,8 @@ def _show(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
     for line in findings(runs, lang):
         st.markdown("- " + line)
     st.markdown(f"**{t(lang, 'sv_table_title')}**")
-    st.dataframe(metric_records(runs, lang), hide_index=True, width="stretch")
+    records = metric_records(runs, lang)
+    st.dataframe(records, hide_index=True, width="stretch", height=35 * (len(records) + 1) + 3)  # every row shown
     with st.expander(t(lang, "sl_table_svg")):
         svg_figure("serving_metrics", metrics_svg(jsons, lang), lang, alt=metrics_alt(runs, lang),
                    file_stem="serving_metrics")
