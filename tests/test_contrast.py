@@ -159,3 +159,32 @@ def test_classroom_review_map_puts_the_techniques_two_by_two():
     boxes = [el for el in root.iter() if "technique" in el.get("class", "").split()]
     tops = sorted({float(next(iter(b)).get("y")) for b in boxes})
     assert len(boxes) == 4 and len(tops) == 2
+
+
+def _other_figures():
+    """The bottleneck and serving labs' figures (drawn in the default style only)."""
+    from lesson.diagrams import render_roofline, render_step_floors, render_sweep
+    from lesson.diagrams.batch_composition import render_batch_composition
+    from lesson.diagrams.kv_blocks import render_kv_blocks
+    from lesson.diagrams.serving_gantt import render_serving_gantt
+    from lesson.diagrams.serving_metrics import render_serving_metrics
+    from tests.serving_factories import make_run
+    from tests.test_roofline import _floors, _sweep
+
+    run = make_run(policy="chunked")
+    return {
+        "roofline": lambda lang: render_roofline(_floors(), lang=lang),
+        "step_floors": lambda lang: render_step_floors(_floors(), lang=lang),
+        "sweep": lambda lang: render_sweep(_sweep(), lang=lang),
+        "serving_gantt": lambda lang: render_serving_gantt(run, lang=lang),
+        "batch_composition": lambda lang: render_batch_composition(run, lang=lang),
+        "kv_blocks": lambda lang: render_kv_blocks(run, lang=lang),
+        "serving_metrics": lambda lang: render_serving_metrics([run], lang=lang),
+    }
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_labs_figures_meet_wcag_aa_too(lang):
+    for name, render in _other_figures().items():
+        bad = [(f.words[:30], f.color, f.ratio) for f in failing_labels(render(lang))]
+        assert bad == [], name
