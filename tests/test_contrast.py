@@ -188,3 +188,22 @@ def test_the_labs_figures_meet_wcag_aa_too(lang):
     for name, render in _other_figures().items():
         bad = [(f.words[:30], f.color, f.ratio) for f in failing_labels(render(lang))]
         assert bad == [], name
+
+
+def test_classroom_timeline_panel_and_axis_stay_put_while_stepping():
+    """Folded, the time panel sits under the table: with `full=` it is placed for the whole
+    run's rows, so stepping adds rows without moving the panel or its axis."""
+    from lesson.views import truncate_trace
+
+    run = make_trace(output_pieces=tuple(f"t{i}" for i in range(6)))
+    style = classroom_style()
+
+    def marks(svg):
+        root = ET.fromstring(svg)
+        panel = next(el for el in root.iter() if "time-panel" in el.get("class", "").split())
+        ticks = [(el.get("x"), el.get("y"), el.text) for el in root.iter() if "tick-label" in el.get("class", "").split()]
+        return (panel.get("y"), panel.get("height")), ticks, root.get("height")
+
+    frames = [marks(DIAGRAMS["timeline"](truncate_trace(run, k), lang="en", style=style, full=run))
+              for k in range(1, len(run.steps) + 1)]
+    assert all(frame == frames[-1] for frame in frames)

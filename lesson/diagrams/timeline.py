@@ -241,10 +241,13 @@ def timeline_layout(trace: RequestTrace, table: dict, style: Style, header_y: fl
         y += h
     time_top = -1.0
     if col["folded"]:  # the time panel under the table: one thin row per pass, same slots
-        time_top = y + style.small_size * 2 + 8
+        # Room for the whole run's rows (classroom stepping): the panel and its axis never move.
+        whole_slots = plan_slots(len(whole.steps), MAX_ROWS, HEAD_ROWS, TAIL_ROWS)
+        table_end = max(y, header_y + 12 + sum(GAP_ROW_H if s.kind == "gap" else row_h for s in whole_slots))
+        time_top = table_end + style.small_size * 2 + 8
         time_h = max(30.0, style.tiny_size * 1.6)
         rows = [replace(row, time_y=time_top + 4 + time_h * (i + 0.5)) for i, row in enumerate(rows)]
-        y = time_top + 4 + time_h * len(rows)
+        y = time_top + 4 + time_h * max(len(rows), len(whole_slots))
     width = col["time_end"] + PAD
     note_lines = (label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table))
     axis_y = y + 10
