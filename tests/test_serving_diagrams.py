@@ -352,3 +352,16 @@ def test_export_runs_a_scenario_on_the_real_engine(tmp_path):
         assert run.settings.policy == policy and len(run.requests) == 8 and run.metrics.num_completed == 8
     table = parse((tmp_path / "serving_metrics.svg").read_text(encoding="utf-8").split("\n", 1)[1])
     assert int(with_class(table, "metric-table")[0].get("data-cols")) == 2
+
+
+def test_preemptions_are_marked_where_they_happened(runs):
+    run = runs["chunked"]
+    it = run.iterations[3]
+    victim = it.entries[0].request_id
+    preempted = dataclasses.replace(run, iterations=tuple(
+        dataclasses.replace(x, preempted=(victim,)) if x.index == it.index else x for x in run.iterations))
+    root = parse(render_serving_gantt(preempted, lang="en"))
+    marks = [m for m in with_class(root, "preempted") if m.get("data-iteration") is not None]
+    assert [(m.get("data-request-id"), int(m.get("data-iteration"))) for m in marks] == [(victim, it.index)]
+    assert with_class(root, "legend-item", "preempted")
+    assert not with_class(parse(render_serving_gantt(run, lang="en")), "preempted")

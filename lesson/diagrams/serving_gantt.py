@@ -228,6 +228,15 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
                            right - text_width(words, style.tiny_size) / 2)
             dwg.add(text(dwg, words, anchor_x, y - 3, size=style.tiny_size, fill=SPIKE_COLOR, anchor="middle",
                          weight="bold", class_="spike-label", **halo(style)))
+    for it in run.iterations:
+        for rid in it.preempted:
+            if rid not in row_of:
+                continue
+            x, cy = xs(it.start_ms), top + row_of[rid] * ROW_H + ROW_H / 2
+            mark = dwg.path(d=f"M{x - 4},{cy - 4} L{x + 4},{cy + 4} M{x - 4},{cy + 4} L{x + 4},{cy - 4}",
+                            stroke=SPIKE_COLOR, stroke_width=2, class_="preempted",
+                            **{"data-request-id": visible(rid), "data-iteration": it.index})
+            dwg.add(add_title(mark, t(lang, "sv_preempted_title", rid=rid, n=it.index + 1)))
     notes(dwg, style, lines, PAD, rows_bottom + 52, width - 2 * PAD)
     return to_string(dwg)
 
@@ -243,6 +252,8 @@ def _legend(dwg, style: Style, run: ServingRun, lang: str, y: float, right: floa
         items.append(("observed_ttft", t(lang, "sv_legend_observed_ttft"), style.prefill_light))
     if run.handoffs:
         items.append(("handoff", t(lang, "sv_legend_handoff"), HANDOFF_COLOR))
+    if any(it.preempted for it in run.iterations):
+        items.append(("preempted", t(lang, "sv_legend_preempted"), SPIKE_COLOR))
     items += [("tick", t(lang, "sv_legend_token"), style.ink),
               ("spike", t(lang, "sv_legend_spike", factor=f"{SPIKE_FACTOR:g}"), SPIKE_COLOR)]
     x = PAD
@@ -253,6 +264,8 @@ def _legend(dwg, style: Style, run: ServingRun, lang: str, y: float, right: floa
         group = dwg.g(class_=f"legend-item {kind}")
         if kind == "tick":
             group.add(dwg.line((x + 7, y - 11), (x + 7, y + 3), stroke=fill, stroke_width=1.5))
+        elif kind == "preempted":
+            group.add(dwg.path(d=f"M{x + 3},{y - 10} l8,8 M{x + 3},{y - 2} l8,-8", stroke=fill, stroke_width=2))
         elif kind == "spike":
             group.add(dwg.path(d=f"M{x},{y - 2} V{y - 6} H{x + 16} V{y - 2}", fill="none", stroke=fill,
                                stroke_width=2))
@@ -284,7 +297,7 @@ def longest_pass(run: ServingRun):
         return None, ()
     it = max(passes, key=lambda it: it.duration_ms)
     decoding = {r.request_id for r in run.requests if r.token_times_ms and r.first_token_ms < it.start_ms
-                and r.finish_ms > it.end_ms}
+                and r.finish_ms > it.end_ms} - {e.request_id for e in it.entries if e.phase != "decode"}
     return it, tuple(sorted(decoding)) if it.worker == "engine" else ()
 
 

@@ -370,6 +370,8 @@ TEXT: dict = {
     "sv_legend_decode": "Decode pass",
     "sv_legend_observed_ttft": "to the first token (seen from the client)",
     "sv_legend_handoff": "KV hand-off",
+    "sv_legend_preempted": "preempted (blocks freed, recomputed later: dashed edge)",
+    "sv_preempted_title": "{rid} preempted before pass {n}: its blocks were freed",
     "sv_legend_token": "token",
     "sv_legend_spike": "ITL over {factor}× the median",
     "sv_note_observed": "Measured from the client: the server's forward passes are not visible, so the bar up to the first token holds the queue and the Prefill together.",

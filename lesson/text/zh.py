@@ -336,6 +336,8 @@ TEXT: dict = {
     "sv_legend_decode": "Decode 前向",
     "sv_legend_observed_ttft": "到第一个 Token（客户端看到的）",
     "sv_legend_handoff": "KV 交接",
+    "sv_legend_preempted": "被抢占（块被释放，之后重算：虚线边框）",
+    "sv_preempted_title": "{rid} 在第 {n} 次前向之前被抢占：它的块被释放",
     "sv_legend_token": "Token",
     "sv_legend_spike": "ITL 超过中位数 {factor} 倍",
     "sv_note_observed": "从客户端测得：看不到服务器内部的前向计算，所以到第一个 Token 的那一段把排队和 Prefill 合在一起。",
