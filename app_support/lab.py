@@ -83,6 +83,11 @@ def _prediction(lang: str, lm, trace: RequestTrace):
         spec = resources.device_spec(ss.lab_device_spec, lm.info.device)
     shape = ModelShape.from_config(lm.model.config, name=lm.info.model_id)
     floors = trace_floors(trace, shape, spec, weight_dtype=ss.lab_weight_dtype, kv_dtype=ss.lab_kv_dtype)
+    if measured_here:  # the roofs themselves: a machine busy while it was measured gets low ones
+        from lesson.diagrams.roofline import si
+
+        st.caption(t(lang, "lab_this_roofs", bandwidth=si(spec.bandwidth_bytes_per_s),
+                     fp32=si(spec.fp32_flops_per_s), bf16=si(spec.bf16_flops_per_s)))
     if measured_here and spec.spec is not None:
         st.caption(t(lang, "lab_vs_datasheet", name=spec.spec.name,
                      copy=f"{spec.bandwidth_bytes_per_s / spec.spec.bandwidth_bytes_per_s:.0%}",

@@ -501,6 +501,7 @@ TEXT: dict = {
     "random_weights_note": "这个模型是随机权重：时间是真实的，Token 没有意义。它有真实模型的形状（层数、宽度、头数），所以每次前向要算和要搬的量是真的。",
     "err_preset_too_large": "{model} 放不下：这台机器现在空闲的内存不够。已改回默认模型。",
     "lab_prediction_title": "成本模型对这台机器的预测",
+    "lab_this_roofs": "这台机器实测（本进程第一次打开时测一次）：拷贝带宽 {bandwidth}B/s，fp32 矩阵乘 {fp32}FLOP/s，bf16 {bf16}FLOP/s。测的时候机器若正忙，屋顶会偏低，下限就偏高。",
     "lab_download_roofline": "下载屋顶线（SVG）",
     "lab_download_step_floors": "下载每次前向的下限图（SVG）",
     "lab_sweep_download_svg": "下载扫描图（SVG）",
