@@ -31,7 +31,8 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
 @media (max-width: 720px) {
   [class*="st-key-figure-"] { overflow-x: auto; overscroll-behavior-x: contain; }
   [class*="st-key-figure-"] [data-testid="stImage"],
-  [class*="st-key-figure-"] [data-testid="stImageContainer"] { max-width: none !important; width: max-content !important; }
+  [class*="st-key-figure-"] [data-testid="stImageContainer"] {
+    max-width: none !important; width: max-content !important; }
   [class*="st-key-figure-"] img { width: auto !important; max-width: none !important; }
 }
 </style>

@@ -88,8 +88,8 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
                  (label(table, "lat_pct_line", p=99, ms=fmt_ms(metrics.p99_itl_ms)), metrics.p99_itl_ms, "dot",
                   style.muted_ink))
         top_ms = max([p.total_ms for p in ((full or trace).latency_parts())] + [metrics.p99_itl_ms]) * 1.15
-        for (words, value, dash, color), shift in zip(lines, _label_shifts([v for _, v, _, _ in lines], top_ms,
-                                                                           PLOT_PX[classroom], 24 if classroom else 15)):
+        shifts = _label_shifts([v for _, v, _, _ in lines], top_ms, PLOT_PX[classroom], 24 if classroom else 15)
+        for (words, value, dash, color), shift in zip(lines, shifts):
             fig.add_hline(y=value, line_dash=dash, line_color=color, annotation_text=_plain(words),
                           annotation_position="right", annotation_xanchor="left", annotation_yshift=shift,
                           annotation_font_color=color)
@@ -104,7 +104,8 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
     fig.update_layout(title=label(table, "lat_title"), yaxis_title=f"{label(table, 'lat_axis_y')} (ms)",
                       xaxis_title=label(table, "lat_axis_x"), **_font_layout(style, classroom),
                       plot_bgcolor=style.paper, barmode="stack", bargap=0.3, showlegend=True,
-                      height=620 if classroom else 500, margin=dict(t=110 if classroom else 90, r=170 if classroom else 130),
+                      height=620 if classroom else 500,
+                      margin=dict(t=110 if classroom else 90, r=170 if classroom else 130),
                       legend=dict(orientation="h", yanchor="top", y=-0.28 if classroom else -0.22, xanchor="left", x=0))
     if full is not None:
         _fix_axes(fig, full, table, max([p.total_ms for p in full.latency_parts()] + list(full.metrics.itl_ms)))

@@ -96,10 +96,6 @@ def _num(el: ET.Element, name: str, default: float = 0.0) -> float:
     return float(value) if value not in (None, "") else default
 
 
-def _alpha(el: ET.Element, inherited: float) -> float:
-    return inherited * _num(el, "opacity", 1.0) * _num(el, "fill-opacity", 1.0)
-
-
 def _text_middle(el: ET.Element, words: str, size: float) -> tuple[float, float]:
     x, y = _num(el, "x"), _num(el, "y")
     w = text_width(words, size)
@@ -125,7 +121,7 @@ def text_contrasts(svg: str) -> list[TextContrast]:
             fills.append(_Fill(_num(el, "x"), _num(el, "y"), _num(el, "width"), _num(el, "height"),
                                parse_color(el.get("fill")), own * _num(el, "fill-opacity", 1.0)))
         elif tag == "text":
-            found.append(_judge(el, fills, alpha))
+            found.append(_judge(el, fills))
             return
         for child in el:
             walk(child, own)
@@ -134,7 +130,7 @@ def text_contrasts(svg: str) -> list[TextContrast]:
     return found
 
 
-def _judge(el: ET.Element, fills: list[_Fill], alpha: float) -> TextContrast:
+def _judge(el: ET.Element, fills: list[_Fill]) -> TextContrast:
     words = "".join(el.itertext())
     size = _num(el, "font-size", 16.0)
     bold = el.get("font-weight") in ("bold", "700", "800", "900")

@@ -201,7 +201,8 @@ def test_classroom_timeline_panel_and_axis_stay_put_while_stepping():
     def marks(svg):
         root = ET.fromstring(svg)
         panel = next(el for el in root.iter() if "time-panel" in el.get("class", "").split())
-        ticks = [(el.get("x"), el.get("y"), el.text) for el in root.iter() if "tick-label" in el.get("class", "").split()]
+        ticks = [(el.get("x"), el.get("y"), el.text) for el in root.iter()
+                 if "tick-label" in el.get("class", "").split()]
         return (panel.get("y"), panel.get("height")), ticks, root.get("height")
 
     frames = [marks(DIAGRAMS["timeline"](truncate_trace(run, k), lang="en", style=style, full=run))

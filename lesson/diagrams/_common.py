@@ -149,9 +149,10 @@ def pass_tick(index: int, phase: str, position: int, num_bars: int, table: dict,
     """
     if num_bars <= max_named:
         return label(table, "pass_short_prefill" if phase == "prefill" else "pass_short_decode", n=index)
-    every = max(1, -(-num_bars // max_ticks) if max_ticks < 12 else num_bars // max_ticks)
+    tight = max_ticks < 12  # big labels (classroom): never more than max_ticks, and a full step before the last
+    every = max(1, -(-num_bars // max_ticks) if tight else num_bars // max_ticks)
     last = position == num_bars - 1
-    too_close = num_bars - 1 - position < (every // 2 if max_ticks >= 12 else every - 1)
+    too_close = num_bars - 1 - position < (every - 1 if tight else every // 2)
     return str(index + 1) if last or (position % every == 0 and not too_close) else None
 
 

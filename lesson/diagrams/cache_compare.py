@@ -15,7 +15,9 @@ from ..layout import LinearScale, nice_ticks, sample_indices, text_width
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_count, fmt_ms
-from ._common import add_title, header, legend_block, legend_rows, new_drawing, notes, notes_height, pass_tick, text, to_string
+from ._common import (
+    add_title, header, legend_block, legend_rows, new_drawing, notes, notes_height, pass_tick, text, to_string,
+)
 
 MAX_SLOTS = 48
 PAD, Y_LABEL_W, PLOT_W, PANEL_H, PANEL_GAP, TOP = 32, 78, 760, 200, 78, 150
@@ -70,7 +72,8 @@ def _panel(metric: str, off: tuple[float, ...], on: tuple[float, ...], picks, to
     return Panel(metric, top, bottom, tuple(bars), tuple((y(t), fmt(t)) for t in ticks), left, left + plot_w)
 
 
-def compare_layout(comparison, style: Style = DEFAULT_STYLE, legend_lines: int = 1) -> tuple[Panel, Panel, tuple[int, ...]]:
+def compare_layout(comparison, style: Style = DEFAULT_STYLE,
+                   legend_lines: int = 1) -> tuple[Panel, Panel, tuple[int, ...]]:
     picks = sample_indices(comparison.num_steps, MAX_SLOTS)
     top = TOP + 2 * max(0, style.small_size - 13) + (legend_lines - 1) * style.small_size * 1.6
     gap = _dims(style)[2]

@@ -159,7 +159,8 @@ def kv_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE,
 
 
 def _bars(trace: RequestTrace, picks, ticks, left: float, top: float, bottom: float,
-          table: dict, num_slots: int | None = None, style: Style = DEFAULT_STYLE) -> tuple[LinearScale, tuple[Bar, ...]]:
+          table: dict, num_slots: int | None = None,
+          style: Style = DEFAULT_STYLE) -> tuple[LinearScale, tuple[Bar, ...]]:
     """One bar per pick, in `num_slots` equal slots (default: one per pick)."""
     num_slots = num_slots or len(picks)
     y = LinearScale(0, ticks[-1], bottom, top)
@@ -254,8 +255,8 @@ def _signed_bytes(num_bytes: int) -> str:
 
 def _draw_formula(dwg, layout: KvLayout, style: Style) -> None:
     box = dwg.g(class_="formula")
-    box.add(dwg.rect((PAD, FORMULA_TOP), (layout.right - PAD, formula_box_height(len(layout.formula_lines), layout.line_h)),
-                     rx=8, fill=style.panel, stroke=style.grid))
+    box_h = formula_box_height(len(layout.formula_lines), layout.line_h)
+    box.add(dwg.rect((PAD, FORMULA_TOP), (layout.right - PAD, box_h), rx=8, fill=style.panel, stroke=style.grid))
     for k, line in enumerate(layout.formula_lines):
         box.add(text(dwg, line, PAD + 14, FORMULA_TOP + 9 + style.small_size + layout.line_h * k, size=style.small_size,
                      fill=style.ink, weight="bold" if k == 0 else None))

@@ -85,7 +85,7 @@ def table_rows(trace: RequestTrace | None, table: dict, style: Style, top: float
         head_room = _width(style) - 2 * PAD - 2 * CELL_PAD if style.fitted else HEAD_W - CELL_PAD
         head = wrap_text(heading, head_room, style.small_size if live else style.font_size)
         head_h = len(head) * line_h if style.fitted else 0.0
-        body = max(len(wrapped[0]), len(wrapped[1])) if style.fitted else max(len(wrapped[0]), len(wrapped[1]), len(head))
+        body = max(len(wrapped[0]), len(wrapped[1]), 0 if style.fitted else len(head))
         h = head_h + body * line_h + 2 * CELL_PAD - 6
         rows.append(TableRow(key, head, wrapped, y, h, live, head_h))
         y += h + 6
