@@ -28,7 +28,7 @@ from lesson.text import t
 from lesson.views import ServerSettings, escape_markdown
 
 from . import resources
-from .ui import svg_figure
+from .ui import error_boundary, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -281,6 +281,11 @@ def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps
 
 
 def _show(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
+    with error_boundary(lang, "err_diagram"):  # a figure that cannot be drawn is a message, not a traceback
+        _results(lang, runs, jsons)
+
+
+def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
     st.subheader(t(lang, "sl_results"))
     st.markdown(t(lang, "sl_what_to_see"))
     for line in findings(runs, lang):

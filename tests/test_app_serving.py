@@ -85,12 +85,17 @@ def test_the_page_renders_with_its_caps_and_a_link_from_the_lesson(lab):
     assert t("zh", "sl_title") in [h.value for h in lab.header]
     assert "最多 6 个请求" in words and "256" in words
     assert lab.button(key="sl_run")
-    # the lesson's "many requests" section links here
-    from app_support import sections
+    assert not [link for link in lab.get("page_link") if link.proto.page == "serving_lab"]  # not to itself
 
-    import inspect
 
-    assert "app_pages/serving_lab.py" in inspect.getsource(sections.section_many)
+@needs_model
+def test_the_lessons_many_requests_section_links_to_the_lab():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    assert_healthy(at)
+    links = [link for link in at.get("page_link") if link.proto.page == "serving_lab"]
+    assert links and links[0].proto.label == t("zh", "sl_link")
 
 
 @needs_model
@@ -113,7 +118,10 @@ def test_running_every_policy_gives_figures_and_a_metric_table(lab):
         assert run.requests[-1].prompt_len >= 128
     # the same words the page shows: measured p99 ITL of prefill-first and chunked
     words = "\n".join(str(e.value) for e in lab.markdown)
-    assert "ITL p99" in words or "p99 ITL" in words
+    assert "实测 ITL p99" in words and "Prefill 优先" in words
+    lab.toggle(key="sl_hover").set_value(True).run()  # the Gantt with hover: one plotly chart per policy
+    assert_healthy(lab)
+    assert len(lab.get("plotly_chart")) == 4
 
 
 @needs_model
