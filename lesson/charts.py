@@ -194,8 +194,10 @@ def roofline_figure(floors, lang: str = "zh", style: Style | None = None) -> go.
                                      name=_plain(name), hovertext=words, hoverinfo="text"))
     fig.add_vline(x=ridge, line_dash="dot", line_color=style.muted_ink,
                   annotation_text=_plain(label(table, "rf_ridge", ridge=f"{ridge:,.1f}")))
-    fig.update_xaxes(type="log", title=label(table, "rf_x_axis"))
-    fig.update_yaxes(type="log", title=label(table, "rf_y_axis"))
+    achieved = [s.achieved_flops_per_s for s in floors.steps if s.measured_ms > 0]
+    y_lo, y_hi = decade_range(achieved + [peak, bandwidth * 10.0 ** x_lo])
+    fig.update_xaxes(type="log", title=label(table, "rf_x_axis"), range=[x_lo, x_hi])  # as the SVG: whole decades
+    fig.update_yaxes(type="log", title=label(table, "rf_y_axis"), range=[y_lo, y_hi])
     fig.update_layout(title=_plain(label(table, "rf_title")), font=dict(family=style.font_family),
                       plot_bgcolor=style.paper, legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
     return fig
