@@ -102,8 +102,7 @@ def format_run(run: ServingRun) -> str:
              f"{run.wall_ms:.0f} ms", ""]
     rows = [(r.request_id, f"{r.arrival_ms:.0f}", str(r.prompt_len), str(r.num_output_tokens), _ms(r.ttft_ms),
              _ms(r.tpot_ms), _ms(max(r.itl_ms) if r.itl_ms else None), _ms(r.e2el_ms), str(r.num_preemptions),
-             shown(r.output_text[:24]) + ("…" if len(r.output_text) > 24 else ""))
-            for r in run.requests]
+             _answer(r.output_pieces, shown)) for r in run.requests]
     lines += _table(("request", "arrival ms", "prompt", "output", "TTFT ms", "TPOT ms", "max ITL ms", "E2EL ms",
                      "preempted", "answer"), rows)
     lines += ["", *_metric_lines(run)]
@@ -119,6 +118,12 @@ def format_run(run: ServingRun) -> str:
                      f"over assumed links: {links}")
     lines += [f"note: {n}" for n in run.notes]
     return "\n".join(lines)
+
+
+def _answer(pieces: tuple[str, ...], shown, limit: int = 24) -> str:
+    """The pieces as written, EOS (</s>) included, so an answer that goes on past it (ignore_eos) says so."""
+    text = shown("".join(pieces))
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _metric_lines(run: ServingRun) -> list[str]:
