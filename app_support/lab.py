@@ -86,8 +86,11 @@ def _prediction(lang: str, lm, trace: RequestTrace):
     if measured_here:  # the roofs themselves: a machine busy while it was measured gets low ones
         from lesson.diagrams.roofline import si
 
-        st.caption(t(lang, "lab_this_roofs", bandwidth=si(spec.bandwidth_bytes_per_s),
-                     fp32=si(spec.fp32_flops_per_s), bf16=si(spec.bf16_flops_per_s)))
+        words_col, button_col = st.columns([4, 1], vertical_alignment="center")
+        words_col.caption(t(lang, "lab_this_roofs", bandwidth=si(spec.bandwidth_bytes_per_s),
+                            fp32=si(spec.fp32_flops_per_s), bf16=si(spec.bf16_flops_per_s)))
+        button_col.button(t(lang, "lab_measure_again"), key="lab_measure_again", icon=":material/refresh:",
+                          on_click=resources.measure_again, help=t(lang, "lab_measure_again_help"))
     if measured_here and spec.spec is not None:
         st.caption(t(lang, "lab_vs_datasheet", name=spec.spec.name,
                      copy=f"{spec.bandwidth_bytes_per_s / spec.spec.bandwidth_bytes_per_s:.0%}",

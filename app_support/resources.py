@@ -183,6 +183,15 @@ def device_spec(key: str, device: str):
     return cost.DEVICE_SPECS[key]
 
 
+def measure_again() -> None:
+    """The lab's "measure again" callback: this machine's roofs are benchmarked anew (about a second)
+    on the next draw, for every visitor of this process (a busy moment measures them low)."""
+    from engine import cost
+
+    cost.measure_this_machine.cache_clear()
+    device_spec.clear()
+
+
 class SweepStore:
     """Finished sweeps as JSON, keyed by (model, device, dtype, kind, points, repeats, context);
     the oldest is dropped past `max_entries`. `lock`: one sweep at a time on this server."""

@@ -292,3 +292,16 @@ def test_sweep_points_follow_the_model_and_the_caps():
     assert sweep_points("prefill", 4096, settings)[-1] == 512
     assert sweep_points("decode-context", 512, settings)[-1] == 256  # + the step's own position
     assert sweep_points("decode-batch", 4096, settings) == (1, 2, 4, 8, 16)
+
+
+@needs_model
+def test_measure_again_benchmarks_this_machine_anew(app):
+    from engine import cost
+
+    app.switch_page(LAB).run()
+    before = cost.measure_this_machine("cpu")
+    app.button(key="lab_measure_again").click().run()
+    assert_healthy(app)
+    after = cost.measure_this_machine("cpu")
+    assert after is not before and after.source == "measured"  # a new measurement, not the cached one
+    assert t("zh", "lab_this_roofs").split("{")[0] in texts(app, "caption")

@@ -536,6 +536,8 @@ TEXT: dict = {
     "err_preset_too_large": "{model} does not fit: this machine does not have enough free memory right now. Switched back to the default model.",
     "lab_prediction_title": "What the cost model predicts for this machine",
     "lab_this_roofs": "This machine, measured (once, when this server process first needed it): copy bandwidth {bandwidth}B/s, fp32 matmul {fp32}FLOP/s, bf16 {bf16}FLOP/s. Measured while the machine was busy, the roofs come out low and the floors high.",
+    "lab_measure_again": "Measure again",
+    "lab_measure_again_help": "Run the copy and matmul benchmark again (about a second); every visitor of this server gets the new roofs. Most accurate while the machine is idle.",
     "lab_download_roofline": "Download the roofline (SVG)",
     "lab_download_step_floors": "Download the floor chart (SVG)",
     "lab_sweep_download_svg": "Download the sweep figure (SVG)",

@@ -502,6 +502,8 @@ TEXT: dict = {
     "err_preset_too_large": "{model} 放不下：这台机器现在空闲的内存不够。已改回默认模型。",
     "lab_prediction_title": "成本模型对这台机器的预测",
     "lab_this_roofs": "这台机器实测（本进程第一次打开时测一次）：拷贝带宽 {bandwidth}B/s，fp32 矩阵乘 {fp32}FLOP/s，bf16 {bf16}FLOP/s。测的时候机器若正忙，屋顶会偏低，下限就偏高。",
+    "lab_measure_again": "重新测量",
+    "lab_measure_again_help": "再做一次拷贝和矩阵乘测试（约一秒），这个服务器上所有人的屋顶都换成新结果。机器空闲时测得最准。",
     "lab_download_roofline": "下载屋顶线（SVG）",
     "lab_download_step_floors": "下载每次前向的下限图（SVG）",
     "lab_sweep_download_svg": "下载扫描图（SVG）",
