@@ -36,6 +36,11 @@ SCENARIO_CHOICES = ("long-prompt-during-chats", "burst-16", "eight-chats", "pois
                     "capital-questions")
 BLOCK_SIZES = (4, 8, 16, 32)
 FIGURES = ("gantt", "batch", "kv")
+# Widget keys of this page (for app.py's keep_widget_values, so they survive a visit to another page)
+SERVING_WIDGET_KEYS = ("sl_source", "sl_scenario", "sl_scn_seed", "sl_num_chats", "sl_chat_tokens", "sl_answer_tokens",
+                       "sl_long_tokens", "sl_arrival", "sl_gap_ms", "sl_rate", "sl_seed", "sl_long_at",
+                       "sl_token_budget", "sl_block_size", "sl_kv_blocks", "sl_on_kv_full", "sl_slo_ttft",
+                       "sl_slo_tpot", "sl_hover")
 
 
 # --- server caps ------------------------------------------------------------------

@@ -365,3 +365,27 @@ def test_preemptions_are_marked_where_they_happened(runs):
     assert [(m.get("data-request-id"), int(m.get("data-iteration"))) for m in marks] == [(victim, it.index)]
     assert with_class(root, "legend-item", "preempted")
     assert not with_class(parse(render_serving_gantt(run, lang="en")), "preempted")
+
+
+# --- exact snapshots (regenerate after an intended change: UPDATE_SNAPSHOTS=1 pytest ... -k snapshot) ----
+
+SNAPSHOTS = __import__("pathlib").Path(__file__).parent / "snapshots"
+SNAPSHOT_CASES = {
+    "serving_gantt_prefill_first_zh": lambda runs: render_serving_gantt(runs["prefill-first"], lang="zh"),
+    "serving_gantt_disaggregated_en": lambda runs: render_serving_gantt(runs["disaggregated"], lang="en"),
+    "serving_batch_chunked_en": lambda runs: render_batch_composition(runs["chunked"], lang="en"),
+    "serving_kv_chunked_zh": lambda runs: render_kv_blocks(runs["chunked"], lang="zh"),
+    "serving_metrics_en": lambda runs: render_serving_metrics([runs[p] for p in POLICIES], lang="en"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SNAPSHOT_CASES))
+def test_snapshot(name, runs):
+    import os
+
+    svg = SNAPSHOT_CASES[name](runs) + "\n"
+    path = SNAPSHOTS / f"{name}.svg"
+    if os.environ.get("UPDATE_SNAPSHOTS") == "1":
+        path.write_text(svg, encoding="utf-8")
+    assert path.exists(), f"missing snapshot {path.name}: run with UPDATE_SNAPSHOTS=1"
+    assert svg == path.read_text(encoding="utf-8"), f"{name} changed; regenerate after an intended change"

@@ -89,6 +89,11 @@ def _panel(dwg, run: ServingRun, worker: str, top: float, left: float, right: fl
     t_ticks = nice_ticks(0, t_max, 2)
     t_top, t_bottom = bottom + 24, bottom + 24 + TIME_H
     ts = LinearScale(0, t_ticks[-1], t_bottom, t_top)
+    for tick in t_ticks:
+        y = ts(tick)
+        panel.add(dwg.line((left, y), (right, y), stroke=style.grid, stroke_width=1, class_="grid"))
+        panel.add(text(dwg, f"{tick:,.0f} ms", left - 8, y + 4, size=style.tiny_size, fill=style.muted_ink,
+                       anchor="end", class_="tick-label"))
     for i, it in enumerate(its):
         x = left + i * slot + (slot - bar_w) / 2
         chunk = sum(e.num_tokens for e in it.entries if e.phase == "prefill_chunk")
@@ -120,11 +125,6 @@ def _panel(dwg, run: ServingRun, worker: str, top: float, left: float, right: fl
         words = t(lang, "sv_budget_label", budget=fmt_int(budget))
         panel.add(text(dwg, words, right - text_width(words, style.tiny_size), y - 5, size=style.tiny_size,
                        fill=style.ink, class_="budget-label", **halo(style)))
-    for tick in t_ticks:
-        y = ts(tick)
-        panel.add(dwg.line((left, y), (right, y), stroke=style.grid, stroke_width=1, class_="grid"))
-        panel.add(text(dwg, f"{tick:,.0f} ms", left - 8, y + 4, size=style.tiny_size, fill=style.muted_ink,
-                       anchor="end", class_="tick-label"))
     panel.add(text(dwg, t(lang, "sv_batch_panel_time"), left, t_top - 6, size=style.tiny_size, fill=style.muted_ink,
                    class_="axis-label"))
     panel.add(text(dwg, t(lang, "sv_batch_x_axis", n=fmt_int(n)), left, t_bottom + 20, size=style.small_size,
