@@ -48,6 +48,11 @@ CONTENTS = (
 )
 
 
+# Each paragraph of the prompt box takes its direction from its first strong character, so a
+# right-to-left prompt (Arabic, Hebrew) is right-aligned and reads in order. Fixed CSS, no user text.
+PROMPT_CSS = "<style>.st-key-prompt textarea { unicode-bidi: plaintext; text-align: start; }</style>"
+
+
 @dataclass(frozen=True)
 class RunArgs:
     """Everything that determines a trace, as plain values (the cache key)."""
@@ -182,6 +187,7 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
     left, right = st.columns([3, 2], gap="large")
     with left:
         st.text_area(t(lang, "prompt"), key="prompt", placeholder=t(lang, "prompt_placeholder"), height=110)
+        st.html(PROMPT_CSS)
     with right:
         st.slider(t(lang, "output_len"), 1, limits.max_new_tokens, key="output_len", help=t(lang, "output_len_help"))
         st.slider(t(lang, "prompt_len"), 0, limits.max_prompt_tokens, key="prompt_len", help=t(lang, "prompt_len_help"))
@@ -456,14 +462,24 @@ def _replay_step(trace_json: str | None) -> int | None:
         return None
     times = replay_times_s(RequestTrace.from_json(trace_json), ss.replay_pace)
     elapsed = time.time() - ss.replay_from
-    if elapsed > times[-1]:
+    if elapsed > times[-1] + REPLAY_HOLD_S:
         ss.replay_from, ss.replay_finished = None, len(times)
         return None
-    return replay_position(times, elapsed)
+    position = replay_position(times, elapsed)
+    last = ss.get("replay_last")
+    if REPLAY_PACES[ss.replay_pace][0] == "fixed" and last is not None and position > last:
+        # Every pass is shown, each for its full time, even when the page draws slower than the pace.
+        position = last + 1
+        ss.replay_from = time.time() - times[position - 1]
+    ss.replay_last = position
+    return position
+
+
+REPLAY_HOLD_S = 1.0  # the whole answer stays up this long before the replay ends
 
 
 def _start_replay() -> None:
-    st.session_state.replay_from = time.time()
+    st.session_state.replay_from, st.session_state.replay_last = time.time(), None
 
 
 def _stop_replay() -> None:
@@ -500,8 +516,8 @@ def replay_tick() -> None:
         return
     times = replay_times_s(RequestTrace.from_json(ss.trace_json), ss.replay_pace)
     elapsed = time.time() - ss.replay_from
-    upcoming = [when for when in times if when > elapsed]
-    wait = (upcoming[0] if upcoming else times[-1] + 0.05) - elapsed
+    upcoming = [when for when in (*times, times[-1] + REPLAY_HOLD_S + 0.05) if when > elapsed]
+    wait = (upcoming[0] if upcoming else 0.0) - elapsed
     time.sleep(min(max(wait, 0.0), 1.0))
     st.rerun()
 
