@@ -266,6 +266,8 @@ def sweep_figure(sweep, lang: str = "zh", style: Style | None = None) -> go.Figu
     fig.update_xaxes(type="log", tickvals=xs, ticktext=[f"{v:,}" for v in xs])
     fig.update_xaxes(title=_plain(label(table, f"sw_x_{key}", context=sweep.batch_context)), row=2, col=1)
     fig.update_yaxes(type="log")
+    fig.update_yaxes(ticksuffix=" ms", row=1, col=1)
+    fig.update_yaxes(ticksuffix="/s", row=2, col=1)
     fig.update_layout(title=_plain(label(table, f"sw_title_{key}")), font=dict(family=style.font_family),
                       plot_bgcolor=style.paper, height=560, legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0))
     return fig
