@@ -34,6 +34,8 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
   [class*="st-key-figure-"] [data-testid="stImageContainer"] {
     max-width: none !important; width: max-content !important; }
   [class*="st-key-figure-"] img { width: auto !important; max-width: none !important; }
+  /* Streamlit centres an image: a wider one would spill off the left edge, out of scroll's reach. */
+  [class*="st-key-figure-"] * { align-items: flex-start !important; justify-content: flex-start !important; }
 }
 </style>
 """

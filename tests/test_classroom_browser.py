@@ -35,6 +35,7 @@ FIGURES_JS = """async () => {
     const sizes = [...doc.querySelectorAll('text')].map(t => parseFloat(t.getAttribute('font-size')));
     const box = img.closest('[class*="st-key-figure-"]');
     const style = box ? getComputedStyle(box) : null;
+    if (box) box.scrollLeft = 0;
     out.push({
       name: box ? [...box.classList].find(c => c.startsWith('st-key-figure-')) : null,
       shown: img.getBoundingClientRect().width,
@@ -42,6 +43,7 @@ FIGURES_JS = """async () => {
       min_font: Math.min(...sizes), svg: svg,
       box_client: box ? box.clientWidth : null, box_scroll: box ? box.scrollWidth : null,
       box_overflow: style ? style.overflowX : null,
+      left_cut: box ? box.getBoundingClientRect().left - img.getBoundingClientRect().left : null,
     });
   }
   return out;
@@ -137,6 +139,8 @@ def test_phone_figures_keep_their_size_and_scroll_sideways(browser, server_url):
             assert fig["min_font"] * scale >= 11, fig["name"]
             assert fig["box_overflow"] in ("auto", "scroll"), fig["name"]
             assert fig["box_client"] <= 390 and fig["box_scroll"] > fig["box_client"], fig["name"]
+            # the whole figure is within scroll's reach: nothing hangs off the left edge
+            assert fig["left_cut"] <= 1 and fig["box_scroll"] >= fig["shown"] - 1, (fig["name"], fig["left_cut"])
         name = figures[0]["name"]
         page.evaluate(f"() => document.querySelector('.{name}').scrollLeft = 200")
         assert page.evaluate(f"() => document.querySelector('.{name}').scrollLeft") > 0  # it really scrolls
