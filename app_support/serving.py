@@ -36,11 +36,16 @@ SCENARIO_CHOICES = ("long-prompt-during-chats", "burst-16", "eight-chats", "pois
                     "capital-questions")
 BLOCK_SIZES = (4, 8, 16, 32)
 FIGURES = ("gantt", "batch", "kv")
+EXAMPLE_JSONL = "\n".join((
+    '{"arrival_ms": 0, "prompt": "法国的首都是", "max_new_tokens": 16, "ignore_eos": true}',
+    '{"arrival_ms": 10, "prompt": "The capital of Germany is", "max_new_tokens": 16, "ignore_eos": true}',
+    '{"arrival_ms": 30, "prompt": "日本的首都是", "max_new_tokens": 8, "prompt_tokens": 256}',
+))
 # Widget keys of this page (for app.py's keep_widget_values, so they survive a visit to another page)
 SERVING_WIDGET_KEYS = ("sl_source", "sl_scenario", "sl_scn_seed", "sl_num_chats", "sl_chat_tokens", "sl_answer_tokens",
                        "sl_long_tokens", "sl_arrival", "sl_gap_ms", "sl_rate", "sl_seed", "sl_long_at",
                        "sl_token_budget", "sl_block_size", "sl_kv_blocks", "sl_on_kv_full", "sl_slo_ttft",
-                       "sl_slo_tpot", "sl_hover")
+                       "sl_slo_tpot", "sl_hover", "sl_jsonl")
 
 
 # --- server caps ------------------------------------------------------------------
@@ -197,7 +202,7 @@ def _workload_controls(lang: str, caps: ServingCaps):
     from engine.serving.workloads import scenario
 
     st.subheader(t(lang, "sl_workload"))
-    source = st.radio(t(lang, "sl_source"), ("scenario", "custom"), key="sl_source", horizontal=True,
+    source = st.radio(t(lang, "sl_source"), ("scenario", "custom", "jsonl"), key="sl_source", horizontal=True,
                       format_func=lambda s: t(lang, f"sl_source_{s}"))
     try:
         if source == "scenario":
@@ -209,6 +214,14 @@ def _workload_controls(lang: str, caps: ServingCaps):
             workload = scenario(name, seed)
             check_caps(workload, caps)
             return workload, name
+        if source == "jsonl":
+            from engine.serving.workloads import parse_workload_lines
+
+            text = st.text_area(t(lang, "sl_jsonl"), EXAMPLE_JSONL, key="sl_jsonl", height=160,
+                                help=t(lang, "sl_jsonl_help"))
+            workload = parse_workload_lines(text.splitlines())
+            check_caps(workload, caps)
+            return workload, "pasted"
         cols = st.columns(2)
         with cols[0]:
             num_chats = st.slider(t(lang, "sl_num_chats"), 1, max(1, caps.max_requests - 1), min(4, caps.max_requests),

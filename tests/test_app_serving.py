@@ -144,3 +144,19 @@ def test_a_kv_budget_that_can_never_fit_shows_the_engines_message(lab):
     assert "永远放不下" in message and "预算只有 1 块" in message
     assert not lab.session_state["sl_runs"]
 
+
+
+@needs_model
+def test_a_pasted_workload_with_a_bad_line_is_refused_naming_the_line(lab):
+    lab.radio(key="sl_source").set_value("jsonl").run()
+    good = '{"arrival_ms": 0, "prompt": "法国的首都是", "max_new_tokens": 4}'
+    lab.text_area(key="sl_jsonl").set_value(good + '\n{"arrival_ms": 5, "prompt": "<b>x</b>"}\n').run()
+    lab.button(key="sl_run").click().run()
+    assert not lab.exception
+    from lesson.views import escape_markdown
+
+    reason = escape_markdown("missing 'max_new_tokens'")  # shown as Markdown: the underscores stay text
+    assert [e.value for e in lab.error] == [t("zh", "sl_err_bad_workload_line", line=2, reason=reason)]
+    lab.text_area(key="sl_jsonl").set_value("\n".join([good] * 7)).run()  # 7 requests, the cap is 6
+    lab.button(key="sl_run").click().run()
+    assert [e.value for e in lab.error] == [t("zh", "sl_cap_requests", n=7, limit=6)]
