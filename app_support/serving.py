@@ -325,9 +325,10 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
                 for run in runs:
                     st.plotly_chart(serving_gantt_figure(run, lang), key=f"sl_plotly_{run.settings.policy}")
                 continue
-            columns = st.columns(2)
+            per_row = 1 if st.session_state.get("classroom") else 2  # on a projector: one figure per row
+            columns = st.columns(per_row)
             for k, (run, run_json) in enumerate(zip(runs, jsons)):
-                with columns[k % 2]:
+                with columns[k % per_row]:
                     st.markdown(f"**{escape_markdown(run_label(run, lang))}**")
                     svg_figure(f"serving_{figure}_{run.settings.policy}", serving_svg(figure, run_json, lang), lang,
                                alt=figure_alt(figure, run, lang), file_stem=f"serving_{figure}_{run.settings.policy}")
