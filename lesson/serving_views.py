@@ -54,7 +54,8 @@ def _goodput_shown(run: ServingRun) -> str:
 METRIC_ROWS: tuple[MetricRow, ...] = (
     MetricRow("sv_m_completed", "", lambda run: run.metrics.num_completed,
               lambda run: f"{run.metrics.num_completed}/{run.metrics.num_requests}", ""),
-    MetricRow("sv_m_duration", "", lambda run: run.metrics.duration_ms, lambda run: _ms(run.metrics.duration_ms), "low"),
+    MetricRow("sv_m_duration", "", lambda run: run.metrics.duration_ms, lambda run: _ms(run.metrics.duration_ms),
+              "low"),
     *(_dist("ttft", p) for p in ("p50", "p90", "p99")),
     *(_dist("tpot", p) for p in ("p50", "p90", "p99")),
     *(_dist("itl", p) for p in ("p50", "p90", "p99", "max")),

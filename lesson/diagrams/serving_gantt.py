@@ -30,7 +30,7 @@ from ..strings import strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int, fmt_ms, visible
 from ..text import t
-from ._common import add_title, halo, header, legend_item, new_drawing, notes, notes_height, text, to_string
+from ._common import add_title, halo, header, new_drawing, notes, notes_height, text, to_string
 
 MAX_ROWS = 40  # past this many requests, the first MAX_ROWS are drawn and a note counts the rest
 SPIKE_FACTOR = 3.0  # a gap between two tokens this many times the median ITL is marked as a spike
@@ -220,7 +220,8 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
         y = top + row_of[spike.request_id] * ROW_H + ROW_H / 2 - BAR_H / 2 - 5
         x0, x1 = xs(spike.start_ms), xs(spike.end_ms)
         mark = dwg.path(d=f"M{x0},{y + 3} V{y} H{x1} V{y + 3}", fill="none", stroke=SPIKE_COLOR, stroke_width=2,
-                        class_="itl-spike", **{"data-request-id": visible(spike.request_id), "data-ms": f"{spike.ms:.3f}"})
+                        class_="itl-spike",
+                        **{"data-request-id": visible(spike.request_id), "data-ms": f"{spike.ms:.3f}"})
         dwg.add(add_title(mark, t(lang, "sv_spike_title", rid=spike.request_id, ms=fmt_ms(spike.ms))))
         if k == 0:
             words = t(lang, "sv_spike_label", ms=fmt_ms(spike.ms))
