@@ -126,8 +126,10 @@ def _over_time(dwg, run, worker, top, left, right, colors, style, lang, multi) -
 
 def _grid(dwg, run, peak, top, left, cols, num_cells, colors, style, lang) -> None:
     snap = peak.blocks
-    dwg.add(text(dwg, t(lang, "sv_kv_grid_heading", n=peak.index + 1, used=snap.num_used_blocks,
-                        blocks=fmt_int(snap.num_blocks)), PAD, top - 8, size=style.small_size, fill=style.muted_ink,
+    heading = t(lang, "sv_kv_grid_heading", n=peak.index + 1, used=snap.num_used_blocks, blocks=fmt_int(snap.num_blocks))
+    if peak.worker != "engine":
+        heading = t(lang, f"sv_worker_{peak.worker}") + " · " + heading
+    dwg.add(text(dwg, heading, PAD, top - 8, size=style.small_size, fill=style.muted_ink,
                  weight="bold", class_="axis-label"))
     owner = {}
     for table in snap.tables:
