@@ -205,7 +205,9 @@ def _sweeps(lang: str, lm, settings: ServerSettings) -> None:
 def _run_sweep(lang: str, lm, kind: str, points: tuple[int, ...], key: tuple, store) -> None:
     from engine.sweep import run_sweep
 
-    bar = st.progress(0.0, text=t(lang, "lab_sweep_running", done=0, total=len(points)))
+    waiting = store.lock.locked()  # another visitor's sweep is measuring: say so while this one waits
+    bar = st.progress(0.0, text=t(lang, "lab_sweep_queued" if waiting else "lab_sweep_running", done=0,
+                                  total=len(points)))
 
     def progress(done: int, total: int, point) -> None:
         bar.progress(done / total, text=t(lang, "lab_sweep_running", done=done, total=total))

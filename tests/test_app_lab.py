@@ -305,3 +305,19 @@ def test_measure_again_benchmarks_this_machine_anew(app):
     after = cost.measure_this_machine("cpu")
     assert after is not before and after.source == "measured"  # a new measurement, not the cached one
     assert t("zh", "lab_this_roofs").split("{")[0] in texts(app, "caption")
+
+
+@needs_model
+def test_a_sweep_waits_its_turn_and_says_so(app):
+    import threading
+
+    from app_support import resources
+
+    app.switch_page(LAB).run()
+    app.select_slider(key="lab_sweep_up_to").set_value(8).run()
+    store = resources.sweep_store()
+    store.lock.acquire()  # another visitor's sweep is measuring
+    threading.Timer(1.0, store.lock.release).start()
+    app.button(key="lab_sweep_run").click().run()
+    assert_healthy(app)
+    assert len(store.results) == 1 and len(app.get("plotly_chart")) == 3  # measured once the lock was free

@@ -340,6 +340,8 @@ TEXT: dict = {
     "anim_pause": "Pause",
     "anim_step": "Forward pass",
     "anim_step_value": "pass {k} / {n}",
+    "sketch_positions": "positions ↓",
+    "sketch_live_alt": "Sketch (while dragging): Prefill computes the prompt's {p} positions in one pass; then each Decode pass of the {o}-token answer computes one new position and reads the older ones from the KV cache.",
     # ---- serving lab ----
     "sv_policy_one_at_a_time": "one at a time",
     "sv_policy_prefill_first": "prefill-first",
@@ -586,6 +588,7 @@ TEXT: dict = {
     "lab_sweep_caps": "This server's caps: at most {positions} positions, batch at most {batch} (set by the operator).",
     "lab_sweep_run": "Measure ({n} points)",
     "lab_sweep_running": "Measuring: {done} of {total} points",
+    "lab_sweep_queued": "Another visitor's sweep is measuring; this one starts when it is done…",
     "lab_sweep_not_run": "Not measured yet; press the button above.",
     "lab_sweep_none": "No point of this sweep fits this model within this server's caps.",
     "lab_sweep_download": "Download the sweep (JSON)",

@@ -306,6 +306,8 @@ TEXT: dict = {
     "anim_pause": "暂停",
     "anim_step": "第几次前向",
     "anim_step_value": "第 {k} / {n} 次前向",
+    "sketch_positions": "位置 ↓",
+    "sketch_live_alt": "示意图（拖动中）：提示词 {p} 个位置由 Prefill 一次算完，之后 {o} 个 Token 中每次 Decode 只算一个新位置，旧位置从 KV Cache 读取。",
     # ---- serving lab ----
     "sv_policy_one_at_a_time": "逐个处理",
     "sv_policy_prefill_first": "Prefill 优先",
@@ -552,6 +554,7 @@ TEXT: dict = {
     "lab_sweep_caps": "这台服务器的上限：最长 {positions} 个位置，最大批 {batch}（运维可改）。",
     "lab_sweep_run": "开始测量（{n} 个点）",
     "lab_sweep_running": "正在测量：{done} / {total} 个点",
+    "lab_sweep_queued": "另一位访问者的扫描正在测量，测完就轮到这一组……",
     "lab_sweep_not_run": "还没有测过这一组；点上面的按钮开始。",
     "lab_sweep_none": "这个模型在这台服务器的上限内没有可测的点。",
     "lab_sweep_download": "下载扫描结果（JSON）",
