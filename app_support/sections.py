@@ -619,12 +619,101 @@ def section_blocks_demo(lang: str) -> None:
     left, right = st.columns(2)
     left.slider(t(lang, "demo_prompt_len"), 1, state.DEMO_MAX_PROMPT, key="demo_prompt_len")
     right.slider(t(lang, "demo_output_len"), 1, state.DEMO_MAX_OUTPUT, key="demo_output_len")
-    with error_boundary(lang, "err_diagram"):
+    _sketch_live(lang, int(st.session_state.demo_prompt_len), int(st.session_state.demo_output_len))
+    with st.container(key="sketch_figure"), error_boundary(lang, "err_diagram"):
         prompt_len, output_len = int(st.session_state.demo_prompt_len), int(st.session_state.demo_output_len)
         svg = resources.schematic_svg(prompt_len, output_len, lang, classroom=st.session_state.classroom)
         svg_figure("blocks_schematic", svg, lang, t(lang, "demo_live_hint"),
                    alt=schematic_alt(prompt_len, output_len, lang),
                    file_stem=f"prefill-decode_sketch_prompt{prompt_len}_answer{output_len}")
+
+
+# While a length slider is dragged, Streamlit sends its value only on release (a rerun later);
+# this script, in the page, redraws a plain copy of the sketch from the thumbs' numbers at
+# every move, in place of the figure, and steps aside once the page's own figure (drawn by
+# lesson.diagrams for exactly those lengths, with its SVG download) is there. Fixed code; its
+# data (numbers, colours, the lesson's own words) come as JSON and are set as text, never markup.
+SKETCH_LIVE_JS = """
+<div class="pd-sketch-data" hidden data-sketch='%s'></div>
+<script>
+(() => {
+  if (window.__prefillDecodeSketch) { window.__prefillDecodeSketch(); return; }
+  const NS = 'http://www.w3.org/2000/svg';
+  const thumb = (key) => {
+    const el = document.querySelector('.st-key-' + key + ' [data-testid=stSliderThumbValue]');
+    const n = el ? parseInt(el.innerText, 10) : NaN;
+    return Number.isFinite(n) ? n : null;
+  };
+  const el = (tag, attrs, text) => {
+    const e = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+    if (text !== undefined) e.textContent = text;
+    return e;
+  };
+  const fill = (words, p, o) => words.replace('{p}', p).replace('{o}', o);
+  function draw(box, d, p, o) {
+    const rows = p + o - 1, cols = o, cell = Math.max(4, Math.min(22, 640 / cols, 420 / rows));
+    const left = 90, top = 54, height = top + rows * cell + 40;
+    const width = Math.max(left + cols * (cell + 4) + 40, 640);  // room for the title line
+    const svg = el('svg', {viewBox: `0 0 ${width} ${height}`, width, height, role: 'img',
+                           'font-family': d.font, 'aria-label': fill(d.alt, p, o)});
+    svg.style.maxWidth = '100%%';
+    svg.style.height = 'auto';
+    svg.append(el('text', {x: 10, y: 22, 'font-size': 15, 'font-weight': 'bold', fill: d.ink}, fill(d.subtitle, p, o)));
+    for (let c = 0; c < cols; c++) {
+      const x = left + c * (cell + 4);
+      svg.append(el('text', {x: x + cell / 2, y: top - 8, 'font-size': 12, 'text-anchor': 'middle',
+                             fill: c ? d.decode : d.prefill}, c ? 'D' + c : 'P'));
+      const first = c ? p + c - 1 : 0;
+      for (let r = 0; r <= (c ? first : p - 1); r++) {
+        const colour = r < first ? d.cached : (c ? d.decode : d.prefill);
+        svg.append(el('rect', {x, y: top + r * cell, width: cell, height: Math.max(cell - 1, 2), rx: 2, fill: colour}));
+      }
+    }
+    svg.append(el('text', {x: 10, y: top + 14, 'font-size': 12, fill: d.muted}, d.positions));
+    box.replaceChildren(svg);
+  }
+  function update() {
+    const data = document.querySelector('.pd-sketch-data');
+    const figure = document.querySelector('.st-key-sketch_figure [data-testid=stImage], .st-key-sketch_figure img');
+    if (!data || !figure) return;
+    const d = JSON.parse(data.dataset.sketch);
+    const p = thumb('demo_prompt_len'), o = thumb('demo_output_len');
+    let box = document.querySelector('.pd-sketch-live');
+    if (!box) {
+      box = document.createElement('div');
+      box.className = 'pd-sketch-live';
+      box.hidden = true;
+      figure.parentElement.insertBefore(box, figure);
+    }
+    const dragging = p !== null && o !== null && (p !== d.p || o !== d.o);
+    if (dragging && box.dataset.drawn !== p + ',' + o) { draw(box, d, p, o); box.dataset.drawn = p + ',' + o; }
+    box.hidden = !dragging;
+    figure.style.display = dragging ? 'none' : '';
+  }
+  window.__prefillDecodeSketch = update;
+  new MutationObserver(update).observe(document.body, {subtree: true, childList: true, characterData: true});
+  update();
+})();
+</script>
+"""
+
+
+def _sketch_live(lang: str, prompt_len: int, output_len: int) -> None:
+    """The in-page script that makes the sketch follow the length sliders while they move."""
+    from lesson.strings import label, strings_for
+    from lesson.style import DEFAULT_STYLE
+
+    table, style = strings_for(lang), DEFAULT_STYLE
+    data = {"p": prompt_len, "o": output_len, "prefill": style.phase_color("prefill"),
+            "decode": style.phase_color("decode"), "cached": style.cached, "ink": style.ink,
+            "muted": style.muted_ink, "font": style.font_family,
+            "subtitle": label(table, "blocks_subtitle_schematic", p="{p}", o="{o}"),
+            "alt": t(lang, "sketch_live_alt"), "positions": t(lang, "sketch_positions")}  # {p} {o}: filled in the page
+    # JSON inside a single-quoted attribute: every character that could end it or start markup is escaped
+    payload = json.dumps(data, ensure_ascii=True).replace("&", "\\u0026").replace("<", "\\u003c") \
+        .replace(">", "\\u003e").replace("'", "\\u0027")
+    st.html(SKETCH_LIVE_JS % payload, unsafe_allow_javascript=True)
 
 
 def section_bottleneck(lang: str, trace_json: str | None, settings: ServerSettings) -> None:

@@ -192,7 +192,9 @@ def test_two_pinned_runs_are_drawn_on_the_same_axes(page):
             assert images[a][1] == images[b][1] and images[a][3] == images[b][3], images
         tab.locator("#compare").scroll_into_view_if_needed()
         tab.wait_for_timeout(500)
-        tab.set_viewport_size({"width": 1440, "height": 2600})
+        height = tab.evaluate("() => Math.max(...[...document.querySelectorAll("
+                              "'[data-testid=stMain], [data-testid=stAppViewContainer], body')].map(e => e.scrollHeight))")
+        tab.set_viewport_size({"width": 1440, "height": int(min(height + 40, 30000))})  # Streamlit scrolls inside
         tab.wait_for_timeout(800)
         top = tab.locator("#compare").bounding_box()["y"]
         last = tab.locator(".st-key-download_svg_compare_kv_growth_b").bounding_box()
@@ -225,5 +227,37 @@ def test_a_right_to_left_prompt_is_right_aligned(page):
             ink[name] = (min(dark) / width, max(dark) / width)
         assert ink["rtl"][1] > 0.85 and ink["rtl"][0] > 0.5, ink  # hugging the right edge
         assert ink["ltr"][0] < 0.15 and ink["ltr"][1] < 0.5, ink  # hugging the left edge
+    finally:
+        tab.close()
+
+
+def test_the_length_sketch_follows_the_slider_while_it_is_dragged(page):
+    """Issue 8: the sketch followed only on release (0.6-1.5 s later). While the mouse is still
+    down, the page's script redraws it from the thumb's number; after release the page's own
+    figure (with its SVG download) is back, drawn for the same lengths."""
+    tab = fresh_tab(page)
+    try:
+        tab.locator(".st-key-demo_prompt_len").scroll_into_view_if_needed()
+        tab.wait_for_timeout(300)
+        thumb = tab.locator(".st-key-demo_prompt_len [data-testid=stSliderThumbValue]")
+        box = thumb.bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] + 12  # the thumb sits under its number
+        tab.mouse.move(x, y)
+        tab.mouse.down()
+        seen = []
+        for i in range(1, 6):
+            tab.mouse.move(x + 30 * i, y, steps=3)
+            tab.wait_for_timeout(80)
+            live = tab.evaluate("() => { const b = document.querySelector('.pd-sketch-live');"
+                                " return b && !b.hidden ? b.querySelector('svg').getAttribute('aria-label') : null; }")
+            number = int(thumb.inner_text())
+            assert live is not None and f"提示词 {number} 个位置" in live, (number, live)
+            seen.append(number)
+        tab.mouse.up()
+        wait_idle(tab)
+        assert len(set(seen)) == 5 and seen == sorted(seen), seen  # a new picture at every move
+        hidden = tab.evaluate("() => { const b = document.querySelector('.pd-sketch-live'); return !b || b.hidden; }")
+        alt = tab.locator(".st-key-sketch_figure img").get_attribute("alt")
+        assert hidden and f"提示词 {seen[-1]} 个位置" in alt, alt
     finally:
         tab.close()
