@@ -10,14 +10,14 @@ default page); all pages share the one run kept in st.session_state.
 
 import streamlit as st
 
-from app_support import lab, resources, sections, state
+from app_support import lab, resources, sections, serving, state
 from app_support.ui import inject_css
 from lesson.text import t
 
 state.init_session()
 # Streamlit forgets a widget's value on a run that does not draw it: kept aside and put back,
-# the lesson's prompt and lengths (and the lab's knobs) survive a visit to the other page.
-state.keep_widget_values((*state.WIDGET_KEYS, *lab.LAB_WIDGET_KEYS))
+# the lesson's prompt and lengths (and the labs' knobs) survive a visit to the other page.
+state.keep_widget_values((*state.WIDGET_KEYS, *lab.LAB_WIDGET_KEYS, *serving.SERVING_WIDGET_KEYS))
 settings = resources.server_settings()
 presets = resources.preset_choices(settings.device, settings.dtype)  # the real-size shapes this machine can hold
 state.repair_session(settings.limits, settings.models_dir, presets)

@@ -97,9 +97,11 @@ def language_changed() -> None:
     for) is dropped so it is drawn again from the new language's example.
     """
     ss = st.session_state
-    if is_default_prompt(ss.prompt):
-        ss.prompt = default_prompt(ss.lang)
-        if ss.trace_is_default:
+    kept = ss.get(KEPT) if isinstance(ss.get(KEPT), dict) else {}
+    prompt = ss["prompt"] if "prompt" in ss else kept.get("prompt", "")  # a lab page draws no prompt box
+    if is_default_prompt(prompt):
+        ss.prompt = kept["prompt"] = default_prompt(ss.lang)
+        if ss.get("trace_is_default"):
             ss.trace_json, ss.trace_args, ss.trace_is_default = None, None, False
 
 
