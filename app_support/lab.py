@@ -97,8 +97,8 @@ def _prediction(lang: str, lm, trace: RequestTrace):
                      matmul=f"{spec.bf16_flops_per_s / spec.spec.bf16_flops_per_s:.0%}"))
     st.markdown(lab_prediction_text(floors, lang))
     st.dataframe(lab_cost_table(floors, lang), hide_index=True, width="stretch")
-    note = lab_agreement_text(floors, lang, measured_here, as_run=(ss.lab_weight_dtype, ss.lab_kv_dtype) == (ran_in, ran_in))
-    st.info(note, icon=":material/insights:")
+    as_run = (ss.lab_weight_dtype, ss.lab_kv_dtype) == (ran_in, ran_in)  # else a preview, not a check
+    st.info(lab_agreement_text(floors, lang, measured_here, as_run=as_run), icon=":material/insights:")
     with st.expander(t(lang, "lab_dtype_preview")):
         by_dtype = {d: trace_floors(trace, shape, spec, weight_dtype=d, kv_dtype=ss.lab_kv_dtype) for d in LAB_DTYPES}
         st.dataframe(lab_dtype_rows(by_dtype, lang), hide_index=True, width="stretch")

@@ -189,7 +189,8 @@ def roofline_figure(floors, lang: str = "zh", style: Style | None = None) -> go.
             color = style.phase_color(phase)
             marker = dict(color=color, size=11 if phase == "prefill" else 8) if kind == "measured" else \
                 dict(color=style.paper, size=10, line=dict(color=color, width=2))
-            name = f"{label(table, f'phase_{phase}')} · {label(table, 'rf_measured' if kind == 'measured' else 'rf_floor')}"
+            what = label(table, "rf_measured" if kind == "measured" else "rf_floor")
+            name = f"{label(table, f'phase_{phase}')} · {what}"
             fig.add_trace(go.Scatter(x=[s.intensity for s in steps], y=ys, mode="markers", marker=marker,
                                      name=_plain(name), hovertext=words, hoverinfo="text"))
     fig.add_vline(x=ridge, line_dash="dot", line_color=style.muted_ink,
@@ -248,13 +249,14 @@ def sweep_figure(sweep, lang: str = "zh", style: Style | None = None) -> go.Figu
     hover = [f"{p.value:,}: {fmt_time(p.median_ms)} ({fmt_time(min(p.times_ms))}–{fmt_time(max(p.times_ms))}), "
              f"{_plain(label(table, 'sw_floor'))} {fmt_time(p.floor_ms)}" for p in sweep.points]
     fig.add_trace(go.Scatter(
-        x=xs, y=medians, mode="lines+markers", line=dict(color=color, width=2), name=_plain(label(table, "sw_measured")),
+        x=xs, y=medians, mode="lines+markers", line=dict(color=color, width=2),
+        name=_plain(label(table, "sw_measured")),
         error_y=dict(type="data", symmetric=False, array=[max(p.times_ms) - p.median_ms for p in sweep.points],
                      arrayminus=[p.median_ms - min(p.times_ms) for p in sweep.points], color=color),
         hovertext=hover, hoverinfo="text"), row=1, col=1)
+    hollow = dict(color=style.paper, size=8, line=dict(color=style.ink, width=1.5))
     fig.add_trace(go.Scatter(x=xs, y=[p.floor_ms for p in sweep.points], mode="lines+markers",
-                             line=dict(color=style.ink, dash="dash"), marker=dict(color=style.paper, size=8,
-                                                                                  line=dict(color=style.ink, width=1.5)),
+                             line=dict(color=style.ink, dash="dash"), marker=hollow,
                              name=_plain(label(table, "sw_floor")), hovertext=hover, hoverinfo="text"), row=1, col=1)
     fig.add_trace(go.Scatter(x=xs, y=[p.tokens_per_s for p in sweep.points], mode="lines+markers",
                              line=dict(color=color, width=2), showlegend=False,

@@ -544,7 +544,8 @@ def lab_cost_table(floors, lang: str) -> list[dict]:
 def lab_prediction_text(floors, lang: str) -> str:
     """Which bound the cost model predicts for each phase on this device, and why (intensity vs ridge)."""
     prefill, decode = floors.steps[0], lab_median_decode(floors)
-    words = t(lang, "lab_prediction", device=escape_markdown(floors.device_name), ridge=f"{floors.ridge_intensity:,.1f}",
+    words = t(lang, "lab_prediction", device=escape_markdown(floors.device_name),
+              ridge=f"{floors.ridge_intensity:,.1f}",
               n=prefill.new_positions, prefill_i=f"{prefill.intensity:,.1f}",
               prefill_bound=t(lang, f"lab_bound_{prefill.bound}"))
     if decode is not None:

@@ -29,11 +29,13 @@ def _floors(spec="h200", **kwargs):
 
 def _marks(svg: str, cls: str) -> list[ET.Element]:
     root = ET.fromstring(svg)
-    return [e for e in root.iter() if cls in (e.get("class") or "").split() and any(k.startswith("data-") for k in e.attrib)]
+    return [e for e in root.iter()
+            if cls in (e.get("class") or "").split() and any(k.startswith("data-") for k in e.attrib)]
 
 
 def _sweep(kind="prefill", random_weights=False) -> Sweep:
-    points = tuple(SweepPoint(value=v, new_positions=v if kind == "prefill" else 1, context=0 if kind == "prefill" else 8,
+    prefill = kind == "prefill"
+    points = tuple(SweepPoint(value=v, new_positions=v if prefill else 1, context=0 if prefill else 8,
                               batch=1, times_ms=(1.0 + v / 100, 1.1 + v / 100, 1.3 + v / 100), median_ms=1.1 + v / 100,
                               floor_ms=v / 1000, compute_ms=v / 1000, memory_ms=v / 2000, bound="compute",
                               flops=2e6 * v, bytes=1e6) for v in (8, 64, 512))
