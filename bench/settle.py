@@ -149,7 +149,8 @@ def main() -> int:
             page.locator(".st-key-output_len input[type=range]").focus()
             page.keyboard.press("End")
             wait_idle(page)
-        one_run(page)  # warm-up: the first run compiles and caches what later runs reuse
+        answer, settle = one_run(page)  # the first click: nothing drawn for these settings is cached yet
+        print(f"first: click->answer {answer:7.0f} ms   answer->settled {settle:7.0f} ms (cold caches)", flush=True)
         wait_idle(page)
         rows = []
         for i in range(args.repeat):
