@@ -28,8 +28,8 @@ from lesson.views import (
 )
 
 from lesson.runs import (
-    HISTORY_LIMIT, REPLAY_PACES, compare_table, history_add, replay_position, replay_times_s, run_label,
-    shared_extent,
+    HISTORY_LIMIT, REPLAY_PACES, compare_table, history_add, keep_pins, replay_position, replay_times_s,
+    run_label, shared_extent,
 )
 
 from . import resources, state
@@ -550,6 +550,9 @@ def section_compare(lang: str) -> None:
         st.info(t(lang, "compare_need_two", count=len(history)), icon=":material/compare:")
         return
     labels = {e.run_id: _history_label(e.trace_json, e.stamp, lang) for e in history}
+    kept = keep_pins(ss.compare_pins, history)
+    if kept != ss.compare_pins:  # a pinned run left the history with this page's run (written only then)
+        ss.compare_pins = kept
     st.multiselect(t(lang, "compare_pick"), list(labels), key="compare_pins", max_selections=2,
                    format_func=labels.__getitem__, help=t(lang, "compare_pick_help"))
     pinned = [e for pin in ss.compare_pins for e in history if e.run_id == pin]

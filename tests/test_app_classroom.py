@@ -162,6 +162,15 @@ def test_a_pin_on_a_run_that_left_the_history_is_dropped(app):
     app.run()
     assert_healthy(app)
     assert app.session_state["compare_pins"] == []
+    app.button(key="run").click().run()
+    first, second = (e.run_id for e in app.session_state["history"][:2])
+    app.multiselect(key="compare_pins").set_value([first, second]).run()
+    for _ in range(HISTORY_LIMIT):  # the pinned runs leave the history one by one
+        app.button(key="run").click().run()
+        assert_healthy(app)
+    ids = [e.run_id for e in app.session_state["history"]]
+    assert len(ids) == HISTORY_LIMIT and first not in ids and second not in ids
+    assert app.session_state["compare_pins"] == []
 
 
 @needs_model
