@@ -797,7 +797,7 @@ def section_animation(lang: str, trace_json: str | None) -> None:
         return
     with error_boundary(lang, "err_diagram"):
         whole = stepping_full() or trace_json
-        svg, alt = _animation_still(trace_json, whole, int(step), lang)
+        svg, alt = _animation_still(trace_json, whole, int(step), lang, st.session_state.classroom)
         stem = download_stem(RequestTrace.from_json(whole), st.session_state.trace_stamp)
         svg_figure("animation", svg, lang, t(lang, "animation_caption"), alt=alt,
                    file_stem=f"{stem}_animation_pass{int(step)}")
@@ -812,14 +812,15 @@ def _pause_animation() -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _animation_still(trace_json: str, full_json: str, step: int, lang: str) -> tuple[str, str]:
-    """(the paused frame after pass `step`, its alt text)."""
+def _animation_still(trace_json: str, full_json: str, step: int, lang: str, classroom: bool) -> tuple[str, str]:
+    """(the paused frame after pass `step`, its alt text), in the classroom style when asked."""
     from lesson.diagrams.animation import render_animation
     from lesson.views import figure_alt
 
     trace = RequestTrace.from_json(trace_json)
     cut = truncate_trace(trace, step)
-    svg = render_animation(cut, lang=lang, full=RequestTrace.from_json(full_json), still=True)
+    svg = render_animation(cut, lang=lang, full=RequestTrace.from_json(full_json), still=True,
+                           style=resources.figure_style(classroom))
     return svg, figure_alt("animation", cut, lang)
 
 

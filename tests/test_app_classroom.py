@@ -259,3 +259,23 @@ def test_control_values_survive_a_visit_to_the_other_page(app):
     assert_healthy(app)
     assert app.slider(key="prompt_len").value == 40 and app.slider(key="output_len").value == 5
     assert t("zh", "token_split", num_tokens=40) in texts(app, "caption")
+
+
+@needs_model
+def test_in_classroom_mode_the_compared_runs_and_the_paused_frame_use_the_classroom_style(app):
+    from lesson.style import classroom_style
+
+    app.button(key="run").click().run()
+    first, second = (e.run_id for e in app.session_state["history"][:2])
+    app.multiselect(key="compare_pins").set_value([first, second])
+    app.toggle(key="classroom").set_value(True).run()
+    app.button(key="class_all").click().run()
+    app.button(key="anim_play_pause").click()
+    for key in ("raw_svg_compare_latency_a", "raw_svg_animation"):
+        app.toggle(key=key).set_value(True)
+    app.run()
+    assert_healthy(app)
+    widths = {ET.fromstring(c.value).get("class"): float(ET.fromstring(c.value).get("width"))
+              for c in app.code if c.language == "xml"}
+    for name in ("lesson-diagram latency", "lesson-diagram animation"):
+        assert widths[name] <= classroom_style().max_width, widths  # folded to the projector's column
