@@ -774,7 +774,8 @@ def section_animation(lang: str, trace_json: str | None) -> None:
     """The looping step-through, with play / pause and a slider that picks the pass to stop on.
 
     Paused, the figure is a still frame (lesson.diagrams.animation, still=True): the passes up
-    to the chosen one on the whole run's axes, that pass framed and its caption shown.
+    to the chosen one on the whole run's axes, that pass framed and its caption shown. Play goes
+    on from the pass the slider shows (start_pass), then loops from the start.
     """
     st.header(t(lang, "sec_animation"), anchor="animation")
     if trace_json is None:
@@ -792,15 +793,16 @@ def section_animation(lang: str, trace_json: str | None) -> None:
             step = right.select_slider(
                 t(lang, "anim_step"), options=list(range(1, total + 1)), value=total, key=f"anim_step_{total}",
                 format_func=lambda k: t(lang, "anim_step_value", k=k, n=total), on_change=_pause_animation)
-    if not paused:
+    step = int(step)
+    if not paused and step >= total:
         live_diagram("animation", trace_json, lang, t(lang, "animation_caption"))
         return
     with error_boundary(lang, "err_diagram"):
         whole = stepping_full() or trace_json
-        svg, alt = _animation_still(trace_json, whole, int(step), lang, st.session_state.classroom)
+        svg, alt = _animation_frame(trace_json, whole, step, lang, st.session_state.classroom, paused)
         stem = download_stem(RequestTrace.from_json(whole), st.session_state.trace_stamp)
         svg_figure("animation", svg, lang, t(lang, "animation_caption"), alt=alt,
-                   file_stem=f"{stem}_animation_pass{int(step)}")
+                   file_stem=f"{stem}_animation_{'pass' if paused else 'from_pass'}{step}")
 
 
 def _flip_animation() -> None:
@@ -812,15 +814,20 @@ def _pause_animation() -> None:
 
 
 @st.cache_data(show_spinner=False, max_entries=128)
-def _animation_still(trace_json: str, full_json: str, step: int, lang: str, classroom: bool) -> tuple[str, str]:
-    """(the paused frame after pass `step`, its alt text), in the classroom style when asked."""
+def _animation_frame(trace_json: str, full_json: str, step: int, lang: str, classroom: bool,
+                     still: bool) -> tuple[str, str]:
+    """(the figure, its alt text), in the classroom style when asked: paused, the still frame
+    after pass `step`; playing, the animation starting at pass `step`."""
     from lesson.diagrams.animation import render_animation
     from lesson.views import figure_alt
 
-    trace = RequestTrace.from_json(trace_json)
+    trace, full = RequestTrace.from_json(trace_json), RequestTrace.from_json(full_json)
+    style = resources.figure_style(classroom)
+    if not still:
+        svg = render_animation(trace, lang=lang, full=full, style=style, start_pass=step)
+        return svg, figure_alt("animation", trace, lang)
     cut = truncate_trace(trace, step)
-    svg = render_animation(cut, lang=lang, full=RequestTrace.from_json(full_json), still=True,
-                           style=resources.figure_style(classroom))
+    svg = render_animation(cut, lang=lang, full=full, still=True, style=style)
     return svg, figure_alt("animation", cut, lang)
 
 

@@ -10,6 +10,7 @@ default prompt, the 1-token answer cards, Run disabled for an empty prompt.
 from __future__ import annotations
 
 import json
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -243,8 +244,13 @@ def test_the_animation_pauses_on_a_chosen_pass(app):
     trace = RequestTrace.from_json(app.session_state["trace_json"])
     assert "<animate" not in still and 'class="caption step-1"' in still
     assert figure_alt("animation", truncate_trace(trace, 2), "zh") in [img.proto.imgs[0].alt for img in app.get("image")]
-    app.button(key="anim_play_pause").click().run()  # play again: the looping animation
-    assert not app.session_state["anim_paused"] and "<animate" in animation_svg()
+    app.button(key="anim_play_pause").click().run()  # play again: on from pass 2 (3 s in: Prefill's time)
+    playing = animation_svg()
+    assert not app.session_state["anim_paused"] and "<animate" in playing and 'begin="-3s"' in playing
+    app.select_slider(key=f"anim_step_{total}").set_value(total).run()  # the slider pauses it again
+    assert app.session_state["anim_paused"]
+    app.button(key="anim_play_pause").click().run()  # from the last pass: the plain loop, from the start
+    assert "<animate" in animation_svg() and "begin=" not in animation_svg()
 
 
 @needs_model
@@ -279,3 +285,16 @@ def test_in_classroom_mode_the_compared_runs_and_the_paused_frame_use_the_classr
               for c in app.code if c.language == "xml"}
     for name in ("lesson-diagram latency", "lesson-diagram animation"):
         assert widths[name] <= classroom_style().max_width, widths  # folded to the projector's column
+
+
+def test_the_animation_can_start_from_any_pass_and_stand_still_on_one():
+    from lesson.diagrams.animation import SECONDS, render_animation
+
+    trace = make_trace(output_pieces=("巴黎", "。", "a", "b"))
+    assert "begin=" not in render_animation(trace) and "begin=" not in render_animation(trace, start_pass=1)
+    later = render_animation(trace, start_pass=3)  # Prefill's time and one Decode pass's time in
+    offset = SECONDS["prefill"] + SECONDS["decode"]
+    assert set(re.findall(r'begin="([^"]*)"', later)) == {f"-{offset:g}s"}
+    assert later.count("<animate") == render_animation(trace).count("<animate")
+    still = render_animation(make_trace(output_pieces=("巴黎", "。")), still=True, full=trace)
+    assert "<animate" not in still and 'class="caption step-1"' in still

@@ -90,13 +90,17 @@ def _caption(dwg, words: str, style: Style, width: float, class_: str, **extra):
 
 
 def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
-                     full: RequestTrace | None = None, still: bool = False) -> str:
+                     full: RequestTrace | None = None, still: bool = False, start_pass: int = 1) -> str:
     """The timeline, animated pass by pass with SMIL; loops forever. `full` as in render_timeline:
     the whole run's columns and time axis when `trace` is a prefix of it.
 
     `still`: the paused frame instead (the page's pause and step controls): no animation,
     every row of `trace` shown, the cursor and the caption on its last pass (the closing
-    caption once `trace` is the whole run)."""
+    caption once `trace` is the whole run).
+
+    `start_pass`: the loop starts at this pass (1 = Prefill), so "play" after a pause goes on
+    from the pass it stopped on: every animation begins that many seconds in (a negative SMIL
+    `begin`); the loop then repeats from the start as usual."""
     table, style = strings_for(lang), style or DEFAULT_STYLE
     caption_lines = 2 if style.fitted else 1  # classroom: big captions wrap rather than run off the edge
     header_y = CAPTION_Y + 40 + (caption_lines - 1) * _caption_size(style) * 1.25
@@ -128,7 +132,18 @@ def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | No
                     style, layout.width - 2 * PAD, "caption done")
     done.add(_window(dwg, total - HOLD_S, None, total))
     dwg.add(done)
+    offset = next((start for slot, start in zip(slots, starts) if slot.first <= start_pass - 1 <= slot.last), 0.0)
+    if offset > 0:
+        _begin_at(dwg, offset)
     return to_string(dwg)
+
+
+def _begin_at(element, offset: float) -> None:
+    """Every <animate> under `element` begins `offset` seconds into its loop."""
+    for child in getattr(element, "elements", ()):
+        if getattr(child, "elementname", "") == "animate":
+            child.attribs["begin"] = f"-{offset:g}s"
+        _begin_at(child, offset)
 
 
 def _still_frame(dwg, layout, trace: RequestTrace, full: RequestTrace | None, slots: list[Slot], table: dict,
