@@ -27,7 +27,7 @@ from lesson.serving_views import figure_alt, findings, metric_records, metrics_a
 from lesson.text import t
 from lesson.views import ServerSettings, escape_markdown
 
-from . import resources
+from . import resources, serving_remote
 from .ui import error_boundary, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
@@ -45,7 +45,8 @@ EXAMPLE_JSONL = "\n".join((
 SERVING_WIDGET_KEYS = ("sl_source", "sl_scenario", "sl_scn_seed", "sl_num_chats", "sl_chat_tokens", "sl_answer_tokens",
                        "sl_long_tokens", "sl_arrival", "sl_gap_ms", "sl_rate", "sl_seed", "sl_long_at",
                        "sl_token_budget", "sl_block_size", "sl_kv_blocks", "sl_on_kv_full", "sl_slo_ttft",
-                       "sl_slo_tpot", "sl_hover", "sl_jsonl")
+                       "sl_slo_tpot", "sl_hover", "sl_jsonl", "sl_probe_endpoint", "sl_probe_model", "sl_probe_api",
+                       "sl_probe_concurrency", "sl_probe_timeout", "sl_probe_key_env", "sl_probe_ignore_eos")
 
 
 # --- server caps ------------------------------------------------------------------
@@ -139,20 +140,21 @@ def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, 
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def serving_svg(name: str, run_json: str, lang: str) -> str:
+def serving_svg(name: str, run_json: str, lang: str, classroom: bool = False) -> str:
     from lesson.diagrams.batch_composition import render_batch_composition
     from lesson.diagrams.kv_blocks import render_kv_blocks
     from lesson.diagrams.serving_gantt import render_serving_gantt
 
     render = {"gantt": render_serving_gantt, "batch": render_batch_composition, "kv": render_kv_blocks}[name]
-    return render(ServingRun.from_json(run_json), lang=lang)
+    return render(ServingRun.from_json(run_json), lang=lang, style=resources.figure_style(classroom))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def metrics_svg(run_jsons: tuple[str, ...], lang: str) -> str:
+def metrics_svg(run_jsons: tuple[str, ...], lang: str, classroom: bool = False) -> str:
     from lesson.diagrams.serving_metrics import render_serving_metrics
 
-    return render_serving_metrics([ServingRun.from_json(j) for j in run_jsons], lang=lang)
+    return render_serving_metrics([ServingRun.from_json(j) for j in run_jsons], lang=lang,
+                                  style=resources.figure_style(classroom))
 
 
 def serving_error(err: BaseException, lang: str) -> str:
@@ -189,6 +191,8 @@ def serving_lab(lang: str, lm, settings: ServerSettings) -> None:
     if shown:
         _show(lang, [ServingRun.from_json(j) for j in shown], shown)
     st.info(t(lang, "sl_honest"))
+    serving_remote.probe_panel(lang, workload, scenario, lm, config)  # issue 12: a real server, from the client
+    serving_remote.vllm_panel(lang)
 
 
 def _policy(policy: str, lang: str) -> str:
@@ -311,8 +315,9 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
     st.markdown(f"**{t(lang, 'sv_table_title')}**")
     records = metric_records(runs, lang)
     st.dataframe(records, hide_index=True, width="stretch", height=35 * (len(records) + 1) + 3)  # every row shown
+    classroom = bool(st.session_state.get("classroom"))
     with st.expander(t(lang, "sl_table_svg")):
-        svg_figure("serving_metrics", metrics_svg(jsons, lang), lang, alt=metrics_alt(runs, lang),
+        svg_figure("serving_metrics", metrics_svg(jsons, lang, classroom), lang, alt=metrics_alt(runs, lang),
                    file_stem="serving_metrics")
     names = {"gantt": t(lang, "sl_tab_gantt"), "batch": t(lang, "sl_tab_batch"), "kv": t(lang, "sl_tab_kv")}
     tabs = st.tabs([names[f] for f in FIGURES])
@@ -325,13 +330,20 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
                 for run in runs:
                     st.plotly_chart(serving_gantt_figure(run, lang), key=f"sl_plotly_{run.settings.policy}")
                 continue
-            per_row = 1 if st.session_state.get("classroom") else 2  # on a projector: one figure per row
+            per_row = 1 if classroom else 2  # on a projector: one figure per row
             columns = st.columns(per_row)
             for k, (run, run_json) in enumerate(zip(runs, jsons)):
                 with columns[k % per_row]:
                     st.markdown(f"**{escape_markdown(run_label(run, lang))}**")
-                    svg_figure(f"serving_{figure}_{run.settings.policy}", serving_svg(figure, run_json, lang), lang,
+                    svg_figure(f"serving_{figure}_{run.settings.policy}",
+                               serving_svg(figure, run_json, lang, classroom), lang,
                                alt=figure_alt(figure, run, lang), file_stem=f"serving_{figure}_{run.settings.policy}")
     st.download_button(t(lang, "sl_download_runs"), data="[" + ",".join(jsons) + "]", file_name="serving_runs.json",
                        mime="application/json", key="sl_download_runs", on_click="ignore",
                        icon=":material/download:")
+    columns = st.columns(min(len(runs), 2))  # a Perfetto trace of every run (lesson.perfetto)
+    for k, (run, run_json) in enumerate(zip(runs, jsons)):
+        with columns[k % len(columns)]:
+            serving_remote.perfetto_button(run_json, t(lang, "sl_perfetto_run", run=run_label(run, lang)),
+                                           f"serving_{run.settings.policy}", f"sl_perfetto_{run.settings.policy}",
+                                           lang)

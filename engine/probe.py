@@ -21,8 +21,8 @@ Observed from the client: no view inside the server's passes. Queueing and Prefi
 wait (TTFT); the result is a ServingRun with no iterations, so the serving figures and
 metrics apply unchanged. A client sees no token ids: `output_ids` holds -1 per streamed
 piece and `prompt_ids` -1 per prompt token the server reported (none when it did not).
-The run's `settings.policy` is a placeholder the record requires ("chunked"): the server's
-scheduling is not observable from here (notes say so).
+The run's `settings.policy` is OBSERVED_POLICY ("observed"): the server's scheduling is not
+observable from here; block size and KV blocks are placeholders the record requires (notes say so).
 
 Where the server exposes Prometheus `/metrics` (vLLM, SGLang), it is sampled during the run:
 running and waiting requests and KV-cache usage (vllm:num_requests_running,
@@ -59,14 +59,14 @@ from typing import Any
 
 from .errors import EngineError, InputError
 from .serving.metrics import compute_kv_memory, compute_serving_metrics
-from .serving.trace import SLO, KVMemory, RequestRecord, ServingRun, ServingSettings
+from .serving.trace import OBSERVED_POLICY, SLO, KVMemory, RequestRecord, ServingRun, ServingSettings
 from .serving.workloads import WorkloadRequest
 from .trace import ModelInfo
 
 APIS = ("completions", "chat")
 OBSERVED_NOTE = "observed from the client: no view inside the server's passes"
-PLACEHOLDER_NOTE = ("settings.policy, block size and KV blocks are placeholders the serving record requires: "
-                    "the server's scheduling and memory are not observable from the client")
+PLACEHOLDER_NOTE = ("policy \"observed\"; block size and KV blocks are placeholders the serving record "
+                    "requires: the server's scheduling and memory are not observable from the client")
 MAX_DETAIL_CHARS = 300  # of a server's error text, in a message
 MAX_ERROR_BODY = 4096
 MAX_LINE = 4 << 20  # one SSE line; a longer one is cut and then fails as a chunk that is not JSON
@@ -596,7 +596,7 @@ def _result(cfg, ep, workload, prompts, ids, streams, errors, t0, wall_ms, serve
         notes.append("prompts stretched to prompt_tokens with the embedded model's tokenizer; the server's own "
                      "count is in usage (prompt_ids holds one -1 per token it reported)")
     run = ServingRun(
-        scenario=scenario, settings=ServingSettings(policy="chunked", block_size=1, num_kv_blocks=1),
+        scenario=scenario, settings=ServingSettings(policy=OBSERVED_POLICY, block_size=1, num_kv_blocks=1),
         model=model, requests=tuple(records), iterations=(), metrics=compute_serving_metrics(records, cfg.slo),
         memory=compute_kv_memory((), records, 1, 0) if records else KVMemory(1, 0, 0, 0, 0, 0, 0.0, 0.0),
         wall_ms=wall_ms, notes=tuple(notes),

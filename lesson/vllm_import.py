@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from engine.serving.metrics import compute_kv_memory, compute_serving_metrics
-from engine.serving.trace import KVMemory, RequestRecord, ServingRun, ServingSettings
+from engine.serving.trace import OBSERVED_POLICY, KVMemory, RequestRecord, ServingRun, ServingSettings
 from engine.trace import ModelInfo
 
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls")
@@ -62,6 +62,7 @@ _STAT_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el|c
 _OTHER_PREFIXES = ("spec_decode_", "diffusion_", "probe_")
 RELATIVE_TOLERANCE = 1e-6  # float rounding; beyond it a number "differs"
 OBSERVED_NOTE = "observed from the client: no view inside the server's passes"
+MEASURED_ARRIVALS_NOTE = "arrivals are vLLM's measured send times (start_times)"  # else they were placed
 
 
 class VllmResultError(ValueError):
@@ -153,7 +154,7 @@ def read_vllm_result(text: str, name: str = "vllm") -> VllmImport:
     for i in ok:
         records.append(_record(i, arrivals[i], lists))
     notes = [OBSERVED_NOTE, f"imported from vLLM bench serve ({name}): " + place_note,
-             "settings.policy, block size and KV blocks are placeholders the serving record requires: vLLM's "
+             "policy \"observed\"; block size and KV blocks are placeholders the serving record requires: vLLM's "
              "scheduling is not in the file",
              "output_pieces: one empty piece per streamed chunk (the file keeps only the whole text); stop "
              "reasons and requested lengths are not in the file (max_new_tokens = tokens received)"]
@@ -167,7 +168,8 @@ def read_vllm_result(text: str, name: str = "vllm") -> VllmImport:
     model = ModelInfo(model_id=str(data.get("model_id") or "unknown"), architecture="(vLLM server)", num_layers=0,
                       num_heads=0, num_kv_heads=0, head_dim=0, hidden_size=0, vocab_size=0, max_positions=0,
                       num_params=0, dtype="unknown", bytes_per_element=0, device=str(data.get("backend") or "vllm"))
-    run = ServingRun(scenario=f"vllm:{name}", settings=ServingSettings(policy="chunked", block_size=1, num_kv_blocks=1),
+    settings = ServingSettings(policy=OBSERVED_POLICY, block_size=1, num_kv_blocks=1)
+    run = ServingRun(scenario=f"vllm:{name}", settings=settings,
                      model=model, requests=tuple(records), iterations=(), metrics=compute_serving_metrics(records),
                      memory=compute_kv_memory((), records, 1, 0) if records else KVMemory(1, 0, 0, 0, 0, 0, 0.0, 0.0),
                      wall_ms=float(data.get("duration") or 0.0) * 1e3, notes=tuple(notes))
@@ -177,6 +179,16 @@ def read_vllm_result(text: str, name: str = "vllm") -> VllmImport:
     source = {k: data.get(k) for k in ("backend", "model_id", "date", "request_rate", "burstiness",
                                        "max_concurrency", "num_prompts")}
     return VllmImport(run, placement, _compare(data, lists, ok), failed, ignored, source)
+
+
+def is_vllm_import(run: ServingRun) -> bool:
+    """A run this module made (its scenario is "vllm:<file name>")."""
+    return run.settings.policy == OBSERVED_POLICY and run.scenario.startswith("vllm:")
+
+
+def arrivals_placed(run: ServingRun) -> bool:
+    """True when the file had no send times and the arrivals were placed (see the module docstring)."""
+    return is_vllm_import(run) and not any(MEASURED_ARRIVALS_NOTE in note for note in run.notes)
 
 
 def _number(value: Any) -> bool:
@@ -215,7 +227,7 @@ def _arrivals(data: dict[str, Any], lists: dict[str, list], ok: list[int]) -> tu
     if "start_times" in lists:
         t0 = min(lists["start_times"][i] for i in ok)
         return ([(t - t0) * 1e3 for t in lists["start_times"]], "start_times",
-                "arrivals are vLLM's measured send times (start_times)")
+                MEASURED_ARRIVALS_NOTE)
     rate = data.get("request_rate", "inf")
     if rate in ("inf", None) or (_number(rate) and math.isinf(rate)):
         planned, placement, how = [0.0] * n, "burst", "request_rate inf: all sent at 0 ms"

@@ -119,6 +119,9 @@ def test_running_every_policy_gives_figures_and_a_metric_table(lab):
     # the same words the page shows: measured p99 ITL of prefill-first and chunked
     words = "\n".join(str(e.value) for e in lab.markdown)
     assert "实测 ITL p99" in words and "Prefill 优先" in words
+    perfetto = {b.key: b.proto.label for b in lab.get("download_button") if b.key.startswith("sl_perfetto_")}
+    assert set(perfetto) == {f"sl_perfetto_{r.settings.policy}" for r in parsed}  # a Perfetto trace of every run
+    assert perfetto["sl_perfetto_chunked"].startswith("Perfetto Trace：分块 Prefill")
     lab.toggle(key="sl_hover").set_value(True).run()  # the Gantt with hover: one plotly chart per policy
     assert_healthy(lab)
     assert len(lab.get("plotly_chart")) == 4

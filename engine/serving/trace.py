@@ -75,13 +75,16 @@ POLICIES = ("one-at-a-time", "prefill-first", "chunked", "disaggregated")
 SERVING_PHASES = ("prefill", "prefill_chunk", "decode")
 WORKERS = ("engine", "prefill", "decode")
 ON_KV_FULL = ("wait", "preempt")
+# A run measured from outside a server (engine/probe.py, lesson/vllm_import.py): its scheduling is not
+# observable, so its settings name no engine policy. Accepted by ServingSettings, never by `engine serve`.
+OBSERVED_POLICY = "observed"
 
 
 @dataclass(frozen=True)
 class ServingSettings:
     """How the engine was configured for this run."""
 
-    policy: str  # one of POLICIES
+    policy: str  # one of POLICIES, or OBSERVED_POLICY (measured from a client)
     block_size: int  # tokens per KV block
     num_kv_blocks: int  # blocks in each worker's KV store (the KV budget)
     token_budget: int | None = None  # chunked: max new positions per pass (decodes first); else None
@@ -92,7 +95,7 @@ class ServingSettings:
     kv_blocks_explicit: bool = False  # True when the user set the KV budget
 
     def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
+        if self.policy not in POLICIES and self.policy != OBSERVED_POLICY:
             raise TraceFormatError(f"unknown policy {self.policy!r}; expected one of {POLICIES}")
         if self.on_kv_full not in ON_KV_FULL:
             raise TraceFormatError(f"unknown on_kv_full {self.on_kv_full!r}; expected one of {ON_KV_FULL}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.serving.trace import ServingRun
+from engine.serving.trace import OBSERVED_POLICY, ServingRun
 
 from ..layout import LinearScale, clip_text, nice_ticks, text_width
 from ..strings import strings_for
@@ -114,6 +114,28 @@ def policy_label(lang: str, policy: str) -> str:
     return t(lang, f"sv_policy_{policy.replace('-', '_')}")
 
 
+def run_kind(run: ServingRun) -> str:
+    """"engine" (in-process, every time measured), "probe" (observed from the client) or "vllm" (a
+    vLLM result file: its client's times; arrivals placed when the file has none)."""
+    from ..vllm_import import is_vllm_import
+
+    if run.settings.policy != OBSERVED_POLICY:
+        return "engine"
+    return "vllm" if is_vllm_import(run) else "probe"
+
+
+def gantt_subtitle(run: ServingRun, lang: str) -> str:
+    """What the times are, truthfully per kind of run."""
+    from ..vllm_import import arrivals_placed
+
+    kind = run_kind(run)
+    params = {"n": len(run.requests), "scenario": run.scenario, "model": run.model.model_id,
+              "device": run.model.device}
+    if kind == "vllm":
+        return t(lang, "sv_gantt_subtitle_vllm_placed" if arrivals_placed(run) else "sv_gantt_subtitle_vllm", **params)
+    return t(lang, "sv_gantt_subtitle_probe" if kind == "probe" else "sv_gantt_subtitle", **params)
+
+
 def _fill(kind: str, style: Style) -> str:
     return {"queue": style.waiting, "stall": style.waiting, "prefill": style.prefill, "prefill_chunk": style.prefill,
             "decode": style.decode, "handoff": HANDOFF_COLOR, "observed_ttft": style.prefill_light}[kind]
@@ -159,8 +181,7 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
     lines = gantt_notes(run, lang)
     height = rows_bottom + 60 + notes_height(style, lines, width - 2 * PAD) + 24
     dwg = new_drawing(width, height, style, "serving-gantt", title)
-    header(dwg, style, title, t(lang, "sv_gantt_subtitle", n=len(run.requests), scenario=run.scenario,
-                                model=run.model.model_id, device=run.model.device))
+    header(dwg, style, title, gantt_subtitle(run, lang))
     _legend(dwg, style, run, lang, 112, right)
     for tick in ticks:
         x = xs(tick)

@@ -1,0 +1,356 @@
+"""The serving lab's view of servers outside this process (issue 12), part by part.
+
+    probe_panel   "measure a real server": the lab's workload sent to an OpenAI-compatible
+                  streaming endpoint by engine.probe.run_probe, timed on the client
+    vllm_panel    a `vllm bench serve --save-result --save-detailed` file uploaded and drawn
+                  (lesson.vllm_import), its summary set against the recomputed percentiles
+    perfetto_button  a Chrome Trace Event download (lesson.perfetto) for any serving run
+
+Both runs are "observed from the client: no view inside the server's passes": the page says so
+above their Gantt and metric table, and the Gantt's own subtitle says where its times come from.
+
+Server settings (operator-set environment variables, ProbeSettings.from_env):
+    PREFILL_DECODE_PROBE=0            hide the probe panel (a classroom server that must not send requests)
+    PREFILL_DECODE_PROBE_ALLOW=...    hosts the probe may reach, comma-separated (default localhost,
+                                      127.0.0.1, ::1): a name matches itself, "10.0." every host it
+                                      starts, ".example.org" every host it ends, "*" any host
+    PREFILL_DECODE_PROBE_KEY_VARS=... environment variables a visitor may name as the API key's holder
+    PREFILL_DECODE_VLLM_MAX_MB=20     the largest vLLM result file read
+A visitor types the NAME of an environment variable, never a key: a text box for a key is a leak.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import streamlit as st
+
+from engine.serving.trace import ServingRun
+from lesson.serving_views import figure_alt, metric_records
+from lesson.text import t
+from lesson.views import escape_markdown
+
+from .ui import error_boundary, svg_figure
+
+log = logging.getLogger("prefill_decode.app")
+
+DEFAULT_ALLOW = ("localhost", "127.0.0.1", "::1")
+DEFAULT_KEY_VARS = ("OPENAI_API_KEY", "VLLM_API_KEY", "SGLANG_API_KEY", "PREFILL_DECODE_PROBE_API_KEY")
+PROBE_KEYS = ("probe_endpoint", "probe_api_key_env", "probe_unreachable", "probe_model", "probe_http",
+              "probe_timeout", "probe_cut", "probe_bad_chunk", "probe_stream_error")
+PROBE_WIDGET_KEYS = ("sl_probe_endpoint", "sl_probe_model", "sl_probe_api", "sl_probe_concurrency",
+                     "sl_probe_timeout", "sl_probe_key_env", "sl_probe_ignore_eos")
+MAX_TIMEOUT_S = 300
+
+
+# --- server settings ----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ProbeSettings:
+    enabled: bool = True
+    allow: tuple[str, ...] = DEFAULT_ALLOW
+    key_vars: tuple[str, ...] = DEFAULT_KEY_VARS
+    vllm_max_mb: float = 20.0
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "ProbeSettings":
+        def names(var: str, default: tuple[str, ...]) -> tuple[str, ...]:
+            raw = environ.get(var)
+            if raw is None or not raw.strip():
+                return default
+            return tuple(n.strip().lower() if var.endswith("ALLOW") else n.strip() for n in raw.split(",")
+                         if n.strip())
+
+        raw_mb = environ.get("PREFILL_DECODE_VLLM_MAX_MB", "").strip()
+        mb = float(raw_mb) if re.fullmatch(r"\d+(\.\d+)?", raw_mb) and float(raw_mb) > 0 else 20.0
+        return cls(enabled=environ.get("PREFILL_DECODE_PROBE", "1").strip().lower() not in ("0", "false", "no"),
+                   allow=names("PREFILL_DECODE_PROBE_ALLOW", DEFAULT_ALLOW),
+                   key_vars=names("PREFILL_DECODE_PROBE_KEY_VARS", DEFAULT_KEY_VARS), vllm_max_mb=min(mb, 1024.0))
+
+    def host_allowed(self, host: str) -> bool:
+        host = host.lower().strip("[]")
+        for entry in self.allow:
+            if entry == "*" or host == entry.strip("[]"):
+                return True
+            if entry.endswith(".") and host.startswith(entry):  # an address prefix: "10.0."
+                return True
+            if entry.startswith(".") and host.endswith(entry):  # a domain: ".cluster.local"
+                return True
+        return False
+
+
+class RemoteError(ValueError):
+    """A request this server refuses before anything is sent; `key` and `params` make the message."""
+
+    def __init__(self, key: str, **params) -> None:
+        super().__init__(key)
+        self.key, self.params = key, params
+
+
+def check_probe_request(endpoint: str, key_env: str, settings: ProbeSettings) -> None:
+    """The endpoint parses and its host is allowed; the key's variable is one this server lends."""
+    from engine.probe import Endpoint
+
+    ep = Endpoint.parse(endpoint)  # ProbeError("probe_endpoint") for anything but http(s)://host
+    if not settings.host_allowed(ep.host):
+        raise RemoteError("sl_err_probe_host", host=ep.host, hosts=", ".join(settings.allow))
+    if key_env and key_env not in settings.key_vars:
+        raise RemoteError("sl_err_probe_key_name", name=key_env, names=", ".join(settings.key_vars))
+
+
+def remote_error(err: BaseException, lang: str) -> str:
+    """A message in the page's language for a refused probe or vLLM file; never a traceback."""
+    key = getattr(err, "key", None)
+    params = {k: escape_markdown(str(v)[:300]) for k, v in (getattr(err, "params", None) or {}).items()}
+    if isinstance(err, RemoteError):
+        return t(lang, key, **params)
+    if key == "probe_timeout":
+        return t(lang, "sl_err_probe_timeout", **params)
+    if key in PROBE_KEYS or key == "vllm_result":
+        return t(lang, f"err_{key}", **params)
+    if key == "bad_probe_setting":
+        return t(lang, "sl_err_bad_probe_setting", detail=escape_markdown(str(err)[:300]))
+    from .serving import serving_error
+
+    return serving_error(err, lang)
+
+
+def failure_message(failure: Mapping, lang: str) -> str:
+    """One failed request of a probe (ProbeFailure as a dict) in the page's language."""
+
+    return remote_error(SimpleNamespace(key=failure["key"], params=failure.get("params") or {}), lang)
+
+
+# --- shared: one run observed from the client ----------------------------------------
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def perfetto_json(run_json: str, samples_json: str = "[]") -> str:
+    from lesson.perfetto import to_perfetto_json
+
+    return to_perfetto_json(ServingRun.from_json(run_json), json.loads(samples_json))
+
+
+def perfetto_button(run_json: str, label: str, file_stem: str, key: str, lang: str, samples_json: str = "[]") -> None:
+    st.download_button(label, data=perfetto_json(run_json, samples_json), file_name=f"{file_stem}.perfetto.json",
+                       mime="application/json", key=key, on_click="ignore", icon=":material/timeline:",
+                       help=t(lang, "download_perfetto_help"))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def observed_gantt_svg(run_json: str, lang: str, classroom: bool) -> str:
+    from lesson.diagrams.serving_gantt import render_serving_gantt
+
+    from .resources import figure_style
+
+    return render_serving_gantt(ServingRun.from_json(run_json), lang=lang, style=figure_style(classroom))
+
+
+def _request_rows(run: ServingRun, lang: str) -> list[dict[str, str]]:
+    def ms(v: float | None) -> str:
+        return "—" if v is None else f"{v:,.1f}"
+
+    return [{t(lang, "sl_col_request"): r.request_id, t(lang, "sl_col_sent"): ms(r.arrival_ms),
+             t(lang, "sl_col_lengths"): f"{r.prompt_len} → {r.num_output_tokens}", "TTFT (ms)": ms(r.ttft_ms),
+             "TPOT (ms)": ms(r.tpot_ms), t(lang, "sl_col_max_itl"): ms(max(r.itl_ms) if r.itl_ms else None),
+             "E2EL (ms)": ms(r.e2el_ms)} for r in run.requests]
+
+
+def show_observed_run(lang: str, run: ServingRun, run_json: str, name: str, samples_json: str = "[]") -> None:
+    """The note, the metric table, the Gantt and the Perfetto download of a client-observed run."""
+    st.info(t(lang, "probe_observed_note"))
+    records = metric_records([run], lang)
+    st.dataframe(records, hide_index=True, width="stretch", height=35 * (len(records) + 1) + 3)
+    classroom = bool(st.session_state.get("classroom"))
+    svg_figure(f"serving_gantt_{name}", observed_gantt_svg(run_json, lang, classroom), lang,
+               alt=figure_alt("gantt", run, lang), file_stem=f"serving_gantt_{name}")
+    with st.expander(t(lang, "sl_requests_table")):
+        st.dataframe(_request_rows(run, lang), hide_index=True, width="stretch")
+    perfetto_button(run_json, t(lang, "download_perfetto"), f"serving_{name}", f"sl_perfetto_{name}", lang,
+                    samples_json)
+
+
+# --- measure a real server -------------------------------------------------------------
+
+def probe_panel(lang: str, workload, scenario: str, lm, slo: Mapping[str, float]) -> None:
+    """The "measure a real server" panel (hidden when PREFILL_DECODE_PROBE=0)."""
+    from engine.probe import APIS
+
+    settings = ProbeSettings.from_env()
+    if not settings.enabled:
+        return
+    st.subheader(t(lang, "sl_probe_title"), anchor="measure-a-real-server")
+    st.markdown(t(lang, "sl_probe_intro"))
+    st.caption(t(lang, "sl_probe_allowed_any") if "*" in settings.allow
+               else t(lang, "sl_probe_allowed", hosts=", ".join(settings.allow)))
+    cols = st.columns(2)
+    with cols[0]:
+        endpoint = st.text_input(t(lang, "sl_probe_endpoint"), "http://127.0.0.1:8000", key="sl_probe_endpoint",
+                                 help=t(lang, "sl_probe_endpoint_help"), max_chars=500)
+        model = st.text_input(t(lang, "sl_probe_model"), "default_model", key="sl_probe_model", max_chars=300)
+        api = st.radio(t(lang, "sl_probe_api"), APIS, key="sl_probe_api", horizontal=True,
+                       format_func=lambda a: t(lang, f"sl_probe_api_{a}"))
+    with cols[1]:
+        concurrency = int(st.number_input(t(lang, "sl_probe_concurrency"), 0, 512, 0, key="sl_probe_concurrency"))
+        timeout = float(st.number_input(t(lang, "sl_probe_timeout"), 1, MAX_TIMEOUT_S, 60, key="sl_probe_timeout"))
+        key_env = st.text_input(t(lang, "sl_probe_key_env"), "", key="sl_probe_key_env", max_chars=100,
+                                help=t(lang, "sl_probe_key_env_help", names=", ".join(settings.key_vars))).strip()
+        ignore_eos = st.toggle(t(lang, "sl_probe_ignore_eos"), True, key="sl_probe_ignore_eos",
+                               help=t(lang, "sl_probe_ignore_eos_help"))
+    if st.button(t(lang, "sl_probe_run"), key="sl_probe_run", icon=":material/network_check:"):
+        if workload is None:
+            st.error(scenario)  # the workload controls' message
+        else:
+            _run_probe(lang, workload, scenario, lm, settings, endpoint.strip(), model.strip(), api, concurrency,
+                       timeout, key_env, ignore_eos, slo)
+    shown = st.session_state.get("sl_probe")
+    if shown:
+        with error_boundary(lang, "err_diagram"):
+            _show_probe(lang, json.loads(shown))
+
+
+def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, concurrency, timeout, key_env,
+               ignore_eos, slo) -> None:
+    from engine.probe import ProbeConfig, run_probe
+    from engine.serving.trace import SLO
+
+    st.session_state.sl_probe = None
+    try:
+        check_probe_request(endpoint, key_env, settings)
+        cfg = ProbeConfig(endpoint=endpoint, model=model, api=api, concurrency=concurrency or None, timeout_s=timeout,
+                          api_key_env=key_env or None, send_ignore_eos=ignore_eos,
+                          slo=SLO(ttft_ms=slo.get("slo_ttft_ms") or None, tpot_ms=slo.get("slo_tpot_ms") or None))
+        cfg.api_key()  # a missing variable is refused before anything is sent
+    except Exception as err:  # noqa: BLE001 - a message, never a traceback
+        st.error(remote_error(err, lang))
+        return
+    n = len(workload)
+    bar = st.progress(0.0, text=t(lang, "sl_probe_running", done=0, n=n))
+    done = [0]
+
+    def progress(finished: int, total: int) -> None:  # called on the probe's threads: only a number here
+        done[0] = finished
+
+    log.info("serving lab probe: %d requests to %s", n, endpoint)
+    tokenizer = getattr(lm, "tokenizer", None)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-probe") as pool:
+        future = pool.submit(run_probe, cfg, workload, scenario=scenario, tokenizer=tokenizer, progress=progress)
+        while True:
+            try:
+                result = future.result(timeout=0.2)
+                break
+            except FutureTimeout:
+                bar.progress(min(done[0] / n, 1.0), text=t(lang, "sl_probe_running", done=done[0], n=n))
+            except Exception as err:  # noqa: BLE001 - e.g. unreachable, wrong model: a message
+                log.info("serving lab probe refused: %s", err)
+                bar.empty()
+                st.error(remote_error(err, lang))
+                return
+    bar.progress(1.0, text=t(lang, "sl_probe_done", n=len(result.run.requests), failed=len(result.failures)))
+    st.session_state.sl_probe = result.to_json(indent=None)  # holds no key: the probe never stores it
+
+
+def server_metrics_of(data: Mapping):
+    from engine.probe import ServerMetrics, ServerSample
+
+    sm = data["server_metrics"]
+    return ServerMetrics(sm["url"], sm["available"], sm["reason"], dict(sm.get("names") or {}),
+                         tuple(ServerSample(s["t_ms"], dict(s["values"])) for s in sm.get("samples") or ()))
+
+
+def _show_probe(lang: str, data: Mapping) -> None:
+    from lesson.probe_charts import server_metrics_figure, server_metrics_note
+
+    run = ServingRun.from_dict(data["run"])
+    st.markdown("**" + escape_markdown(t(lang, "sl_probe_result_title", endpoint=data["endpoint"],
+                                         model=data["model"])) + "**")
+    failures = data.get("failures") or []
+    if failures:
+        st.warning(t(lang, "sl_probe_failed", n=len(failures), total=len(failures) + len(run.requests)))
+        for failure in failures:
+            st.markdown("- " + failure_message(failure, lang))
+    if not run.requests:
+        st.error(t(lang, "sl_probe_none"))
+        return
+    sm = server_metrics_of(data)
+    samples = json.dumps([{"t_ms": s.t_ms, "values": s.values} for s in sm.samples])
+    show_observed_run(lang, run, run.to_json(indent=None), "probe", samples)
+    note = server_metrics_note(sm, lang)
+    if note:
+        st.caption(escape_markdown(note))
+    else:
+        st.plotly_chart(server_metrics_figure(sm, lang), key="sl_probe_server_metrics")
+
+
+# --- a vLLM result file -----------------------------------------------------------------
+
+@st.cache_data(show_spinner=False, max_entries=8)
+def read_vllm(text: str, name: str):
+    from lesson.vllm_import import read_vllm_result
+
+    return read_vllm_result(text, name=name)
+
+
+def vllm_panel(lang: str) -> None:
+    settings = ProbeSettings.from_env()
+    st.subheader(t(lang, "sl_vllm_title"), anchor="import-a-vllm-result")
+    st.markdown(t(lang, "sl_vllm_intro"))
+    limit = f"{settings.vllm_max_mb:g}"
+    upload = st.file_uploader(t(lang, "sl_vllm_file", limit=limit), type=["json"], key="sl_vllm_file")
+    if upload is None:
+        return
+    if upload.size > settings.vllm_max_mb * 1e6:
+        st.error(t(lang, "sl_vllm_too_big", mb=f"{upload.size / 1e6:.2f}", limit=limit))
+        return
+    try:
+        text = upload.getvalue().decode("utf-8")
+    except UnicodeDecodeError:
+        st.error(t(lang, "sl_vllm_not_text"))
+        return
+    name = re.sub(r"[^\w.-]+", "_", Path(upload.name).stem)[:60] or "vllm"
+    try:
+        imported = read_vllm(text, name)
+    except Exception as err:  # noqa: BLE001 - a message, never a traceback
+        st.error(remote_error(err, lang))
+        return
+    with error_boundary(lang, "err_diagram"):
+        _show_vllm(lang, imported)
+
+
+def _show_vllm(lang: str, imp) -> None:
+    from lesson.vllm_import import arrivals_placed
+
+    src, run = imp.source, imp.run
+    st.markdown(escape_markdown(t(lang, "sl_vllm_source", model=src.get("model_id") or "?",
+                                  backend=src.get("backend") or "?", date=src.get("date") or "?",
+                                  n=len(run.requests), failed=len(imp.failed))))
+    if arrivals_placed(run):
+        slots = src.get("max_concurrency")
+        st.warning(escape_markdown(t(lang, "sl_vllm_arrivals_placed", rate=src.get("request_rate", "inf"),
+                                     slots=t(lang, "sl_vllm_slots", slots=slots) if slots else "")))
+    else:
+        st.caption(t(lang, "sl_vllm_arrivals_measured"))
+    show_observed_run(lang, run, run.to_json(indent=None), "vllm")
+    st.markdown(f"**{t(lang, 'sl_vllm_compare_title')}**")
+    differing = imp.differing()
+    if differing:
+        st.warning(escape_markdown(t(lang, "sl_vllm_compare_differ", k=len(differing), n=len(imp.comparisons),
+                                     keys=", ".join(c.key for c in differing))))
+    else:
+        st.success(t(lang, "sl_vllm_compare_same", n=len(imp.comparisons)))
+    cols = {k: t(lang, f"sl_vllm_col_{k}") for k in ("key", "file", "recomputed", "difference", "note")}
+    rows = [{cols["key"]: c.key, cols["file"]: f"{c.file_value:,.4f}",
+             cols["recomputed"]: "—" if c.recomputed is None else f"{c.recomputed:,.4f}",
+             cols["difference"]: "—" if c.difference is None else f"{c.difference:+,.4f}",
+             cols["note"]: ("≠ " if c.differs else "") + c.note} for c in imp.comparisons]
+    st.dataframe(rows, hide_index=True, width="stretch")
+    if imp.ignored_fields:
+        st.caption(escape_markdown(t(lang, "sl_vllm_ignored", fields=", ".join(imp.ignored_fields))))

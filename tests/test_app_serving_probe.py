@@ -1,0 +1,196 @@
+"""The serving lab's view of servers outside this process (AppTest): the "measure a real server"
+panel, the vLLM result upload and the Perfetto downloads (app_support/serving_remote.py).
+
+The probe against a real `transformers serve` is tested in tests/test_probe.py; here the page's
+wiring runs against the small stdlib SSE server of that file (`misbehaving`: it streams 巴 黎 。
+for a normal prompt and cuts the stream for the prompt "cut"), so one request is measured and
+one fails, and the page must show both.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app_support.serving_remote import ProbeSettings, RemoteError, check_probe_request, remote_error
+from lesson.perfetto import check_trace_events
+from lesson.text import t
+from lesson.views import escape_markdown
+from tests.test_app import APP, HAS_DEFAULT_MODEL
+from tests.test_probe import free_port, misbehaving
+
+LAB = "app_pages/serving_lab.py"
+FIXTURE = Path(__file__).parent / "fixtures" / "vllm_result.json"
+needs_model = pytest.mark.skipif(not HAS_DEFAULT_MODEL, reason="the embedded default model is not built yet")
+
+
+# --- pure parts ------------------------------------------------------------------------
+
+def test_probe_settings_from_env():
+    assert ProbeSettings.from_env({}) == ProbeSettings()
+    assert ProbeSettings.from_env({}).allow == ("localhost", "127.0.0.1", "::1")
+    off = ProbeSettings.from_env({"PREFILL_DECODE_PROBE": "0",
+                                  "PREFILL_DECODE_PROBE_ALLOW": " 10.0., GPU-Box ,.lab.org",
+                                  "PREFILL_DECODE_PROBE_KEY_VARS": "MY_KEY", "PREFILL_DECODE_VLLM_MAX_MB": "x"})
+    assert not off.enabled and off.allow == ("10.0.", "gpu-box", ".lab.org") and off.key_vars == ("MY_KEY",)
+    assert off.vllm_max_mb == 20.0
+    assert [off.host_allowed(h) for h in ("10.0.3.4", "10.00.1.1", "gpu-box", "GPU-BOX", "gpu-box.evil", "a.lab.org",
+                                          "lab.org.evil.com", "localhost")] == [True, False, True, True, False, True,
+                                                                                False, False]
+    default = ProbeSettings()
+    assert default.host_allowed("127.0.0.1") and default.host_allowed("[::1]") and default.host_allowed("LocalHost")
+    assert not default.host_allowed("localhost.example.com") and not default.host_allowed("127.0.0.2")
+    assert ProbeSettings(allow=("*",)).host_allowed("example.com")
+
+
+def test_disallowed_hosts_and_key_variables_are_refused_in_both_languages():
+    settings = ProbeSettings()
+    check_probe_request("http://127.0.0.1:8000", "", settings)
+    check_probe_request("http://localhost:8000/v1", "OPENAI_API_KEY", settings)
+    with pytest.raises(RemoteError) as err:
+        check_probe_request("http://example.com:8000", "", settings)
+    zh, en = remote_error(err.value, "zh"), remote_error(err.value, "en")
+    assert "example\\.com" in zh and "PREFILL_DECODE_PROBE_ALLOW" in zh and "not one this app may probe" in en
+    with pytest.raises(RemoteError) as err:
+        check_probe_request("http://127.0.0.1:8000", "AWS_SECRET_ACCESS_KEY", settings)
+    assert "AWS\\_SECRET\\_ACCESS\\_KEY" in remote_error(err.value, "en")  # Markdown-escaped
+    from engine.probe import ProbeError
+
+    with pytest.raises(ProbeError) as err:
+        check_probe_request("ftp://127.0.0.1/", "", settings)
+    shown = escape_markdown("ftp://127.0.0.1/")
+    assert remote_error(err.value, "en") == t("en", "err_probe_endpoint", endpoint=shown)
+
+
+# --- the page ----------------------------------------------------------------------------
+
+@pytest.fixture
+def lab(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from app_support import resources
+
+    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_REQUESTS", "6")
+    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_NEW_TOKENS", "16")
+    monkeypatch.setenv("PREFILL_DECODE_VLLM_MAX_MB", "0.01")  # 10 kB: the fixture fits, a padded copy does not
+    resources.server_settings.clear()
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page(LAB).run()
+    yield at
+    resources.server_settings.clear()
+
+
+def _probe(at, endpoint: str, model: str = "toy"):
+    at.text_input(key="sl_probe_endpoint").set_value(endpoint)
+    at.text_input(key="sl_probe_model").set_value(model)
+    at.button(key="sl_probe_run").click()
+    return at.run()
+
+
+def _errors(at) -> list[str]:
+    return [e.value for e in at.error]
+
+
+@needs_model
+def test_probe_panel_measures_a_streaming_server_and_keeps_the_failed_requests_message(lab):
+    assert not lab.exception
+    words = "\n".join(str(c.value) for c in lab.caption)
+    assert t("zh", "sl_probe_allowed", hosts="localhost, 127.0.0.1, ::1") in words
+    lab.radio(key="sl_source").set_value("jsonl").run()
+    lab.text_area(key="sl_jsonl").set_value('{"arrival_ms": 0, "prompt": "法国的首都是", "max_new_tokens": 3}\n'
+                                            '{"arrival_ms": 5, "prompt": "cut", "max_new_tokens": 3}').run()
+    lab.toggle(key="sl_probe_ignore_eos").set_value(False)
+    with misbehaving(with_metrics=True) as url:
+        _probe(lab, url)
+    assert not lab.exception, [e.value for e in lab.exception]
+    assert _errors(lab) == []
+    data = json.loads(lab.session_state["sl_probe"])
+    assert [r["request_id"] for r in data["requests"]] == ["r0"] and data["requests"][0]["output_pieces"] == \
+        ["巴", "黎", "。"]
+    assert [w.value for w in lab.warning] == [t("zh", "sl_probe_failed", n=1, total=2)]
+    markdown = "\n".join(str(m.value) for m in lab.markdown)
+    assert t("zh", "err_probe_cut", request_id="r1", pieces=2) in markdown
+    assert t("zh", "probe_observed_note") in [i.value for i in lab.info]
+    frame = lab.dataframe[0].value
+    assert list(frame.columns) == ["指标", "从客户端观测"] and frame.iloc[0, 1] == "1/1"
+    assert len(lab.get("image")) == 1  # the Gantt
+    assert len(lab.get("plotly_chart")) == 1  # the server's /metrics: running, waiting, KV usage
+    button = next(b for b in lab.get("download_button") if b.key == "sl_perfetto_probe")
+    assert button.proto.label == t("zh", "download_perfetto")
+    from lesson.perfetto import serving_run_events
+    from engine.serving.trace import ServingRun
+
+    run = ServingRun.from_dict(data["run"])
+    assert run.settings.policy == "observed"
+    assert check_trace_events(serving_run_events(run)) == []
+
+
+@needs_model
+def test_probe_bad_url_unreachable_and_disallowed_host_are_messages(lab):
+    lab.radio(key="sl_source").set_value("jsonl").run()
+    _probe(lab, "ftp://127.0.0.1:8000")
+    assert not lab.exception
+    assert _errors(lab) == [t("zh", "err_probe_endpoint", endpoint=escape_markdown("ftp://127.0.0.1:8000"))]
+    _probe(lab, "http://example.com:8000")
+    assert _errors(lab) == [t("zh", "sl_err_probe_host", host=escape_markdown("example.com"),
+                              hosts=escape_markdown("localhost, 127.0.0.1, ::1"))]
+    port = free_port()  # nothing listens there
+    _probe(lab, f"http://127.0.0.1:{port}")
+    assert not lab.exception
+    errors = _errors(lab)
+    assert len(errors) == 1 and errors[0].startswith("GET /v1/models：连不上") and str(port) in errors[0], errors
+    lab.text_input(key="sl_probe_key_env").set_value("HOME")
+    _probe(lab, "http://127.0.0.1:8000")
+    assert len(_errors(lab)) == 1 and "PREFILL_DECODE_PROBE_KEY_VARS" in _errors(lab)[0]
+    assert not lab.session_state["sl_probe"]
+
+
+@needs_model
+def test_probe_panel_is_hidden_when_the_server_says_so(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    monkeypatch.setenv("PREFILL_DECODE_PROBE", "0")
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page(LAB).run()
+    assert not at.exception
+    keys = {b.key for b in at.button}
+    assert "sl_run" in keys and "sl_probe_run" not in keys
+    assert t("zh", "sl_vllm_title") in [h.value for h in at.subheader]  # the upload stays: it sends nothing
+
+
+@needs_model
+def test_vllm_upload_draws_the_file_and_compares_its_summary(lab):
+    raw = FIXTURE.read_bytes()
+    lab.file_uploader(key="sl_vllm_file").set_value(("bench.json", raw, "application/json")).run()
+    assert not lab.exception, [e.value for e in lab.exception]
+    assert _errors(lab) == []
+    from lesson.vllm_import import read_vllm_result
+
+    imp = read_vllm_result(raw.decode(), name="bench")
+    assert len(lab.get("image")) == 1  # the Gantt
+    frames = [d.value for d in lab.dataframe]
+    compare = frames[-1]
+    assert list(compare.columns)[:3] == ["数字", "文件中", "重新计算"] and len(compare) == len(imp.comparisons)
+    assert frames[0].iloc[0, 1] == f"{len(imp.run.requests)}/{len(imp.run.requests)}"
+    verdict = [s.value for s in lab.success] + [w.value for w in lab.warning]
+    assert any(str(len(imp.comparisons)) in v for v in verdict)
+    assert any(b.key == "sl_perfetto_vllm" for b in lab.get("download_button"))
+
+
+@needs_model
+def test_bad_vllm_uploads_are_messages(lab):
+    uploader = lab.file_uploader(key="sl_vllm_file")
+    uploader.set_value(("bench.json", b'{"ttfts": [0.1]}', "application/json")).run()
+    assert not lab.exception
+    errors = _errors(lab)
+    assert len(errors) == 1 and errors[0].startswith("这个 vLLM 结果文件无法读取")
+    assert "input\\_lens" in errors[0]
+    lab.file_uploader(key="sl_vllm_file").set_value(("bench.json", b"\xff\xfe{", "application/json")).run()
+    assert _errors(lab) == [t("zh", "sl_vllm_not_text")]
+    lab.file_uploader(key="sl_vllm_file").set_value(("bench.json", b" " * 20_000 + b"{}", "application/json")).run()
+    assert _errors(lab) == [t("zh", "sl_vllm_too_big", mb="0.02", limit="0.01")]
+    assert not lab.exception
