@@ -64,7 +64,8 @@ SETTLED_JS = """() => {
 }"""
 IDLE_JS = """() => {
   const s = document.querySelector('[data-test-script-state]');
-  return !!s && s.getAttribute('data-test-script-state') === 'notRunning' && !document.querySelector('[data-stale="true"]');
+  return !!s && s.getAttribute('data-test-script-state') === 'notRunning'
+    && !document.querySelector('[data-stale="true"]');
 }"""
 
 

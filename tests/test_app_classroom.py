@@ -243,7 +243,8 @@ def test_the_animation_pauses_on_a_chosen_pass(app):
     still = animation_svg()
     trace = RequestTrace.from_json(app.session_state["trace_json"])
     assert "<animate" not in still and 'class="caption step-1"' in still
-    assert figure_alt("animation", truncate_trace(trace, 2), "zh") in [img.proto.imgs[0].alt for img in app.get("image")]
+    alts = [img.proto.imgs[0].alt for img in app.get("image")]
+    assert figure_alt("animation", truncate_trace(trace, 2), "zh") in alts
     app.button(key="anim_play_pause").click().run()  # play again: on from pass 2 (3 s in: Prefill's time)
     playing = animation_svg()
     assert not app.session_state["anim_paused"] and "<animate" in playing and 'begin="-3s"' in playing

@@ -204,8 +204,8 @@ def test_two_pinned_runs_are_drawn_on_the_same_axes(page):
             assert images[a][1] == images[b][1] and images[a][3] == images[b][3], images
         tab.locator("#compare").scroll_into_view_if_needed()
         tab.wait_for_timeout(500)
-        height = tab.evaluate("() => Math.max(...[...document.querySelectorAll("
-                              "'[data-testid=stMain], [data-testid=stAppViewContainer], body')].map(e => e.scrollHeight))")
+        height = tab.evaluate("() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], "
+                              "[data-testid=stAppViewContainer], body')].map(e => e.scrollHeight))")
         tab.set_viewport_size({"width": 1440, "height": int(min(height + 40, 30000))})  # Streamlit scrolls inside
         tab.wait_for_timeout(800)
         top = tab.locator("#compare").bounding_box()["y"]
