@@ -52,6 +52,29 @@ def _figures():
         ("attention-short", lambda lang, style: render_attention(fake_attention(), lang=lang, style=style)),
         ("attention-long", lambda lang, style: render_attention(fake_attention(60), lang=lang, style=style)),
     ]
+    cases += _serving_figures()
+    return cases
+
+
+def _serving_figures():
+    """The serving lab's figures (issue 11, 12): classroom mode folds them to the column too."""
+    from lesson.diagrams.batch_composition import render_batch_composition
+    from lesson.diagrams.kv_blocks import render_kv_blocks
+    from lesson.diagrams.serving_gantt import render_serving_gantt
+    from lesson.diagrams.serving_metrics import render_serving_metrics
+    from tests.serving_factories import client_run, make_run
+
+    runs = {p: make_run(policy=p) for p in ("one-at-a-time", "prefill-first", "chunked", "disaggregated")}
+    cases = [("serving_gantt-client", lambda lang, style: render_serving_gantt(client_run(), lang=lang, style=style)),
+             ("serving_metrics-all", lambda lang, style: render_serving_metrics(list(runs.values()), lang=lang,
+                                                                                style=style))]
+    for policy in ("chunked", "disaggregated"):
+        run = runs[policy]
+        cases += [(f"serving_gantt-{policy}", lambda lang, style, r=run: render_serving_gantt(r, lang=lang,
+                                                                                             style=style)),
+                  (f"serving_batch-{policy}", lambda lang, style, r=run: render_batch_composition(r, lang=lang,
+                                                                                                   style=style)),
+                  (f"serving_kv-{policy}", lambda lang, style, r=run: render_kv_blocks(r, lang=lang, style=style))]
     return cases
 
 

@@ -389,3 +389,38 @@ def test_snapshot(name, runs):
         path.write_text(svg, encoding="utf-8")
     assert path.exists(), f"missing snapshot {path.name}: run with UPDATE_SNAPSHOTS=1"
     assert svg == path.read_text(encoding="utf-8"), f"{name} changed; regenerate after an intended change"
+
+
+def test_observed_policy_is_accepted_by_the_record_but_not_by_engine_serve():
+    from engine.serving.cli import POLICY_CHOICES
+    from engine.serving.engine import ServeConfig
+    from engine.serving.trace import OBSERVED_POLICY, ServingSettings
+    from engine.trace import TraceFormatError
+
+    assert ServingSettings(policy=OBSERVED_POLICY, block_size=1, num_kv_blocks=1).policy == "observed"
+    assert OBSERVED_POLICY not in POLICY_CHOICES
+    with pytest.raises(Exception):
+        ServeConfig(policy=OBSERVED_POLICY)
+    with pytest.raises(TraceFormatError):
+        ServingSettings(policy="bogus", block_size=1, num_kv_blocks=1)
+
+
+def test_the_gantt_subtitle_is_truthful_per_kind_of_run():
+    """Engine run: every time measured; probe: observed from the client (never "all measured")."""
+    from engine.serving.trace import OBSERVED_POLICY
+    from lesson.diagrams.serving_gantt import gantt_subtitle, run_kind
+
+    engine_run = make_run(policy="chunked")
+    probe_like = dataclasses.replace(client_run(), settings=dataclasses.replace(client_run().settings,
+                                                                                policy=OBSERVED_POLICY))
+    assert run_kind(engine_run) == "engine" and run_kind(probe_like) == "probe"
+    assert gantt_subtitle(engine_run, "en").endswith("every time measured")
+    assert gantt_subtitle(engine_run, "zh").endswith("所有时间均为实测")
+    for lang, words in (("en", "observed from the client"), ("zh", "从客户端观测")):
+        svg = render_serving_gantt(probe_like, lang=lang)
+        assert words in gantt_subtitle(probe_like, lang) and words in svg
+        assert "every time measured" not in svg and "所有时间均为实测" not in svg
+        from lesson.serving_views import run_label
+        from lesson.text import t
+
+        assert run_label(probe_like, lang) == t(lang, "sv_policy_observed")

@@ -168,3 +168,31 @@ def test_export_cli_from_vllm(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: not a usable vLLM bench serve result: missing input_lens") and err.count("\n") == 1
     assert export.main(["--out", str(tmp_path), "--from-vllm", str(FIXTURE), "--schematic", "2", "2"]) == 2
+
+
+def test_imports_are_observed_runs_and_the_gantt_says_where_the_times_come_from():
+    """policy "observed" (not an engine policy), and the Gantt's subtitle: vLLM's measured times, or
+    arrivals placed from the request rate when the file has no start_times (never "all measured")."""
+    from lesson.diagrams.serving_gantt import gantt_subtitle, render_serving_gantt, run_kind
+    from lesson.serving_views import run_label
+    from lesson.text import t
+    from lesson.vllm_import import arrivals_placed
+
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    measured = read_vllm_result(json.dumps(data), name="bench").run
+    del data["start_times"]
+    placed = read_vllm_result(json.dumps(data), name="bench").run
+    assert measured.settings.policy == placed.settings.policy == "observed"
+    assert run_kind(measured) == run_kind(placed) == "vllm"
+    assert not arrivals_placed(measured) and arrivals_placed(placed)
+    for lang in ("zh", "en"):
+        assert run_label(measured, lang) == t(lang, "sv_policy_observed")
+        assert gantt_subtitle(measured, lang).startswith(t(lang, "sv_gantt_subtitle_vllm", n=len(measured.requests),
+                                                           model=measured.model.model_id,
+                                                           device=measured.model.device)[:12])
+        assert gantt_subtitle(placed, lang) == t(lang, "sv_gantt_subtitle_vllm_placed", n=len(placed.requests),
+                                                 model=placed.model.model_id, device=placed.model.device)
+    assert "arrivals placed from its request rate" in render_serving_gantt(placed, lang="en")
+    assert "所有时间均为实测" not in render_serving_gantt(placed, lang="zh")
+    assert "所有时间均为实测" not in render_serving_gantt(measured, lang="zh")
+    assert ServingRun.from_json(placed.to_json()).settings.policy == "observed"  # round-trips

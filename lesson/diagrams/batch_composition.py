@@ -20,7 +20,9 @@ from ..strings import strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_int, fmt_ms
 from ..text import t
-from ._common import add_title, halo, header, legend_item, new_drawing, notes, notes_height, text, to_string
+from ._common import (
+    add_title, halo, header, legend_item, legend_item_width, new_drawing, notes, notes_height, text, to_string,
+)
 from .serving_gantt import policy_label
 
 PAD, Y_LABEL_W, PLOT_W, PANEL_H, TIME_H, PANEL_GAP = 32, 64, 720, 200, 70, 78
@@ -39,32 +41,64 @@ def render_batch_composition(run: ServingRun, *, lang: str = "zh", style: Style 
         raise ValueError("this run has no iterations (measured from a client): no batch to draw")
     workers = workers_of(run)
     left, right = PAD + Y_LABEL_W, PAD + Y_LABEL_W + PLOT_W
+    time_gap = 24  # between the token panel and the time strip under it
+    budget = run.settings.token_budget
+    legend = [(style.decode, t(lang, "sv_legend_decode_tokens"), "decode"),
+              (style.prefill, t(lang, "sv_legend_prefill_tokens"), "prefill"),
+              (CHUNK_COLOR, t(lang, "sv_legend_chunk_tokens"), "prefill_chunk")]
+    if budget:
+        legend.append(("", t(lang, "sv_legend_budget"), "budget"))
+    if style.fitted:  # classroom: the plot takes what big labels leave; the legend wraps instead of running off
+        left = PAD + max(Y_LABEL_W, text_width("0,000 ms", style.tiny_size) + 12)
+        right = style.max_width - PAD
+        time_gap = style.tiny_size + 14
     width = right + PAD
-    top = 156
-    block_h = PANEL_H + 24 + TIME_H + PANEL_GAP
+    legend_lines = _legend_lines(legend, style, right)
+    lift = style.tiny_size + 10 if style.fitted else 0  # classroom: a panel's heading clears its top tick label
+    top = 156 + (len(legend_lines) - 1) * round(style.small_size * 1.6) + lift
+    block_h = PANEL_H + time_gap + TIME_H + PANEL_GAP + lift
     lines = composition_notes(run, lang)
     height = top + len(workers) * block_h + notes_height(style, lines, width - 2 * PAD) + 24
     title = t(lang, "sv_batch_title", policy=policy_label(lang, run.settings.policy))
     dwg = new_drawing(width, height, style, "batch-composition", title)
-    budget = run.settings.token_budget
     subtitle = t(lang, "sv_batch_subtitle_budget", budget=fmt_int(budget)) if budget else t(lang, "sv_batch_subtitle")
     header(dwg, style, title, subtitle)
-    x = legend_item(dwg, style, PAD, 110, style.decode, t(lang, "sv_legend_decode_tokens"), "decode")
-    x = legend_item(dwg, style, x, 110, style.prefill, t(lang, "sv_legend_prefill_tokens"), "prefill")
-    x = legend_item(dwg, style, x, 110, CHUNK_COLOR, t(lang, "sv_legend_chunk_tokens"), "prefill_chunk")
-    if budget:
-        group = dwg.g(class_="legend-item budget")
-        group.add(dwg.line((x, 106), (x + 22, 106), stroke=style.ink, stroke_width=2, stroke_dasharray="6 4"))
-        group.add(text(dwg, t(lang, "sv_legend_budget"), x + 28, 110, size=style.small_size, fill=style.ink))
-        dwg.add(group)
+    for line, items in enumerate(legend_lines):
+        x, y = PAD, 110 + line * round(style.small_size * 1.6)
+        for fill, caption, kind in items:
+            if kind != "budget":
+                x = legend_item(dwg, style, x, y, fill, caption, kind)
+                continue
+            group = dwg.g(class_="legend-item budget")
+            group.add(dwg.line((x, y - 4), (x + 22, y - 4), stroke=style.ink, stroke_width=2, stroke_dasharray="6 4"))
+            group.add(text(dwg, caption, x + 28, y, size=style.small_size, fill=style.ink))
+            dwg.add(group)
     for k, worker in enumerate(workers):
-        _panel(dwg, run, worker, top + k * block_h, left, right, style, lang, multi=len(workers) > 1)
-    notes(dwg, style, lines, PAD, top + len(workers) * block_h - PANEL_GAP + 40, width - 2 * PAD)
+        _panel(dwg, run, worker, top + k * block_h, left, right, style, lang, multi=len(workers) > 1,
+               time_gap=time_gap, lift=lift)
+    notes(dwg, style, lines, PAD, top + len(workers) * block_h - PANEL_GAP - lift + 40, width - 2 * PAD)
     return to_string(dwg)
 
 
+def _legend_lines(items: list[tuple[str, str, str]], style: Style, right: float) -> list[list]:
+    """The legend's items per line: one line, or (fitted) as many as keep each line left of `right`."""
+    if not style.fitted:
+        return [items]
+    lines: list[list] = [[]]
+    x = PAD
+    for item in items:
+        w = (28 + text_width(item[1], style.small_size) + 24 if item[2] == "budget"
+             else legend_item_width(style, item[1]))
+        if lines[-1] and x + w - 24 > right:
+            lines.append([])
+            x = PAD
+        lines[-1].append(item)
+        x += w
+    return lines
+
+
 def _panel(dwg, run: ServingRun, worker: str, top: float, left: float, right: float, style: Style, lang: str,
-           multi: bool) -> None:
+           multi: bool, time_gap: float = 24, lift: float = 0) -> None:
     its = [it for it in run.iterations if it.worker == worker]
     budget = run.settings.token_budget if worker == "engine" else None
     y_max = nice_ticks(0, max([it.num_tokens for it in its] + [budget or 0, 1]), 4)[-1]
@@ -75,7 +109,7 @@ def _panel(dwg, run: ServingRun, worker: str, top: float, left: float, right: fl
     heading = t(lang, "sv_batch_panel_tokens")
     if multi:
         heading = t(lang, f"sv_worker_{worker}") + " · " + heading
-    panel.add(text(dwg, heading, PAD, top - 12, size=style.small_size, fill=style.muted_ink, weight="bold",
+    panel.add(text(dwg, heading, PAD, top - 12 - lift, size=style.small_size, fill=style.muted_ink, weight="bold",
                    class_="axis-label"))
     for tick in nice_ticks(0, y_max, 4):
         y = ys(tick)
@@ -83,11 +117,11 @@ def _panel(dwg, run: ServingRun, worker: str, top: float, left: float, right: fl
         panel.add(text(dwg, fmt_int(int(tick)), left - 8, y + 4, size=style.tiny_size, fill=style.muted_ink,
                        anchor="end", class_="tick-label"))
     n = len(its)
-    slot = PLOT_W / max(n, 1)
+    slot = (right - left) / max(n, 1)
     bar_w = slot * (0.8 if slot >= 4 else 1.0)
     t_max = max(it.duration_ms for it in its)
     t_ticks = nice_ticks(0, t_max, 2)
-    t_top, t_bottom = bottom + 24, bottom + 24 + TIME_H
+    t_top, t_bottom = bottom + time_gap, bottom + time_gap + TIME_H
     ts = LinearScale(0, t_ticks[-1], t_bottom, t_top)
     for tick in t_ticks:
         y = ts(tick)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from engine.serving.trace import ServingRun
 
-from ..layout import LinearScale, nice_ticks, text_width
+from ..layout import LinearScale, nice_ticks, text_width, wrap_text
 from ..strings import strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int, visible
@@ -49,31 +49,39 @@ def render_kv_blocks(run: ServingRun, *, lang: str = "zh", style: Style | None =
     workers = workers_of(run)
     colors = {r.request_id: request_color(i) for i, r in enumerate(run.requests)}
     left, right = PAD + Y_LABEL_W, PAD + Y_LABEL_W + PLOT_W
+    if style.fitted:  # classroom: as wide as the column allows, never wider
+        right = style.max_width - PAD
     width = right + PAD
     peak = peak_iteration(run)
-    cols = int(PLOT_W // (CELL + CELL_GAP))
+    cols = int((right - left) // (CELL + CELL_GAP))
     num_cells = min(peak.blocks.num_blocks, MAX_CELLS)
     grid_h = -(-num_cells // cols) * (CELL + CELL_GAP)
-    top = 120
-    grid_top = top + len(workers) * (PANEL_H + PANEL_GAP) + 16
+    lift = style.tiny_size + 10 if style.fitted else 0  # classroom: a panel's heading clears its top labels
+    top = 120 + lift
+    gap = PANEL_GAP + lift
+    grid_top = top + len(workers) * (PANEL_H + gap) + 16
+    heading = _grid_heading(run, peak, lang)
+    heading_lines = wrap_text(heading, right - PAD, style.small_size) if style.fitted else [heading]
+    grid_top += (len(heading_lines) - 1) * round(style.small_size * 1.45)  # classroom: a long heading wraps
     mem_top = grid_top + grid_h + 70
+    mem_h = 2 * _memory_row_h(style) + 36 if style.fitted else 96  # to the notes
     lines = kv_notes(run, lang)
-    height = mem_top + 110 + notes_height(style, lines, width - 2 * PAD) + 24
+    height = mem_top + mem_h + 14 + notes_height(style, lines, width - 2 * PAD) + 24
     title = t(lang, "sv_kv_title", policy=policy_label(lang, run.settings.policy))
     dwg = new_drawing(width, height, style, "kv-blocks", title)
     header(dwg, style, title, t(lang, "sv_kv_subtitle", block_size=run.settings.block_size,
                                 blocks=fmt_int(run.settings.num_kv_blocks),
                                 per_block=fmt_bytes(run.settings.block_size * run.model.kv_bytes_per_token)))
     for k, worker in enumerate(workers):
-        _over_time(dwg, run, worker, top + k * (PANEL_H + PANEL_GAP), left, right, colors, style, lang,
-                   multi=len(workers) > 1)
-    _grid(dwg, run, peak, grid_top, left, cols, num_cells, colors, style, lang)
+        _over_time(dwg, run, worker, top + k * (PANEL_H + gap), left, right, colors, style, lang,
+                   multi=len(workers) > 1, lift=lift)
+    _grid(dwg, run, peak, grid_top, left, cols, num_cells, colors, style, lang, heading_lines)
     _memory(dwg, run, mem_top, left, right, style, lang)
-    notes(dwg, style, lines, PAD, mem_top + 96, width - 2 * PAD)
+    notes(dwg, style, lines, PAD, mem_top + mem_h, width - 2 * PAD)
     return to_string(dwg)
 
 
-def _over_time(dwg, run, worker, top, left, right, colors, style, lang, multi) -> None:
+def _over_time(dwg, run, worker, top, left, right, colors, style, lang, multi, lift=0) -> None:
     its = [it for it in run.iterations if it.worker == worker]
     num_blocks = max(it.blocks.num_blocks for it in its)
     bottom = top + PANEL_H
@@ -83,8 +91,8 @@ def _over_time(dwg, run, worker, top, left, right, colors, style, lang, multi) -
     heading = t(lang, "sv_kv_panel_time")
     if multi:
         heading = t(lang, f"sv_worker_{worker}") + " · " + heading
-    panel.add(text(dwg, heading, PAD, top - 12, size=style.small_size, fill=style.muted_ink, weight="bold",
-                   class_="axis-label"))
+    panel.add(text(dwg, heading, PAD, top - 12 - lift, size=style.small_size, fill=style.muted_ink,
+                   weight="bold", class_="axis-label"))
     for tick in nice_ticks(0, num_blocks, 4):
         if tick > num_blocks:
             break
@@ -92,7 +100,7 @@ def _over_time(dwg, run, worker, top, left, right, colors, style, lang, multi) -
         panel.add(dwg.line((left, y), (right, y), stroke=style.grid, stroke_width=1, class_="grid"))
         panel.add(text(dwg, fmt_int(int(tick)), left - 8, y + 4, size=style.tiny_size, fill=style.muted_ink,
                        anchor="end", class_="tick-label"))
-    slot = PLOT_W / max(len(its), 1)
+    slot = (right - left) / max(len(its), 1)
     bar_w = slot * (0.85 if slot >= 4 else 1.0)
     for i, it in enumerate(its):
         x = round(left + i * slot + (slot - bar_w) / 2, 2)
@@ -124,13 +132,20 @@ def _over_time(dwg, run, worker, top, left, right, colors, style, lang, multi) -
     dwg.add(panel)
 
 
-def _grid(dwg, run, peak, top, left, cols, num_cells, colors, style, lang) -> None:
+def _grid_heading(run, peak, lang) -> str:
     snap = peak.blocks
     heading = t(lang, "sv_kv_grid_heading", n=peak.index + 1, used=snap.num_used_blocks, blocks=fmt_int(snap.num_blocks))
     if peak.worker != "engine":
         heading = t(lang, f"sv_worker_{peak.worker}") + " · " + heading
-    dwg.add(text(dwg, heading, PAD, top - 8, size=style.small_size, fill=style.muted_ink,
-                 weight="bold", class_="axis-label"))
+    return heading
+
+
+def _grid(dwg, run, peak, top, left, cols, num_cells, colors, style, lang, heading_lines) -> None:
+    snap = peak.blocks
+    for i, line in enumerate(heading_lines):
+        y = top - 8 - (len(heading_lines) - 1 - i) * round(style.small_size * 1.45)
+        dwg.add(text(dwg, line, PAD, y, size=style.small_size, fill=style.muted_ink, weight="bold",
+                     class_="axis-label"))
     owner = {}
     for table in snap.tables:
         for block_id, tokens in zip(table.block_ids, table.tokens_per_block):
@@ -158,6 +173,11 @@ def _grid(dwg, run, peak, top, left, cols, num_cells, colors, style, lang) -> No
                      fill=style.muted_ink, class_="note"))
 
 
+def _memory_row_h(style: Style) -> float:
+    """Classroom: a memory bar's row holds its label, the bar, and the value under it."""
+    return style.small_size + 6 + 20 + style.tiny_size + 14
+
+
 def _memory(dwg, run, top, left, right, style, lang) -> None:
     mem = run.memory
     dwg.add(text(dwg, t(lang, "sv_kv_mem_heading"), PAD, top - 10, size=style.small_size, fill=style.muted_ink,
@@ -165,18 +185,25 @@ def _memory(dwg, run, top, left, right, style, lang) -> None:
     most = max(mem.peak_paged_reserved_tokens, mem.peak_contiguous_reserved_tokens, 1)
     label_w = max(text_width(t(lang, f"sv_kv_mem_{k}"), style.small_size) for k in ("paged", "contiguous")) + 12
     xs = LinearScale(0, most, left + label_w, right - 150)
+    if style.fitted:  # big type: the label above its bar, the value under it, the bar the full width
+        xs = LinearScale(0, most, left, right)
     for k, (kind, reserved, util) in enumerate((("paged", mem.peak_paged_reserved_tokens, mem.paged_utilization),
                                                 ("contiguous", mem.peak_contiguous_reserved_tokens,
                                                  mem.contiguous_utilization))):
         y = top + k * 30
+        label_y, value_x, value_y = y + 14, xs(reserved) + 8, y + 14
+        if style.fitted:
+            label_y = top + k * _memory_row_h(style) + style.small_size
+            y = label_y + 6
+            value_x, value_y = left, y + 20 + style.tiny_size + 2
         g = dwg.g(class_=f"memory-bar {kind}", **{"data-reserved": reserved, "data-used": mem.peak_used_tokens})
-        g.add(text(dwg, t(lang, f"sv_kv_mem_{kind}"), left, y + 14, size=style.small_size, fill=style.ink))
+        g.add(text(dwg, t(lang, f"sv_kv_mem_{kind}"), left, label_y, size=style.small_size, fill=style.ink))
         g.add(dwg.rect((xs(0), y), (xs(reserved) - xs(0), 20), fill=FREE_COLOR, stroke=style.muted_ink,
                        stroke_width=1, class_="reserved"))
         g.add(dwg.rect((xs(0), y), (xs(min(mem.peak_used_tokens, reserved)) - xs(0), 20), fill=style.cached_dark,
                        class_="held"))
         g.add(text(dwg, t(lang, "sv_kv_mem_value", used=fmt_int(mem.peak_used_tokens), reserved=fmt_int(reserved),
-                          pct=f"{util:.0%}"), xs(reserved) + 8, y + 14, size=style.tiny_size, fill=style.ink))
+                          pct=f"{util:.0%}"), value_x, value_y, size=style.tiny_size, fill=style.ink))
         dwg.add(g)
 
 

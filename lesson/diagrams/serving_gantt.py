@@ -163,39 +163,46 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
     """One row per request over the run's measured time (see the module docstring)."""
     strings_for(lang)  # a clear ValueError for an unknown language
     style = style or DEFAULT_STYLE
+    row_h = max(ROW_H, round(style.small_size * 1.5)) if style.fitted else ROW_H
     shown = run.requests[:MAX_ROWS]
     ids = [clip_text(r.request_id, text_width("m" * ID_CHARS, style.small_size), style.small_size) for r in shown]
     lens = [t(lang, "sv_row_lengths", p=fmt_int(r.prompt_len), o=r.num_output_tokens) for r in shown]
     label_w = max([text_width(i, style.small_size) + 8 + text_width(n, style.tiny_size) for i, n in zip(ids, lens)]
                   + [60]) + 16
     left = PAD + label_w
-    right = left + PLOT_W
+    # classroom (a width to fit): the plot takes what the labels leave, so big type never shrinks the figure
+    right = left + (max(style.max_width - PAD - left, 320) if style.fitted else PLOT_W)
     width = right + PAD
     legend_lines = _legend_lines(run, lang, style, right)
     top = 132 + (legend_lines - 1) * style.small_size * 1.7
-    rows_bottom = top + len(shown) * ROW_H
-    ticks = nice_ticks(0, run_end_ms(run), 8)
+    rows_bottom = top + len(shown) * row_h
+    ticks = nice_ticks(0, run_end_ms(run), 5 if style.fitted else 8)
     xs = LinearScale(0, ticks[-1], left, right)
+    tick_y, axis_y, notes_y = rows_bottom + 18, rows_bottom + 40, rows_bottom + 52
+    if style.fitted:
+        tick_y = rows_bottom + style.tiny_size + 8
+        axis_y = tick_y + style.small_size * 1.6
+        notes_y = axis_y + 12
     title = (t(lang, "sv_gantt_title", policy=policy_label(lang, run.settings.policy)) if run.iterations
              else t(lang, "sv_gantt_title_observed"))
     lines = gantt_notes(run, lang)
-    height = rows_bottom + 60 + notes_height(style, lines, width - 2 * PAD) + 24
+    height = notes_y + 8 + notes_height(style, lines, width - 2 * PAD) + 24
     dwg = new_drawing(width, height, style, "serving-gantt", title)
     header(dwg, style, title, gantt_subtitle(run, lang))
     _legend(dwg, style, run, lang, 112, right)
     for tick in ticks:
         x = xs(tick)
         dwg.add(dwg.line((x, top - 6), (x, rows_bottom), stroke=style.grid, stroke_width=1, class_="grid"))
-        dwg.add(text(dwg, f"{tick:,.0f}", x, rows_bottom + 18, size=style.tiny_size, fill=style.muted_ink,
+        dwg.add(text(dwg, f"{tick:,.0f}", x, tick_y, size=style.tiny_size, fill=style.muted_ink,
                      anchor="middle", class_="tick-label"))
-    dwg.add(text(dwg, t(lang, "sv_time_axis"), left, rows_bottom + 40, size=style.small_size, fill=style.muted_ink,
+    dwg.add(text(dwg, t(lang, "sv_time_axis"), left, axis_y, size=style.small_size, fill=style.muted_ink,
                  weight="bold", class_="axis-label"))
     segments = gantt_segments(run)
     spikes = itl_spikes(run)
     row_of = {r.request_id: i for i, r in enumerate(shown)}
     for i, r in enumerate(shown):
-        y = top + i * ROW_H
-        cy = y + ROW_H / 2
+        y = top + i * row_h
+        cy = y + row_h / 2
         row = dwg.g(class_="request-row", **{"data-request-id": visible(r.request_id), "data-row": i})
         add_title(row, t(lang, "sv_row_title", rid=r.request_id, p=fmt_int(r.prompt_len), o=r.num_output_tokens,
                          ttft=fmt_ms(r.ttft_ms), e2el=fmt_ms(r.e2el_ms)))
@@ -209,7 +216,7 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
     for seg in segments:
         if seg.request_id not in row_of:
             continue
-        cy = top + row_of[seg.request_id] * ROW_H + ROW_H / 2
+        cy = top + row_of[seg.request_id] * row_h + row_h / 2
         x0, x1 = xs(seg.start_ms), xs(seg.end_ms)
         w = max(x1 - x0, 1.0)
         thin = seg.kind in ("queue", "stall")
@@ -230,7 +237,7 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
                         opacity=0.55 if thin else 1, **attrs)
         dwg.add(add_title(rect, segment_title(seg, lang)))
     for i, r in enumerate(shown):
-        cy = top + i * ROW_H + ROW_H / 2
+        cy = top + i * row_h + row_h / 2
         ticks_g = dwg.g(class_="token-ticks", **{"data-request-id": visible(r.request_id)})
         for tt in r.token_times_ms:
             x = xs(tt)
@@ -238,7 +245,7 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
                                  class_="token-tick"))
         dwg.add(ticks_g)
     for k, spike in enumerate(s for s in spikes if s.request_id in row_of):
-        y = top + row_of[spike.request_id] * ROW_H + ROW_H / 2 - BAR_H / 2 - 5
+        y = top + row_of[spike.request_id] * row_h + row_h / 2 - BAR_H / 2 - 5
         x0, x1 = xs(spike.start_ms), xs(spike.end_ms)
         mark = dwg.path(d=f"M{x0},{y + 3} V{y} H{x1} V{y + 3}", fill="none", stroke=SPIKE_COLOR, stroke_width=2,
                         class_="itl-spike",
@@ -254,12 +261,12 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
         for rid in it.preempted:
             if rid not in row_of:
                 continue
-            x, cy = xs(it.start_ms), top + row_of[rid] * ROW_H + ROW_H / 2
+            x, cy = xs(it.start_ms), top + row_of[rid] * row_h + row_h / 2
             mark = dwg.path(d=f"M{x - 4},{cy - 4} L{x + 4},{cy + 4} M{x - 4},{cy + 4} L{x + 4},{cy - 4}",
                             stroke=SPIKE_COLOR, stroke_width=2, class_="preempted",
                             **{"data-request-id": visible(rid), "data-iteration": it.index})
             dwg.add(add_title(mark, t(lang, "sv_preempted_title", rid=rid, n=it.index + 1)))
-    notes(dwg, style, lines, PAD, rows_bottom + 52, width - 2 * PAD)
+    notes(dwg, style, lines, PAD, notes_y, width - 2 * PAD)
     return to_string(dwg)
 
 
