@@ -73,8 +73,8 @@ def snapshot(tables: dict[str, tuple[tuple[int, ...], tuple[int, ...]]], num_blo
 
 
 def test_kv_memory_at_the_peak_against_contiguous_reservation():
-    small = snapshot({"r0": ((0, 1), (4, 1))})
-    # r0 holds 6 tokens in 2 blocks, r1 holds 4 in 1: 10 tokens, 3 blocks = 12 slots (2 wasted)
+    small = snapshot({"r0": ((0, 1), (4, 1))})  # r0 holds 5 tokens in 2 blocks
+    # at the peak r0 holds 6 tokens in 2 blocks, r1 holds 4 in 1: 10 tokens, 3 blocks = 12 slots (2 wasted)
     peak = snapshot({"r0": ((0, 1), (4, 2)), "r1": ((2,), (4,))})
     its = [Iteration(i, "engine", float(i), i + 1.0, (BatchEntry("r0", "decode", 5, 6, 1),), s)
            for i, s in enumerate((small, peak))]
@@ -83,6 +83,9 @@ def test_kv_memory_at_the_peak_against_contiguous_reservation():
     assert (mem.peak_used_blocks, mem.peak_used_tokens, mem.peak_paged_reserved_tokens) == (3, 10, 12)
     assert mem.peak_contiguous_reserved_tokens == 24  # (4 prompt + 8 max new) x 2 requests
     assert mem.paged_utilization == pytest.approx(10 / 12) and mem.contiguous_utilization == pytest.approx(10 / 24)
+    # over both passes: held 5 + 10 tokens, paged slots 8 + 12, contiguous 12 + 24
+    assert mem.mean_paged_utilization == pytest.approx(15 / 20)
+    assert mem.mean_contiguous_utilization == pytest.approx(15 / 36)
 
 
 def sample_run() -> ServingRun:

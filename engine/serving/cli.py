@@ -109,7 +109,8 @@ def format_run(run: ServingRun) -> str:
     lines.append(f"KV at peak: {mem.peak_used_tokens} tokens in {mem.peak_used_blocks} blocks of {mem.block_size} "
                  f"({mem.paged_utilization:.0%} of reserved slots hold a token); contiguous pre-allocation to each "
                  f"request's maximum would reserve {mem.peak_contiguous_reserved_tokens} "
-                 f"({mem.contiguous_utilization:.0%} used)")
+                 f"({mem.contiguous_utilization:.0%} used); over the run {mem.mean_paged_utilization:.0%} of "
+                 f"paged slots held a token, {mem.mean_contiguous_utilization:.0%} of contiguous ones")
     if run.handoffs:
         total = sum(h.num_bytes for h in run.handoffs)
         copy = sum(h.copy_ms for h in run.handoffs)

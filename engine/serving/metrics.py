@@ -74,13 +74,19 @@ def compute_kv_memory(iterations: Sequence[Iteration], requests: Sequence[Reques
     peak = max(iterations, key=lambda it: it.blocks.num_used_blocks, default=None)
     if peak is None:
         return KVMemory(block_size, kv_bytes_per_token, 0, 0, 0, 0, 0.0, 0.0)
-    used = peak.blocks.num_used_tokens
-    paged = sum(len(t.block_ids) for t in peak.blocks.tables) * block_size
-    contiguous = sum(longest[t.request_id] for t in peak.blocks.tables)
+    def reserved(it: Iteration) -> tuple[int, int, int]:  # (tokens held, paged slots, contiguous slots)
+        tables = it.blocks.tables
+        return (it.blocks.num_used_tokens, sum(len(t.block_ids) for t in tables) * block_size,
+                sum(longest[t.request_id] for t in tables))
+
+    used, paged, contiguous = reserved(peak)
+    totals = [sum(column) for column in zip(*map(reserved, iterations))]
     return KVMemory(
         block_size=block_size, kv_bytes_per_token=kv_bytes_per_token,
         peak_used_blocks=peak.blocks.num_used_blocks, peak_used_tokens=used,
         peak_paged_reserved_tokens=paged, peak_contiguous_reserved_tokens=contiguous,
         paged_utilization=used / paged if paged else 0.0,
         contiguous_utilization=used / contiguous if contiguous else 0.0,
+        mean_paged_utilization=totals[0] / totals[1] if totals[1] else 0.0,
+        mean_contiguous_utilization=totals[0] / totals[2] if totals[2] else 0.0,
     )

@@ -51,7 +51,8 @@ when the engine began honouring arrivals; all are measured, none simulated):
       memory: KVMemory               paged vs contiguous pre-allocation at the peak:
           block_size, kv_bytes_per_token, peak_used_blocks, peak_used_tokens,
           peak_paged_reserved_tokens, peak_contiguous_reserved_tokens, paged_utilization,
-          contiguous_utilization (tokens held / tokens reserved)
+          contiguous_utilization (tokens held / tokens reserved), and over the whole run
+          mean_paged_utilization, mean_contiguous_utilization (sum held / sum reserved over passes)
       wall_ms (the whole run), notes (plain sentences: e.g. "workers pinned to cores 0 and 1")
 
 `ServingRun.to_json()` / `ServingRun.from_json(text)` round-trip exactly; derived
@@ -332,6 +333,10 @@ class KVMemory:
     peak_contiguous_reserved_tokens: int  # sum of (prompt + max_new_tokens) of the requests running then
     paged_utilization: float  # tokens held / tokens reserved, paged
     contiguous_utilization: float  # the same with contiguous pre-allocation
+    # Over the whole run (every pass's snapshot counts once): of all token slots reserved, the share
+    # holding a token. Contiguous reserves a request's maximum from its admission on; paged grows.
+    mean_paged_utilization: float = 0.0
+    mean_contiguous_utilization: float = 0.0
 
 
 @dataclass(frozen=True)
