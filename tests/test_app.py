@@ -249,15 +249,17 @@ def test_figure_alt_text_keeps_user_text_short_and_visible():
 
 
 def test_only_interactive_figures_promise_hover():
-    """Figures are <img>s: a tooltip inside one never shows. Only the plotly chart (latency_caption) hovers."""
+    """Figures are <img>s: a tooltip inside one never shows. Only plotly charts hover: the latency chart
+    (latency_caption) and the serving lab's Gantt, behind its toggle (sl_hover)."""
     import re
 
     from lesson.strings import STRINGS
     from lesson.text import TEXTS
 
+    plotly_labels = {"latency_caption", "sl_hover"}
     for lang in ("zh", "en"):
         for key, text in TEXTS[lang].items():
-            if isinstance(text, str) and key != "latency_caption":
+            if isinstance(text, str) and key not in plotly_labels:
                 assert not re.search("hover|悬停", text, re.IGNORECASE), key
         legend = STRINGS[lang]["kv_stack_legend"]  # drawn inside the KV figure: hover only in the downloaded file
         assert not re.search("hover|悬停", legend, re.IGNORECASE) or "SVG" in legend
