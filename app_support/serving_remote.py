@@ -170,8 +170,13 @@ def show_observed_run(lang: str, run: ServingRun, run_json: str, name: str, samp
     records = metric_records([run], lang)
     st.dataframe(records, hide_index=True, width="stretch", height=35 * (len(records) + 1) + 3)
     classroom = bool(st.session_state.get("classroom"))
-    svg_figure(f"serving_gantt_{name}", observed_gantt_svg(run_json, lang, classroom), lang,
-               alt=figure_alt("gantt", run, lang), file_stem=f"serving_gantt_{name}")
+    if st.toggle(t(lang, "sl_hover"), key=f"sl_hover_{name}"):  # the same Gantt in plotly, hover per request
+        from lesson.charts import serving_gantt_figure
+
+        st.plotly_chart(serving_gantt_figure(run, lang), key=f"sl_plotly_{name}")
+    else:
+        svg_figure(f"serving_gantt_{name}", observed_gantt_svg(run_json, lang, classroom), lang,
+                   alt=figure_alt("gantt", run, lang), file_stem=f"serving_gantt_{name}")
     with st.expander(t(lang, "sl_requests_table")):
         st.dataframe(_request_rows(run, lang), hide_index=True, width="stretch")
     perfetto_button(run_json, t(lang, "download_perfetto"), f"serving_{name}", f"sl_perfetto_{name}", lang,

@@ -129,7 +129,7 @@ def test_probe_panel_measures_a_streaming_server_and_keeps_the_failed_requests_m
 
 
 @needs_model
-def test_probe_bad_url_unreachable_and_disallowed_host_are_messages(lab):
+def test_probe_bad_url_unreachable_and_disallowed_host_are_messages(lab, monkeypatch):
     lab.radio(key="sl_source").set_value("jsonl").run()
     _probe(lab, "ftp://127.0.0.1:8000")
     assert not lab.exception
@@ -145,6 +145,10 @@ def test_probe_bad_url_unreachable_and_disallowed_host_are_messages(lab):
     lab.text_input(key="sl_probe_key_env").set_value("HOME")
     _probe(lab, "http://127.0.0.1:8000")
     assert len(_errors(lab)) == 1 and "PREFILL_DECODE_PROBE_KEY_VARS" in _errors(lab)[0]
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)  # a lendable name, but not set on this server
+    lab.text_input(key="sl_probe_key_env").set_value("VLLM_API_KEY")
+    _probe(lab, "http://127.0.0.1:8000")
+    assert _errors(lab) == [t("zh", "err_probe_api_key_env", name=escape_markdown("VLLM_API_KEY"))]
     assert not lab.session_state["sl_probe"]
 
 
@@ -179,6 +183,27 @@ def test_vllm_upload_draws_the_file_and_compares_its_summary(lab):
     verdict = [s.value for s in lab.success] + [w.value for w in lab.warning]
     assert any(str(len(imp.comparisons)) in v for v in verdict)
     assert any(b.key == "sl_perfetto_vllm" for b in lab.get("download_button"))
+    lab.toggle(key="sl_hover_vllm").set_value(True).run()  # the Gantt with hover
+    assert not lab.exception and len(lab.get("plotly_chart")) == 1 and not lab.get("image")
+
+
+def test_the_labs_figures_fold_in_classroom_mode():
+    """serving_svg / observed_gantt_svg with classroom=True: the column's width, body-size text."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    from app_support.serving import serving_svg
+    from app_support.serving_remote import observed_gantt_svg
+    from lesson.style import CLASSROOM_MIN_FONT, CLASSROOM_WIDTH
+    from tests.serving_factories import client_run, make_run
+
+    run_json = make_run(policy="disaggregated").to_json()
+    svgs = [serving_svg(name, run_json, "zh", True) for name in ("gantt", "batch", "kv")]
+    svgs.append(observed_gantt_svg(client_run().to_json(), "en", True))
+    for svg in svgs:
+        assert float(ET.fromstring(svg).get("width")) <= CLASSROOM_WIDTH
+        assert min(float(s) for s in re.findall(r'font-size="([\d.]+)"', svg)) >= CLASSROOM_MIN_FONT
+    assert float(ET.fromstring(serving_svg("gantt", run_json, "zh")).get("width")) > CLASSROOM_WIDTH  # normal
 
 
 @needs_model
