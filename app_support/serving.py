@@ -326,9 +326,11 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
             st.caption(t(lang, f"sl_explain_{figure}"))
             if figure == "gantt" and st.toggle(t(lang, "sl_hover"), key="sl_hover"):
                 from lesson.charts import serving_gantt_figure
+                from lesson.probe_charts import classroom_fonts
 
                 for run in runs:
-                    st.plotly_chart(serving_gantt_figure(run, lang), key=f"sl_plotly_{run.settings.policy}")
+                    st.plotly_chart(classroom_fonts(serving_gantt_figure(run, lang), classroom),
+                                    key=f"sl_plotly_{run.settings.policy}")
                 continue
             per_row = 1 if classroom else 2  # on a projector: one figure per row
             columns = st.columns(per_row)

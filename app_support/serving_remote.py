@@ -172,8 +172,9 @@ def show_observed_run(lang: str, run: ServingRun, run_json: str, name: str, samp
     classroom = bool(st.session_state.get("classroom"))
     if st.toggle(t(lang, "sl_hover"), key=f"sl_hover_{name}"):  # the same Gantt in plotly, hover per request
         from lesson.charts import serving_gantt_figure
+        from lesson.probe_charts import classroom_fonts
 
-        st.plotly_chart(serving_gantt_figure(run, lang), key=f"sl_plotly_{name}")
+        st.plotly_chart(classroom_fonts(serving_gantt_figure(run, lang), classroom), key=f"sl_plotly_{name}")
     else:
         svg_figure(f"serving_gantt_{name}", observed_gantt_svg(run_json, lang, classroom), lang,
                    alt=figure_alt("gantt", run, lang), file_stem=f"serving_gantt_{name}")
@@ -292,7 +293,8 @@ def _show_probe(lang: str, data: Mapping) -> None:
     if note:
         st.caption(escape_markdown(note))
     else:
-        st.plotly_chart(server_metrics_figure(sm, lang), key="sl_probe_server_metrics")
+        st.plotly_chart(server_metrics_figure(sm, lang, classroom=bool(st.session_state.get("classroom"))),
+                        key="sl_probe_server_metrics")
 
 
 # --- a vLLM result file -----------------------------------------------------------------

@@ -26,7 +26,21 @@ def server_metrics_note(metrics: ServerMetrics, lang: str = "zh") -> str | None:
     return t(lang, "probe_no_server_metrics", reason=metrics.reason or "-")
 
 
-def server_metrics_figure(metrics: ServerMetrics, lang: str = "zh", style: Style | None = None) -> go.Figure:
+def classroom_fonts(fig: go.Figure, classroom: bool, style: Style | None = None) -> go.Figure:
+    """Classroom mode for any plotly chart of the serving lab: no text under the page's body size
+    (lesson.charts' classroom fonts, the right-hand axis included)."""
+    if classroom:
+        from .charts import CLASSROOM_FONT_PX, _font_layout
+
+        fig.update_layout(**_font_layout(style or DEFAULT_STYLE, True))
+        if "yaxis2" in fig.layout and fig.layout.yaxis2.overlaying:
+            fig.update_layout(yaxis2={"tickfont": {"size": CLASSROOM_FONT_PX},
+                                      "title_font": {"size": CLASSROOM_FONT_PX}})
+    return fig
+
+
+def server_metrics_figure(metrics: ServerMetrics, lang: str = "zh", style: Style | None = None,
+                          classroom: bool = False) -> go.Figure:
     style = style or DEFAULT_STYLE
     times = [s.t_ms for s in metrics.samples]
     fig = go.Figure()
@@ -51,6 +65,6 @@ def server_metrics_figure(metrics: ServerMetrics, lang: str = "zh", style: Style
         yaxis2={"title": {"text": t(lang, "probe_kv_axis")}, "overlaying": "y", "side": "right",
                 "range": [0, 100]},
         legend={"orientation": "h", "y": -0.25}, margin={"l": 60, "r": 60, "t": 50, "b": 40},
-        plot_bgcolor="white", height=320,
+        plot_bgcolor="white", height=380 if classroom else 320,
     )
-    return fig
+    return classroom_fonts(fig, classroom, style)

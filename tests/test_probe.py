@@ -459,6 +459,10 @@ def test_server_metrics_figure_draws_what_was_sampled():
     assert list(fig.data[1].y) == [0.0, 25.0, None]  # a missing value is a gap, not a zero
     assert server_metrics_note(sm, "en") is None
     assert server_metrics_figure(sm, "zh").data[0].name == "运行中的请求"
+    big = server_metrics_figure(sm, "en", classroom=True).layout  # classroom: no text under the body size
+    assert big.font.size == 21 and big.legend.font.size == 21 and big.xaxis.tickfont.size == 21
+    assert big.yaxis.tickfont.size == 21 and big.yaxis2.tickfont.size == 21 and big.yaxis2.overlaying == "y"
+    assert fig.layout.font.size is None  # the default: plotly's own sizes
     absent = ServerMetrics("http://h/metrics", False, "HTTP 404")
     assert server_metrics_note(absent, "en") == ("This server's /metrics was not sampled (HTTP 404): only the "
                                                  "client's times are known.")
