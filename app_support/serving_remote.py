@@ -12,7 +12,7 @@ above their Gantt and metric table, and the Gantt's own subtitle says where its 
 Server settings (operator-set environment variables, ProbeSettings.from_env):
     PREFILL_DECODE_PROBE=0            hide the probe panel (a classroom server that must not send requests)
     PREFILL_DECODE_PROBE_ALLOW=...    hosts the probe may reach, comma-separated (default localhost,
-                                      127.0.0.1, ::1): a name matches itself, "10.0." every host it
+                                      127.0.0.1, ::1): a name matches itself, "10.0." every address it
                                       starts, ".example.org" every host it ends, "*" any host
     PREFILL_DECODE_PROBE_KEY_VARS=... environment variables a visitor may name as the API key's holder
     PREFILL_DECODE_VLLM_MAX_MB=20     the largest vLLM result file read
@@ -81,11 +81,22 @@ class ProbeSettings:
         for entry in self.allow:
             if entry == "*" or host == entry.strip("[]"):
                 return True
-            if entry.endswith(".") and host.startswith(entry):  # an address prefix: "10.0."
+            if entry.endswith(".") and host.startswith(entry) and _is_ip(host):  # an address prefix: "10.0."
                 return True
             if entry.startswith(".") and host.endswith(entry):  # a domain: ".cluster.local"
                 return True
         return False
+
+
+def _is_ip(host: str) -> bool:
+    """An address literal (so "10.0." never matches a name such as 10.0.example.com)."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 class RemoteError(ValueError):

@@ -42,6 +42,7 @@ def test_probe_settings_from_env():
     default = ProbeSettings()
     assert default.host_allowed("127.0.0.1") and default.host_allowed("[::1]") and default.host_allowed("LocalHost")
     assert not default.host_allowed("localhost.example.com") and not default.host_allowed("127.0.0.2")
+    assert not off.host_allowed("10.0.example.com")  # an address prefix matches addresses, not names
     assert ProbeSettings(allow=("*",)).host_allowed("example.com")
 
 
