@@ -249,11 +249,21 @@ def test_the_length_sketch_follows_the_slider_while_it_is_dragged(page):
     figure (with its SVG download) is back, drawn for the same lengths."""
     tab = fresh_tab(page)
     try:
-        tab.locator(".st-key-demo_prompt_len").scroll_into_view_if_needed()
-        tab.wait_for_timeout(300)
+        tab.wait_for_function("() => [...document.querySelectorAll('img')].every(i => i.complete)", timeout=30_000)
         thumb = tab.locator(".st-key-demo_prompt_len [data-testid=stSliderThumbValue]")
-        box = thumb.bounding_box()
-        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] + 12  # the thumb sits under its number
+        where = ("() => { const r = document.querySelector('.st-key-demo_prompt_len input[type=range]')"
+                 ".parentElement.getBoundingClientRect(); return {x: r.x, y: r.y, w: r.width, h: r.height}; }")
+        tab.locator(".st-key-demo_prompt_len input[type=range]").wait_for(state="attached")  # not its skeleton
+        box = None
+        for _ in range(20):  # scroll it to the middle, until the page stops moving under it
+            tab.evaluate("() => document.querySelector('.st-key-demo_prompt_len')"
+                         ".scrollIntoView({block: 'center', behavior: 'instant'})")
+            tab.wait_for_timeout(250)
+            now = tab.evaluate(where)
+            if now == box and 100 < now["y"] < 900:
+                break
+            box = now
+        x, y = box["x"] + box["w"] / 2, box["y"] + box["h"] / 2  # the thumb: the range input's parent
         tab.mouse.move(x, y)
         tab.mouse.down()
         seen = []
