@@ -164,7 +164,8 @@ def serving_error(err: BaseException, lang: str) -> str:
     if isinstance(err, CapError):
         return t(lang, key, **params)
     if key in ("never_fits", "prompt_too_long", "bad_workload", "bad_workload_line", "serve_timeout",
-               "bad_serve_setting", "empty_prompt", "unknown_scenario"):
+               "bad_serve_setting", "empty_prompt", "unknown_scenario", "worker_failed", "worker_timeout",
+               "serving_sliding_window"):
         return t(lang, f"sl_err_{key}", **params, detail=escape_markdown(str(err)[:300]))
     return t(lang, "err_internal", kind=escape_markdown(type(err).__name__))
 

@@ -163,3 +163,13 @@ def test_a_pasted_workload_with_a_bad_line_is_refused_naming_the_line(lab):
     lab.text_area(key="sl_jsonl").set_value("\n".join([good] * 7)).run()  # 7 requests, the cap is 6
     lab.button(key="sl_run").click().run()
     assert [e.value for e in lab.error] == [t("zh", "sl_cap_requests", n=7, limit=6)]
+
+
+@pytest.mark.parametrize("key", ["worker_failed", "worker_timeout", "serving_sliding_window"])
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_refusal_of_the_serving_engine_has_words_not_the_internal_error(key, lang):
+    from app_support.serving import serving_error
+    from engine.errors import InputError
+
+    words = serving_error(InputError(key, "the engine's own detail <b>x</b>"), lang)
+    assert words != t(lang, "err_internal", kind="InputError") and "{" not in words and "<b>" not in words

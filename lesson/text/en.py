@@ -509,6 +509,9 @@ TEXT: dict = {
     "sl_err_bad_serve_setting": "An engine setting is out of range: {detail}",
     "sl_err_empty_prompt": "Request {request_id} has an empty prompt.",
     "sl_err_unknown_scenario": "There is no scenario “{name}”.",
+    "sl_err_worker_failed": "A disaggregated worker stopped: {detail} Nothing was kept from this run; run again, or ask the operator to check the server log.",
+    "sl_err_worker_timeout": "A disaggregated worker stopped answering, so the run was stopped. Try fewer or shorter requests.",
+    "sl_err_serving_sliding_window": "This model uses a sliding-window attention; the serving engine does not support it yet. Pick another model for the serving lab.",
     # ---- error messages (engine error .key -> text) ------------------------------------------------------
     "err_empty_prompt": "The prompt is empty. Type at least one character, for example “The capital of France is”.",
     "err_prompt_too_long": "The prompt has {num_tokens} tokens, more than this server's limit of {limit}. Shorten it.",

@@ -475,6 +475,9 @@ TEXT: dict = {
     "sl_err_bad_serve_setting": "引擎设置超出范围：{detail}",
     "sl_err_empty_prompt": "请求 {request_id} 的提示词是空的。",
     "sl_err_unknown_scenario": "没有名为“{name}”的场景。",
+    "sl_err_worker_failed": "分离部署的一个 worker 停止了：{detail} 这次运行的结果没有保留；请重试，或请运维人员查看服务器日志。",
+    "sl_err_worker_timeout": "分离部署的一个 worker 不再响应，运行已停止。请减少请求数量或缩短请求。",
+    "sl_err_serving_sliding_window": "这个模型使用滑动窗口注意力，服务引擎暂不支持。请为服务实验室换一个模型。",
     # ---- 错误信息（引擎错误的 .key → 文案） ------------------------------------------------
     "err_empty_prompt": "提示词是空的。请输入至少一个字，例如“法国的首都是”。",
     "err_prompt_too_long": "提示词有 {num_tokens} 个 Token，超过本服务器的上限 {limit}。请缩短提示词。",
