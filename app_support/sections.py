@@ -106,9 +106,11 @@ def sidebar(lang: str, settings: ServerSettings, contents: bool = True):
     with st.sidebar:
         classroom_slot = st.container()
         st.subheader(t(lang, "sidebar_title"))
+        presets = resources.preset_choices(settings.device, settings.dtype)
         st.selectbox(
-            t(lang, "model"), list_model_choices(settings.models_dir), key="model_choice",
+            t(lang, "model"), list_model_choices(settings.models_dir, presets), key="model_choice",
             help=t(lang, "model_help"),  # options are folder names (language-neutral; "default" = embedded)
+            format_func=lambda c: t(lang, "preset_choice", name=c) if c in presets else c,
         )
         with st.expander(t(lang, "sampling"), expanded=False):
             if classroom:
@@ -136,7 +138,10 @@ def load_model(lang: str, settings: ServerSettings):
     choice = st.session_state.model_choice
     try:
         with st.spinner(t(lang, "loading_model")):
-            return resources.get_model(choice, settings.device, settings.dtype)
+            lm = resources.get_model(choice, settings.device, settings.dtype)
+        if lm.info.random_weights:  # a preset: said above everything its run shows
+            st.warning(t(lang, "random_weights_note"), icon=":material/casino:")
+        return lm
     except Exception as err:  # noqa: BLE001 - becomes a message, never a traceback
         log.warning("model %r failed to load: %s", choice, err)
         if choice != "default":
