@@ -19,15 +19,14 @@ medians, and exits 1 if the median answer->settled time is over --goal-ms
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import socket
 import statistics
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.app_server import streamlit_server  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path(os.environ.get("PREFILL_DECODE_CHROMIUM", "/usr/bin/chromium"))
@@ -69,44 +68,6 @@ IDLE_JS = """() => {
 }"""
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextlib.contextmanager
-def streamlit_server(log_path: Path, extra_env: dict[str, str] | None = None):
-    """`streamlit run app.py` on a free port (operator PREFILL_DECODE_* settings cleared); yields its URL."""
-    port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFILL_DECODE_")} | (extra_env or {})
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-             "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 90
-            while True:
-                try:
-                    if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                        break
-                except OSError:
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"streamlit did not start; see {log_path}") from None
-                    time.sleep(0.5)
-            yield url
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-
-
 def wait_idle(page, timeout_ms: int = 120_000) -> None:
     page.wait_for_timeout(500)
     page.wait_for_function(IDLE_JS, timeout=timeout_ms)
@@ -139,7 +100,8 @@ def main() -> int:
         return 2
     artifacts = ROOT / "tests" / "artifacts"
     artifacts.mkdir(parents=True, exist_ok=True)
-    with streamlit_server(artifacts / "settle_server.log") as url, sync_playwright() as p:
+    with streamlit_server(artifacts / "settle_server.log") as server, sync_playwright() as p:
+        url = server.url
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS, headless=True)
         page = browser.new_page(viewport={"width": args.width, "height": args.height})
         page.goto(url, wait_until="domcontentloaded")

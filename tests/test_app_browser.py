@@ -12,16 +12,15 @@ PREFILL_DECODE_REQUIRE_BROWSER=1. Never downloads a browser.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+
+from bench.app_server import streamlit_server
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -40,46 +39,18 @@ IDLE = """() => {
 XSS_PROMPTS = ("<img src=x onerror=alert(1)>", "</text><script>alert(1)</script>")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server_url(chromium):
     """A streamlit server for this module only; always terminated."""
     if not (ROOT / "assets" / "default_model" / "config.json").is_file():
         pytest.skip("the embedded default model is not built yet")
-    port = free_port()
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    log = open(ARTIFACTS / "streamlit_server.log", "w")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PREFILL_DECODE_")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
-         "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            try:
-                if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
-                    break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail("streamlit did not start; see tests/artifacts/streamlit_server.log")
-        yield url
-    finally:
-        proc.terminate()
+    with contextlib.ExitStack() as stack:
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+            server = stack.enter_context(streamlit_server(ARTIFACTS / "streamlit_server.log"))
+        except RuntimeError:
+            pytest.fail("streamlit did not start; see tests/artifacts/streamlit_server.log")
+        yield server.url
 
 
 @pytest.fixture(scope="module")

@@ -13,9 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -26,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.app_server import free_port
 from engine import __main__ as engine_main
 from engine.model import DEFAULT_MODEL_DIR
 from engine.probe import (
@@ -37,12 +36,6 @@ from lesson.perfetto import check_trace_events, serving_run_events
 
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "sk-test-0123456789abcdef-not-a-real-key"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _monotone(d) -> bool:
