@@ -324,7 +324,7 @@ TEXT: dict = {
     "cmp_kv_final": "Final KV cache",
     "replay_title": "Slow-motion replay",
     "replay_pace": "Replay pace",
-    "replay_pace_help": "“× 1/4” and the like slow the measured times down; “0.5 s per pass” and the like give every forward pass the same time, so even a very short pass can be seen.",
+    "replay_pace_help": "“× 1/4” and the like slow the measured times down; “0.5 s per pass” and the like give every forward pass the same time, so even a very short pass can be seen. Each frame redraws the whole page, which takes the browser a moment (0.5–1.5 s on a 2-core demo machine): a pass can stay up longer than the pace, never shorter.",
     "replay_pace_x1": "measured speed",
     "replay_pace_x0.25": "× 1/4",
     "replay_pace_x0.1": "× 1/10",
