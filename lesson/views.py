@@ -22,7 +22,7 @@ from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS
 from engine.trace import STEP_TABLE_COLUMNS, RequestTrace, step_rows
 
 from .svgtext import fmt_bytes, fmt_count, fmt_ms, visible
-from .text import t
+from .text import device_label, t
 
 DEFAULT_PROMPTS = {"zh": "法国的首都是", "en": "The capital of France is"}  # -> 巴黎。 / " Paris."
 DEFAULT_PROMPT = DEFAULT_PROMPTS["zh"]
@@ -544,7 +544,7 @@ def lab_cost_table(floors, lang: str) -> list[dict]:
 def lab_prediction_text(floors, lang: str) -> str:
     """Which bound the cost model predicts for each phase on this device, and why (intensity vs ridge)."""
     prefill, decode = floors.steps[0], lab_median_decode(floors)
-    words = t(lang, "lab_prediction", device=escape_markdown(floors.device_name),
+    words = t(lang, "lab_prediction", device=escape_markdown(device_label(floors.device_name, lang)),
               ridge=f"{floors.ridge_intensity:,.1f}",
               n=prefill.new_positions, prefill_i=f"{prefill.intensity:,.1f}",
               prefill_bound=t(lang, f"lab_bound_{prefill.bound}"))
@@ -560,7 +560,7 @@ def lab_agreement_text(floors, lang: str, measured_here: bool, as_run: bool = Tr
     from lesson.diagrams.roofline import fmt_share, fmt_time
 
     if not measured_here:
-        return t(lang, "lab_other_device", device=escape_markdown(floors.device_name))
+        return t(lang, "lab_other_device", device=escape_markdown(device_label(floors.device_name, lang)))
     if not as_run:  # floors for other dtypes than the run's: a preview, not a check
         return t(lang, "lab_other_dtype", weights=floors.weight_dtype, kv=floors.kv_dtype)
     prefill, decode = floors.steps[0], lab_median_decode(floors)

@@ -144,3 +144,12 @@ def test_plotly_figures_hold_the_same_numbers():
     assert list(fig.data[1].y) == [p.floor_ms for p in sweep.points]
     assert list(fig.data[2].y) == pytest.approx([p.tokens_per_s for p in sweep.points])
     assert all(not math.isnan(v) for v in fig.data[3].y)
+
+
+def test_a_measured_machine_is_named_in_the_figures_language():
+    from lesson.text import device_label
+
+    name = "this machine: CPU (2 cores; torch threads: 1) (measured)"
+    assert device_label(name, "zh") == "这台机器（实测）：CPU (2 cores; torch threads: 1)"
+    assert device_label(name, "en") == "this machine (measured): CPU (2 cores; torch threads: 1)"
+    assert device_label("NVIDIA H200 SXM (spec)", "zh") == "NVIDIA H200 SXM (spec)"  # a datasheet keeps its name

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from ..layout import LinearScale, nice_ticks, sample_indices
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
+from ..text import device_label
 from ._common import add_title, header, legend_item, new_drawing, notes, pass_tick, text, to_string
 
 PAD, Y_LABEL_W, PLOT_W, PLOT_H, TOP = 32, 78, 680, 360, 140
@@ -112,7 +113,8 @@ def render_roofline(floors, *, lang: str = "zh", style: Style | None = None) -> 
     left, bottom, right = PAD + Y_LABEL_W, TOP + PLOT_H, PAD + Y_LABEL_W + PLOT_W
     width = right + PAD + 12
     dwg = new_drawing(width, bottom + 170, style, "roofline", label(table, "rf_title"))
-    subtitle = label(table, "rf_subtitle", model=floors.model_id, device=floors.device_name, dtype=floors.weight_dtype)
+    subtitle = label(table, "rf_subtitle", model=floors.model_id, device=device_label(floors.device_name, lang),
+                     dtype=floors.weight_dtype)
     header(dwg, style, label(table, "rf_title"), subtitle)
     x = legend_item(dwg, style, PAD, 108, style.prefill, label(table, "phase_prefill"), "prefill")
     x = legend_item(dwg, style, x, 108, style.decode, label(table, "phase_decode"), "decode")
@@ -251,7 +253,7 @@ def render_step_floors(floors, *, lang: str = "zh", style: Style | None = None) 
     width = right + PAD + 12
     dwg = new_drawing(width, bottom + 150, style, "step-floors", label(table, "fl_title"))
     header(dwg, style, label(table, "fl_title"), label(table, "fl_subtitle", model=floors.model_id,
-                                                       device=floors.device_name))
+                                                       device=device_label(floors.device_name, lang)))
     x = legend_item(dwg, style, PAD, 108, style.prefill, label(table, "phase_prefill"), "prefill")
     x = legend_item(dwg, style, x, 108, style.decode, label(table, "phase_decode"), "decode")
     group = dwg.g(class_="legend-item floor")

@@ -47,3 +47,12 @@ def placeholders(text: str) -> set[str]:
 class _KeepMissing(dict):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
+
+
+def device_label(name: str, lang: str) -> str:
+    """A device's name in `lang`: engine.cost names a measured machine in English ("this machine:
+    CPU (2 cores; torch threads: 1) (measured)"); datasheet names stay as published."""
+    prefix, suffix = "this machine: ", " (measured)"
+    if name.startswith(prefix) and name.endswith(suffix):
+        return t(lang, "lab_this_machine_label", detail=name[len(prefix):-len(suffix)])
+    return name

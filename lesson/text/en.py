@@ -558,6 +558,7 @@ TEXT: dict = {
     "lab_dtype_help": "Bytes per element: fp32 4, bf16 2, int8 1, int4 0.5. Changes the bytes moved, not the FLOPs (quantised weights are turned back into bf16 before the multiply).",
     "lab_measuring": "Measuring this machine's bandwidth and compute…",
     "lab_vs_datasheet": "Measured against the {name}: copy bandwidth {copy} of the datasheet, bf16 matmul {matmul}.",
+    "lab_this_machine_label": "this machine (measured): {detail}",
     "lab_prediction": "On **{device}** the ridge is at {ridge} FLOP/B (the FLOPs per byte moved at which compute and bandwidth are both used up). Prefill of {n} positions: intensity {prefill_i} FLOP/B, so the cost model predicts it is **{prefill_bound}**-bound.",
     "lab_prediction_decode": "One Decode step (context {c}): intensity only {decode_i} FLOP/B, predicted **{decode_bound}**-bound: every step reads all the weights and the KV cache to compute a single position.",
     "lab_bound_compute": "compute",

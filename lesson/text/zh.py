@@ -524,6 +524,7 @@ TEXT: dict = {
     "lab_dtype_help": "每个元素的字节数：fp32 4，bf16 2，int8 1，int4 0.5。只改变要搬的字节，不改变 FLOPs（量化后的权重在乘法前还原成 bf16）。",
     "lab_measuring": "正在测这台机器的带宽和算力……",
     "lab_vs_datasheet": "实测对比 {name}：拷贝带宽是数据手册的 {copy}，bf16 矩阵乘是 {matmul}。",
+    "lab_this_machine_label": "这台机器（实测）：{detail}",
     "lab_prediction": "在 **{device}** 上，屋顶的拐点是 {ridge} FLOP/B（每搬一个字节要做这么多次运算，算力和带宽才同时用满）。Prefill {n} 个位置：强度 {prefill_i} FLOP/B，成本模型预测它受**{prefill_bound}**限制。",
     "lab_prediction_decode": "Decode 一步（上下文 {c}）：强度只有 {decode_i} FLOP/B，预测受**{decode_bound}**限制——每一步都要把全部权重和 KV Cache 读一遍，却只算一个位置。",
     "lab_bound_compute": "算力",
