@@ -100,6 +100,23 @@ class LinearScale:
         return round(self.r0 + (value - self.d0) / span * (self.r1 - self.r0), 2)
 
 
+@dataclass(frozen=True)
+class LogScale:
+    """Maps log10(value) in [10**lo, 10**hi] onto [r0, r1]."""
+
+    lo: float
+    hi: float
+    r0: float
+    r1: float
+
+    def __call__(self, value: float) -> float:
+        span = (self.hi - self.lo) or 1.0
+        return round(self.r0 + (math.log10(max(value, 1e-300)) - self.lo) / span * (self.r1 - self.r0), 2)
+
+    def decades(self) -> tuple[float, ...]:
+        return tuple(10.0 ** e for e in range(math.ceil(self.lo - 1e-9), math.floor(self.hi + 1e-9) + 1))
+
+
 def nice_step(span: float, target_ticks: int = 5) -> float:
     """1, 2 or 5 times a power of ten, giving about `target_ticks` ticks."""
     if span <= 0:

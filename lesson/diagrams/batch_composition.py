@@ -97,6 +97,16 @@ def _legend_lines(items: list[tuple[str, str, str]], style: Style, right: float)
     return lines
 
 
+def for_worker(heading: str, worker: str | None, lang: str) -> str:
+    """A panel's heading, named after its worker when a run has two (disaggregated)."""
+    return heading if worker is None else t(lang, f"sv_worker_{worker}") + " · " + heading
+
+
+def panel_heading(dwg, panel, style: Style, heading: str, worker: str | None, lang: str, top: float) -> None:
+    panel.add(text(dwg, for_worker(heading, worker, lang), PAD, top - 12, size=style.small_size,
+                   fill=style.muted_ink, weight="bold", class_="axis-label"))
+
+
 def _panel(dwg, run: ServingRun, worker: str, top: float, left: float, right: float, style: Style, lang: str,
            multi: bool, time_gap: float = 24, lift: float = 0) -> None:
     its = [it for it in run.iterations if it.worker == worker]
@@ -106,11 +116,7 @@ def _panel(dwg, run: ServingRun, worker: str, top: float, left: float, right: fl
     ys = LinearScale(0, y_max, bottom, top)
     panel = dwg.g(class_=f"panel tokens {worker}", **{"data-worker": worker, "data-y-max": y_max,
                                                         "data-top": top, "data-bottom": bottom})
-    heading = t(lang, "sv_batch_panel_tokens")
-    if multi:
-        heading = t(lang, f"sv_worker_{worker}") + " · " + heading
-    panel.add(text(dwg, heading, PAD, top - 12 - lift, size=style.small_size, fill=style.muted_ink, weight="bold",
-                   class_="axis-label"))
+    panel_heading(dwg, panel, style, t(lang, "sv_batch_panel_tokens"), worker if multi else None, lang, top - lift)
     for tick in nice_ticks(0, y_max, 4):
         y = ys(tick)
         panel.add(dwg.line((left, y), (right, y), stroke=style.grid, stroke_width=1, class_="grid"))

@@ -23,7 +23,7 @@ from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int, visible
 from ..text import t
 from ._common import add_title, header, new_drawing, notes, notes_height, text, to_string
-from .batch_composition import workers_of
+from .batch_composition import for_worker, panel_heading, workers_of
 from .serving_gantt import policy_label
 
 PAD, Y_LABEL_W, PLOT_W, PANEL_H, PANEL_GAP = 32, 64, 720, 170, 64
@@ -88,11 +88,7 @@ def _over_time(dwg, run, worker, top, left, right, colors, style, lang, multi, l
     ys = LinearScale(0, num_blocks, bottom, top)
     panel = dwg.g(class_=f"panel blocks {worker}", **{"data-worker": worker, "data-num-blocks": num_blocks,
                                                         "data-top": top, "data-bottom": bottom})
-    heading = t(lang, "sv_kv_panel_time")
-    if multi:
-        heading = t(lang, f"sv_worker_{worker}") + " · " + heading
-    panel.add(text(dwg, heading, PAD, top - 12 - lift, size=style.small_size, fill=style.muted_ink,
-                   weight="bold", class_="axis-label"))
+    panel_heading(dwg, panel, style, t(lang, "sv_kv_panel_time"), worker if multi else None, lang, top - lift)
     for tick in nice_ticks(0, num_blocks, 4):
         if tick > num_blocks:
             break
@@ -135,9 +131,7 @@ def _over_time(dwg, run, worker, top, left, right, colors, style, lang, multi, l
 def _grid_heading(run, peak, lang) -> str:
     snap = peak.blocks
     heading = t(lang, "sv_kv_grid_heading", n=peak.index + 1, used=snap.num_used_blocks, blocks=fmt_int(snap.num_blocks))
-    if peak.worker != "engine":
-        heading = t(lang, f"sv_worker_{peak.worker}") + " · " + heading
-    return heading
+    return for_worker(heading, None if peak.worker == "engine" else peak.worker, lang)
 
 
 def _grid(dwg, run, peak, top, left, cols, num_cells, colors, style, lang, heading_lines) -> None:

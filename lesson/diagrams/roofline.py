@@ -17,7 +17,7 @@ import math
 import statistics
 from dataclasses import dataclass
 
-from ..layout import LinearScale, nice_ticks, sample_indices
+from ..layout import LinearScale, LogScale, nice_ticks, sample_indices
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..text import device_label
@@ -56,23 +56,6 @@ def fmt_share(ratio: float) -> str:
 
 def bound_word(table: dict, bound: str) -> str:
     return label(table, f"bound_{bound}")
-
-
-@dataclass(frozen=True)
-class LogScale:
-    """Maps log10(value) in [10**lo, 10**hi] onto [r0, r1]."""
-
-    lo: float
-    hi: float
-    r0: float
-    r1: float
-
-    def __call__(self, value: float) -> float:
-        span = (self.hi - self.lo) or 1.0
-        return round(self.r0 + (math.log10(max(value, 1e-300)) - self.lo) / span * (self.r1 - self.r0), 2)
-
-    def decades(self) -> tuple[float, ...]:
-        return tuple(10.0 ** e for e in range(math.ceil(self.lo - 1e-9), math.floor(self.hi + 1e-9) + 1))
 
 
 def decade_range(values, pad: float = 0.3) -> tuple[float, float]:

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 
+from ..layout import LogScale
 from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ._common import add_title, header, legend_item, new_drawing, notes, text, to_string
-from .roofline import LogScale, bound_word, decade_range, fmt_time, si
+from .roofline import bound_word, decade_range, fmt_time, si
 
 PAD, Y_LABEL_W, PLOT_W, PANEL_H, PANEL_GAP, TOP = 32, 78, 680, 220, 70, 140
 
