@@ -331,6 +331,7 @@ def _store_trace(trace_json: str, args: RunArgs, is_default: bool) -> None:
     ss.trace_stamp = run_stamp(datetime.datetime.now())
     ss.class_step = 1 if ss.classroom else len(json.loads(trace_json)["steps"])
     ss.history = history_add(ss.history, trace_json, ss.trace_stamp)  # kept for the comparison
+    ss.compare_pins = keep_pins(ss.compare_pins, ss.history)  # a pinned run that just left the history
     ss.replay_from = None  # a replay is of the run it started on
 
 
