@@ -14,9 +14,7 @@ settings = resources.server_settings()
 
 sections.intro(lang)
 
-lm = sections.load_model(lang, settings)
-if lm is not None:
-    sections.model_caption(lang, lm)
+lm = sections.load_model(lang, settings)  # None (with a message) when it cannot load
 trace_json = sections.run_panel(lang, lm, settings)
 
 sections.section_timeline(lang, trace_json)

@@ -7,7 +7,5 @@ from app_support import resources, sections, serving
 lang = st.session_state.lang
 settings = resources.server_settings()
 
-lm = sections.load_model(lang, settings)
-if lm is not None:
-    sections.model_caption(lang, lm)
+lm = sections.load_model(lang, settings)  # None (with a message) when it cannot load
 serving.serving_lab(lang, lm, settings)

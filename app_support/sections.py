@@ -131,7 +131,7 @@ def sidebar(lang: str, settings: ServerSettings, contents: bool = True):
 
 
 def load_model(lang: str, settings: ServerSettings):
-    """The model for this run, or None (with a message) when it cannot be loaded.
+    """The model for this run, shown with its caption, or None (with a message) when it cannot be loaded.
 
     A listed folder that fails to load sends the picker back to the default.
     """
@@ -139,9 +139,6 @@ def load_model(lang: str, settings: ServerSettings):
     try:
         with st.spinner(t(lang, "loading_model")):
             lm = resources.get_model(choice, settings.device, settings.dtype)
-        if lm.info.random_weights:  # a preset: said above everything its run shows
-            st.warning(t(lang, "random_weights_note"), icon=":material/casino:")
-        return lm
     except Exception as err:  # noqa: BLE001 - becomes a message, never a traceback
         log.warning("model %r failed to load: %s", choice, err)
         if choice != "default":
@@ -151,6 +148,10 @@ def load_model(lang: str, settings: ServerSettings):
             st.rerun()
         st.error(error_message(err, lang))
         return None
+    if lm.info.random_weights:  # a preset: said above everything its run shows
+        st.warning(t(lang, "random_weights_note"), icon=":material/casino:")
+    model_caption(lang, lm)
+    return lm
 
 
 def _flash_params(err: Exception) -> dict:

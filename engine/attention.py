@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 IMPLEMENTATION = "prefill_decode_sdpa"
 PRIORITY = (
@@ -65,8 +66,6 @@ def _signature(query: torch.Tensor, key: torch.Tensor, attention_mask, kwargs: d
 
 
 def _attention(module, query, key, value, attention_mask, **kwargs):
-    from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
     log: KernelLog | None = getattr(module, "_prefill_decode_kernels", None)
     if log is None:  # a module install() did not see: behave exactly like plain sdpa
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)

@@ -18,18 +18,13 @@ from engine.cost import ModelShape
 from engine.errors import PhaseError
 from engine.prompts import prompt_token_ids
 from lesson.diagrams import DIAGRAMS, render_attention, render_cache_compare
-
-SVG = "{http://www.w3.org/2000/svg}"
+from tests.test_diagrams import SVG, with_class  # the SVG readers every figure test shares
 HOSTILE = "<script>alert(1)</script>&\u202e\x00]]>"
 
 
 @pytest.fixture(scope="module")
 def tiny(tiny_model_dirs):
     return {kind: load_model(tiny_model_dirs[kind], device="cpu") for kind in ("llama", "gpt2")}
-
-
-def with_class(root: ET.Element, *classes: str) -> list[ET.Element]:
-    return [el for el in root.iter() if set(classes) <= set(el.get("class", "").split())]
 
 
 # --- engine: same tokens, FLOPs per step ------------------------------------------

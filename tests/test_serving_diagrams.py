@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -17,20 +16,9 @@ from lesson.diagrams.serving_metrics import render_serving_metrics
 from lesson.serving_views import METRIC_ROWS, figure_alt, findings, metric_records, metric_table, metrics_alt
 from tests.serving_factories import LONG_PROMPT_DURING_CHATS, client_run, make_run
 
-SVG = "{http://www.w3.org/2000/svg}"
+from tests.test_diagrams import SVG, all_text, parse, with_class  # the SVG readers every figure test shares
+
 POLICIES = ("one-at-a-time", "prefill-first", "chunked", "disaggregated")
-
-
-def parse(svg: str) -> ET.Element:
-    return ET.fromstring(svg)
-
-
-def with_class(root: ET.Element, *classes: str) -> list[ET.Element]:
-    return [el for el in root.iter() if set(classes) <= set(el.get("class", "").split())]
-
-
-def all_text(root: ET.Element) -> str:
-    return " ".join("".join(el.itertext()) for el in root.iter(f"{SVG}text"))
 
 
 @pytest.fixture(scope="module")
