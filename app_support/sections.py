@@ -534,8 +534,8 @@ def replay_tick() -> None:
 # ---------------------------------------------------------------------------
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def _history_label(trace_json: str, stamp: str, lang: str) -> str:
-    return run_label(RequestTrace.from_json(trace_json), stamp, lang)
+def _history_label(trace_json: str, stamp: str, lang: str, number: int) -> str:
+    return run_label(RequestTrace.from_json(trace_json), stamp, lang, number)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -556,7 +556,7 @@ def section_compare(lang: str) -> None:
     if len(history) < 2:
         st.info(t(lang, "compare_need_two", count=len(history)), icon=":material/compare:")
         return
-    labels = {e.run_id: _history_label(e.trace_json, e.stamp, lang) for e in history}
+    labels = {e.run_id: _history_label(e.trace_json, e.stamp, lang, e.number) for e in history}
     kept = keep_pins(ss.compare_pins, history)
     if kept != ss.compare_pins:  # a pinned run left the history with this page's run (written only then)
         ss.compare_pins = kept

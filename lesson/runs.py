@@ -26,6 +26,11 @@ class HistoryEntry:
     stamp: str  # when it ran, "YYYYmmdd-HHMMSS" (lesson.views.run_stamp)
     trace_json: str
 
+    @property
+    def number(self) -> int:
+        """The run's number in this session (1, 2, ...): tells apart runs alike in every other label field."""
+        return int(self.run_id.rsplit("-", 1)[-1])
+
 
 def history_add(history: list[HistoryEntry], trace_json: str, stamp: str,
                 limit: int = HISTORY_LIMIT) -> list[HistoryEntry]:
@@ -37,7 +42,7 @@ def history_add(history: list[HistoryEntry], trace_json: str, stamp: str,
     for entry in history:
         if entry.trace_json == trace_json:
             return [entry] + [e for e in history if e is not entry][: limit - 1]
-    serial = 1 + max((int(e.run_id.rsplit("-", 1)[-1]) for e in history), default=0)
+    serial = 1 + max((e.number for e in history), default=0)
     return [HistoryEntry(f"{stamp}-{serial}", stamp, trace_json), *history][:limit]
 
 
@@ -53,12 +58,18 @@ def keep_pins(pins: object, history: list[HistoryEntry], most: int = 2) -> list[
     return kept[:most]
 
 
-def run_label(trace: RequestTrace, stamp: str, lang: str) -> str:
-    """"22:41:07 · 4 → 3 tokens · TTFT 18.2 ms · default-model": what tells two runs apart."""
+def run_label(trace: RequestTrace, stamp: str, lang: str, number: int | None = None) -> str:
+    """"#3 · 22:41:07 · 4 → 3 tokens · TTFT 18.2 ms · default-model": what tells two runs apart.
+
+    With `number` (HistoryEntry.number) every label in a session is unique: two runs in the same
+    second with the same lengths and TTFT would otherwise read alike, and a multiselect matches
+    its values by label, so a pin could not tell them apart.
+    """
     clock = f"{stamp[9:11]}:{stamp[11:13]}:{stamp[13:15]}" if len(stamp) >= 15 else stamp
     metrics = trace.metrics
-    return t(lang, "history_label", time=clock, prompt_len=trace.prompt_len, output_len=len(trace.steps),
-             ttft=fmt_ms(metrics.ttft_ms) if metrics else "—", model=trace.model.model_id)
+    label = t(lang, "history_label", time=clock, prompt_len=trace.prompt_len, output_len=len(trace.steps),
+              ttft=fmt_ms(metrics.ttft_ms) if metrics else "—", model=trace.model.model_id)
+    return label if number is None else f"#{number} · {label}"
 
 
 def shared_extent(a: RequestTrace, b: RequestTrace) -> RequestTrace:

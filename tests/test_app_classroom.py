@@ -89,6 +89,20 @@ def test_the_comparison_table_and_labels_say_which_run_is_which():
     assert label.startswith("22:41:07 · prompt 200 → answer 3 tokens") and LONG.model.model_id in label
 
 
+def test_history_labels_stay_unique_for_runs_alike_in_every_field():
+    """A multiselect matches its values by label: two runs in one second with the same lengths and
+    TTFT must still read differently, or a pin cannot tell them apart."""
+    import dataclasses
+
+    a = make_trace(("法国", "的", "首都", "是"), ("巴黎", "。"))
+    b = dataclasses.replace(a, request_id="again")  # another run, the same label fields
+    history = history_add(history_add([], a.to_json(), "20261129-224107"), b.to_json(), "20261129-224107")
+    assert [e.number for e in history] == [2, 1]
+    labels = [run_label(a, e.stamp, "en", e.number) for e in history]
+    assert labels[0] != labels[1] and labels[0].startswith("#2 · 22:41:07 · ")
+    assert run_label(a, "20261129-224107", "en") == labels[0].removeprefix("#2 · ")
+
+
 def test_replay_times_follow_the_measured_rhythm_or_a_fixed_pace():
     measured = [s.end_ms / 1000 for s in SHORT.steps]
     assert replay_times_s(SHORT, "x1") == pytest.approx(measured)
