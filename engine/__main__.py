@@ -17,7 +17,7 @@ import unicodedata
 
 from .errors import EngineError, InputError
 from .prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
-from .trace import RANDOM_WEIGHTS_NOTE, RequestTrace
+from .trace import ENGINE_MODES, RANDOM_WEIGHTS_NOTE, RequestTrace
 
 MAX_SHOWN_CHARS = 48  # a long prompt's Prefill row is cut here, with its token count
 
@@ -49,9 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--top-p", type=float, default=1.0)
     trace.add_argument("--seed", type=int, default=0)
     trace.add_argument("--ignore-eos", action="store_true", help="always write max-new-tokens tokens")
-    trace.add_argument("--mode", default="eager", choices=("eager", "static", "graph"),
+    trace.add_argument("--mode", default="eager", choices=ENGINE_MODES,
                        help="eager: a growing KV cache (default); static: a preallocated one; graph: static with "
-                            "each Decode step replayed as one CUDA graph (CUDA only; engine/static.py)")
+                            "each Decode step replayed as one CUDA graph (CUDA only); compiled: static with the "
+                            "Decode step fused by torch.compile (and captured on CUDA; the first run compiles, "
+                            "about 20 s on a small CPU). engine/static.py")
     trace.add_argument("--json", action="store_true", help="print the trace as JSON instead of a table")
     _add_cost_parser(sub)
     _add_sweep_parser(sub)
@@ -272,7 +274,8 @@ def _kernels(trace: RequestTrace) -> str:
     def kernel(steps) -> str:
         return "/".join(dict.fromkeys(s.attention_kernel for s in steps if s.attention_kernel)) or "n/a"
     prefill = [s for s in trace.steps if s.phase == "prefill"]
-    return (f"engine mode {trace.engine_mode}; attention kernel: Prefill {kernel(prefill)}, "
+    note = f" ({trace.engine_note})" if trace.engine_note else ""
+    return (f"engine mode {trace.engine_mode}{note}; attention kernel: Prefill {kernel(prefill)}, "
             f"Decode {kernel(trace.decode_steps)}")
 
 

@@ -74,7 +74,8 @@ def _attention(module, query, key, value, attention_mask, **kwargs):
     if name is not None:
         with sdpa_kernel([_BACKENDS[name]]):
             out = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
-        log.used.append(name)
+        if not torch.compiler.is_compiling():  # a compiled step would guard on the list's length and recompile
+            log.used.append(name)
         return out
     error: Exception | None = None
     for name, backend in PRIORITY:  # first call with this signature: the first kernel that accepts it

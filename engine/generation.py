@@ -43,7 +43,7 @@ class GenerationConfig:
     top_p: float = 1.0  # keep the smallest set with this much probability; 1.0 = off
     seed: int = 0  # makes sampling repeat exactly
     ignore_eos: bool = False  # keep writing past EOS (benchmarks want fixed lengths)
-    mode: str = "eager"  # "eager" (growing cache), "static" (preallocated), "graph" (static + CUDA graph): engine/static.py
+    mode: str = "eager"  # "eager" (growing cache), "static", "graph" (CUDA), "compiled": engine/static.py
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -176,6 +176,7 @@ class _Pass:
     lock_wait_s: float = 0.0  # time spent waiting to acquire the model lock before this pass
     attention_kernel: str = ""  # the SDPA kernel(s) this pass ran (engine/attention.py)
     mode: str = "eager"  # the engine mode that really ran (a failed graph capture runs "static")
+    note: str = ""  # why the mode asked for did not fully run (StaticRunner.note)
 
 
 def _passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[_Pass]:
@@ -208,7 +209,8 @@ def _passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, recor
 
 
 def _static_passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[_Pass]:
-    """The same loop on a preallocated cache; Decode replays a CUDA graph in "graph" mode (engine/static.py)."""
+    """The same loop on a preallocated cache; Decode replays a CUDA graph in "graph" mode and runs the
+    torch.compile'd step in "compiled" mode (engine/static.py)."""
     if cfg.mode == "graph" and lm.device.type != "cuda":
         raise InputError("graph_needs_cuda", f"graph mode needs a CUDA GPU; this model runs on {lm.device.type}",
                          device=lm.device.type)
@@ -232,7 +234,8 @@ def _static_passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig
                     kernel = lm.kernels.take() or runner.decode_kernel  # a replayed graph runs no Python
             before, position = position, position + len(fed)
             stop = "eos" if token in eos else "length" if i == cfg.max_new_tokens - 1 else None
-            yield _Pass(tuple(fed), token, before, position, start, end, kv, stop, lock_wait_s, kernel, runner.mode)
+            yield _Pass(tuple(fed), token, before, position, start, end, kv, stop, lock_wait_s, kernel, runner.mode,
+                        runner.note)
             if stop:
                 return
             fed = [token]
@@ -378,8 +381,8 @@ def stream_trace(
         if p.output_id not in pieces:
             pieces[p.output_id] = token_pieces(lm.tokenizer, [p.output_id])[0]
         steps.append(_to_step(p, index, request_id, t0, input_pieces, pieces[p.output_id], consumer_s))
-        if index == 0 and p.mode != trace.engine_mode:
-            trace = dataclasses.replace(trace, engine_mode=p.mode)
+        if index == 0 and (p.mode, p.note) != (trace.engine_mode, trace.engine_note):
+            trace = dataclasses.replace(trace, engine_mode=p.mode, engine_note=p.note)
         if p.stop_reason:
             text = lm.tokenizer.decode([s.output_id for s in steps], skip_special_tokens=True)
             yield dataclasses.replace(trace, steps=tuple(steps), stop_reason=p.stop_reason, output_text=text)

@@ -49,6 +49,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SCHEMA_VERSION = 2
+ENGINE_MODES = ("eager", "static", "graph", "compiled")  # engine/static.py explains each
 # Version 1 traces had no lock_wait_ms / consumer_ms per step; they load with both
 # at 0.0 (not recorded) and are upgraded to the current version.
 READABLE_SCHEMA_VERSIONS = (1, 2)
@@ -330,9 +331,11 @@ class RequestTrace:
     stop_reason: str | None = None  # None while running, then "eos" or "length"
     output_text: str = ""
     schema_version: int = field(default=SCHEMA_VERSION)
-    # "eager" (a growing cache), "static" (preallocated) or "graph" (static + a replayed CUDA graph for
-    # Decode): engine/static.py. Written after the fields above so older traces load as "eager".
+    # "eager" (a growing cache), "static" (preallocated), "graph" (static + a replayed CUDA graph for
+    # Decode) or "compiled" (static + torch.compile; captured on CUDA): engine/static.py. Written after
+    # the fields above so older traces load as "eager".
     engine_mode: str = "eager"
+    engine_note: str = ""  # why the mode asked for did not fully run (a failed capture or compile), else ""
 
     # --- derived views (never stored twice) ---
     @property
@@ -423,6 +426,7 @@ class RequestTrace:
                 stop_reason=data["stop_reason"],
                 output_text=data["output_text"],
                 engine_mode=data.get("engine_mode", "eager"),
+                engine_note=data.get("engine_note", ""),
                 schema_version=SCHEMA_VERSION,  # upgraded on load (see READABLE_SCHEMA_VERSIONS)
             )
         except (KeyError, TypeError) as err:

@@ -1,0 +1,97 @@
+"""Why a small model's Decode step costs more than its floor: the operator calls.
+
+An eager forward pass is a chain of operator calls issued one at a time from Python.
+Each RMSNorm is about six of them, each rotary embedding about ten, each matmul one.
+Every call costs host time (Python, PyTorch's dispatcher, and on a GPU a kernel launch),
+however little data it touches. A Decode step moves very little data, so on a small
+model, or on a fast GPU, these calls are most of the step. Two measurements show it:
+
+    ops = count_decode_ops(lm)        # the operator calls of one eager Decode step
+    us = per_op_host_us(lm.device)    # what one tiny call costs on this device
+    ops.kernels * us / 1e3            # ms of the step that is call overhead (an estimate)
+
+The engine's "static", "graph" and "compiled" modes (engine/static.py) attack this.
+"compiled" fuses the small calls into a few generated kernels. "graph" replays the
+whole step with a single launch.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter
+from dataclasses import dataclass
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .generation import decode_step, new_cache, prefill
+from .model import LoadedModel
+
+
+@dataclass(frozen=True)
+class DecodeOps:
+    """The operator calls of one eager Decode step, counted as PyTorch dispatched them."""
+
+    calls: int  # every call, views included
+    kernels: int  # calls that run a kernel: views and calls that hand back their input unchanged are free
+    top: tuple[tuple[str, int], ...]  # the most frequent calls that run a kernel, e.g. ("mul", 41)
+    layers: int  # the model's layers, so a page can say "about N per layer"
+
+    @property
+    def per_layer(self) -> float:
+        return self.kernels / max(1, self.layers)
+
+
+class _Counter(TorchDispatchMode):
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter[str] = Counter()
+        self.kernels: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        name = func.overloadpacket.__name__
+        self.calls[name] += 1
+        hands_back_input = bool(args) and out is args[0] and not func._schema.is_mutable  # .to(same dtype)
+        if not (func.is_view or hands_back_input):
+            self.kernels[name] += 1
+        return out
+
+
+def count_decode_ops(lm: LoadedModel, prompt_ids: tuple[int, ...] = (1, 2, 3, 4), top: int = 6) -> DecodeOps:
+    """Run a short Prefill, then count the calls of one Decode step (untimed; holds the model lock)."""
+    device = lm.device
+    with lm.lock, torch.inference_mode():
+        cache = new_cache(lm.model)
+        logits, cache = prefill(lm.model, torch.tensor([list(prompt_ids)], device=device), cache)
+        token = torch.tensor([[int(logits[0].argmax())]], device=device)
+        counter = _Counter()
+        with counter:
+            decode_step(lm.model, token, cache)
+        lm.kernels.take()  # the passes above are not a request's: leave no kernel names behind
+    return DecodeOps(calls=sum(counter.calls.values()), kernels=sum(counter.kernels.values()),
+                     top=tuple(counter.kernels.most_common(top)), layers=lm.info.num_layers)
+
+
+def per_op_host_us(device: torch.device | str, calls: int = 2000, repeats: int = 5) -> float:
+    """Median microseconds of one tiny operator call on `device`, waited for at the end (a CUDA
+    launch is asynchronous: what bounds a chain of tiny calls is the host issuing them)."""
+    device = torch.device(device)
+    x = torch.zeros(1, device=device)
+    out = torch.empty_like(x)
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    times = []
+    with torch.inference_mode():
+        for _ in range(repeats + 1):  # the first round warms the allocator and the dispatcher up
+            sync()
+            start = time.perf_counter()
+            for _ in range(calls):
+                torch.add(x, 1.0, out=out)
+            sync()
+            times.append((time.perf_counter() - start) / calls * 1e6)
+    return statistics.median(times[1:])
