@@ -53,10 +53,18 @@ class _Counter(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         name = func.overloadpacket.__name__
         self.calls[name] += 1
-        hands_back_input = bool(args) and out is args[0] and not func._schema.is_mutable  # .to(same dtype)
-        if not (func.is_view or hands_back_input):
+        if func._schema.is_mutable or not _shares_storage(out, args):  # views and .to(same dtype) are free
             self.kernels[name] += 1
         return out
+
+
+def _shares_storage(out, args) -> bool:
+    """The call handed back (a view of) one of its inputs: it moved no data, so it ran no kernel."""
+    first = out[0] if isinstance(out, (tuple, list)) and out else out
+    if not isinstance(first, torch.Tensor) or first.numel() == 0:
+        return False
+    ptr = first.untyped_storage().data_ptr()
+    return any(isinstance(a, torch.Tensor) and a.numel() and a.untyped_storage().data_ptr() == ptr for a in args)
 
 
 def count_decode_ops(lm: LoadedModel, prompt_ids: tuple[int, ...] = (1, 2, 3, 4), top: int = 6) -> DecodeOps:

@@ -53,6 +53,40 @@ def test_static_cache_gives_the_eager_tokens(lm, prompt):
     assert again.output_ids == eager.output_ids
 
 
+def test_the_compiled_step_gives_the_eager_tokens_and_compiles_once_per_bucket(lm):
+    cfg = dict(max_new_tokens=10, ignore_eos=True)
+    eager = generate(lm, "法国的首都是", GenerationConfig(**cfg))
+    compiled = generate(lm, "法国的首都是", GenerationConfig(**cfg, mode="compiled"))
+    assert compiled.engine_mode == "compiled" and compiled.engine_note == ""
+    assert compiled.output_ids == eager.output_ids
+    runner = lm.runners.free[(BUCKET, "compiled")][-1]
+    assert runner.compiled and runner.compile_s > 0 and runner.step is not runner._forward
+    again = generate(lm, "日本的首都是", GenerationConfig(**cfg, mode="compiled"))  # same bucket: no new compile
+    assert lm.runners.free[(BUCKET, "compiled")][-1] is runner
+    assert again.output_ids == generate(lm, "日本的首都是", GenerationConfig(**cfg)).output_ids
+
+
+def test_a_failed_compile_runs_the_plain_step_and_the_trace_says_why(lm, monkeypatch):
+    import torch
+
+    from engine.static import StaticRunner
+
+    def no_compiler(fn, **_):
+        def fails(*args, **kwargs):
+            raise RuntimeError("InvalidCxxCompiler: No working C++ compiler found\nmore detail")
+        return fails
+
+    monkeypatch.setattr(torch, "compile", no_compiler)
+    runner = StaticRunner(lm.model, BUCKET, "compiled", lm.kernels)
+    assert (runner.mode, runner.compiled, runner.step == runner._forward) == ("static", False, True)
+    assert runner.note == "torch.compile failed: InvalidCxxCompiler: No working C++ compiler found"
+    monkeypatch.setattr(lm.runners, "free", {})  # the next request builds its runner under the broken compiler
+    trace = generate(lm, "法国的首都是", GenerationConfig(max_new_tokens=4, ignore_eos=True, mode="compiled"))
+    assert trace.engine_mode == "static" and "No working C++ compiler" in trace.engine_note
+    assert RequestTrace.from_json(trace.to_json()).engine_note == trace.engine_note
+    assert trace.output_ids == generate(lm, "法国的首都是", GenerationConfig(max_new_tokens=4, ignore_eos=True)).output_ids
+
+
 def test_runners_are_reused_per_bucket_and_lengths_round_up(lm):
     assert bucket_length(1, 10_000) == BUCKET and bucket_length(BUCKET + 1, 10_000) == 2 * BUCKET
     assert bucket_length(5000, 1024) == 1024  # never past the model's context
@@ -78,11 +112,11 @@ def test_mode_and_kernels_survive_json_and_old_traces_load_as_eager(lm):
     assert back.engine_mode == "static" and [s.attention_kernel for s in back.steps] == \
         [s.attention_kernel for s in trace.steps]
     old = json.loads(trace.to_json())
-    del old["engine_mode"]
+    del old["engine_mode"], old["engine_note"]
     for step in old["steps"]:
         del step["attention_kernel"]
     legacy = RequestTrace.from_dict(old)
-    assert legacy.engine_mode == "eager" and {s.attention_kernel for s in legacy.steps} == {""}
+    assert legacy.engine_mode == "eager" and legacy.engine_note == "" and {s.attention_kernel for s in legacy.steps} == {""}
 
 
 def test_the_cli_names_the_mode_and_the_kernels(capsys):
