@@ -61,11 +61,14 @@ class KernelLog:
 
 def _signature(query: torch.Tensor, key: torch.Tensor, attention_mask, kwargs: dict) -> tuple:
     """What decides which kernel can run: device, dtype, head size, one query or many, a mask or not."""
-    return (query.device.type, query.dtype, query.shape[-1], query.shape[-2] > 1, query.shape[1] != key.shape[1],
-            attention_mask is None, bool(kwargs.get("is_causal", True)))
+    # Plain ints and bools: under torch.compile with dynamic lengths a shape is symbolic, and a symbolic
+    # key would miss the kernel already chosen (and break the graph to choose again).
+    return (query.device.type, query.dtype, int(query.shape[-1]), bool(query.shape[-2] > 1),
+            bool(query.shape[1] != key.shape[1]), attention_mask is None, bool(kwargs.get("is_causal", True)))
 
 
-def _attention(module, query, key, value, attention_mask, **kwargs):
+def chosen_kernel_attention(module, query, key, value, attention_mask, **kwargs):
+    """transformers' sdpa attention, run inside the kernel chosen for these inputs (and logged)."""
     log: KernelLog | None = getattr(module, "_prefill_decode_kernels", None)
     if log is None:  # a module install() did not see: behave exactly like plain sdpa
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
@@ -97,7 +100,7 @@ def _register() -> None:
     from transformers import AttentionInterface
     from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
-    AttentionInterface.register(IMPLEMENTATION, _attention)
+    AttentionInterface.register(IMPLEMENTATION, chosen_kernel_attention)
     AttentionMaskInterface.register(IMPLEMENTATION, sdpa_mask)  # the same masks plain sdpa gets
 
 

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 
 from engine.trace import RequestTrace
 
-from .strings import label, strings_for
+from .strings import check_lang, label, strings_for
 from .style import DEFAULT_STYLE, Style
 from .svgtext import fmt_bytes, fmt_ms, piece_label
 
@@ -286,7 +286,7 @@ def serving_gantt_figure(run, lang: str = "zh", style: Style | None = None) -> g
     from lesson.diagrams.serving_gantt import gantt_segments, itl_spikes, policy_label, segment_title
     from lesson.text import t
 
-    strings_for(lang)
+    check_lang(lang)
     style = style or DEFAULT_STYLE
     ids = [_plain(r.request_id) for r in run.requests]
     row = {r.request_id: name for r, name in zip(run.requests, ids)}

@@ -373,6 +373,11 @@ def strings_for(lang: str) -> dict[str, str]:
         raise ValueError(f"unknown language {lang!r}; expected one of {', '.join(LANGS)}") from None
 
 
+def check_lang(lang: str) -> None:
+    """A clear ValueError for a language the labels do not cover (renderers check before drawing)."""
+    strings_for(lang)
+
+
 def label(table: dict[str, str], key: str, **fields: object) -> str:
     """`table[key]` filled with `fields` (values are data, never templates)."""
     return table[key].format(**fields) if fields else table[key]

@@ -95,7 +95,7 @@ def _table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
 def format_run(run: ServingRun) -> str:
     from ..__main__ import shown
 
-    s, m, mem = run.settings, run.metrics, run.memory
+    s, mem = run.settings, run.memory
     budget = f", token budget {s.token_budget}" if s.token_budget else ""
     lines = [f"policy {s.policy}{budget} | scenario {run.scenario} | model {run.model.model_id} on "
              f"{run.model.device} | {len(run.requests)} requests, {len(run.iterations)} forward passes, "

@@ -32,7 +32,7 @@ import queue
 import time
 import traceback
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from multiprocessing import shared_memory
 
 from ..errors import EngineError

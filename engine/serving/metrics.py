@@ -8,7 +8,8 @@ Per request, from when it arrived (vLLM: when the client sent it):
 Over the run, duration = first arrival .. last finish:
     request throughput = completed / duration, output token throughput = output tokens / duration,
     total token throughput = (prompt + output tokens) / duration
-Percentiles are numpy.percentile's (linear interpolation), as vLLM reports them.
+Percentiles are numpy.percentile's (linear interpolation), as vLLM reports them
+(engine.trace.percentile: the same rule as one request's ITL percentiles).
 Goodput (DistServe): requests that meet EVERY SLO that is set, per second.
 
 Also the paged KV memory at its peak against contiguous pre-allocation to each
@@ -19,17 +20,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
+from ..trace import percentile
 from .trace import SLO, Distribution, Iteration, KVMemory, RequestRecord, ServingMetrics
 
 
 def distribution(values: Sequence[float]) -> Distribution:
     if not len(values):
         return Distribution(count=0)
-    x = np.asarray(values, dtype=np.float64)
-    p50, p90, p99 = (float(v) for v in np.percentile(x, [50, 90, 99]))
-    return Distribution(count=len(x), mean=float(x.mean()), p50=p50, p90=p90, p99=p99, max=float(x.max()))
+    x = [float(v) for v in values]
+    p50, p90, p99 = (percentile(x, p) for p in (50, 90, 99))
+    return Distribution(count=len(x), mean=sum(x) / len(x), p50=p50, p90=p90, p99=p99, max=max(x))
 
 
 def meets_slo(record: RequestRecord, slo: SLO) -> bool:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..attention import _attention as chosen_kernel_attention
+from ..attention import chosen_kernel_attention
 from ..generation import _accepts, _cache_keyword
 from .block_manager import BlockManager
 from .sequence import Sequence

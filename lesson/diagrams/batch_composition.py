@@ -16,7 +16,7 @@ from __future__ import annotations
 from engine.serving.trace import ServingRun
 
 from ..layout import LinearScale, nice_ticks, text_width
-from ..strings import strings_for
+from ..strings import check_lang
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_int, fmt_ms
 from ..text import t
@@ -35,7 +35,7 @@ def workers_of(run: ServingRun) -> tuple[str, ...]:
 
 
 def render_batch_composition(run: ServingRun, *, lang: str = "zh", style: Style | None = None) -> str:
-    strings_for(lang)
+    check_lang(lang)
     style = style or DEFAULT_STYLE
     if not run.iterations:
         raise ValueError("this run has no iterations (measured from a client): no batch to draw")

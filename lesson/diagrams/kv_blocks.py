@@ -18,7 +18,7 @@ from __future__ import annotations
 from engine.serving.trace import ServingRun
 
 from ..layout import LinearScale, nice_ticks, text_width, wrap_text
-from ..strings import strings_for
+from ..strings import check_lang
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int, visible
 from ..text import t
@@ -42,7 +42,7 @@ def peak_iteration(run: ServingRun):
 
 
 def render_kv_blocks(run: ServingRun, *, lang: str = "zh", style: Style | None = None) -> str:
-    strings_for(lang)
+    check_lang(lang)
     style = style or DEFAULT_STYLE
     if not run.iterations:
         raise ValueError("this run has no iterations (measured from a client): no block table to draw")

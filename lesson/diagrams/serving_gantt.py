@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from engine.serving.trace import OBSERVED_POLICY, ServingRun
 
 from ..layout import LinearScale, clip_text, nice_ticks, text_width
-from ..strings import strings_for
+from ..strings import check_lang
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int, fmt_ms, visible
 from ..text import t
@@ -161,7 +161,7 @@ def segment_title(seg: Segment, lang: str) -> str:
 
 def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | None = None) -> str:
     """One row per request over the run's measured time (see the module docstring)."""
-    strings_for(lang)  # a clear ValueError for an unknown language
+    check_lang(lang)
     style = style or DEFAULT_STYLE
     row_h = max(ROW_H, round(style.small_size * 1.5)) if style.fitted else ROW_H
     shown = run.requests[:MAX_ROWS]
