@@ -17,11 +17,12 @@ from lesson.views import (
     trace_summary,
 )
 
-from . import resources, sections
+from . import modes, resources, sections
 from .ui import error_boundary, svg_figure
 
 # Widget keys of this page: app.py writes them back each run so they survive a visit to the lesson.
-LAB_WIDGET_KEYS = ("lab_device_spec", "lab_weight_dtype", "lab_kv_dtype", "lab_sweep_kind", "lab_sweep_up_to")
+LAB_WIDGET_KEYS = ("lab_device_spec", "lab_weight_dtype", "lab_kv_dtype", "lab_sweep_kind", "lab_sweep_up_to",
+                   *modes.MODES_WIDGET_KEYS)
 SWEEP_REPEATS = 3  # timed passes per point, after a warm-up; the median is kept
 SWEEP_BATCH_CONTEXT = 128  # positions each row has cached in the batch sweep
 SWEEP_KINDS = ("prefill", "decode-context", "decode-batch")
@@ -53,6 +54,8 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
             floors = _prediction(lang, lm, trace)
     if floors is not None:
         _floor_figures(lang, floors)
+    if trace.model.model_id == lm.info.model_id:
+        modes.engine_modes(lang, lm, trace, settings)  # eager / static / graph / compiled: app_support/modes.py
     _sweeps(lang, lm, settings)
     st.subheader(t(lang, "lab_cache_title"), anchor="cache")
     shown = _cache_compare(lang, trace, settings, stem)

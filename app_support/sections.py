@@ -21,7 +21,7 @@ from lesson.perfetto import to_perfetto_json
 from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
 from lesson.views import (
     DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, ServerSettings, bottleneck_live_text, default_prompt, download_stem,
-    error_message, escape_markdown, format_bytes, format_count,
+    engine_caption, error_message, escape_markdown, format_bytes, format_count,
     format_ms, list_model_choices, markdown_table, metric_cards, metric_gap_notes,
     page_drawing_note, queue_note, run_stamp, schematic_alt, step_log_line, step_table, stop_reason_text,
     token_split_text, trace_csv, trace_summary, truncate_trace,
@@ -752,6 +752,7 @@ def section_waits(lang: str, trace_json: str | None) -> None:
     with error_boundary(lang):
         trace = RequestTrace.from_json(trace_json)
         metric_row(metric_cards(trace, lang))
+        st.caption(engine_caption(trace, lang))  # which engine mode and attention kernel ran (issue 10)
         for note in metric_gap_notes(trace, lang):  # the pass times (timeline) beside the waits (cards)
             st.caption(note)
         drawing = page_drawing_note(trace, lang)

@@ -58,6 +58,7 @@ class ServerSettings:
     presets: bool = True  # PREFILL_DECODE_PRESETS=0 hides the real-size presets (random weights) from the picker
     sweep_max_positions: int = 1024  # PREFILL_DECODE_SWEEP_MAX_POSITIONS: longest prompt / context a sweep measures
     sweep_max_batch: int = 64  # PREFILL_DECODE_SWEEP_MAX_BATCH: largest batch a sweep measures (at most 64)
+    compile_mode: bool = True  # PREFILL_DECODE_COMPILE=0 hides the lab's "compiled" engine mode (torch.compile)
 
 
 def _env_int(environ: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -81,7 +82,13 @@ def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings
         presets=environ.get("PREFILL_DECODE_PRESETS", "1").strip().lower() not in ("0", "false", "no", "off"),
         sweep_max_positions=_env_int(environ, "PREFILL_DECODE_SWEEP_MAX_POSITIONS", 1024, 8, 8192),
         sweep_max_batch=_env_int(environ, "PREFILL_DECODE_SWEEP_MAX_BATCH", 64, 1, 64),
+        compile_mode=_env_flag(environ, "PREFILL_DECODE_COMPILE"),
     )
+
+
+def _env_flag(environ: Mapping[str, str], name: str) -> bool:
+    """On unless the operator wrote 0, false, no or off."""
+    return environ.get(name, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 # ---------------------------------------------------------------------------
@@ -602,4 +609,87 @@ def lab_sweep_caption(sweep, lang: str) -> str:
               gain=f"{last.tokens_per_s / first.tokens_per_s:,.1f}")
     if sweep.skipped:
         words += " " + t(lang, "lab_sweep_skipped", values=", ".join(f"{v:,}" for v in sweep.skipped))
+    return words
+
+
+# ---------------------------------------------------------------------------
+# The lab's engine modes (issue 10): app_support/modes.py draws these
+# ---------------------------------------------------------------------------
+
+MODES_MAX_NEW_TOKENS = 64  # per mode: a few seconds for every mode together on the default model
+
+
+def engine_caption(trace: RequestTrace, lang: str) -> str:
+    """"Engine: eager · attention kernel: Prefill flash, Decode flash" ("n/a" for an older trace)."""
+    from lesson.diagrams.modes import step_kernels, kernel_words
+
+    prefill = trace.prefill
+    kernels = kernel_words(lang, prefill.attention_kernel if prefill else "", step_kernels(trace.decode_steps))
+    return t(lang, "modes_engine_caption", mode=trace.engine_mode, kernels=kernels)
+
+
+def offered_modes(device_type: str, settings: ServerSettings, lang: str) -> list[tuple[str, str | None]]:
+    """(mode, why it cannot run here or None) for each mode the lab offers: graph needs CUDA;
+    compiled is left out where the operator turned it off (PREFILL_DECODE_COMPILE=0)."""
+    from engine.trace import ENGINE_MODES
+
+    out = []
+    for mode in ENGINE_MODES:
+        if mode == "compiled" and not settings.compile_mode:
+            continue
+        reason = t(lang, "modes_graph_off", device=device_type) if mode == "graph" and device_type != "cuda" else None
+        out.append((mode, reason))
+    return out
+
+
+def modes_table(rows, lang: str) -> list[dict]:
+    """One row per mode asked (lesson.diagrams.modes.ModeSummary): what ran, Prefill, the median
+    Decode step, measured ÷ floor, the attention kernels, and whether the tokens match eager's."""
+    na = t(lang, "modes_kernel_na")
+    same = {True: "✓", False: "✗", None: "—"}
+    return [{
+        t(lang, "modes_col_asked"): row.asked,
+        t(lang, "modes_col_ran"): row.ran,
+        t(lang, "modes_col_note"): row.note or "—",
+        t(lang, "modes_col_prefill"): format_ms(row.prefill_ms),
+        t(lang, "modes_col_decode"): format_ms(row.median_ms),
+        t(lang, "modes_col_floor"): f"{row.vs_floor:,.1f}×" if row.vs_floor else "—",
+        t(lang, "modes_col_kernel_prefill"): row.prefill_kernel or na,
+        t(lang, "modes_col_kernel_decode"): row.decode_kernel or na,
+        t(lang, "modes_col_same"): "—" if row.asked == "eager" else same[row.same_tokens],
+    } for row in rows]
+
+
+def modes_explanations(rows, runs: Mapping[str, RequestTrace], device_type: str, lang: str,
+                       estimate_ms: float | None = None) -> list[str]:
+    """Where this measurement departs from the lesson's story, in Markdown sentences: static slower
+    than eager (a preallocated cache attended in full), compiled not faster, no graph off CUDA, every
+    mode above the floor, tokens that differ from eager's."""
+    by_mode = {r.asked: r for r in rows if r.median_ms is not None and r.ran == r.asked}
+    eager, static, compiled = by_mode.get("eager"), by_mode.get("static"), by_mode.get("compiled")
+    words = []
+    if eager and static and static.median_ms > eager.median_ms:
+        trace = runs["static"]
+        per_token = trace.model.kv_bytes_per_token
+        positions = trace.steps[-1].kv_bytes // per_token if per_token else 0
+        words.append(t(lang, "modes_why_static_slower", static=format_ms(static.median_ms),
+                       eager=format_ms(eager.median_ms), positions=f"{positions:,}",
+                       context=trace.steps[-1].context_before if trace.steps else 0))
+    if eager and compiled:
+        key = "modes_why_compiled_faster" if compiled.median_ms < eager.median_ms else "modes_why_compiled_not_faster"
+        words.append(t(lang, key, saved=format_ms(eager.median_ms - compiled.median_ms),
+                       eager=format_ms(eager.median_ms), compiled=format_ms(compiled.median_ms)))
+    if device_type != "cuda":
+        words.append(t(lang, "modes_why_graph_cpu", device=device_type))
+    timed = [r for r in rows if r.median_ms is not None]
+    best = min(timed, key=lambda r: r.median_ms) if timed else None
+    if best is not None and best.floor_ms and best.vs_floor > 1:
+        words.append(t(lang, "modes_why_floor", best=format_ms(best.median_ms), floor=format_ms(best.floor_ms),
+                       factor=f"{best.vs_floor:,.1f}"))
+    if eager and best is not None and best is not eager and estimate_ms:
+        words.append(t(lang, "modes_estimate_vs_saved", est=format_ms(estimate_ms), best=best.asked,
+                       saved=format_ms(eager.median_ms - best.median_ms)))
+    differ = [r.asked for r in rows if r.same_tokens is False]
+    if differ:
+        words.append(t(lang, "modes_why_tokens_differ", modes=", ".join(differ)))
     return words

@@ -53,7 +53,16 @@ def _figures():
         ("attention-long", lambda lang, style: render_attention(fake_attention(60), lang=lang, style=style)),
     ]
     cases += _serving_figures()
+    cases.append(("engine_modes", _modes_figure))
     return cases
+
+
+def _modes_figure(lang, style):
+    """The bottleneck lab's engine modes (issue 10): shown in the app's classroom style too."""
+    from lesson.diagrams.modes import render_modes
+    from tests.test_modes_diagram import FLOORS, _runs
+
+    return render_modes(_runs(), floors_ms=FLOORS, lang=lang, style=style)
 
 
 def _serving_figures():

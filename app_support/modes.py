@@ -1,0 +1,177 @@
+"""The bottleneck lab's engine modes section: where a Decode step's time goes.
+
+Two measurements first (engine/overhead.py): the operator calls one eager Decode step
+issues, and the host time of one tiny call; their product estimates, as a lower bound,
+the step's call overhead. Then, on a button press, the prompt the lesson shows runs once
+in each mode the learner picked (eager, static, graph, compiled: engine/static.py), one
+after another, greedy and past end of sequence so every mode writes the same tokens;
+the runs are kept in st.session_state per (model, prompt, lengths, modes) and drawn by
+lesson/diagrams/modes.py (SVG) and lesson/modes_charts.py (plotly).
+"""
+
+from __future__ import annotations
+
+import datetime
+
+import streamlit as st
+
+from engine.trace import ENGINE_MODES, RequestTrace
+from lesson.text import device_label, t
+from lesson.views import (
+    MODES_MAX_NEW_TOKENS, ServerSettings, download_stem, escape_markdown, format_ms, modes_explanations,
+    modes_table, offered_modes,
+)
+
+from . import resources
+from .ui import error_boundary
+
+MODES_WIDGET_KEYS = tuple(f"modes_pick_{mode}" for mode in ENGINE_MODES)  # one checkbox per mode
+RESULTS_KEY = "modes_results"  # {(model, device, dtype, prompt, max prompt tokens, tokens, modes): {...}}
+MAX_KEPT = 4  # comparisons kept per session; the oldest goes first
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def decode_ops(model_choice: str, device: str, dtype: str):
+    """The operator calls of one eager Decode step of that model (engine.overhead.DecodeOps), counted once."""
+    from engine.overhead import count_decode_ops
+
+    return count_decode_ops(resources.get_model(model_choice, device, dtype))
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def host_us_per_call(device: str) -> float:
+    """Microseconds of host time one tiny operator call costs on `device`, measured once per process."""
+    from engine.overhead import per_op_host_us
+
+    return per_op_host_us(device)
+
+
+def engine_modes(lang: str, lm, trace: RequestTrace, settings: ServerSettings) -> None:
+    """The section: what the modes are, the call count and its cost, then the comparison."""
+    st.subheader(t(lang, "modes_title"), anchor="modes")
+    st.markdown(t(lang, "modes_intro"))
+    estimate_ms = None
+    with error_boundary(lang):
+        estimate_ms = _call_overhead(lang, lm)
+    with error_boundary(lang):
+        _comparison(lang, lm, trace, settings, estimate_ms)
+
+
+def _call_overhead(lang: str, lm) -> float:
+    """Calls per eager Decode step × one call's host cost: the step's call overhead, at least (ms)."""
+    ss = st.session_state
+    with st.spinner(t(lang, "lab_measuring")):
+        ops = decode_ops(ss.model_choice, resources.server_settings().device, resources.server_settings().dtype)
+        us = host_us_per_call(str(lm.device))
+    estimate_ms = ops.kernels * us / 1e3
+    cards = ((t(lang, "modes_metric_calls"), f"{ops.calls:,}"), (t(lang, "modes_metric_kernels"), f"{ops.kernels:,}"),
+             (t(lang, "modes_metric_us"), f"{us:.1f} µs"),
+             (t(lang, "modes_metric_estimate"), f"≥ {format_ms(estimate_ms)}"))
+    for column, (name, value) in zip(st.columns(len(cards), border=True), cards):
+        column.metric(name, value)
+    top = ", ".join(f"{escape_markdown(name)} {count}" for name, count in ops.top)
+    st.markdown(t(lang, "modes_ops", model=escape_markdown(lm.info.model_id), calls=f"{ops.calls:,}",
+                  kernels=f"{ops.kernels:,}", per_layer=f"{ops.per_layer:.0f}", layers=ops.layers, top=top))
+    st.markdown(t(lang, "modes_host_us", device=escape_markdown(str(lm.device)), us=f"{us:.1f}") + " "
+                + t(lang, "modes_estimate", kernels=f"{ops.kernels:,}", us=f"{us:.1f}", est=format_ms(estimate_ms)))
+    return estimate_ms
+
+
+def _pick_modes(lang: str, lm, settings: ServerSettings) -> tuple[str, ...]:
+    """One checkbox per mode offered here; graph is greyed out off CUDA with the reason under it."""
+    ss = st.session_state
+    offered = offered_modes(lm.device.type, settings, lang)
+    st.markdown(f"**{t(lang, 'modes_pick')}**")
+    for column, (mode, reason) in zip(st.columns(len(offered)), offered):
+        key = f"modes_pick_{mode}"
+        if reason is not None and ss.get(key) is not False:
+            ss[key] = False  # cannot run here: never checked
+        elif not isinstance(ss.get(key), bool):  # first visit, or a forged value
+            ss[key] = True
+        column.checkbox(mode, key=key, disabled=reason is not None, help=t(lang, f"modes_help_{mode}"))
+        if reason is not None:
+            column.caption(reason)
+    if not settings.compile_mode:
+        st.caption(t(lang, "modes_compile_off"))
+    return tuple(mode for mode, reason in offered if reason is None and ss.get(f"modes_pick_{mode}"))
+
+
+def _comparison(lang: str, lm, trace: RequestTrace, settings: ServerSettings, estimate_ms: float | None) -> None:
+    ss = st.session_state
+    args = ss.trace_args
+    chosen = _pick_modes(lang, lm, settings)
+    num_tokens = max(1, min(max(args.max_new_tokens, 2), MODES_MAX_NEW_TOKENS, settings.limits.max_new_tokens))
+    key = (args.model_choice, args.device, args.dtype, args.prompt, args.max_prompt_tokens, num_tokens, chosen)
+    clicked = st.button(t(lang, "modes_run"), key="modes_run", icon=":material/speed:", disabled=not chosen,
+                        help=t(lang, "modes_run_help", prompt_len=trace.prompt_len, num_tokens=num_tokens))
+    if not chosen:
+        st.caption(t(lang, "modes_none_picked"))
+        return
+    results = ss.get(RESULTS_KEY)
+    if not isinstance(results, dict):
+        results = ss[RESULTS_KEY] = {}
+    if clicked:
+        words = t(lang, "modes_running", modes=", ".join(chosen))
+        if "compiled" in chosen:
+            words += t(lang, "modes_running_compile")
+        with st.spinner(words):
+            runs = _run_modes(lm, args.prompt, args.max_prompt_tokens, num_tokens, chosen)
+        results.pop(key, None)
+        results[key] = {"runs": runs, "when": datetime.datetime.now().strftime("%H:%M:%S")}
+        while len(results) > MAX_KEPT:
+            results.pop(next(iter(results)))
+    entry = results.get(key)
+    if entry is None:
+        st.caption(t(lang, "modes_not_run"))
+        return
+    _show(lang, lm, trace, entry, num_tokens, estimate_ms)
+
+
+def _run_modes(lm, prompt: str, max_prompt_tokens: int, num_tokens: int, modes: tuple[str, ...]) -> dict[str, str]:
+    """The prompt once per mode, one after another: {mode asked: its trace as JSON}. Greedy and past
+    end of sequence, so every mode writes `num_tokens` tokens and the tokens can be compared."""
+    from engine import GenerationConfig, generate
+
+    return {mode: generate(lm, prompt, GenerationConfig(max_new_tokens=num_tokens, ignore_eos=True, mode=mode),
+                           max_prompt_tokens=max_prompt_tokens).to_json(indent=None)
+            for mode in modes}
+
+
+def _floors_ms(lm, trace: RequestTrace) -> tuple[tuple[float, ...] | None, str]:
+    """Each step's floor on this machine's measured roofs (the runs are measured here), and its name."""
+    from engine.cost import ModelShape, trace_floors
+
+    spec = resources.device_spec("this", lm.info.device)
+    floors = trace_floors(trace, ModelShape.from_config(lm.model.config, name=lm.info.model_id), spec)
+    return tuple(step.floor_ms for step in floors.steps), spec.name
+
+
+def _show(lang: str, lm, trace: RequestTrace, entry: dict, num_tokens: int, estimate_ms: float | None) -> None:
+    from lesson.diagrams.modes import mode_summaries, render_modes
+    from lesson.modes_charts import modes_figure
+
+    ss = st.session_state
+    runs = {mode: RequestTrace.from_json(run_json) for mode, run_json in entry["runs"].items()}
+    first = next(iter(runs.values()))
+    floors_ms, device_name = None, ""
+    with error_boundary(lang):  # without roofs the figure still shows every step, only no floor
+        floors_ms, device_name = _floors_ms(lm, first)
+    rows = mode_summaries(runs, floors_ms)
+    st.caption(t(lang, "modes_same_run", prompt_len=first.prompt_len, num_tokens=num_tokens, when=entry["when"]))
+    st.plotly_chart(modes_figure(runs, floors_ms, lang, classroom=ss.classroom), key="modes_chart",
+                    width="stretch", config={"displaylogo": False})
+    st.dataframe(modes_table(rows, lang), hide_index=True, width="stretch")
+    if floors_ms:
+        st.caption(t(lang, "modes_floor_source", device=escape_markdown(device_label(device_name, lang))))
+    if first.model.random_weights:
+        st.caption(t(lang, "random_weights_note"))
+    for row in rows:
+        if row.note:
+            st.warning(escape_markdown(t(lang, "modes_note_fallback", asked=row.asked, ran=row.ran, note=row.note)),
+                       icon=":material/warning:")
+    for words in modes_explanations(rows, runs, lm.device.type, lang, estimate_ms):
+        st.markdown(words)
+    svg = render_modes(runs, floors_ms=floors_ms, lang=lang, style=resources.figure_style(ss.classroom))
+    stem = download_stem(trace, ss.trace_stamp)
+    st.download_button(t(lang, "modes_download"), data=svg, file_name=f"{stem}_modes.svg", mime="image/svg+xml",
+                       key="modes_download", on_click="ignore", icon=":material/download:")

@@ -1,0 +1,61 @@
+"""The engine modes figure for the app (plotly): lesson/diagrams/modes.py's rows, with hover.
+
+One row per mode asked (first at the top): the median Decode step as a bar, a line from
+the fastest to the slowest step, every step a dot, and the cost-model floor as a dashed
+line through every row. The same `mode_summaries` feed the SVG, so both show one set of
+numbers. Labels are escaped: plotly reads <b>, <br> ... in them, and an engine note is
+not the lesson's own text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import plotly.graph_objects as go
+
+from engine.trace import RequestTrace
+
+from .charts import _font_layout, _plain
+from .diagrams.modes import headline, mode_summaries, row_detail, row_title
+from .style import DEFAULT_STYLE, Style
+from .svgtext import fmt_ms
+from .text import t
+
+
+def modes_figure(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] | None = None, lang: str = "zh",
+                 style: Style | None = None, classroom: bool = False) -> go.Figure:
+    """data[0]: the median bars (one per mode asked, in `runs`' order); data[1]: every Decode step."""
+    style = style or DEFAULT_STYLE
+    rows = [r for r in mode_summaries(runs, floors_ms) if r.median_ms is not None]
+    names = [_plain(r.asked if r.ran == r.asked else t(lang, "modes_fell_back", asked=r.asked, ran=r.ran))
+             for r in rows]
+    hover = [_plain(row_title(r, lang)) + "<br>" + _plain(row_detail(r, lang))
+             + (f"<br>{_plain(r.note)}" if r.note else "") for r in rows]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(
+        orientation="h", y=names, x=[r.median_ms for r in rows], marker_color=style.decode_light,
+        marker_line=dict(color=style.decode, width=1.5), name=_plain(t(lang, "modes_legend_median")),
+        error_x=dict(type="data", symmetric=False, color=style.decode,
+                     array=[max(r.decode_ms) - r.median_ms for r in rows],
+                     arrayminus=[r.median_ms - min(r.decode_ms) for r in rows]),
+        hovertext=hover, hoverinfo="text"))
+    fig.add_trace(go.Scatter(
+        x=[ms for r in rows for ms in r.decode_ms], y=[n for r, n in zip(rows, names) for _ in r.decode_ms],
+        mode="markers", marker=dict(color=style.decode, size=7, opacity=0.7),
+        name=_plain(t(lang, "modes_legend_step")),
+        hovertext=[f"{n} · D{i}: {fmt_ms(ms)}" for r, n in zip(rows, names) for i, ms in enumerate(r.decode_ms, 1)],
+        hoverinfo="text"))
+    floor = next((r.floor_ms for r in rows if r.floor_ms), None)
+    if floor:
+        fig.add_vline(x=floor, line=dict(color=style.ink, dash="dash", width=2),
+                      annotation_text=_plain(t(lang, "modes_floor_label", floor=fmt_ms(floor))),
+                      annotation_position="top right")
+    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(names)), type="category")
+    fig.update_xaxes(title=_plain(t(lang, "modes_axis")), ticksuffix=" ms", rangemode="tozero")
+    fig.update_layout(
+        title=dict(text=_plain(headline(rows, lang)) if rows else _plain(t(lang, "modes_no_decode")), x=0,
+                   xanchor="left", font=dict(size=15)),
+        plot_bgcolor=style.paper, height=max(260, 130 + 62 * len(rows)), bargap=0.45,
+        legend=dict(orientation="h", yanchor="top", y=-0.28, x=0), margin=dict(l=10, r=10, t=60, b=10),
+        **_font_layout(style, classroom))
+    return fig

@@ -1,0 +1,130 @@
+"""The engine modes figure (lesson/diagrams/modes.py) and its plotly twin (lesson/modes_charts.py),
+on made-up runs of one prompt in several modes: structure, numbers, escaping, languages, classroom."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import statistics
+
+import pytest
+
+from lesson.diagrams.modes import headline, mode_summaries, render_modes
+from lesson.modes_charts import modes_figure
+from lesson.style import CLASSROOM_MIN_FONT, CLASSROOM_WIDTH, classroom_style
+from lesson.text import t
+from tests.factories import TINY_MODEL, make_trace
+from tests.test_diagrams import all_text, parse, with_class
+
+FLOORS = [0.5] + [0.9] * 9  # the Prefill's floor, then each Decode step's
+
+
+def _run(mode: str, decode_ms: tuple[float, ...], *, ran: str | None = None, note: str = "", kernel: str = "flash",
+         model=TINY_MODEL):
+    trace = make_trace(output_pieces=tuple(f"t{i}" for i in range(len(decode_ms) + 1)), model=model)
+    steps, clock = [], trace.steps[0].start_ms
+    for step in trace.steps:
+        ms = step.duration_ms if step.phase == "prefill" else decode_ms[step.index - 1]
+        steps.append(dataclasses.replace(step, start_ms=clock, end_ms=clock + ms, attention_kernel=kernel))
+        clock += ms
+    return dataclasses.replace(trace, steps=tuple(steps), engine_mode=ran or mode, engine_note=note)
+
+
+EAGER = (3.9, 3.8, 4.4, 3.7, 3.8, 3.9, 4.6, 3.8, 3.9)
+STATIC = tuple(ms + 0.3 for ms in EAGER)
+COMPILED = (2.6, 2.5, 2.7, 2.6, 3.1, 2.6, 2.5, 2.6, 2.6)
+
+
+def _runs(**extra):
+    return {"eager": _run("eager", EAGER), "static": _run("static", STATIC), "compiled": _run("compiled", COMPILED),
+            **extra}
+
+
+def test_each_mode_is_a_row_with_every_decode_step_and_its_median():
+    root = parse(render_modes(_runs(), floors_ms=FLOORS, lang="en"))
+    rows = with_class(root, "mode-row")
+    assert [r.get("data-mode") for r in rows] == ["eager", "static", "compiled"]
+    for row, values in zip(rows, (EAGER, STATIC, COMPILED)):
+        steps = [float(c.get("data-ms")) for c in row.iter() if "step" in c.get("class", "").split()]
+        assert steps == pytest.approx(values)
+        bar = next(c for c in row.iter() if "median-bar" in c.get("class", "").split())
+        assert float(bar.get("data-median-ms")) == pytest.approx(statistics.median(values))
+    # a longer median is a longer bar
+    widths = [float(next(c for c in r.iter() if "median-bar" in c.get("class", "").split()).get("width"))
+              for r in rows]
+    assert widths[1] > widths[0] > widths[2]
+
+
+def test_the_floor_is_drawn_through_every_row_and_named():
+    svg = render_modes(_runs(), floors_ms=FLOORS, lang="en")
+    root = parse(svg)
+    line = with_class(root, "floor-line")
+    assert len(line) == 1 and float(line[0].get("data-floor-ms")) == pytest.approx(0.9)
+    assert len(with_class(root, "floor-mark")) == 3  # over each row's bar, so no bar hides it
+    words = all_text(root)
+    assert "floor 0.90 ms" in words
+    assert "eager → compiled removes 1.3 ms per Decode step (3.9 ms → 2.6 ms). The floor is 0.90 ms." in words
+    without = parse(render_modes(_runs(), lang="en"))
+    assert not with_class(without, "floor-line") and "floor" not in all_text(without)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_labels_say_what_ran_and_which_attention_kernel(lang):
+    runs = _runs(compiled=_run("compiled", STATIC, ran="static", note="torch.compile failed: no compiler"))
+    words = all_text(parse(render_modes(runs, floors_ms=FLOORS, lang=lang)))
+    assert t(lang, "modes_fig_title") in words
+    assert t(lang, "modes_fell_back", asked="compiled", ran="static") in words
+    assert t(lang, "modes_kernels", prefill="flash", decode="flash") in words
+    assert "torch.compile failed: no compiler" in words  # why it fell back, in the notes
+    assert t(lang, "modes_same_tokens") in words
+    other = "Engine modes" if lang == "zh" else "引擎模式"
+    assert other not in words
+
+
+def test_a_trace_without_kernels_says_n_a():
+    runs = {"eager": _run("eager", EAGER, kernel="")}
+    words = all_text(parse(render_modes(runs, lang="en")))
+    assert "attention kernel: Prefill n/a, Decode n/a" in words
+    assert headline(mode_summaries(runs), "en") == "eager: a Decode step takes 3.9 ms (median)."
+
+
+def test_hostile_model_ids_and_engine_notes_stay_text():
+    model = dataclasses.replace(TINY_MODEL, model_id="<script>alert(1)</script>")
+    note = "</text><script>x</script> & {mode}"
+    runs = {"eager": _run("eager", EAGER, model=model),
+            "graph": _run("graph", EAGER, ran="static", note=note, model=model)}
+    svg = render_modes(runs, floors_ms=FLOORS, lang="en")
+    root = parse(svg)  # well-formed
+    assert not [el for el in root.iter() if el.tag.endswith("script")]
+    assert "<script>" not in svg and "&lt;script&gt;" in svg
+    assert "<script>alert(1)</script>" in all_text(root) and note in all_text(root)
+    fig = modes_figure(runs, FLOORS, "en")
+    assert "<script>" not in fig.to_json()
+
+
+def test_classroom_style_fits_the_column_with_body_size_labels():
+    svg = render_modes(_runs(), floors_ms=FLOORS, lang="zh", style=classroom_style())
+    root = parse(svg)
+    assert float(root.get("width")) <= CLASSROOM_WIDTH
+    assert min(float(s) for s in re.findall(r'font-size="([\d.]+)"', svg)) >= CLASSROOM_MIN_FONT
+    assert len(with_class(root, "mode-row")) == 3
+
+
+def test_a_one_token_answer_has_no_decode_to_compare():
+    runs = {"eager": _run("eager", ()), "static": _run("static", ())}
+    words = all_text(parse(render_modes(runs, lang="en")))
+    assert t("en", "modes_no_decode") in words
+    with pytest.raises(ValueError):
+        render_modes({}, lang="en")
+
+
+def test_the_plotly_figure_has_the_same_numbers():
+    fig = modes_figure(_runs(), FLOORS, "en")
+    bars, dots = fig.data[0], fig.data[1]
+    assert list(bars.y) == ["eager", "static", "compiled"]
+    assert list(bars.x) == pytest.approx([statistics.median(v) for v in (EAGER, STATIC, COMPILED)])
+    assert len(dots.x) == 3 * len(EAGER)
+    assert any(shape.x0 == pytest.approx(0.9) for shape in fig.layout.shapes)  # the floor
+    assert "removes 1.3 ms" in fig.layout.title.text
+    big = modes_figure(_runs(), FLOORS, "zh", classroom=True)
+    assert big.layout.font.size >= 21
