@@ -136,3 +136,26 @@ def test_gpu_check_runs_on_a_cpu_and_passes(capsys):
     assert main(["--device", "cpu", "--steps", "2"]) == 0
     out = capsys.readouterr().out
     assert "static tokens == eager tokens" in out and "FAIL" not in out and "0 failed" in out
+
+
+# Calls that make the host wait for the device (or copy host data to it): each one breaks a CUDA graph
+# capture ("operation not permitted when stream is capturing"). A CPU cannot capture, but it can list them.
+SYNCING_CALLS = {"_local_scalar_dense", "item", "nonzero", "is_nonzero", "equal", "lift_fresh", "_assert_async"}
+
+
+def test_the_static_decode_step_never_waits_for_the_device(lm):
+    import torch
+
+    from engine.overhead import _Counter
+    from engine.static import StaticRunner
+
+    with torch.inference_mode(), _Counter() as probe:
+        (torch.ones(2).sum() > 0).item()  # the probe sees a sync when there is one
+    assert "_local_scalar_dense" in probe.calls
+    runner = StaticRunner(lm.model, BUCKET, "static", lm.kernels)
+    with torch.inference_mode():
+        runner.prefill([1, 2, 3, 4])
+        with _Counter() as step:
+            runner.decode(5, 4)
+    assert step.calls and not SYNCING_CALLS & set(step.calls), sorted(SYNCING_CALLS & set(step.calls))
+    assert "index_copy_" in step.calls  # the new K/V are written in place at a position held on the device
