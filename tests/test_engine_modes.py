@@ -151,7 +151,7 @@ def test_the_static_decode_step_never_waits_for_the_device(lm):
 
     with torch.inference_mode(), _Counter() as probe:
         (torch.ones(2).sum() > 0).item()  # the probe sees a sync when there is one
-    assert "_local_scalar_dense" in probe.calls
+    assert SYNCING_CALLS & set(probe.calls)
     runner = StaticRunner(lm.model, BUCKET, "static", lm.kernels)
     with torch.inference_mode():
         runner.prefill([1, 2, 3, 4])
