@@ -72,8 +72,8 @@ def _call_overhead(lang: str, lm) -> float:
     top = ", ".join(f"{escape_markdown(name)} {count}" for name, count in ops.top)
     st.markdown(t(lang, "modes_ops", model=escape_markdown(lm.info.model_id), calls=f"{ops.calls:,}",
                   kernels=f"{ops.kernels:,}", per_layer=f"{ops.per_layer:.0f}", layers=ops.layers, top=top))
-    st.markdown(t(lang, "modes_host_us", device=escape_markdown(str(lm.device)), us=f"{us:.1f}") + " "
-                + t(lang, "modes_estimate", kernels=f"{ops.kernels:,}", us=f"{us:.1f}", est=format_ms(estimate_ms)))
+    st.markdown(t(lang, "modes_host_us", device=escape_markdown(str(lm.device)), us=f"{us:.1f}"))
+    st.markdown(t(lang, "modes_estimate", kernels=f"{ops.kernels:,}", us=f"{us:.1f}", est=format_ms(estimate_ms)))
     return estimate_ms
 
 

@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from engine.trace import RequestTrace
 
 from .charts import _font_layout, _plain
-from .diagrams.modes import headline, mode_summaries, row_detail, row_title
+from .diagrams.modes import axis_end_ms, headline, mode_summaries, row_detail, row_title
 from .style import DEFAULT_STYLE, Style
 from .svgtext import fmt_ms
 from .text import t
@@ -31,31 +31,33 @@ def modes_figure(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] | 
              for r in rows]
     hover = [_plain(row_title(r, lang)) + "<br>" + _plain(row_detail(r, lang))
              + (f"<br>{_plain(r.note)}" if r.note else "") for r in rows]
+    end = axis_end_ms(rows) if rows else 1.0  # stragglers past it sit on the edge as arrowheads
+    steps = [(n, i, ms) for r, n in zip(rows, names) for i, ms in enumerate(r.decode_ms, 1)]
     fig = go.Figure()
     fig.add_trace(go.Bar(
         orientation="h", y=names, x=[r.median_ms for r in rows], marker_color=style.decode_light,
         marker_line=dict(color=style.decode, width=1.5), name=_plain(t(lang, "modes_legend_median")),
         error_x=dict(type="data", symmetric=False, color=style.decode,
-                     array=[max(r.decode_ms) - r.median_ms for r in rows],
+                     array=[min(max(r.decode_ms), end) - r.median_ms for r in rows],
                      arrayminus=[r.median_ms - min(r.decode_ms) for r in rows]),
         hovertext=hover, hoverinfo="text"))
     fig.add_trace(go.Scatter(
-        x=[ms for r in rows for ms in r.decode_ms], y=[n for r, n in zip(rows, names) for _ in r.decode_ms],
-        mode="markers", marker=dict(color=style.decode, size=7, opacity=0.7),
+        x=[min(ms, end) for _, _, ms in steps], y=[n for n, _, _ in steps], mode="markers",
+        marker=dict(color=style.decode, size=[7 if ms <= end else 12 for _, _, ms in steps], opacity=0.75,
+                    symbol=["circle" if ms <= end else "triangle-right" for _, _, ms in steps]),
         name=_plain(t(lang, "modes_legend_step")),
-        hovertext=[f"{n} · D{i}: {fmt_ms(ms)}" for r, n in zip(rows, names) for i, ms in enumerate(r.decode_ms, 1)],
-        hoverinfo="text"))
+        hovertext=[f"{n} · D{i}: {fmt_ms(ms)}" for n, i, ms in steps], hoverinfo="text"))
     floor = next((r.floor_ms for r in rows if r.floor_ms), None)
     if floor:
-        fig.add_vline(x=floor, line=dict(color=style.ink, dash="dash", width=2),
-                      annotation_text=_plain(t(lang, "modes_floor_label", floor=fmt_ms(floor))),
-                      annotation_position="top right")
+        fig.add_vline(x=floor, line=dict(color=style.ink, dash="dash", width=2))
+        fig.add_annotation(x=floor, y=1, xref="x", yref="paper", yanchor="bottom", xanchor="left", showarrow=False,
+                           text=_plain(t(lang, "modes_floor_label", floor=fmt_ms(floor))))  # above the bars
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(names)), type="category")
-    fig.update_xaxes(title=_plain(t(lang, "modes_axis")), ticksuffix=" ms", rangemode="tozero")
+    fig.update_xaxes(title=_plain(t(lang, "modes_axis")), ticksuffix=" ms", range=[0, end * 1.02])
     fig.update_layout(
         title=dict(text=_plain(headline(rows, lang)) if rows else _plain(t(lang, "modes_no_decode")), x=0,
-                   xanchor="left", font=dict(size=15)),
+                   xanchor="left", **({} if classroom else {"font": dict(size=15)})),  # classroom: its own size
         plot_bgcolor=style.paper, height=max(260, 130 + 62 * len(rows)), bargap=0.45,
-        legend=dict(orientation="h", yanchor="top", y=-0.28, x=0), margin=dict(l=10, r=10, t=60, b=10),
+        legend=dict(orientation="h", yanchor="top", y=-0.28, x=0), margin=dict(l=10, r=10, t=80, b=10),
         **_font_layout(style, classroom))
     return fig

@@ -643,21 +643,26 @@ def offered_modes(device_type: str, settings: ServerSettings, lang: str) -> list
 
 
 def modes_table(rows, lang: str) -> list[dict]:
-    """One row per mode asked (lesson.diagrams.modes.ModeSummary): what ran, Prefill, the median
-    Decode step, measured ÷ floor, the attention kernels, and whether the tokens match eager's."""
+    """One row per mode asked (lesson.diagrams.modes.ModeSummary): what ran (and why it fell back, a
+    column only when one did), Prefill, the median Decode step, measured ÷ floor, the attention
+    kernels (Prefill / Decode), and whether the tokens match eager's."""
     na = t(lang, "modes_kernel_na")
     same = {True: "✓", False: "✗", None: "—"}
-    return [{
-        t(lang, "modes_col_asked"): row.asked,
-        t(lang, "modes_col_ran"): row.ran,
-        t(lang, "modes_col_note"): row.note or "—",
-        t(lang, "modes_col_prefill"): format_ms(row.prefill_ms),
-        t(lang, "modes_col_decode"): format_ms(row.median_ms),
-        t(lang, "modes_col_floor"): f"{row.vs_floor:,.1f}×" if row.vs_floor else "—",
-        t(lang, "modes_col_kernel_prefill"): row.prefill_kernel or na,
-        t(lang, "modes_col_kernel_decode"): row.decode_kernel or na,
-        t(lang, "modes_col_same"): "—" if row.asked == "eager" else same[row.same_tokens],
-    } for row in rows]
+    any_note = any(row.note for row in rows)
+    table = []
+    for row in rows:
+        line = {t(lang, "modes_col_asked"): row.asked, t(lang, "modes_col_ran"): row.ran}
+        if any_note:
+            line[t(lang, "modes_col_note")] = row.note or "—"
+        line.update({
+            t(lang, "modes_col_prefill"): format_ms(row.prefill_ms),
+            t(lang, "modes_col_decode"): format_ms(row.median_ms),
+            t(lang, "modes_col_floor"): f"{row.vs_floor:,.1f}×" if row.vs_floor else "—",
+            t(lang, "modes_col_kernels"): f"{row.prefill_kernel or na} / {row.decode_kernel or na}",
+            t(lang, "modes_col_same"): "—" if row.asked == "eager" else same[row.same_tokens],
+        })
+        table.append(line)
+    return table
 
 
 def modes_explanations(rows, runs: Mapping[str, RequestTrace], device_type: str, lang: str,

@@ -127,4 +127,20 @@ def test_the_plotly_figure_has_the_same_numbers():
     assert any(shape.x0 == pytest.approx(0.9) for shape in fig.layout.shapes)  # the floor
     assert "removes 1.3 ms" in fig.layout.title.text
     big = modes_figure(_runs(), FLOORS, "zh", classroom=True)
-    assert big.layout.font.size >= 21
+    assert big.layout.font.size >= 21 and big.layout.title.font.size >= 21
+
+
+def test_a_straggler_sits_at_the_edge_instead_of_squashing_every_bar():
+    hiccup = EAGER[:3] + (40.0,) + EAGER[4:]  # one step while the machine was busy
+    runs = {"eager": _run("eager", hiccup), "compiled": _run("compiled", COMPILED)}
+    root = parse(render_modes(runs, floors_ms=FLOORS, lang="en"))
+    edge = with_class(root, "off-scale")
+    assert [float(e.get("data-ms")) for e in edge] == [40.0]
+    ticks = [e.text for e in with_class(root, "tick-label")]
+    assert ticks[-1] == "8.0 ms"  # about twice the largest median (3.9 ms), not 40 ms
+    assert "1 Decode step(s) beyond the axis (the slowest took 40.0 ms" in all_text(root)
+    fig = modes_figure(runs, FLOORS, "en")
+    assert max(fig.data[1].x) <= fig.layout.xaxis.range[1] < 40
+    assert "40.0 ms" in " ".join(fig.data[1].hovertext)  # the true time, on hover
+    calm = parse(render_modes(_runs(), floors_ms=FLOORS, lang="en"))
+    assert not with_class(calm, "off-scale") and "beyond the axis" not in all_text(calm)

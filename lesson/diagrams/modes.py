@@ -131,6 +131,22 @@ def row_detail(row: ModeSummary, lang: str) -> str:
     return " · ".join(p for p in parts if p)
 
 
+def axis_end_ms(rows: Sequence[ModeSummary], target_ticks: int = 5) -> float:
+    """Where the time axis ends (a round tick): past every step, unless a few stragglers (a busy
+    machine) lie far beyond the medians; then at about twice the largest median, and those steps
+    are drawn at the right edge (`off_scale`), so one hiccup does not squash every bar."""
+    values = [ms for r in rows for ms in r.decode_ms]
+    anchors = [r.median_ms for r in rows if r.median_ms is not None] + [r.floor_ms for r in rows if r.floor_ms]
+    if not values:
+        return nice_ticks(0, max(anchors or [1.0]), target_ticks)[-1]
+    return nice_ticks(0, min(max(values), 2 * max(anchors)), target_ticks)[-1]
+
+
+def off_scale(rows: Sequence[ModeSummary], end_ms: float) -> list[float]:
+    """The Decode steps beyond the axis' end, slowest first."""
+    return sorted((ms for r in rows for ms in r.decode_ms if ms > end_ms), reverse=True)
+
+
 # --- the SVG ----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -175,11 +191,16 @@ def render_modes(runs: Mapping[str, RequestTrace], *, floors_ms: Sequence[float]
     plot_top = legend_bottom + style.small_size * 2.2
     layout = _rows_layout(rows, lang, style, plot_top, plot_w)
     plot_bottom = layout[-1].strip_top + STRIP_H + 8
-    values = [ms for r in rows for ms in r.decode_ms] + [r.floor_ms for r in rows if r.floor_ms]
-    ticks = nice_ticks(0, max(values) if values else 1.0, 5 if not style.fitted else 4)
+    target = 5 if not style.fitted else 4
+    end = axis_end_ms(rows, target)
+    ticks = nice_ticks(0, end, target)
     xs = LinearScale(0, ticks[-1], left, right)
     lines = [headline(rows, lang)] + [t(lang, "modes_note_fallback", asked=r.asked, ran=r.ran, note=r.note)
-                                      for r in rows if r.note] + [t(lang, "modes_fig_note")]
+                                      for r in rows if r.note]
+    beyond = off_scale(rows, ticks[-1])
+    if beyond:
+        lines.append(t(lang, "modes_off_scale", n=len(beyond), slowest=fmt_ms(beyond[0])))
+    lines.append(t(lang, "modes_fig_note"))
     if first.model.random_weights:
         lines.append(t(lang, "random_weights_note"))
     axis_y = plot_bottom + style.tiny_size + 8
@@ -253,11 +274,17 @@ def _draw_row(dwg, layout: RowLayout, xs: LinearScale, style: Style, lang: str) 
         bar = dwg.rect((xs.r0, top + 3), (max(xs(row.median_ms) - xs.r0, 1.0), STRIP_H - 6), fill=style.decode_light,
                        stroke=style.decode, stroke_width=1.5, class_="median-bar", **data)
         group.add(add_title(bar, row_title(row, lang)))
-        group.add(dwg.line((xs(min(row.decode_ms)), mid), (xs(max(row.decode_ms)), mid), stroke=style.decode,
-                           stroke_width=2, class_="spread"))
+        end = xs.d1
+        group.add(dwg.line((xs(min(row.decode_ms)), mid), (xs(min(max(row.decode_ms), end)), mid),
+                           stroke=style.decode, stroke_width=2, class_="spread"))
         for i, ms in enumerate(row.decode_ms, start=1):
-            dot = dwg.circle((xs(ms), mid), DOT_R, fill=style.decode, fill_opacity=0.75, class_="step",
-                             **{"data-step": i, "data-ms": repr(ms)})
+            data = {"data-step": i, "data-ms": repr(ms)}
+            if ms > end:  # a straggler past the axis: an arrowhead at the edge
+                x = xs(end)
+                dot = dwg.polygon([(x - 9, mid - 6), (x, mid), (x - 9, mid + 6)], fill=style.decode,
+                                  class_="step off-scale", **data)
+            else:
+                dot = dwg.circle((xs(ms), mid), DOT_R, fill=style.decode, fill_opacity=0.75, class_="step", **data)
             group.add(add_title(dot, f"D{i}: {fmt_ms(ms)}"))
     dwg.add(group)
 
