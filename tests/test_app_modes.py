@@ -104,6 +104,16 @@ def test_compile_off_hides_the_compiled_mode(monkeypatch):
 
 
 @needs_model
+def test_forged_mode_picks_are_repaired_not_raised(app):
+    app.session_state["modes_pick_static"] = "yes"  # set before the lab's widgets exist, as a forged session would
+    app.session_state["modes_pick_graph"] = True  # graph on a CPU: never checked
+    at = app.switch_page(LAB).run()
+    assert_healthy(at)
+    assert at.checkbox(key="modes_pick_static").value is True
+    assert at.checkbox(key="modes_pick_graph").value is False
+
+
+@needs_model
 def test_the_lesson_says_which_engine_and_attention_kernel_ran(app):
     assert_healthy(app)
     captions = texts(app, "caption")
