@@ -1,6 +1,6 @@
 # Two commands on a fresh machine:
 #   make app    set up .venv and open the lesson app on the embedded default model
-#   make test   set up .venv (and, as root on Debian, chromium + CJK fonts) and run every test
+#   make test   set up .venv (and, as root on Debian, chromium + CJK fonts + g++) and run every test
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -22,10 +22,12 @@ app: setup
 	$(BIN)/streamlit run app.py
 
 # Browser tests need Debian's chromium, CJK fonts and colour emoji (🚀 🇫🇷 in figures); never a downloaded browser.
+# The "compiled" engine mode (torch.compile, Inductor) needs a C++ compiler.
 browser-deps:
-	@if { [ ! -x /usr/bin/chromium ] || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; } \
-		&& [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-cjk fonts-noto-color-emoji; fi
+	@if { [ ! -x /usr/bin/chromium ] || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] \
+		|| ! command -v g++ >/dev/null; } && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-cjk \
+		fonts-noto-color-emoji g++; fi
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 test: setup browser-deps
