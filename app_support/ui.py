@@ -54,6 +54,16 @@ CLASSROOM_CSS = """
 [data-testid="stMain"] [data-testid="stWidgetLabel"] p { font-size: 1.15rem !important; }
 [data-testid="stMain"] [data-testid="stCode"] code { font-size: 1.15rem !important; }
 .stButton button p { font-size: 1.1rem !important; }
+/* Narrower than 1280 (a 1024x768 projector): a narrower sidebar and slimmer margins give the figures
+   back their width, and the body text follows the figures' scale (a figure's 21-unit labels are drawn
+   at 21 x column / 820 px), so no label is ever smaller than the text around it. */
+@media (max-width: 1279px) {
+  [data-testid="stSidebar"] { width: 240px !important; min-width: 240px !important; max-width: 240px !important; }
+  [data-testid="stMainBlockContainer"] { padding-left: 1rem !important; padding-right: 1rem !important; }
+  [data-testid="stMain"] .stMarkdown p, [data-testid="stMain"] .stMarkdown li,
+  [data-testid="stMain"] .stMarkdown td, [data-testid="stMain"] .stMarkdown th {
+    font-size: clamp(1rem, calc((100vw - 272px) * 21 / 820), 1.28rem) !important; }
+}
 </style>
 """
 
