@@ -275,6 +275,8 @@ def _kernels(trace: RequestTrace) -> str:
         return "/".join(dict.fromkeys(s.attention_kernel for s in steps if s.attention_kernel)) or "n/a"
     prefill = [s for s in trace.steps if s.phase == "prefill"]
     note = f" ({trace.engine_note})" if trace.engine_note else ""
+    if trace.engine_setup_ms >= 1:
+        note += f"; runner built in {trace.engine_setup_ms / 1e3:.2f} s before the request (once per cache bucket, not in TTFT)"
     return (f"engine mode {trace.engine_mode}{note}; attention kernel: Prefill {kernel(prefill)}, "
             f"Decode {kernel(trace.decode_steps)}")
 

@@ -177,6 +177,7 @@ class _Pass:
     attention_kernel: str = ""  # the SDPA kernel(s) this pass ran (engine/attention.py)
     mode: str = "eager"  # the engine mode that really ran (a failed graph capture runs "static")
     note: str = ""  # why the mode asked for did not fully run (StaticRunner.note)
+    setup_s: float = 0.0  # first pass only: building this request's runner (allocate, compile, capture)
 
 
 def _passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[_Pass]:
@@ -216,7 +217,9 @@ def _static_passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig
                          device=lm.device.type)
     max_len = bucket_length(len(prompt_ids) + cfg.max_new_tokens, lm.info.max_positions)
     with lm.lock:  # building a runner runs the model (and may capture a graph): not inside another pass's time
+        built = time.perf_counter()
         runner = lm.runners.acquire(lm.model, max_len, cfg.mode, lm.kernels)
+        setup_s = time.perf_counter() - built  # about 0 when a pooled runner was free
     try:
         generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
         eos = frozenset() if cfg.ignore_eos else _eos_ids(lm)
@@ -235,7 +238,7 @@ def _static_passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig
             before, position = position, position + len(fed)
             stop = "eos" if token in eos else "length" if i == cfg.max_new_tokens - 1 else None
             yield _Pass(tuple(fed), token, before, position, start, end, kv, stop, lock_wait_s, kernel, runner.mode,
-                        runner.note)
+                        runner.note, setup_s if i == 0 else 0.0)
             if stop:
                 return
             fed = [token]
@@ -376,6 +379,11 @@ def stream_trace(
     pieces: dict[int, str] = {}  # token id -> its piece: answers repeat tokens (。 的 the), decoding costs ~75 µs
     consumer_s = 0.0  # how long the caller held the loop after the previous yield
     for index, p in enumerate(_passes(lm, prompt_ids, cfg, record=True)):
+        if p.setup_s:
+            # A runner is built once per cache bucket and then pooled, as a server compiles and captures at
+            # start-up: the request's clock skips it, so TTFT is the request's own, and the trace says how long.
+            t0 += p.setup_s
+            trace = dataclasses.replace(trace, engine_setup_ms=p.setup_s * 1e3)
         # A decode step's input is the token the step before chose: reuse its piece.
         input_pieces = steps[-1].output_piece if steps else trace.prompt_pieces
         if p.output_id not in pieces:

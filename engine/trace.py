@@ -336,6 +336,10 @@ class RequestTrace:
     # the fields above so older traces load as "eager".
     engine_mode: str = "eager"
     engine_note: str = ""  # why the mode asked for did not fully run (a failed capture or compile), else ""
+    # Building the static runner this request ran on (allocate the cache, torch.compile, capture), once per
+    # cache bucket before the first pass; left out of every time above (TTFT starts after it). 0 when eager
+    # or when a built runner was free.
+    engine_setup_ms: float = 0.0
 
     # --- derived views (never stored twice) ---
     @property
@@ -427,6 +431,7 @@ class RequestTrace:
                 output_text=data["output_text"],
                 engine_mode=data.get("engine_mode", "eager"),
                 engine_note=data.get("engine_note", ""),
+                engine_setup_ms=data.get("engine_setup_ms", 0.0),
                 schema_version=SCHEMA_VERSION,  # upgraded on load (see READABLE_SCHEMA_VERSIONS)
             )
         except (KeyError, TypeError) as err:

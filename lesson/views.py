@@ -659,6 +659,7 @@ def modes_table(rows, lang: str) -> list[dict]:
             t(lang, "modes_col_decode"): format_ms(row.median_ms),
             t(lang, "modes_col_floor"): f"{row.vs_floor:,.1f}×" if row.vs_floor else "—",
             t(lang, "modes_col_kernels"): f"{row.prefill_kernel or na} / {row.decode_kernel or na}",
+            t(lang, "modes_col_setup"): format_ms(row.setup_ms) if row.setup_ms >= 0.05 else "—",
             t(lang, "modes_col_same"): "—" if row.asked == "eager" else same[row.same_tokens],
         })
         table.append(line)
@@ -694,6 +695,9 @@ def modes_explanations(rows, runs: Mapping[str, RequestTrace], device_type: str,
     if eager and best is not None and best is not eager and estimate_ms:
         words.append(t(lang, "modes_estimate_vs_saved", est=format_ms(estimate_ms), best=best.asked,
                        saved=format_ms(eager.median_ms - best.median_ms)))
+    built = max(rows, key=lambda r: r.setup_ms, default=None)
+    if built is not None and built.setup_ms >= 1000:
+        words.append(t(lang, "modes_why_setup", mode=built.asked, setup=format_ms(built.setup_ms)))
     differ = [r.asked for r in rows if r.same_tokens is False]
     if differ:
         words.append(t(lang, "modes_why_tokens_differ", modes=", ".join(differ)))

@@ -126,12 +126,13 @@ def test_the_lesson_says_which_engine_and_attention_kernel_ran(app):
 # ---------------------------------------------------------------------------
 
 def _run(mode: str, decode_ms: float, *, ran: str | None = None, note: str = "", kernel: str = "flash",
-         other_last_token: bool = False):
+         other_last_token: bool = False, setup_ms: float = 0.0):
     trace = make_trace(output_pieces=("a", "b", "c", "d"), decode_ms=decode_ms)
     steps = [dataclasses.replace(s, attention_kernel=kernel) for s in trace.steps]
     if other_last_token:
         steps[-1] = dataclasses.replace(steps[-1], output_id=steps[-1].output_id + 1)
-    return dataclasses.replace(trace, steps=tuple(steps), engine_mode=ran or mode, engine_note=note)
+    return dataclasses.replace(trace, steps=tuple(steps), engine_mode=ran or mode, engine_note=note,
+                               engine_setup_ms=setup_ms)
 
 
 def test_settings_read_the_compile_switch():
@@ -185,3 +186,15 @@ def test_the_engine_caption_names_the_mode_and_the_kernels():
         "Engine: compiled · attention kernel: Prefill flash, Decode flash")
     old = _run("eager", 2.0, kernel="")  # a trace saved before kernels were recorded
     assert engine_caption(old, "zh") == "引擎：eager · 注意力内核：Prefill 未记录，Decode 未记录"
+
+
+def test_a_runner_built_before_the_request_is_shown_apart_and_explained():
+    runs = {"eager": _run("eager", 4.0), "compiled": _run("compiled", 2.5, setup_ms=5210.0)}
+    rows = mode_summaries(runs, None)
+    table = modes_table(rows, "en")
+    assert [r["Runner built (once)"] for r in table] == ["—", "5.21 s"]
+    words = "\n".join(modes_explanations(rows, runs, "cpu", "en"))
+    assert "compiled spent 5.21 s building its runner before the request" in words and "TTFT" in words
+    reused = {"eager": _run("eager", 4.0), "compiled": _run("compiled", 2.5, setup_ms=0.01)}
+    assert "building its runner" not in "\n".join(modes_explanations(mode_summaries(reused, None), reused, "cpu", "en"))
+    assert modes_table(mode_summaries(reused, None), "zh")[1]["准备执行器（一次）"] == "—"

@@ -52,6 +52,7 @@ class ModeSummary:
     same_tokens: bool | None  # the same output ids as the eager run; None without an eager run
     floor_ms: float | None  # the median Decode step's floor (cost model), if given
     prefill_floor_ms: float | None
+    setup_ms: float = 0.0  # trace.engine_setup_ms: building the runner (compile, capture) before the request
 
     @property
     def median_ms(self) -> float | None:
@@ -88,7 +89,8 @@ def mode_summaries(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] 
             decode_ms=tuple(s.duration_ms for s in decode),
             prefill_kernel=prefill.attention_kernel if prefill else "", decode_kernel=step_kernels(decode),
             same_tokens=None if eager is None else trace.output_ids == eager.output_ids,
-            floor_ms=floor, prefill_floor_ms=floors_ms[0] if floors_ms else None))
+            floor_ms=floor, prefill_floor_ms=floors_ms[0] if floors_ms else None,
+            setup_ms=trace.engine_setup_ms))
     return rows
 
 

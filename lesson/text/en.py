@@ -711,6 +711,8 @@ TEXT: dict = {
     "modes_col_decode": "Decode (median)",
     "modes_col_floor": "Decode ÷ floor",
     "modes_col_kernels": "Attention (Prefill / Decode)",
+    "modes_col_setup": "Runner built (once)",
+    "modes_why_setup": "**{mode} spent {setup} building its runner before the request** (allocating the static cache, compiling, capturing). That happens once per cache length, and the runner is then reused, as a server compiles and captures at start-up: it is in none of the times above, TTFT included. Run again and this column shows —.",
     "modes_col_same": "Same tokens",
     "modes_download": "Download the modes figure (SVG)",
     "modes_floor_source": "Floor: the cost model on this machine's measured roofs ({device}), for the median Decode step.",

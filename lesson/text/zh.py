@@ -677,6 +677,8 @@ TEXT: dict = {
     "modes_col_decode": "Decode（中位数）",
     "modes_col_floor": "Decode ÷ 下限",
     "modes_col_kernels": "注意力内核 Prefill / Decode",
+    "modes_col_setup": "准备执行器（一次）",
+    "modes_why_setup": "**{mode} 在请求开始前花了 {setup} 准备执行器**（分配静态缓存、编译、捕获）。每种缓存长度只做一次，之后复用，就像服务系统在启动时编译和捕获一样：它不计入上面任何时间，TTFT 也不含它。再运行一次，这一列就是 —。",
     "modes_col_same": "Token 同 eager",
     "modes_download": "下载引擎模式图（SVG）",
     "modes_floor_source": "下限：成本模型按本机实测的带宽和算力（{device}）算出的 Decode 中位步的下限。",
