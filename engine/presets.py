@@ -186,7 +186,11 @@ def build_model(name: str, device: torch.device, dtype: torch.dtype, context: in
     hold NaNs or denormals, which change the timings).
     """
     from transformers import AutoModelForCausalLM
-    from transformers.initialization import no_init_weights
+
+    try:
+        from transformers.initialization import no_init_weights
+    except ImportError:  # older transformers (the GPU machine's 5.17 may be one) keep it here
+        from transformers.modeling_utils import no_init_weights
 
     check_fits(name, device, dtype, context)
     config = preset_config(name)
