@@ -106,7 +106,8 @@ def request_trace_events(trace: RequestTrace) -> dict[str, Any]:
         events.append(_counter(WORKERS_PID, "batch size", step.end_ms, {"engine": 0}))
         events.append(_counter(WORKERS_PID, "KV bytes", step.end_ms, {"engine": step.kv_bytes}))
     other = {"source": "prefill-decode RequestTrace", "model": m.model_id, "device": m.device, "dtype": m.dtype,
-             "engine_mode": trace.engine_mode, "prompt_tokens": trace.prompt_len,
+             "engine_mode": trace.engine_mode, "engine_note": trace.engine_note or "none",
+             "engine_setup_ms": round(trace.engine_setup_ms, 3), "prompt_tokens": trace.prompt_len,
              "output_tokens": len(trace.steps), "time_origin": "the request's start (before tokenization)"}
     return _document(events, other)
 
