@@ -360,8 +360,8 @@ def test_arrivals_are_honoured():
     r0, r1 = result.run.requests
     # Each request is sent at its planned time on the probe's clock, never before it. (Comparing the two
     # sends with each other is flaky: a busy machine can send r0 late while r1 keeps its time.)
-    assert 0.0 <= r0.arrival_ms < 250.0
-    assert 300.0 - 1.0 <= r1.arrival_ms < 300.0 + 250.0
+    assert 0.0 <= r0.arrival_ms < 1000.0
+    assert 300.0 - 1.0 <= r1.arrival_ms < 300.0 + 1000.0  # not sent at once with r0: it waited its turn
     extra = {p.request_id: p for p in result.requests}
     assert extra["r1"].planned_arrival_ms == 300.0 and extra["r1"].completion_tokens == 3
 
