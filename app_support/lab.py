@@ -99,12 +99,12 @@ def _prediction(lang: str, lm, trace: RequestTrace):
                      copy=f"{spec.bandwidth_bytes_per_s / spec.spec.bandwidth_bytes_per_s:.0%}",
                      matmul=f"{spec.bf16_flops_per_s / spec.spec.bf16_flops_per_s:.0%}"))
     st.markdown(lab_prediction_text(floors, lang))
-    st.dataframe(lab_cost_table(floors, lang), hide_index=True, width="stretch")
+    st.table(lab_cost_table(floors, lang), hide_index=True)  # a static table wraps: every column stays on screen
     as_run = (ss.lab_weight_dtype, ss.lab_kv_dtype) == (ran_in, ran_in)  # else a preview, not a check
     st.info(lab_agreement_text(floors, lang, measured_here, as_run=as_run), icon=":material/insights:")
     with st.expander(t(lang, "lab_dtype_preview")):
         by_dtype = {d: trace_floors(trace, shape, spec, weight_dtype=d, kv_dtype=ss.lab_kv_dtype) for d in LAB_DTYPES}
-        st.dataframe(lab_dtype_rows(by_dtype, lang), hide_index=True, width="stretch")
+        st.table(lab_dtype_rows(by_dtype, lang), hide_index=True)
         st.caption(t(lang, "lab_dtype_note"))
     return floors
 

@@ -67,8 +67,10 @@ def _call_overhead(lang: str, lm) -> float:
     cards = ((t(lang, "modes_metric_calls"), f"{ops.calls:,}"), (t(lang, "modes_metric_kernels"), f"{ops.kernels:,}"),
              (t(lang, "modes_metric_us"), f"{us:.1f} µs"),
              (t(lang, "modes_metric_estimate"), f"≥ {format_ms(estimate_ms)}"))
-    for column, (name, value) in zip(st.columns(len(cards), border=True), cards):
-        column.metric(name, value)
+    per_row = 2 if ss.classroom else len(cards)  # classroom type: four cards in a row cut their labels at 1024 px
+    for row in range(0, len(cards), per_row):
+        for column, (name, value) in zip(st.columns(per_row, border=True), cards[row:row + per_row]):
+            column.metric(name, value)
     top = ", ".join(f"{escape_markdown(name)} {count}" for name, count in ops.top)
     st.markdown(t(lang, "modes_ops", model=escape_markdown(lm.info.model_id), calls=f"{ops.calls:,}",
                   kernels=f"{ops.kernels:,}", per_layer=f"{ops.per_layer:.0f}", layers=ops.layers, top=top))
@@ -147,7 +149,7 @@ def _floors_ms(lm, trace: RequestTrace) -> tuple[tuple[float, ...] | None, str]:
 
 
 def _show(lang: str, lm, trace: RequestTrace, entry: dict, num_tokens: int, estimate_ms: float | None) -> None:
-    from lesson.diagrams.modes import mode_summaries, render_modes
+    from lesson.diagrams.modes import headline, mode_summaries, render_modes
     from lesson.modes_charts import modes_figure
 
     ss = st.session_state
@@ -158,9 +160,10 @@ def _show(lang: str, lm, trace: RequestTrace, entry: dict, num_tokens: int, esti
         floors_ms, device_name = _floors_ms(lm, first)
     rows = mode_summaries(runs, floors_ms)
     st.caption(t(lang, "modes_same_run", prompt_len=first.prompt_len, num_tokens=num_tokens, when=entry["when"]))
-    st.plotly_chart(modes_figure(runs, floors_ms, lang, classroom=ss.classroom), key="modes_chart",
+    st.markdown(f"**{escape_markdown(headline(rows, lang))}**")  # wraps, unlike a plotly title
+    st.plotly_chart(modes_figure(runs, floors_ms, lang, classroom=ss.classroom, title=False), key="modes_chart",
                     width="stretch", config={"displaylogo": False})
-    st.dataframe(modes_table(rows, lang), hide_index=True, width="stretch")
+    st.table(modes_table(rows, lang), hide_index=True)  # a static table wraps: every column stays on screen
     if floors_ms:
         st.caption(t(lang, "modes_floor_source", device=escape_markdown(device_label(device_name, lang))))
     if first.model.random_weights:

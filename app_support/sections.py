@@ -561,7 +561,8 @@ def section_compare(lang: str) -> None:
     if kept != ss.compare_pins:  # a pinned run left the history with this page's run (written only then)
         ss.compare_pins = kept
     st.multiselect(t(lang, "compare_pick"), list(labels), key="compare_pins", max_selections=2,
-                   format_func=labels.__getitem__, help=t(lang, "compare_pick_help"))
+                   format_func=labels.__getitem__, help=t(lang, "compare_pick_help"),
+                   placeholder=t(lang, "compare_placeholder"), select_all=False)  # Streamlit's own words are English
     pinned = [e for pin in ss.compare_pins for e in history if e.run_id == pin]
     if len(pinned) < 2:
         st.caption(t(lang, "compare_pick_two"))

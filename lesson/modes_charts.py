@@ -23,8 +23,10 @@ from .text import t
 
 
 def modes_figure(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] | None = None, lang: str = "zh",
-                 style: Style | None = None, classroom: bool = False) -> go.Figure:
-    """data[0]: the median bars (one per mode asked, in `runs`' order); data[1]: every Decode step."""
+                 style: Style | None = None, classroom: bool = False, title: bool = True) -> go.Figure:
+    """data[0]: the median bars (one per mode asked, in `runs`' order); data[1]: every Decode step.
+    title=False leaves the headline to the page (plotly titles never wrap: in classroom type the
+    headline ran past a 1024-px projector's column)."""
     style = style or DEFAULT_STYLE
     rows = [r for r in mode_summaries(runs, floors_ms) if r.median_ms is not None]
     names = [_plain(r.asked if r.ran == r.asked else t(lang, "modes_fell_back", asked=r.asked, ran=r.ran))
@@ -55,9 +57,14 @@ def modes_figure(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] | 
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(names)), type="category")
     fig.update_xaxes(title=_plain(t(lang, "modes_axis")), ticksuffix=" ms", range=[0, end * 1.02])
     fig.update_layout(
-        title=dict(text=_plain(headline(rows, lang)) if rows else _plain(t(lang, "modes_no_decode")), x=0,
-                   xanchor="left", **({} if classroom else {"font": dict(size=15)})),  # classroom: its own size
-        plot_bgcolor=style.paper, height=max(260, 130 + 62 * len(rows)), bargap=0.45,
-        legend=dict(orientation="h", yanchor="top", y=-0.28, x=0), margin=dict(l=10, r=10, t=80, b=10),
+        title=dict(text=(_plain(headline(rows, lang)) if rows else _plain(t(lang, "modes_no_decode"))) if title else "",
+                   x=0, xanchor="left", **({} if classroom else {"font": dict(size=15)})),  # classroom: its own size
+        plot_bgcolor=style.paper, height=max(300, (200 if title else 150) + 62 * len(rows)) + (30 if classroom else 0),
+        bargap=0.45,
+        # The legend sits at the very bottom of the figure, in a margin of its own: placed under the plot in
+        # paper units it landed on the axis title once classroom type made the tick labels taller.
+        legend=dict(orientation="h", yref="container", yanchor="bottom", y=0.0, x=0),
+        margin=dict(l=10, r=10, t=80 if title else 40, b=90 if classroom else 70),
         **_font_layout(style, classroom))
     return fig
+

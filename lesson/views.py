@@ -651,7 +651,8 @@ def modes_table(rows, lang: str) -> list[dict]:
     any_note = any(row.note for row in rows)
     table = []
     for row in rows:
-        line = {t(lang, "modes_col_asked"): row.asked, t(lang, "modes_col_ran"): row.ran}
+        # One column for both: "compiled", or "compiled → static" when the mode asked for fell back.
+        line = {t(lang, "modes_col_mode"): row.asked if row.ran == row.asked else f"{row.asked} → {row.ran}"}
         if any_note:
             line[t(lang, "modes_col_note")] = row.note or "—"
         line.update({

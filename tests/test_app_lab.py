@@ -97,7 +97,7 @@ def test_the_lab_says_which_bound_the_cost_model_predicts_and_why_the_cpu_disagr
     assert t("zh", "lab_bound_memory") in words and "FLOP/B" in words  # a tiny Prefill and Decode: memory
     note = texts(app, "info")
     assert t("zh", "lab_overhead_why")[:20] in note  # CPU + tiny model: the per-pass cost the model leaves out
-    table = app.dataframe[0].value
+    table = app.table[0].value
     assert list(table[t("zh", "lab_col_pass")])[0] == t("zh", "phase_prefill") and len(table) == 2
     assert len(app.get("plotly_chart")) == 2  # roofline and floor vs measured
     svg = app.get("download_button")
@@ -109,10 +109,10 @@ def test_the_lab_says_which_bound_the_cost_model_predicts_and_why_the_cpu_disagr
 def test_the_dtype_knob_moves_the_floor_and_turns_the_check_into_a_preview(app):
     app.switch_page(LAB).run()
     col = t("zh", "lab_col_floor")
-    fp32 = list(app.dataframe[0].value[col])
+    fp32 = list(app.table[0].value[col])
     app.selectbox(key="lab_weight_dtype").set_value("int4").run()
     assert_healthy(app)
-    int4 = list(app.dataframe[0].value[col])
+    int4 = list(app.table[0].value[col])
     assert int4 != fp32
     assert t("zh", "lab_other_dtype", weights="int4", kv="fp32") in texts(app, "info")
     app.selectbox(key="lab_device_spec").set_value("h200").run()

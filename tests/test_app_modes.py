@@ -29,9 +29,9 @@ def app(monkeypatch):
 
 
 def _table(at):
-    """The modes table: the dataframe whose first column is the mode asked."""
-    col = t("zh", "modes_col_asked")
-    return next(df.value for df in at.dataframe if col in df.value.columns)
+    """The modes table: the dataframe whose first column is the mode (and what ran, if it fell back)."""
+    col = t("zh", "modes_col_mode")
+    return next(df.value for df in at.table if col in df.value.columns)
 
 
 def _pick(at, *modes):
@@ -58,8 +58,7 @@ def test_the_lab_counts_the_calls_and_compares_eager_with_static(app):
     at.button(key="modes_run").click().run()
     assert_healthy(at)
     table = _table(at)
-    assert list(table[t("zh", "modes_col_asked")]) == ["eager", "static"]
-    assert list(table[t("zh", "modes_col_ran")]) == ["eager", "static"]
+    assert list(table[t("zh", "modes_col_mode")]) == ["eager", "static"]  # both ran as asked
     assert list(table[t("zh", "modes_col_same")]) == ["—", "✓"]  # greedy: static writes eager's tokens
     kernels = [pair.split(" / ") for pair in table[t("zh", "modes_col_kernels")]]
     assert {k for pair in kernels for k in pair} <= {"flash", "efficient", "math"}
@@ -80,7 +79,7 @@ def test_compiled_runs_once_and_says_what_ran(app):
     at.button(key="modes_run").click().run(timeout=600)
     assert_healthy(at)
     table = _table(at)
-    assert list(table[t("zh", "modes_col_ran")]) == ["eager", "compiled"]
+    assert list(table[t("zh", "modes_col_mode")]) == ["eager", "compiled"]  # no "→": it really ran compiled
     assert list(table[t("zh", "modes_col_same")]) == ["—", "✓"]
 
 
@@ -157,7 +156,7 @@ def test_the_table_says_what_ran_and_whether_the_tokens_match():
                              other_last_token=True)}
     rows = mode_summaries(runs, [0.5, 1.0, 1.0, 1.0])
     table = modes_table(rows, "en")
-    assert [r["Mode that ran"] for r in table] == ["eager", "static", "static"]
+    assert [r["Mode (→ what ran, if it fell back)"] for r in table] == ["eager", "static", "compiled → static"]
     assert [r["Same tokens"] for r in table] == ["—", "✓", "✗"]
     assert table[2]["Why it fell back"] == "torch.compile failed: no compiler"
     assert table[0]["Decode ÷ floor"] == "4.0×" and table[1]["Decode ÷ floor"] == "4.4×"

@@ -128,6 +128,9 @@ def test_the_plotly_figure_has_the_same_numbers():
     assert "removes 1.3 ms" in fig.layout.title.text
     big = modes_figure(_runs(), FLOORS, "zh", classroom=True)
     assert big.layout.font.size >= 21 and big.layout.title.font.size >= 21
+    assert modes_figure(_runs(), FLOORS, "zh", title=False).layout.title.text == ""  # the page writes it instead
+    # The legend has the figure's bottom margin to itself (it sat on the axis title in classroom type).
+    assert (big.layout.legend.yref, big.layout.legend.y, big.layout.legend.yanchor) == ("container", 0, "bottom")
 
 
 def test_a_straggler_sits_at_the_edge_instead_of_squashing_every_bar():
