@@ -17,7 +17,10 @@ import json
 import logging
 import os
 import re
+import sys
+import types
 from collections.abc import Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
 import streamlit as st
@@ -136,7 +139,30 @@ def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, 
                          block_size=block_size, num_kv_blocks=kv_blocks or None, on_kv_full=on_kv_full, slo=slo)
     lm = resources.get_model(model_choice, device, dtype)
     log.info("serving lab: %s, %d requests, %s", policy, len(requests), scenario)
-    return run_workload(lm, requests, config, scenario=scenario).to_json(indent=None)
+    with spawn_without_page_script():  # the disaggregated policy starts two worker processes
+        return run_workload(lm, requests, config, scenario=scenario).to_json(indent=None)
+
+
+@contextmanager
+def spawn_without_page_script():
+    """While starting processes, hide the page script from multiprocessing's "spawn".
+
+    Streamlit runs the page as the module `__main__` (with its `__file__`), and a spawned child
+    re-runs the parent's `__main__` by path before its target: each disaggregated worker ran the
+    whole app in bare mode, outside any session, and flooded the log with "missing ScriptRunContext"
+    and "No runtime found" warnings. A `__main__` with no file makes the child import only the
+    worker's own module (engine.serving.disaggregated)."""
+    main = sys.modules.get("__main__")
+    if main is None or getattr(main, "__spec__", None) is not None or not getattr(main, "__file__", None):
+        yield  # a `python -m` or interactive parent: spawn already runs no script
+        return
+    bare = types.ModuleType("__main__")
+    sys.modules["__main__"] = bare
+    try:
+        yield
+    finally:
+        if sys.modules.get("__main__") is bare:  # another session's script may have replaced it since
+            sys.modules["__main__"] = main
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -157,12 +183,29 @@ def metrics_svg(run_jsons: tuple[str, ...], lang: str, classroom: bool = False) 
                                   style=resources.figure_style(classroom))
 
 
+def workload_reason(params: Mapping, lang: str) -> str:
+    """Why a workload was refused, in `lang`: the error's `why` (engine.serving.workloads) and its data
+    fields, each a number or inline code; never the engine's English."""
+    from lesson.text import TEXTS
+
+    key = f"sl_wl_why_{params.get('why') or 'other'}"
+    if key not in TEXTS["en"]:
+        key = "sl_wl_why_other"
+    fields = {k: serving_remote.data_field(v) for k, v in params.items() if k not in ("why", "reason", "line")}
+    return t(lang, key, **fields)
+
+
 def serving_error(err: BaseException, lang: str) -> str:
     """A message in the page's language for anything a run can refuse; never a traceback."""
     key = getattr(err, "key", None)
-    params = {k: escape_markdown(str(v)[:200]) for k, v in (getattr(err, "params", None) or {}).items()}
+    raw = getattr(err, "params", None) or {}
+    params = {k: escape_markdown(str(v)[:200]) for k, v in raw.items()}
     if isinstance(err, CapError):
         return t(lang, key, **params)
+    if key == "bad_workload_line":
+        return t(lang, "sl_err_bad_workload_line", line=params.get("line", "?"), reason=workload_reason(raw, lang))
+    if key == "bad_workload":
+        return t(lang, "sl_err_bad_workload", detail=workload_reason(raw, lang))
     if key in ("never_fits", "prompt_too_long", "bad_workload", "bad_workload_line", "serve_timeout",
                "bad_serve_setting", "empty_prompt", "unknown_scenario", "worker_failed", "worker_timeout",
                "serving_sliding_window"):
@@ -196,6 +239,12 @@ def serving_lab(lang: str, lm, settings: ServerSettings) -> None:
     serving_remote.vllm_panel(lang)
 
 
+def scenario_label(lang: str, name: str) -> str:
+    from lesson.diagrams.serving_gantt import scenario_label as label
+
+    return label(lang, name)
+
+
 def _policy(policy: str, lang: str) -> str:
     from lesson.diagrams.serving_gantt import policy_label
 
@@ -211,7 +260,8 @@ def _workload_controls(lang: str, caps: ServingCaps):
                       format_func=lambda s: t(lang, f"sl_source_{s}"))
     try:
         if source == "scenario":
-            name = st.selectbox(t(lang, "sl_scenario"), SCENARIO_CHOICES, key="sl_scenario")
+            name = st.selectbox(t(lang, "sl_scenario"), SCENARIO_CHOICES, key="sl_scenario",
+                                format_func=lambda s: scenario_label(lang, s))
             seed = 0
             if name.startswith("poisson"):
                 seed = int(st.number_input(t(lang, "sl_seed"), 0, 10_000, 0, key="sl_scn_seed"))
@@ -224,7 +274,8 @@ def _workload_controls(lang: str, caps: ServingCaps):
 
             text = st.text_area(t(lang, "sl_jsonl"), EXAMPLE_JSONL, key="sl_jsonl", height=160,
                                 help=t(lang, "sl_jsonl_help"))
-            workload = parse_workload_lines(text.splitlines())
+            workload = parse_workload_lines(text.splitlines(), max_new_tokens=caps.max_new_tokens,
+                                            max_prompt_tokens=caps.max_prompt_tokens)  # the caps it applies
             check_caps(workload, caps)
             return workload, "pasted"
         cols = st.columns(2)

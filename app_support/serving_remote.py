@@ -118,15 +118,69 @@ def check_probe_request(endpoint: str, key_env: str, settings: ProbeSettings) ->
         raise RemoteError("sl_err_probe_key_name", name=key_env, names=", ".join(settings.key_vars))
 
 
+def code_span(value: object) -> str:
+    """`value` as Markdown inline code: shown exactly as typed, never a link, never markup.
+
+    Streamlit's Markdown turns a bare http://... into a live link (GFM autolink) even when
+    backslash-escaped; inside a code span it is plain text. The fence is one backtick longer than
+    any run of backticks in the value, so a typed backtick cannot close it; one line, at most 300
+    characters."""
+    text = " ".join(str(value).split())[:300] or "∅"
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def data_field(value: object) -> str:
+    """A message's data: a number as it is, anything else (a key, a URL, a name) as inline code."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return code_span(value)
+
+
+def _data_fields(params: Mapping, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    return {k: data_field(v) for k, v in params.items() if k not in skip}
+
+
+def technical_detail(err: object) -> str:
+    """The raw, untranslated reason behind a failed connection (an OS error), or "" when none."""
+    params = getattr(err, "params", None) or {}
+    return str(params.get("reason") or "") if getattr(err, "key", None) == "probe_unreachable" else ""
+
+
+def vllm_reason(params: Mapping, lang: str) -> str:
+    """Why a vLLM file was refused, in `lang`: the error's `why` and its data fields (lesson.vllm_import)."""
+    why = params.get("why") or "other"
+    key = f"sl_vllm_why_{why}"
+    from lesson.text import TEXTS
+
+    if key not in TEXTS["en"]:
+        key = "sl_vllm_why_other"
+    return t(lang, key, **_data_fields(params, skip=("why", "reason")))
+
+
 def remote_error(err: BaseException, lang: str) -> str:
-    """A message in the page's language for a refused probe or vLLM file; never a traceback."""
+    """A message in the page's language for a refused probe or vLLM file; never a traceback.
+
+    Every value the user typed or a server sent (a URL, a model name, a server's error text) is
+    inline code, so nothing in it becomes a link or markup; an OS error's own words are left to
+    technical_detail()."""
     key = getattr(err, "key", None)
-    params = {k: escape_markdown(str(v)[:300]) for k, v in (getattr(err, "params", None) or {}).items()}
+    raw = getattr(err, "params", None) or {}
+    params = _data_fields(raw)
     if isinstance(err, RemoteError):
         return t(lang, key, **params)
     if key == "probe_timeout":
         return t(lang, "sl_err_probe_timeout", **params)
-    if key in PROBE_KEYS or key == "vllm_result":
+    if key == "probe_unreachable":
+        from engine.probe import CONNECTION_CAUSES
+
+        cause = raw.get("cause") if raw.get("cause") in CONNECTION_CAUSES else "other"
+        return t(lang, "sl_err_probe_unreachable", request_id=params.get("request_id", ""),
+                 endpoint=params.get("endpoint", ""), cause=t(lang, f"sl_probe_cause_{cause}"))
+    if key == "vllm_result":
+        return t(lang, "err_vllm_result", reason=vllm_reason(raw, lang))
+    if key in PROBE_KEYS:
         return t(lang, f"err_{key}", **params)
     if key == "bad_probe_setting":
         return t(lang, "sl_err_bad_probe_setting", detail=escape_markdown(str(err)[:300]))
@@ -135,10 +189,13 @@ def remote_error(err: BaseException, lang: str) -> str:
     return serving_error(err, lang)
 
 
+def _as_error(failure: Mapping) -> SimpleNamespace:
+    return SimpleNamespace(key=failure["key"], params=failure.get("params") or {})
+
+
 def failure_message(failure: Mapping, lang: str) -> str:
     """One failed request of a probe (ProbeFailure as a dict) in the page's language."""
-
-    return remote_error(SimpleNamespace(key=failure["key"], params=failure.get("params") or {}), lang)
+    return remote_error(_as_error(failure), lang)
 
 
 # --- shared: one run observed from the client ----------------------------------------
@@ -247,7 +304,7 @@ def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, con
                           slo=SLO(ttft_ms=slo.get("slo_ttft_ms") or None, tpot_ms=slo.get("slo_tpot_ms") or None))
         cfg.api_key()  # a missing variable is refused before anything is sent
     except Exception as err:  # noqa: BLE001 - a message, never a traceback
-        st.error(remote_error(err, lang))
+        show_remote_error(err, lang)
         return
     n = len(workload)
     bar = st.progress(0.0, text=t(lang, "sl_probe_running", done=0, n=n))
@@ -269,10 +326,19 @@ def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, con
             except Exception as err:  # noqa: BLE001 - e.g. unreachable, wrong model: a message
                 log.info("serving lab probe refused: %s", err)
                 bar.empty()
-                st.error(remote_error(err, lang))
+                show_remote_error(err, lang)
                 return
     bar.progress(1.0, text=t(lang, "sl_probe_done", n=len(result.run.requests), failed=len(result.failures)))
     st.session_state.sl_probe = result.to_json(indent=None)  # holds no key: the probe never stores it
+
+
+def show_remote_error(err: BaseException, lang: str) -> None:
+    """The message in the page's language; an OS error's raw words only in a technical-detail expander."""
+    st.error(remote_error(err, lang))
+    detail = technical_detail(err)
+    if detail:
+        with st.expander(t(lang, "sl_probe_technical")):
+            st.code(detail[:500], language=None)
 
 
 def server_metrics_of(data: Mapping):
@@ -287,13 +353,18 @@ def _show_probe(lang: str, data: Mapping) -> None:
     from lesson.probe_charts import server_metrics_figure, server_metrics_note
 
     run = ServingRun.from_dict(data["run"])
-    st.markdown("**" + escape_markdown(t(lang, "sl_probe_result_title", endpoint=data["endpoint"],
-                                         model=data["model"])) + "**")
+    st.markdown("**" + t(lang, "sl_probe_result_title", endpoint=code_span(data["endpoint"]),
+                         model=code_span(data["model"])) + "**")
     failures = data.get("failures") or []
     if failures:
         st.warning(t(lang, "sl_probe_failed", n=len(failures), total=len(failures) + len(run.requests)))
         for failure in failures:
             st.markdown("- " + failure_message(failure, lang))
+        details = [f"{f.get('params', {}).get('request_id', '')}: {technical_detail(_as_error(f))}" for f in failures
+                   if technical_detail(_as_error(f))]
+        if details:
+            with st.expander(t(lang, "sl_probe_technical")):
+                st.code("\n".join(details)[:2000], language=None)
     if not run.requests:
         st.error(t(lang, "sl_probe_none"))
         return
@@ -347,21 +418,21 @@ def _show_vllm(lang: str, imp) -> None:
     from lesson.vllm_import import arrivals_placed
 
     src, run = imp.source, imp.run
-    st.markdown(escape_markdown(t(lang, "sl_vllm_source", model=src.get("model_id") or "?",
-                                  backend=src.get("backend") or "?", date=src.get("date") or "?",
-                                  n=len(run.requests), failed=len(imp.failed))))
+    st.markdown(t(lang, "sl_vllm_source", model=code_span(src.get("model_id") or "?"),
+                  backend=code_span(src.get("backend") or "?"), date=code_span(src.get("date") or "?"),
+                  n=len(run.requests), failed=len(imp.failed)))  # the file's words as inline code: never links
     if arrivals_placed(run):
         slots = src.get("max_concurrency")
-        st.warning(escape_markdown(t(lang, "sl_vllm_arrivals_placed", rate=src.get("request_rate", "inf"),
-                                     slots=t(lang, "sl_vllm_slots", slots=slots) if slots else "")))
+        st.warning(t(lang, "sl_vllm_arrivals_placed", rate=data_field(src.get("request_rate", "inf")),
+                     slots=t(lang, "sl_vllm_slots", slots=data_field(slots)) if slots else ""))
     else:
         st.caption(t(lang, "sl_vllm_arrivals_measured"))
     show_observed_run(lang, run, run.to_json(indent=None), "vllm")
     st.markdown(f"**{t(lang, 'sl_vllm_compare_title')}**")
     differing = imp.differing()
     if differing:
-        st.warning(escape_markdown(t(lang, "sl_vllm_compare_differ", k=len(differing), n=len(imp.comparisons),
-                                     keys=", ".join(c.key for c in differing))))
+        st.warning(t(lang, "sl_vllm_compare_differ", k=len(differing), n=len(imp.comparisons),
+                     keys=code_span(", ".join(c.key for c in differing))))
     else:
         st.success(t(lang, "sl_vllm_compare_same", n=len(imp.comparisons)))
     cols = {k: t(lang, f"sl_vllm_col_{k}") for k in ("key", "file", "recomputed", "difference", "note")}
@@ -371,4 +442,4 @@ def _show_vllm(lang: str, imp) -> None:
              cols["note"]: ("≠ " if c.differs else "") + c.note} for c in imp.comparisons]
     st.dataframe(rows, hide_index=True, width="stretch")
     if imp.ignored_fields:
-        st.caption(escape_markdown(t(lang, "sl_vllm_ignored", fields=", ".join(imp.ignored_fields))))
+        st.caption(t(lang, "sl_vllm_ignored", fields=code_span(", ".join(imp.ignored_fields))))

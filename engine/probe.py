@@ -196,6 +196,26 @@ class Endpoint:
         return http.client.HTTPConnection(self.host, self.port, timeout=timeout_s)
 
 
+CONNECTION_CAUSES = ("refused", "no_host", "reset", "tls", "protocol", "other")
+
+
+def connection_cause(err: BaseException) -> str:
+    """Why a connection failed, as one of CONNECTION_CAUSES (a page words it; the OS text stays detail)."""
+    import errno
+
+    if isinstance(err, ConnectionRefusedError) or getattr(err, "errno", None) == errno.ECONNREFUSED:
+        return "refused"
+    if isinstance(err, socket.gaierror):
+        return "no_host"
+    if isinstance(err, (ConnectionResetError, ConnectionAbortedError, BrokenPipeError)):
+        return "reset"
+    if isinstance(err, ssl.SSLError):
+        return "tls"
+    if isinstance(err, http.client.HTTPException):
+        return "protocol"
+    return "other"
+
+
 def _shown(url: str) -> str:
     """A URL with any user:password@ removed."""
     parts = urllib.parse.urlsplit(url)
@@ -300,7 +320,7 @@ def _stream_one(cfg: ProbeConfig, ep: Endpoint, rid: str, body: dict[str, Any], 
         except (OSError, http.client.HTTPException) as err:
             reason = mask(str(err) or type(err).__name__)
             raise ProbeError("probe_unreachable", f"{rid}: cannot reach {ep.shown} ({reason})", request_id=rid,
-                             endpoint=ep.shown, reason=reason) from None
+                             endpoint=ep.shown, reason=reason, cause=connection_cause(err)) from None
         if resp.status != 200:
             detail = _detail(resp.read(MAX_ERROR_BODY), mask)
             raise ProbeError("probe_http", f"{rid}: the server answered HTTP {resp.status}: {detail}",
@@ -478,7 +498,8 @@ def check_model(cfg: ProbeConfig, ep: Endpoint, headers: dict[str, str], mask) -
     except (OSError, http.client.HTTPException) as err:
         reason = mask(str(err) or type(err).__name__)
         raise ProbeError("probe_unreachable", f"GET /v1/models: cannot reach {ep.shown} ({reason})",
-                         request_id="GET /v1/models", endpoint=ep.shown, reason=reason) from None
+                         request_id="GET /v1/models", endpoint=ep.shown, reason=reason,
+                         cause=connection_cause(err)) from None
     finally:
         conn.close()
     if status in (401, 403):
@@ -539,7 +560,8 @@ def run_probe(cfg: ProbeConfig, workload: tuple[WorkloadRequest, ...], *, scenar
             errors[i] = err
         except Exception as err:  # noqa: BLE001 - a request's own failure, never the others'
             errors[i] = ProbeError("probe_unreachable", f"{ids[i]}: {type(err).__name__}: {mask(str(err))[:200]}",
-                                   request_id=ids[i], endpoint=ep.shown, reason=type(err).__name__)
+                                   request_id=ids[i], endpoint=ep.shown, reason=type(err).__name__,
+                                   cause=connection_cause(err))
         with lock:
             finished[0] += 1
             if progress is not None:

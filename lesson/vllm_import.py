@@ -66,12 +66,16 @@ MEASURED_ARRIVALS_NOTE = "arrivals are vLLM's measured send times (start_times)"
 
 
 class VllmResultError(ValueError):
-    """The file is not a vLLM serving-benchmark result this reader understands; the message says why."""
+    """The file is not a vLLM serving-benchmark result this reader understands; the message says why.
 
-    def __init__(self, reason: str) -> None:
+    `params["why"]` names the failure ("missing", "length_mismatch", ...) and the other params hold only
+    data (field names, counts, an index), so a page can say it in its own language; `reason` is the English.
+    """
+
+    def __init__(self, why: str, reason: str, **fields: Any) -> None:
         super().__init__(f"not a usable vLLM bench serve result: {reason}")
         self.key = "vllm_result"
-        self.params = {"reason": reason}
+        self.params = {"why": why, "reason": reason, **fields}
 
 
 @dataclass(frozen=True)
@@ -122,7 +126,8 @@ def load_vllm_result(path: str | Path) -> VllmImport:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise VllmResultError(f"cannot read {Path(path).name} ({type(err).__name__})") from err
+        raise VllmResultError("cannot_read", f"cannot read {Path(path).name} ({type(err).__name__})",
+                              name=Path(path).name) from err
     return read_vllm_result(text, name=Path(path).stem)
 
 
@@ -131,24 +136,26 @@ def read_vllm_result(text: str, name: str = "vllm") -> VllmImport:
         data = json.loads(text)
     except json.JSONDecodeError as err:
         if err.msg == "Extra data":
-            raise VllmResultError("the file holds several results (written with --append-result); keep one "
-                                  "line") from None
-        raise VllmResultError(f"not JSON ({err.msg}, line {err.lineno})") from None
+            raise VllmResultError("appended", "the file holds several results (written with --append-result); "
+                                  "keep one line") from None
+        raise VllmResultError("not_json", f"not JSON ({err.msg}, line {err.lineno})", line=err.lineno) from None
     if not isinstance(data, dict):
-        raise VllmResultError("expected a JSON object, as vllm bench serve --save-result writes")
+        raise VllmResultError("not_object", "expected a JSON object, as vllm bench serve --save-result writes")
     missing = [k for k in PER_REQUEST if k not in data]
     if missing:
         summary_only = any(_STAT_KEY.match(k) for k in data)
-        raise VllmResultError(f"missing {', '.join(missing)}" + (
+        raise VllmResultError("summary_only" if summary_only else "missing", f"missing {', '.join(missing)}" + (
             ": this file has only the summary; run vllm bench serve with --save-result --save-detailed"
-            if summary_only else ""))
+            if summary_only else ""), fields=", ".join(missing))
     lists = _per_request_lists(data)
     n = len(lists["ttfts"])
     errors = lists.get("errors") or [""] * n
     ok = [i for i in range(n) if not errors[i]]
     if not ok:
-        raise VllmResultError(f"all {n} requests failed (first error: {str(errors[0])[:120]!r})" if n
-                              else "the file has no requests")
+        if n:
+            raise VllmResultError("all_failed", f"all {n} requests failed (first error: {str(errors[0])[:120]!r})",
+                                  n=n, error=str(errors[0])[:120])
+        raise VllmResultError("no_requests", "the file has no requests")
     arrivals, placement, place_note = _arrivals(data, lists, ok)
     records = []
     for i in ok:
@@ -202,23 +209,27 @@ def _per_request_lists(data: dict[str, Any]) -> dict[str, list]:
             continue
         value = data[key]
         if not isinstance(value, list):
-            raise VllmResultError(f"{key!r} should be a list, one entry per request; it is a {type(value).__name__}")
+            raise VllmResultError("not_list", f"{key!r} should be a list, one entry per request; it is a "
+                                  f"{type(value).__name__}", field=key)
         lists[key] = value
     n = len(lists["ttfts"])
     for key, value in lists.items():
         if len(value) != n:
-            raise VllmResultError(f"{key!r} has {len(value)} entries but ttfts has {n}")
+            raise VllmResultError("length_mismatch", f"{key!r} has {len(value)} entries but ttfts has {n}",
+                                  field=key, n=len(value), expected=n)
     for key in ("input_lens", "output_lens", "ttfts", "latencies", "start_times", "queue_times"):
         for i, v in enumerate(lists.get(key, ())):
             if not _number(v) or v < 0 and key != "start_times":
-                raise VllmResultError(f"{key}[{i}] is {v!r}, not a number >= 0")
+                raise VllmResultError("not_number", f"{key}[{i}] is {v!r}, not a number >= 0", field=key, index=i,
+                                      value=repr(v)[:60])
     for i, gaps in enumerate(lists["itls"]):
         if not isinstance(gaps, list) or not all(_number(g) and g >= 0 for g in gaps):
-            raise VllmResultError(f"itls[{i}] should be a list of seconds >= 0")
+            raise VllmResultError("bad_itls", f"itls[{i}] should be a list of seconds >= 0", index=i)
     for key in ("generated_texts", "errors"):
         for i, v in enumerate(lists.get(key, ())):
             if v is not None and not isinstance(v, str):
-                raise VllmResultError(f"{key}[{i}] should be text, got {type(v).__name__}")
+                raise VllmResultError("not_text", f"{key}[{i}] should be text, got {type(v).__name__}", field=key,
+                                      index=i)
     return lists
 
 
@@ -236,12 +247,14 @@ def _arrivals(data: dict[str, Any], lists: dict[str, list], ok: list[int]) -> tu
         how = (f"arrivals PLACED evenly at the request rate ({rate:g}/s); vLLM's real gaps were random "
                f"(burstiness {data.get('burstiness', 1.0)}) and are not in this file")
     else:
-        raise VllmResultError(f"request_rate is {rate!r}, not 'inf' or a positive number")
+        raise VllmResultError("bad_rate", f"request_rate is {rate!r}, not 'inf' or a positive number",
+                              value=repr(rate)[:60])
     slots = data.get("max_concurrency")
     if slots is None:
         return planned, placement, how
     if not (isinstance(slots, int) and slots >= 1):
-        raise VllmResultError(f"max_concurrency is {slots!r}, not a whole number >= 1")
+        raise VllmResultError("bad_concurrency", f"max_concurrency is {slots!r}, not a whole number >= 1",
+                              value=repr(slots)[:60])
     # Replay the slots: a request is sent at its planned time or when a slot frees, whichever is later.
     free = [0.0] * slots
     out = []

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from app_support.serving import CapError, ServingCaps, check_caps, custom_workload, serving_error
+import re
+
+from app_support.serving import SCENARIO_CHOICES, CapError, ServingCaps, check_caps, custom_workload, serving_error
 from lesson.text import t
 from tests.test_app import APP, HAS_DEFAULT_MODEL, assert_healthy
 
@@ -156,9 +158,7 @@ def test_a_pasted_workload_with_a_bad_line_is_refused_naming_the_line(lab):
     lab.text_area(key="sl_jsonl").set_value(good + '\n{"arrival_ms": 5, "prompt": "<b>x</b>"}\n').run()
     lab.button(key="sl_run").click().run()
     assert not lab.exception
-    from lesson.views import escape_markdown
-
-    reason = escape_markdown("missing 'max_new_tokens'")  # shown as Markdown: the underscores stay text
+    reason = t("zh", "sl_wl_why_missing_key", field="`max_new_tokens`")  # the key as inline code: shown as typed
     assert [e.value for e in lab.error] == [t("zh", "sl_err_bad_workload_line", line=2, reason=reason)]
     lab.text_area(key="sl_jsonl").set_value("\n".join([good] * 7)).run()  # 7 requests, the cap is 6
     lab.button(key="sl_run").click().run()
@@ -173,3 +173,95 @@ def test_every_refusal_of_the_serving_engine_has_words_not_the_internal_error(ke
 
     words = serving_error(InputError(key, "the engine's own detail <b>x</b>"), lang)
     assert words != t(lang, "err_internal", kind="InputError") and "{" not in words and "<b>" not in words
+
+
+# --- the page in one language (QA pass: no English, no raw ids, a quiet log) ----------------
+
+ENGLISH_REASONS = ("not JSON", "Expecting", "no requests", "must be", "got ", "unknown key", "the prompt is empty",
+                   "missing", "wrong type")
+
+
+@needs_model
+@pytest.mark.parametrize("text, why, limit", [
+    ("hello world", "sl_wl_why_not_json", None),
+    ("", "sl_wl_why_no_requests", None),
+    ('{"arrival_ms": -5, "prompt": "x", "max_new_tokens": 4}', "sl_wl_why_arrival_range", None),
+    ('{"arrival_ms": 0, "prompt": "x", "max_new_tokens": 4, "evil": 1}', "sl_wl_why_unknown_keys", None),
+    ('{"arrival_ms": 0, "prompt": "  ", "max_new_tokens": 4}', "sl_wl_why_empty_prompt", None),
+    ('{"arrival_ms": 0, "prompt": "x", "max_new_tokens": 100000}', "sl_wl_why_max_new_tokens_range", 16),
+])
+def test_a_pasted_workloads_refusal_is_all_in_the_pages_language(lab, text, why, limit):
+    lab.radio(key="sl_source").set_value("jsonl").run()
+    lab.text_area(key="sl_jsonl").set_value(text).run()
+    lab.button(key="sl_run").click().run()
+    assert not lab.exception
+    [message] = [e.value for e in lab.error]
+    outside = re.sub(r"`[^`]*`", "", message)  # typed data (a key, a value) is inline code
+    assert not [w for w in ENGLISH_REASONS if w in outside], message
+    head = t("zh", why).split("{")[0]
+    assert head in message, (head, message)
+    if limit is not None:  # the cap the page really applies (PREFILL_DECODE_SERVING_MAX_NEW_TOKENS), not 4096
+        assert f"1 到 {limit} 之间" in message and "4096" not in message
+
+
+@needs_model
+def test_scenarios_are_listed_and_subtitled_by_their_names_in_the_pages_language(lab):
+    box = lab.selectbox(key="sl_scenario")
+    assert box.options == [t("zh", "sl_scn_name_" + s.replace("-", "_")) for s in SCENARIO_CHOICES]
+    assert not [o for o in box.options if o in SCENARIO_CHOICES]
+    from engine.serving.workloads import SCENARIOS
+
+    assert set(SCENARIO_CHOICES) == set(SCENARIOS)  # every scenario has its names
+
+
+def test_the_gantt_subtitle_names_the_scenario_in_the_pages_language():
+    from dataclasses import replace
+
+    from engine.serving.trace import ServingSettings
+    from lesson.diagrams.serving_gantt import gantt_subtitle, scenario_label
+    from lesson.vllm_import import load_vllm_result
+    from tests.test_vllm_import import FIXTURE
+
+    run = load_vllm_result(FIXTURE).run
+    engine_run = replace(run, scenario="long-prompt-during-chats",
+                         settings=ServingSettings(policy="chunked", block_size=16, num_kv_blocks=64))
+    zh, en = gantt_subtitle(engine_run, "zh"), gantt_subtitle(engine_run, "en")
+    assert "long-prompt-during-chats" not in zh and t("zh", "sl_scn_name_long_prompt_during_chats") in zh
+    assert t("en", "sl_scn_name_long_prompt_during_chats") in en
+    assert scenario_label("zh", "my-file") == "my-file"  # a file's name stays as it is
+
+
+def test_spawned_workers_do_not_rerun_the_page_script(monkeypatch):
+    """multiprocessing's spawn re-runs the parent's __main__ by path: under Streamlit that is the page script."""
+    import multiprocessing.spawn
+    import sys
+    import types
+
+    from app_support.serving import spawn_without_page_script
+
+    page = types.ModuleType("__main__")
+    page.__file__ = APP  # as Streamlit's script runner sets it
+    monkeypatch.setitem(sys.modules, "__main__", page)
+    assert "init_main_from_path" in multiprocessing.spawn.get_preparation_data("w")
+    with spawn_without_page_script():
+        data = multiprocessing.spawn.get_preparation_data("w")
+        assert "init_main_from_path" not in data and "init_main_from_name" not in data
+    assert sys.modules["__main__"] is page
+
+
+QUIET = ("missing ScriptRunContext", "No runtime found", "Session state does not function", "streamlit run [FILE_NAME]")
+
+
+@needs_model
+def test_a_serving_run_logs_no_bare_mode_warnings(lab, capfd, caplog):
+    """Every policy, disaggregated included (its two worker processes write to the same stderr)."""
+    _custom(lab, sl_num_chats=1, sl_answer_tokens=4, sl_long_tokens=16, sl_gap_ms=5, sl_long_at=5)
+    lab.number_input(key="sl_slo_ttft").set_value(12345.0).run()  # settings no other test ran: no cached runs
+    capfd.readouterr()
+    caplog.clear()
+    lab.button(key="sl_run").click().run()
+    assert_healthy(lab)
+    assert len(lab.session_state["sl_runs"]) == 4
+    out = capfd.readouterr()
+    logged = out.out + out.err + "\n".join(r.getMessage() for r in caplog.records)
+    assert not [w for w in QUIET if w in logged], logged[-2000:]

@@ -10,14 +10,15 @@ one fails, and the page must show both.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from app_support.serving_remote import ProbeSettings, RemoteError, check_probe_request, remote_error
+from app_support.serving_remote import (ProbeSettings, RemoteError, check_probe_request, code_span, remote_error,
+                                        technical_detail)
 from lesson.perfetto import check_trace_events
 from lesson.text import t
-from lesson.views import escape_markdown
 from tests.test_app import APP, HAS_DEFAULT_MODEL
 from tests.test_probe import free_port, misbehaving
 
@@ -53,16 +54,92 @@ def test_disallowed_hosts_and_key_variables_are_refused_in_both_languages():
     with pytest.raises(RemoteError) as err:
         check_probe_request("http://example.com:8000", "", settings)
     zh, en = remote_error(err.value, "zh"), remote_error(err.value, "en")
-    assert "example\\.com" in zh and "PREFILL_DECODE_PROBE_ALLOW" in zh and "not one this app may probe" in en
+    assert "`example.com`" in zh and "PREFILL_DECODE_PROBE_ALLOW" in zh and "not one this app may probe" in en
     with pytest.raises(RemoteError) as err:
         check_probe_request("http://127.0.0.1:8000", "AWS_SECRET_ACCESS_KEY", settings)
-    assert "AWS\\_SECRET\\_ACCESS\\_KEY" in remote_error(err.value, "en")  # Markdown-escaped
+    assert "`AWS_SECRET_ACCESS_KEY`" in remote_error(err.value, "en")  # inline code: shown as typed
     from engine.probe import ProbeError
 
     with pytest.raises(ProbeError) as err:
         check_probe_request("ftp://127.0.0.1/", "", settings)
-    shown = escape_markdown("ftp://127.0.0.1/")
-    assert remote_error(err.value, "en") == t("en", "err_probe_endpoint", endpoint=shown)
+    assert remote_error(err.value, "en") == t("en", "err_probe_endpoint", endpoint="`ftp://127.0.0.1/`")
+
+
+def live_markup(markdown: str) -> list[str]:
+    """What Streamlit's Markdown could turn into a link or HTML once the code spans are taken out:
+    link or image syntax, an autolink (<http...>, http://, www.), an HTML tag."""
+    outside = re.sub(r"(`+)(?!`).*?(?<!`)\1(?!`)", "", markdown)
+    return re.findall(r"\]\(|<https?:|https?://[^\s]|www\.\w|<a\b|<img\b|<script\b", outside, flags=re.I)
+
+
+@pytest.mark.parametrize("value", ["http://127.0.0.1:9/[x](http://evil.example)", "http://127.0.0.1:8000",
+                                   "a`b``c http://evil.example/`", "`http://x.y`", "<a href=http://e.x>e</a>",
+                                   "www.evil.example", "![i](http://e.x/i.png)"])
+def test_a_typed_value_is_inline_code_never_a_link(value):
+    span = code_span(value)
+    assert live_markup(span) == [] and live_markup("see " + span + " now") == []
+    fence = re.match(r"`+", span).group()
+    inner = span[len(fence):-len(fence)]
+    assert "`" * len(fence) not in inner  # no run of backticks inside can close the span early
+    assert inner.strip() == value.strip()
+
+
+def test_the_probes_messages_hold_no_live_link_and_no_os_english():
+    from engine.probe import ProbeError
+
+    typed = "http://127.0.0.1:9/[x](http://evil.example)"
+    err = ProbeError("probe_unreachable", "GET /v1/models: cannot reach ... ([Errno 111] Connection refused)",
+                     request_id="GET /v1/models", endpoint=typed, reason="[Errno 111] Connection refused",
+                     cause="refused")
+    for lang in ("zh", "en"):
+        words = remote_error(err, lang)
+        assert live_markup(words) == [], words
+        assert "Errno" not in words and "Connection refused" not in words
+        assert t(lang, "sl_probe_cause_refused") in words
+    assert "连接被拒绝" in remote_error(err, "zh") and "nothing answered" in remote_error(err, "en")
+    assert technical_detail(err) == "[Errno 111] Connection refused"  # kept, for the technical-detail expander
+    for key, params in (("probe_endpoint", {"endpoint": typed}), ("probe_model", {"model": typed, "served": typed}),
+                        ("probe_http", {"request_id": "r0", "status": 500, "detail": typed}),
+                        ("probe_stream_error", {"request_id": typed, "detail": typed})):
+        for lang in ("zh", "en"):
+            assert live_markup(remote_error(ProbeError(key, "x", **params), lang)) == []
+
+
+def test_connection_causes_are_classified():
+    import socket
+    import ssl
+
+    from engine.probe import connection_cause
+
+    assert connection_cause(ConnectionRefusedError(111, "Connection refused")) == "refused"
+    assert connection_cause(socket.gaierror(-2, "Name or service not known")) == "no_host"
+    assert connection_cause(ConnectionResetError()) == "reset"
+    assert connection_cause(ssl.SSLError()) == "tls"
+    assert connection_cause(OSError("odd")) == "other"
+
+
+@pytest.mark.parametrize("text, why", [
+    ('{"not":"vllm"}', "missing"), ("[1,2,3", "not_json"), ("[1, 2]", "not_object"),
+    ('{"input_lens": [1, 2], "output_lens": [1, 2], "ttfts": [0.1, 0.2], "itls": [[0.01]]}', "length_mismatch"),
+    ('{"input_lens": [1], "output_lens": [1], "ttfts": [-1], "itls": [[0.01]]}', "not_number"),
+    ('{"input_lens": [1], "output_lens": [1], "ttfts": [0.1], "itls": [[0.01]], "errors": ["boom"]}',
+     "all_failed"),
+    ('{"input_lens": [1], "output_lens": [1], "ttfts": [0.1], "itls": [[0.01]], "request_rate": -1}', "bad_rate"),
+])
+def test_vllm_refusals_read_in_the_pages_language(text, why):
+    from lesson.vllm_import import VllmResultError, read_vllm_result
+
+    with pytest.raises(VllmResultError) as err:
+        read_vllm_result(text)
+    assert err.value.params["why"] == why
+    zh, en = remote_error(err.value, "zh"), remote_error(err.value, "en")
+    assert zh.startswith("这个 vLLM 结果文件无法读取：") and en.startswith("This vLLM result file cannot be read: ")
+    english = ("missing", "not JSON", "entries but", "Expecting", "delimiter", "not a number", "failed", "should be",
+               "request_rate is")
+    outside = re.sub(r"`[^`]*`", "", zh)  # the file's own data (field names, values) is inline code
+    assert not [w for w in english if w in outside], zh
+    assert zh != en and "{" not in zh and "{" not in en
+
 
 
 # --- the page ----------------------------------------------------------------------------
@@ -113,7 +190,7 @@ def test_probe_panel_measures_a_streaming_server_and_keeps_the_failed_requests_m
         ["巴", "黎", "。"]
     assert [w.value for w in lab.warning] == [t("zh", "sl_probe_failed", n=1, total=2)]
     markdown = "\n".join(str(m.value) for m in lab.markdown)
-    assert t("zh", "err_probe_cut", request_id="r1", pieces=2) in markdown
+    assert t("zh", "err_probe_cut", request_id="`r1`", pieces=2) in markdown
     assert t("zh", "probe_observed_note") in [i.value for i in lab.info]
     frame = lab.dataframe[0].value
     assert list(frame.columns) == ["指标", "从客户端观测"] and frame.iloc[0, 1] == "1/1"
@@ -134,22 +211,27 @@ def test_probe_bad_url_unreachable_and_disallowed_host_are_messages(lab, monkeyp
     lab.radio(key="sl_source").set_value("jsonl").run()
     _probe(lab, "ftp://127.0.0.1:8000")
     assert not lab.exception
-    assert _errors(lab) == [t("zh", "err_probe_endpoint", endpoint=escape_markdown("ftp://127.0.0.1:8000"))]
+    assert _errors(lab) == [t("zh", "err_probe_endpoint", endpoint="`ftp://127.0.0.1:8000`")]
     _probe(lab, "http://example.com:8000")
-    assert _errors(lab) == [t("zh", "sl_err_probe_host", host=escape_markdown("example.com"),
-                              hosts=escape_markdown("localhost, 127.0.0.1, ::1"))]
+    assert _errors(lab) == [t("zh", "sl_err_probe_host", host="`example.com`",
+                              hosts="`localhost, 127.0.0.1, ::1`")]
     port = free_port()  # nothing listens there
-    _probe(lab, f"http://127.0.0.1:{port}")
+    _probe(lab, f"http://127.0.0.1:{port}/[x](http://evil.example)")
     assert not lab.exception
     errors = _errors(lab)
-    assert len(errors) == 1 and errors[0].startswith("GET /v1/models：连不上") and str(port) in errors[0], errors
+    assert errors == [t("zh", "sl_err_probe_unreachable", request_id="`GET /v1/models`",
+                        endpoint=f"`http://127.0.0.1:{port}/[x](http://evil.example)/v1`",
+                        cause=t("zh", "sl_probe_cause_refused"))], errors
+    assert live_markup(errors[0]) == [] and "Errno" not in errors[0]
+    detail = [e for e in lab.expander if e.label == t("zh", "sl_probe_technical")]
+    assert detail and "Connection refused" in detail[0].code[0].value  # the OS words, labelled as detail
     lab.text_input(key="sl_probe_key_env").set_value("HOME")
     _probe(lab, "http://127.0.0.1:8000")
     assert len(_errors(lab)) == 1 and "PREFILL_DECODE_PROBE_KEY_VARS" in _errors(lab)[0]
     monkeypatch.delenv("VLLM_API_KEY", raising=False)  # a lendable name, but not set on this server
     lab.text_input(key="sl_probe_key_env").set_value("VLLM_API_KEY")
     _probe(lab, "http://127.0.0.1:8000")
-    assert _errors(lab) == [t("zh", "err_probe_api_key_env", name=escape_markdown("VLLM_API_KEY"))]
+    assert _errors(lab) == [t("zh", "err_probe_api_key_env", name="`VLLM_API_KEY`")]
     assert not lab.session_state["sl_probe"]
 
 
@@ -213,8 +295,8 @@ def test_bad_vllm_uploads_are_messages(lab):
     uploader.set_value(("bench.json", b'{"ttfts": [0.1]}', "application/json")).run()
     assert not lab.exception
     errors = _errors(lab)
-    assert len(errors) == 1 and errors[0].startswith("这个 vLLM 结果文件无法读取")
-    assert "input\\_lens" in errors[0]
+    assert errors == [t("zh", "err_vllm_result", reason=t("zh", "sl_vllm_why_missing",
+                                                          fields="`input_lens, output_lens, itls`"))]
     lab.file_uploader(key="sl_vllm_file").set_value(("bench.json", b"\xff\xfe{", "application/json")).run()
     assert _errors(lab) == [t("zh", "sl_vllm_not_text")]
     lab.file_uploader(key="sl_vllm_file").set_value(("bench.json", b" " * 20_000 + b"{}", "application/json")).run()

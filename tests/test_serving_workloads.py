@@ -76,6 +76,35 @@ def test_a_bad_line_is_refused_with_its_number(line, why):
         parse_workload_lines(lines)
     assert str(err.value).startswith("workload line 3: ") and why in str(err.value)
     assert err.value.key == "bad_workload_line" and err.value.params["line"] == 3
+    _has_words_in_both_languages(err.value)
+
+
+def _has_words_in_both_languages(err) -> None:
+    """A page says it from `why` and data fields alone: a template in zh and en, no English in the fields."""
+    from lesson.text import TEXTS, placeholders
+
+    why = err.params["why"]
+    for lang in ("zh", "en"):
+        assert f"sl_wl_why_{why}" in TEXTS[lang]
+    fields = {k: v for k, v in err.params.items() if k not in ("why", "reason", "line")}
+    assert placeholders(TEXTS["zh"][f"sl_wl_why_{why}"]) == set(fields)
+    assert not [v for v in fields.values() if isinstance(v, str) and " " in v.strip(", ")]  # data, not prose
+
+
+def test_a_page_passes_the_caps_it_applies():
+    line = json.dumps({**GOOD, "max_new_tokens": 100})
+    parse_workload_lines([line])  # within the engine's 4096
+    with pytest.raises(WorkloadError) as err:
+        parse_workload_lines([line], max_new_tokens=64)
+    assert err.value.params["why"] == "max_new_tokens_range" and err.value.params["limit"] == 64
+    assert "1..64, got 100" in str(err.value)
+    with pytest.raises(WorkloadError) as err:
+        parse_workload_lines([json.dumps({**GOOD, "prompt_tokens": 300})], max_prompt_tokens=256)
+    assert err.value.params["why"] == "prompt_tokens_range" and err.value.params["limit"] == 256
+    for lines in (["", "  "], [json.dumps(GOOD)] * 513):
+        with pytest.raises(WorkloadError) as err:
+            parse_workload_lines(lines)
+        _has_words_in_both_languages(err.value)
 
 
 def test_the_shipped_example_file_parses():

@@ -142,6 +142,12 @@ def test_broken_files_get_one_clear_message(mutate, words):
         read_vllm_result(json.dumps(data))
     assert words in str(err.value) and "\n" not in str(err.value)
     assert err.value.key == "vllm_result"
+    from lesson.text import TEXTS, placeholders
+
+    why = err.value.params["why"]  # a page words it from `why` and the data fields, in its own language
+    fields = {k for k in err.value.params if k not in ("why", "reason")}
+    for lang in ("zh", "en"):
+        assert placeholders(TEXTS[lang][f"sl_vllm_why_{why}"]) == fields
 
 
 def test_not_json_not_an_object_and_appended_results():

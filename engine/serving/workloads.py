@@ -13,6 +13,10 @@ A workload file has one JSON object per line:
     {"arrival_ms": 0, "prompt": "法国的首都是", "max_new_tokens": 16}
 optional keys: "ignore_eos" (bool), "prompt_tokens" (int, stretch to N tokens),
 "request_id" (str). Blank lines are skipped; a bad line is refused with its number.
+
+Every refusal is a WorkloadError whose `params["why"]` names the failure (not_json,
+unknown_keys, arrival_range, ...) and whose other params hold only data (the line, a
+key, a value, a limit), so a page can say it in any language; `str(err)` is English.
 """
 
 from __future__ import annotations
@@ -68,7 +72,8 @@ def poisson_workload(num_requests: int = 16, rate_per_s: float = 20.0, seed: int
     """Arrivals with exponential gaps (a Poisson process of `rate_per_s`); lengths uniform in the given ranges."""
     if not 1 <= num_requests <= MAX_REQUESTS or not rate_per_s > 0:
         raise WorkloadError("bad_workload", f"need 1..{MAX_REQUESTS} requests and a positive rate, got "
-                                            f"{num_requests} at {rate_per_s}/s", line=0)
+                                            f"{num_requests} at {rate_per_s}/s", line=0, why="poisson_range",
+                            n=num_requests, rate=rate_per_s, limit=MAX_REQUESTS)
     rng, qs, t = random.Random(seed), questions(), 0.0
     out = []
     for i in range(num_requests):
@@ -117,15 +122,19 @@ _REQUIRED = {"arrival_ms": (int, float), "prompt": str, "max_new_tokens": int}
 _OPTIONAL = {"ignore_eos": bool, "prompt_tokens": int, "request_id": str}
 
 
-def parse_workload_lines(lines: list[str]) -> tuple[WorkloadRequest, ...]:
+def parse_workload_lines(lines: list[str], max_new_tokens: int = MAX_NEW_TOKENS,
+                         max_prompt_tokens: int = MAX_PROMPT_TOKENS) -> tuple[WorkloadRequest, ...]:
+    """The requests of a JSON Lines workload, sorted by arrival. A page that enforces lower caps passes
+    them (`max_new_tokens`, `max_prompt_tokens`), so the refusal names the limit it really applies."""
     out = []
     for number, line in enumerate(lines, start=1):
         if line.strip():
-            out.append(_parse_line(line, number))
+            out.append(_parse_line(line, number, max_new_tokens, max_prompt_tokens))
     if not out:
-        raise WorkloadError("bad_workload", "the workload has no requests", line=0)
+        raise WorkloadError("bad_workload", "the workload has no requests", line=0, why="no_requests")
     if len(out) > MAX_REQUESTS:
-        raise WorkloadError("bad_workload", f"the workload has {len(out)} requests; at most {MAX_REQUESTS}", line=0)
+        raise WorkloadError("bad_workload", f"the workload has {len(out)} requests; at most {MAX_REQUESTS}", line=0,
+                            why="too_many", n=len(out), limit=MAX_REQUESTS)
     return tuple(sorted(out, key=lambda r: r.arrival_ms))
 
 
@@ -133,40 +142,48 @@ def load_workload_file(path: str | Path) -> tuple[WorkloadRequest, ...]:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise WorkloadError("bad_workload", f"cannot read workload file {path}: {err}", line=0) from err
+        raise WorkloadError("bad_workload", f"cannot read workload file {path}: {err}", line=0, why="cannot_read",
+                            name=Path(path).name) from err
     return parse_workload_lines(text.splitlines())
 
 
-def _bad(number: int, why: str) -> WorkloadError:
-    return WorkloadError("bad_workload_line", f"workload line {number}: {why}", line=number, reason=why)
+def _bad(number: int, why: str, reason: str, **fields) -> WorkloadError:
+    """`why` names the failure, `fields` carry its data (a key, a value, a limit); `reason` is the English."""
+    return WorkloadError("bad_workload_line", f"workload line {number}: {reason}", line=number, why=why,
+                         reason=reason, **fields)
 
 
-def _parse_line(line: str, number: int) -> WorkloadRequest:
+def _parse_line(line: str, number: int, max_new_tokens: int = MAX_NEW_TOKENS,
+                max_prompt_tokens: int = MAX_PROMPT_TOKENS) -> WorkloadRequest:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as err:
-        raise _bad(number, f"not JSON ({err.msg})") from err
+        raise _bad(number, "not_json", f"not JSON ({err.msg})", column=err.colno) from err
     if not isinstance(data, dict):
-        raise _bad(number, "expected a JSON object")
+        raise _bad(number, "not_object", "expected a JSON object")
     unknown = set(data) - set(_REQUIRED) - set(_OPTIONAL)
     if unknown:
-        raise _bad(number, f"unknown key(s) {', '.join(sorted(unknown))}")
+        keys = ", ".join(sorted(unknown))
+        raise _bad(number, "unknown_keys", f"unknown key(s) {keys}", keys=keys)
     for key, kind in {**_REQUIRED, **_OPTIONAL}.items():
         if key not in data:
             if key in _REQUIRED:
-                raise _bad(number, f"missing {key!r}")
+                raise _bad(number, "missing_key", f"missing {key!r}", field=key)
             continue
         value = data[key]
         if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
-            raise _bad(number, f"{key!r} has the wrong type ({type(value).__name__})")
+            raise _bad(number, "wrong_type", f"{key!r} has the wrong type ({type(value).__name__})", field=key)
     arrival, prompt, max_new = float(data["arrival_ms"]), data["prompt"], data["max_new_tokens"]
     if not math.isfinite(arrival) or not 0 <= arrival <= MAX_ARRIVAL_MS:
-        raise _bad(number, f"arrival_ms must be a number in 0..{MAX_ARRIVAL_MS:.0f}, got {data['arrival_ms']}")
+        raise _bad(number, "arrival_range", f"arrival_ms must be a number in 0..{MAX_ARRIVAL_MS:.0f}, got "
+                   f"{data['arrival_ms']}", value=data["arrival_ms"], limit=f"{MAX_ARRIVAL_MS:.0f}")
     if not prompt.strip():
-        raise _bad(number, "the prompt is empty")
-    if not 1 <= max_new <= MAX_NEW_TOKENS:
-        raise _bad(number, f"max_new_tokens must be 1..{MAX_NEW_TOKENS}, got {max_new}")
+        raise _bad(number, "empty_prompt", "the prompt is empty")
+    if not 1 <= max_new <= max_new_tokens:
+        raise _bad(number, "max_new_tokens_range", f"max_new_tokens must be 1..{max_new_tokens}, got {max_new}",
+                   value=max_new, limit=max_new_tokens)
     stretch = data.get("prompt_tokens", 0)
-    if not 0 <= stretch <= MAX_PROMPT_TOKENS:
-        raise _bad(number, f"prompt_tokens must be 0..{MAX_PROMPT_TOKENS}, got {stretch}")
+    if not 0 <= stretch <= max_prompt_tokens:
+        raise _bad(number, "prompt_tokens_range", f"prompt_tokens must be 0..{max_prompt_tokens}, got {stretch}",
+                   value=stretch, limit=max_prompt_tokens)
     return WorkloadRequest(arrival, prompt, max_new, data.get("ignore_eos", False), stretch, data.get("request_id", ""))

@@ -124,12 +124,20 @@ def run_kind(run: ServingRun) -> str:
     return "vllm" if is_vllm_import(run) else "probe"
 
 
+def scenario_label(lang: str, name: str) -> str:
+    """A scenario's name in `lang` ("sl_scn_name_<id>"); an id without one (a file's name) as it is."""
+    from ..text import TEXTS
+
+    key = "sl_scn_name_" + name.replace("-", "_")
+    return t(lang, key) if key in TEXTS["en"] else name
+
+
 def gantt_subtitle(run: ServingRun, lang: str) -> str:
     """What the times are, truthfully per kind of run."""
     from ..vllm_import import arrivals_placed
 
     kind = run_kind(run)
-    params = {"n": len(run.requests), "scenario": run.scenario, "model": run.model.model_id,
+    params = {"n": len(run.requests), "scenario": scenario_label(lang, run.scenario), "model": run.model.model_id,
               "device": run.model.device}
     if kind == "vllm":
         return t(lang, "sv_gantt_subtitle_vllm_placed" if arrivals_placed(run) else "sv_gantt_subtitle_vllm", **params)
