@@ -412,3 +412,14 @@ def test_the_gantt_subtitle_is_truthful_per_kind_of_run():
         from lesson.text import t
 
         assert run_label(probe_like, lang) == t(lang, "sv_policy_observed")
+
+
+def test_the_metric_table_names_its_scenario_in_the_page_language(runs):
+    import dataclasses
+
+    from lesson.text import t
+
+    run = dataclasses.replace(runs["prefill-first"], scenario="long-prompt-during-chats")
+    for lang in ("zh", "en"):
+        words = all_text(parse(render_serving_metrics([run], lang=lang)))
+        assert t(lang, "sl_scn_name_long_prompt_during_chats") in words and "long-prompt-during-chats" not in words

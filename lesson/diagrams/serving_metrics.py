@@ -20,6 +20,7 @@ from ..strings import check_lang
 from ..style import DEFAULT_STYLE, Style
 from ..text import t
 from ._common import add_title, header, new_drawing, notes, notes_height, text, to_string
+from .serving_gantt import scenario_label
 
 PAD, ROW_H, CELL_PAD, GROUP_GAP = 32, 26, 14, 24
 BEST_FILL = "#dcfce7"
@@ -48,7 +49,8 @@ def render_serving_metrics(runs: Sequence[ServingRun], *, lang: str = "zh", styl
     height = bottom + 20 + notes_height(style, lines, width - 2 * PAD) + 24
     title = t(lang, "sv_table_title")
     dwg = new_drawing(width, height, style, "serving-metrics", title)
-    header(dwg, style, title, t(lang, "sv_table_subtitle", scenario=first.scenario, n=first.metrics.num_requests))
+    header(dwg, style, title, t(lang, "sv_table_subtitle", scenario=scenario_label(lang, first.scenario),
+                                n=first.metrics.num_requests))
     bests = [best_columns(row, runs) for row in METRIC_ROWS]
     for k, group in enumerate(groups):
         _table(dwg, style, lang, head, rows, bests, widths, (0, *group), top + k * (table_h + GROUP_GAP), row_h)
