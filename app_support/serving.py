@@ -199,7 +199,7 @@ def serving_error(err: BaseException, lang: str) -> str:
     """A message in the page's language for anything a run can refuse; never a traceback."""
     key = getattr(err, "key", None)
     raw = getattr(err, "params", None) or {}
-    params = {k: escape_markdown(str(v)[:200]) for k, v in raw.items()}
+    params = {k: serving_remote.data_field(v) for k, v in raw.items()}  # a typed id stays text, never a link
     if isinstance(err, CapError):
         return t(lang, key, **params)
     if key == "bad_workload_line":
@@ -209,7 +209,7 @@ def serving_error(err: BaseException, lang: str) -> str:
     if key in ("never_fits", "prompt_too_long", "bad_workload", "bad_workload_line", "serve_timeout",
                "bad_serve_setting", "empty_prompt", "unknown_scenario", "worker_failed", "worker_timeout",
                "serving_sliding_window"):
-        return t(lang, f"sl_err_{key}", **params, detail=escape_markdown(str(err)[:300]))
+        return t(lang, f"sl_err_{key}", **params, detail=serving_remote.code_span(err))  # technical detail, as code
     return t(lang, "err_internal", kind=escape_markdown(type(err).__name__))
 
 

@@ -183,7 +183,7 @@ def remote_error(err: BaseException, lang: str) -> str:
     if key in PROBE_KEYS:
         return t(lang, f"err_{key}", **params)
     if key == "bad_probe_setting":
-        return t(lang, "sl_err_bad_probe_setting", detail=escape_markdown(str(err)[:300]))
+        return t(lang, "sl_err_bad_probe_setting", detail=code_span(err))  # technical detail, as code
     from .serving import serving_error
 
     return serving_error(err, lang)

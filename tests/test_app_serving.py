@@ -4,9 +4,9 @@ engine's refusals into a message in the page's language."""
 
 from __future__ import annotations
 
-import pytest
-
 import re
+
+import pytest
 
 from app_support.serving import SCENARIO_CHOICES, CapError, ServingCaps, check_caps, custom_workload, serving_error
 from lesson.text import t
@@ -50,7 +50,8 @@ def test_engine_refusals_read_in_both_languages():
 
     err = InputError("never_fits", "request r4 can never fit", request_id="r4<b>", need=65, num_blocks=1)
     zh, en = serving_error(err, "zh"), serving_error(err, "en")
-    assert "65" in zh and "永远放不下" in zh and "can never fit" in en and "<b>" not in en
+    assert "65" in zh and "永远放不下" in zh and "can never fit" in en
+    assert "`r4<b>`" in en and en.count("<b>") == 1  # the typed id as inline code: shown as text, never markup
     assert serving_error(RuntimeError("boom"), "en") == t("en", "err_internal", kind="RuntimeError")
 
 
@@ -172,7 +173,9 @@ def test_every_refusal_of_the_serving_engine_has_words_not_the_internal_error(ke
     from engine.errors import InputError
 
     words = serving_error(InputError(key, "the engine's own detail <b>x</b>"), lang)
-    assert words != t(lang, "err_internal", kind="InputError") and "{" not in words and "<b>" not in words
+    assert words != t(lang, "err_internal", kind="InputError") and "{" not in words
+    bare = re.sub(r"(`+).*?\1", "", words)  # what is left outside inline code (shown as text, never markup)
+    assert "<b>" not in bare
 
 
 # --- the page in one language (QA pass: no English, no raw ids, a quiet log) ----------------
