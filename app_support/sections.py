@@ -207,7 +207,7 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
                         disabled=lm is None or effective is None)
     clicked = clicked or (st.session_state.run_requested and lm is not None and effective is not None)
     st.session_state.run_requested = False
-    result = st.container(border=True)
+    result = st.container(border=True, key="result_box")
     ran = False  # a new run drew its own answer; otherwise the box shows the run the figures show
     if clicked and effective is not None:
         with result, error_boundary(lang):
@@ -517,16 +517,34 @@ def _replay_box(lang: str, shown: RequestTrace, total: int) -> None:
 
 
 def replay_tick() -> None:
-    """Last on the page: while a replay runs, wait for its next token's time, then draw the page again."""
+    """Last on the page: while a replay runs, note when its next pass is due and start the timer
+    (_replay_timer) that draws the page again then.
+
+    Not st.rerun() at the end of each run: Streamlit removes what an earlier run drew and a later
+    one did not only when a run ends without a rerun, so a replay drawn by reruns kept the finished
+    run's banner, a second summary and the start button on screen for its whole length."""
     ss = st.session_state
     if ss.get("replay_shown") is None or ss.replay_from is None or ss.trace_json is None:
         return
     times = replay_times_s(RequestTrace.from_json(ss.trace_json), ss.replay_pace)
     elapsed = time.time() - ss.replay_from
     upcoming = [when for when in (*times, times[-1] + REPLAY_HOLD_S + 0.05) if when > elapsed]
-    wait = (upcoming[0] if upcoming else 0.0) - elapsed
-    time.sleep(min(max(wait, 0.0), 1.0))
-    st.rerun()
+    ss.replay_due_at = ss.replay_from + (upcoming[0] if upcoming else elapsed)
+    _replay_timer()
+
+
+REPLAY_TIMER_S = 0.1  # how often the browser asks whether the replay's next pass is due
+
+
+@st.fragment(run_every=REPLAY_TIMER_S)
+def _replay_timer() -> None:
+    """Runs with the page (the next pass is not due yet: nothing to do), then every REPLAY_TIMER_S
+    on its own; once the next pass is due, the whole page is drawn again. The page stops calling
+    it when the replay ends, and Streamlit then stops its timer."""
+    ss = st.session_state
+    if ss.get("replay_from") is not None and time.time() >= ss.get("replay_due_at", float("inf")):
+        ss.replay_due_at = float("inf")  # one redraw per pass, however many ticks land before it starts
+        st.rerun()
 
 
 # ---------------------------------------------------------------------------

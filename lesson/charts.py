@@ -47,7 +47,7 @@ def _font_layout(style: Style, classroom: bool) -> dict:
     axis = dict(tickfont=dict(size=size), title_font=dict(size=size))  # a page theme sets these per axis
     return {"font": dict(family=style.font_family, size=size), "title_font_size": round(size * 1.3),
             "hoverlabel": dict(font_size=size), "legend_font_size": size,
-            "xaxis": {**axis, "nticks": 6, "tickangle": 0}, "yaxis": axis}  # big ticks: fewer, level
+            "xaxis": axis, "yaxis": axis}
 
 
 def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None,
@@ -104,12 +104,51 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
     fig.update_layout(title=label(table, "lat_title"), yaxis_title=f"{label(table, 'lat_axis_y')} (ms)",
                       xaxis_title=label(table, "lat_axis_x"), **_font_layout(style, classroom),
                       plot_bgcolor=style.paper, barmode="stack", bargap=0.3, showlegend=True,
-                      height=620 if classroom else 500,
-                      margin=dict(t=110 if classroom else 90, r=170 if classroom else 130),
-                      legend=dict(orientation="h", yanchor="top", y=-0.28 if classroom else -0.22, xanchor="left", x=0))
+                      height=PLOT_PX[classroom] + LATENCY_MARGIN_PX[classroom]["t"] + LATENCY_MARGIN_PX[classroom]["b"],
+                      margin=dict(LATENCY_MARGIN_PX[classroom], r=170 if classroom else 130),
+                      # The legend hangs from the figure's own bottom edge (container coordinates), under a
+                      # bottom margin sized for the level tick labels, the axis title and two legend rows:
+                      # a paper-relative y would slide into the axis title as the plot's height changes.
+                      legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, xanchor="left", x=0))
+    _level_pass_ticks(fig, (full or trace), table, classroom)
     if full is not None:
         _fix_axes(fig, full, table, max([p.total_ms for p in full.latency_parts()] + list(full.metrics.itl_ms)))
     return fig
+
+
+# Top: the title and the TTFT note. Bottom: one row of level tick labels, the axis title, then up to
+# two legend rows (the classroom's 21 px legend wraps to two rows in a narrow column).
+LATENCY_MARGIN_PX = {False: {"t": 90, "b": 130}, True: {"t": 110, "b": 200}}
+MAX_PASS_TICKS = {False: 8, True: 4}  # level labels "第 128 次" fit side by side in a ~450 px wide plot
+
+
+def pass_tick_numbers(num_passes: int, classroom: bool = False) -> list[int]:
+    """Which passes (1-based) get an x tick label: all when few, else pass 1 and every k-th pass
+    (k = 2, 5, 10, 20, 25, 50, 100, ...), at most MAX_PASS_TICKS of them, so the labels stay level
+    (plotly stands crowded labels on end, and upright labels ran into the axis title and legend)."""
+    for step in _nice_steps():
+        # pass 1, then the multiples of `step` not crowding it ("1, 4, 6, 8", not "1, 2, 4, 6")
+        ticks = [1] + [n for n in range(step, num_passes + 1, step) if n - 1 >= 0.75 * step]
+        if len(ticks) <= MAX_PASS_TICKS[classroom]:
+            return ticks
+    raise AssertionError("unreachable: the steps grow without bound")
+
+
+def _nice_steps():
+    """1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, ..."""
+    magnitude = 1
+    while True:
+        yield from (magnitude, 2 * magnitude, 5 * magnitude) if magnitude < 10 else \
+            (magnitude, 2 * magnitude, 25 * magnitude // 10, 5 * magnitude)
+        magnitude *= 10
+
+
+def _level_pass_ticks(fig: go.Figure, trace: RequestTrace, table: dict, classroom: bool) -> None:
+    """Label only pass_tick_numbers(...) of the x axis, level; the axis title clears them."""
+    names = _pass_names(trace, table)
+    shown = [names[n - 1] for n in pass_tick_numbers(len(names), classroom)]
+    fig.update_xaxes(tickmode="array", tickvals=shown, ticktext=shown, tickangle=0, automargin=True,
+                     title_standoff=12)
 
 
 PLOT_PX = {False: 300, True: 380}  # about how tall the latency chart's plot area is, in px
@@ -155,6 +194,7 @@ def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None 
     fig.update_layout(barmode="stack", title=label(table, "kv_title"), yaxis_title=f"{label(table, 'kv_axis_y')} (B)",
                       xaxis_title=label(table, "kv_axis_x"), **_font_layout(style, classroom),
                       plot_bgcolor=style.paper, showlegend=trace.model.num_layers <= 12)
+    _level_pass_ticks(fig, (full or trace), table, classroom)
     if full is not None:
         _fix_axes(fig, full, table, max(s.kv_bytes for s in full.steps))
     return fig

@@ -620,11 +620,13 @@ MODES_MAX_NEW_TOKENS = 64  # per mode: a few seconds for every mode together on 
 
 
 def engine_caption(trace: RequestTrace, lang: str) -> str:
-    """"Engine: eager · attention kernel: Prefill flash, Decode flash" ("n/a" for an older trace)."""
+    """"Engine: eager · attention kernel: Prefill flash, Decode flash" ("n/a" for an older trace;
+    "no Decode step" for a one-token answer)."""
     from lesson.diagrams.modes import step_kernels, kernel_words
 
     prefill = trace.prefill
-    kernels = kernel_words(lang, prefill.attention_kernel if prefill else "", step_kernels(trace.decode_steps))
+    kernels = kernel_words(lang, prefill.attention_kernel if prefill else "", step_kernels(trace.decode_steps),
+                           decode_ran=bool(trace.decode_steps))
     return t(lang, "modes_engine_caption", mode=trace.engine_mode, kernels=kernels)
 
 

@@ -4,7 +4,9 @@ Input is an `engine.compare.CacheComparison` (plain values). Two panels share th
 x axis (one slot per pass): measured ms on top, cost-model FLOPs below; in each slot
 the cache-off bar stands left of the cache-on bar. Each bar carries data-step,
 data-mode ("off" / "on") and data-value, so tests check the picture against the numbers.
-Past MAX_SLOTS passes, slots are drawn for evenly spread passes (first and last kept).
+Past MAX_SLOTS passes, slots are drawn for evenly spread passes (first and last kept), and a
+note says so. The x axis' title matches its ticks: "P = Prefill" under P, D1, D2 ..., "step 1
+is the Prefill" under pass numbers.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from dataclasses import dataclass
 
 from ..layout import LinearScale, nice_ticks, sample_indices, text_width
 from ..strings import label, strings_for
+from ..text import t as text_for
+from .kv_growth import sampled_note
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_count, fmt_ms
 from ._common import (
@@ -104,16 +108,29 @@ def _draw_panel(dwg, panel: Panel, comparison, style: Style, table: dict, picks)
             flops=fmt_count(int((comparison.off_flops if bar.mode == "off" else comparison.on_flops)[bar.step])),
             positions=positions)))
     dwg.add(group)
-    max_named, max_ticks = 16, 12
-    if style.fitted:  # big tick labels: name fewer bars, number fewer ticks
-        max_named = int((right - left) / len(picks) // (text_width("D99", style.tiny_size) + 6))
-        max_ticks = min(12, int((right - left) // (text_width("9999", style.tiny_size) + 12)))
+    max_named, max_ticks = _tick_limits(right - left, len(picks), style)
     for position, t in enumerate(picks):
         tick = pass_tick(t, "prefill" if t == 0 else "decode", position, len(picks), table, max_named, max_ticks)
         if tick:
             x = left + (right - left) / len(picks) * (position + 0.5)
             dwg.add(text(dwg, tick, x, panel.bottom + 5 + style.tiny_size, size=style.tiny_size, fill=style.muted_ink,
                          anchor="middle", class_="tick-label"))
+
+
+def _tick_limits(plot_w: float, num_slots: int, style: Style) -> tuple[int, int]:
+    """(max_named, max_ticks) for pass_tick: big tick labels (classroom) name fewer bars, number fewer ticks."""
+    if not style.fitted:
+        return 16, 12
+    return (int(plot_w / num_slots // (text_width("D99", style.tiny_size) + 6)),
+            min(12, int(plot_w // (text_width("9999", style.tiny_size) + 12))))
+
+
+def step_axis_label(num_slots: int, plot_w: float, style: Style, lang: str) -> str:
+    """The x axis' title, in the words its ticks use: "P = Prefill" under named ticks (P, D1, D2 ...),
+    "step 1 is the Prefill" under numbered ones (1, 3, 5 ... past pass_tick's max_named)."""
+    if num_slots <= _tick_limits(plot_w, num_slots, style)[0]:
+        return label(strings_for(lang), "cc_step_axis")
+    return text_for(lang, "cc_step_axis_numbered")
 
 
 def _color(mode: str, style: Style) -> str:
@@ -131,7 +148,8 @@ def render_cache_compare(comparison, *, lang: str = "zh", style: Style | None = 
     time_panel, flops_panel, picks = compare_layout(comparison, style, len(lines))
     total = label(table, "cc_total", off_ms=fmt_ms(comparison.off_total_ms), on_ms=fmt_ms(comparison.on_total_ms),
                   off_flops=fmt_count(int(comparison.off_total_flops)), on_flops=fmt_count(int(comparison.on_total_flops)))
-    lines = [total, label(table, "cc_note")]
+    sampled = sampled_note(len(picks), comparison.num_steps, lang)  # "48 of the 128 passes are drawn ..."
+    lines = [total, label(table, "cc_note")] + ([sampled] if sampled else [])
     axis_y = flops_panel.bottom + 36 + 2 * max(0, style.small_size - 13)
     height = max(flops_panel.bottom + 110, axis_y + 8 + notes_height(style, lines, width - 2 * PAD) + 24)
     dwg = new_drawing(width, height, style, "cache-compare", label(table, "cc_title"))
@@ -140,7 +158,8 @@ def render_cache_compare(comparison, *, lang: str = "zh", style: Style | None = 
     legend_block(dwg, style, legend, PAD, 108, width - PAD)
     for panel in (time_panel, flops_panel):
         _draw_panel(dwg, panel, comparison, style, table, picks)
-    dwg.add(text(dwg, label(table, "cc_step_axis"), time_panel.left, axis_y,
-                 size=style.small_size, fill=style.muted_ink, weight="bold", class_="axis-label"))
+    axis_words = step_axis_label(len(picks), time_panel.right - time_panel.left, style, lang)
+    dwg.add(text(dwg, axis_words, time_panel.left, axis_y, size=style.small_size, fill=style.muted_ink, weight="bold",
+                 class_="axis-label"))
     notes(dwg, style, lines, PAD, axis_y + 8, width - 2 * PAD)
     return to_string(dwg)

@@ -11,7 +11,8 @@ as if they agreed.
 
 Each bar carries data-bytes (the measured `kv_bytes`) and each layer segment
 its own data-bytes, so tests check the picture against the trace.
-Past MAX_BARS passes, bars are drawn for evenly spread passes (first and last kept).
+Past MAX_BARS passes, bars are drawn for evenly spread passes (first and last kept),
+and a note under the x axis says how many of how many are drawn.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ from itertools import groupby
 from engine.trace import ModelInfo, RequestTrace
 
 from ..layout import LinearScale, Run, byte_ticks, group_layers, sample_indices, text_width, wrap_text
-from ..strings import label, strings_for
+from ..strings import STRINGS, label, strings_for
+from ..text import t
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int
 from ._common import add_title, header, new_drawing, notes, notes_height, pass_tick, text, to_string
@@ -90,6 +92,7 @@ class KvLayout:
     decode_note: str | None  # None for a run of one pass
     line_h: float = FORMULA_LINE_H  # the formula box's line height
     legend_y: float = -1.0  # the layer legend (swatches) and the stack note under the x axis
+    sampled_note: str | None = None  # "48 of 128 passes drawn ..." when the bars are a sample
 
     @property
     def plot_w(self) -> float:
@@ -151,11 +154,26 @@ def kv_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE,
     num_slots = len(full.steps) if full is not None and len(full.steps) <= MAX_BARS else len(picks)
     y, bars = _bars(trace, picks, ticks, left, top, bottom, table, num_slots, style)
     width = right + PAD
+    sampled = sampled_note(len(picks), len(trace.steps), _lang_of(table))
     legend_y = bottom + 50 + 2 * max(0, style.small_size - 13) + style.small_size * 1.7
+    if sampled:  # its own line(s) under the x axis label, above the layer legend
+        legend_y += notes_height(style, [sampled], width - 2 * PAD)
     stack_note = notes_height(style, [label(table, "kv_stack_legend")], width - 2 * PAD)
     return KvLayout(width, legend_y + stack_note + 30, left, top, bottom, right, bars,
-                    tuple((y(t), fmt_bytes(int(t))) for t in ticks), y(trace.steps[0].kv_bytes),
-                    formula_lines, prefill_note, _decode_note(kv, table), line_h, legend_y)
+                    tuple((y(v), fmt_bytes(int(v))) for v in ticks), y(trace.steps[0].kv_bytes),
+                    formula_lines, prefill_note, _decode_note(kv, table), line_h, legend_y, sampled)
+
+
+def sampled_note(num_drawn: int, num_passes: int, lang: str) -> str | None:
+    """"48 of the 128 passes are drawn ..." when a figure samples its passes; None when it draws them all."""
+    if num_drawn >= num_passes:
+        return None
+    return t(lang, "fig_sampled_passes", drawn=fmt_int(num_drawn), total=fmt_int(num_passes))
+
+
+def _lang_of(table: dict) -> str:
+    """The language of a label table from lesson.strings (the figure's text keys live in lesson.text)."""
+    return next((lang for lang, words in STRINGS.items() if words is table), "zh")
 
 
 def _bars(trace: RequestTrace, picks, ticks, left: float, top: float, bottom: float,
@@ -290,9 +308,15 @@ def _draw_axes(dwg, layout: KvLayout, style: Style, table: dict) -> None:
                      class_="tick-label"))
     dwg.add(text(dwg, label(table, "kv_axis_y"), PAD, layout.top - 20, size=style.small_size,
                  fill=style.muted_ink, weight="bold", class_="axis-label"))
-    dwg.add(text(dwg, label(table, "kv_axis_x"), layout.left, layout.bottom + 44 + 2 * max(0, style.small_size - 13),
-                 size=style.small_size,
+    axis_y = layout.bottom + 44 + 2 * max(0, style.small_size - 13)
+    dwg.add(text(dwg, label(table, "kv_axis_x"), layout.left, axis_y, size=style.small_size,
                  fill=style.muted_ink, weight="bold", class_="axis-label"))
+    if layout.sampled_note:  # the axis numbers run 1..N, but not every pass has a bar: say so
+        line_y = axis_y + 4
+        for line in wrap_text(layout.sampled_note, layout.width - 2 * PAD, style.small_size):
+            line_y += style.small_size * 1.45  # as notes(): their height is what kv_layout made room for
+            dwg.add(text(dwg, line, PAD, line_y, size=style.small_size, fill=style.muted_ink,
+                         class_="note sampled-note"))
 
 
 def _draw_notes(dwg, layout: KvLayout, style: Style, table: dict) -> None:

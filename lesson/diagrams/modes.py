@@ -94,9 +94,12 @@ def mode_summaries(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] 
     return rows
 
 
-def kernel_words(lang: str, prefill_kernel: str, decode_kernel: str) -> str:
-    """"attention kernel: Prefill flash, Decode flash" ("n/a" for a trace that does not say)."""
+def kernel_words(lang: str, prefill_kernel: str, decode_kernel: str, decode_ran: bool = True) -> str:
+    """"attention kernel: Prefill flash, Decode flash" ("n/a" for a trace that does not say);
+    "attention kernel: Prefill flash (no Decode step)" when no Decode step ran (a one-token answer)."""
     na = t(lang, "modes_kernel_na")
+    if not decode_ran and not decode_kernel:
+        return t(lang, "modes_kernels_no_decode", prefill=prefill_kernel or na)
     return t(lang, "modes_kernels", prefill=prefill_kernel or na, decode=decode_kernel or na)
 
 
