@@ -661,7 +661,8 @@ def modes_table(rows, lang: str) -> list[dict]:
             t(lang, "modes_col_prefill"): format_ms(row.prefill_ms),
             t(lang, "modes_col_decode"): format_ms(row.median_ms),
             t(lang, "modes_col_floor"): f"{row.vs_floor:,.1f}×" if row.vs_floor else "—",
-            t(lang, "modes_col_kernels"): f"{row.prefill_kernel or na} / {row.decode_kernel or na}",
+            t(lang, "modes_col_kernels"): f"{row.prefill_kernel or na} / "
+                                          f"{row.decode_kernel or (na if row.decode_ms else '—')}",
             t(lang, "modes_col_setup"): format_ms(row.setup_ms) if row.setup_ms >= 0.05 else "—",
             t(lang, "modes_col_same"): "—" if row.asked == "eager" else same[row.same_tokens],
         })

@@ -147,3 +147,11 @@ def test_a_straggler_sits_at_the_edge_instead_of_squashing_every_bar():
     assert "40.0 ms" in " ".join(fig.data[1].hovertext)  # the true time, on hover
     calm = parse(render_modes(_runs(), floors_ms=FLOORS, lang="en"))
     assert not with_class(calm, "off-scale") and "beyond the axis" not in all_text(calm)
+
+
+def test_a_one_token_run_says_no_decode_step_ran_not_that_it_went_unrecorded():
+    from lesson.diagrams.modes import row_detail
+
+    one = _run("eager", ())
+    words = row_detail(mode_summaries({"eager": one})[0], "en")
+    assert "no Decode step" in words and "n/a" not in words

@@ -130,7 +130,7 @@ def row_title(row: ModeSummary, lang: str) -> str:
 def row_detail(row: ModeSummary, lang: str) -> str:
     """"Prefill 5.0 ms · attention kernel: Prefill flash, Decode flash · same tokens as eager ✓"."""
     parts = [t(lang, "modes_prefill_ms", ms=fmt_ms(row.prefill_ms)) if row.prefill_ms is not None else "",
-             kernel_words(lang, row.prefill_kernel, row.decode_kernel)]
+             kernel_words(lang, row.prefill_kernel, row.decode_kernel, decode_ran=bool(row.decode_ms))]
     if row.same_tokens is not None and row.asked != "eager":
         parts.append(t(lang, "modes_same_tokens" if row.same_tokens else "modes_other_tokens"))
     return " · ".join(p for p in parts if p)
