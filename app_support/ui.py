@@ -37,6 +37,8 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
   /* Streamlit centres an image: a wider one would spill off the left edge, out of scroll's reach. */
   [class*="st-key-figure-"] * { align-items: flex-start !important; justify-content: flex-start !important; }
 }
+/* A phone's scrollbars are hidden until touched: a line under each figure says it scrolls. */
+@media (min-width: 721px) { [class*="st-key-scrollhint-"] { display: none !important; } }
 </style>
 """
 
@@ -98,6 +100,8 @@ def svg_figure(name: str, svg: str, lang: str, caption: str | None = None, *, al
     """
     with st.container(key=f"figure-{name}"):  # the box that scrolls sideways on a phone (BASE_CSS)
         st.image(svg, width="stretch", alt=alt)
+    with st.container(key=f"scrollhint-{name}"):  # shown only on a phone, where the box scrolls (BASE_CSS)
+        st.caption(t(lang, "figure_scroll_hint"))
     if caption:
         st.caption(caption)
     left, right = st.columns([1, 2], vertical_alignment="center")

@@ -91,6 +91,8 @@ def test_classroom_figures_on_a_projector_are_at_least_body_text_with_aa_contras
         reveal_figures(page)
         body_px = page.evaluate(BODY_PX_JS)
         assert body_px and body_px >= 19, body_px  # classroom body text (about 20 px, 19.3 at 1024)
+        hints = page.locator('[class*="st-key-scrollhint-"]')
+        assert hints.count() >= 7 and not hints.first.is_visible()  # the swipe hint is for phones only
         figures = page.evaluate(FIGURES_JS)
         assert len(figures) >= 7, [f["name"] for f in figures]
         report = []
@@ -149,6 +151,9 @@ def test_phone_figures_keep_their_size_and_scroll_sideways(browser, server_url):
         name = figures[0]["name"]
         page.evaluate(f"() => document.querySelector('.{name}').scrollLeft = 200")
         assert page.evaluate(f"() => document.querySelector('.{name}').scrollLeft") > 0  # it really scrolls
+        hints = page.locator('[class*="st-key-scrollhint-"]')
+        assert hints.count() >= 7 and hints.first.is_visible()  # a phone hides scrollbars: the line says it scrolls
+        assert "左右滑动" in hints.first.inner_text()
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(ARTIFACTS / "phone_390x844.png"))
     finally:

@@ -83,6 +83,7 @@ TEXT: dict = {
     "data_title": "Step-by-step data (one row per forward pass)",
     "download_json": "Download the trace (JSON)",
     "download_csv": "Download the step table (CSV)",
+    "figure_scroll_hint": "← Swipe sideways to see the whole figure →",
     "download_svg": "Download SVG",
     "raw_svg": "View the raw SVG",
     "reset_defaults": "Reset to the lesson's defaults",

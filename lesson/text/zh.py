@@ -78,6 +78,7 @@ TEXT: dict = {
     "data_title": "逐步数据（每行一次前向计算）",
     "download_json": "下载 Trace（JSON）",
     "download_csv": "下载逐步表格（CSV）",
+    "figure_scroll_hint": "← 左右滑动，查看整幅图 →",
     "download_svg": "下载 SVG",
     "raw_svg": "查看原始 SVG",
     "reset_defaults": "恢复本课默认设置",
