@@ -199,5 +199,5 @@ def test_the_new_labels_have_the_same_fields_in_zh_and_en():
         return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
     keys = [k for k in ZH if k.startswith(("cc_", "att_"))]
-    assert len(keys) == 18 and set(keys) <= set(EN)
+    assert len(keys) == 19 and set(keys) <= set(EN)
     assert all(fields(ZH[k]) == fields(EN[k]) for k in keys)

@@ -136,7 +136,7 @@ def test_kv_growth_says_when_it_draws_a_sample_of_the_passes(lang, style):
     root = ET.fromstring(render_kv_growth(long_run, lang=lang, style=style))
     assert len(with_class(root, "kv-bar")) == MAX_BARS < 128
     note = " ".join(words(e) for e in with_class(root, "sampled-note"))
-    expected = t(lang, "fig_sampled_passes", drawn=MAX_BARS, total=128)
+    expected = label(STRINGS[lang], "fig_sampled_passes", drawn=MAX_BARS, total=128)
     assert re.sub(r"\s+", "", note) == re.sub(r"\s+", "", expected)
     assert "48" in note and "128" in note
     layout = kv_layout(long_run, STRINGS[lang], style)
@@ -150,9 +150,9 @@ def test_kv_growth_says_when_it_draws_a_sample_of_the_passes(lang, style):
 def test_cache_compare_says_when_it_draws_a_sample_of_the_passes(lang):
     sampled = " ".join(words(e) for e in ET.fromstring(render_cache_compare(fake_comparison(200), lang=lang)).iter()
                        if "note" in (e.get("class") or "").split())
-    assert re.sub(r"\s+", "", t(lang, "fig_sampled_passes", drawn=MAX_SLOTS, total=200)) in re.sub(r"\s+", "", sampled)
+    assert re.sub(r"\s+", "", label(STRINGS[lang], "fig_sampled_passes", drawn=MAX_SLOTS, total=200)) in re.sub(r"\s+", "", sampled)
     whole = ET.fromstring(render_cache_compare(fake_comparison(30), lang=lang))
-    assert t(lang, "fig_sampled_passes", drawn=30, total=30)[:6] not in "".join(whole.itertext())
+    assert label(STRINGS[lang], "fig_sampled_passes", drawn=30, total=30)[:6] not in "".join(whole.itertext())
 
 
 # ---- 3. a one-token answer ran no Decode step ----
@@ -178,7 +178,7 @@ def test_a_one_token_answer_says_no_decode_step_ran():
 
 def _step_axis(root, lang: str):
     table = STRINGS[lang]
-    named, numbered = label(table, "cc_step_axis"), t(lang, "cc_step_axis_numbered")
+    named, numbered = label(table, "cc_step_axis"), label(table, "cc_step_axis_numbered")
     (title,) = [e for e in with_class(root, "axis-label") if words(e) in (named, numbered)]
     return words(title), named, numbered
 

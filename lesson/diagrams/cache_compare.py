@@ -15,7 +15,6 @@ from dataclasses import dataclass
 
 from ..layout import LinearScale, nice_ticks, sample_indices, text_width
 from ..strings import label, strings_for
-from ..text import t as text_for
 from .kv_growth import sampled_note
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_count, fmt_ms
@@ -130,7 +129,7 @@ def step_axis_label(num_slots: int, plot_w: float, style: Style, lang: str) -> s
     "step 1 is the Prefill" under numbered ones (1, 3, 5 ... past pass_tick's max_named)."""
     if num_slots <= _tick_limits(plot_w, num_slots, style)[0]:
         return label(strings_for(lang), "cc_step_axis")
-    return text_for(lang, "cc_step_axis_numbered")
+    return label(strings_for(lang), "cc_step_axis_numbered")
 
 
 def _color(mode: str, style: Style) -> str:
@@ -148,7 +147,7 @@ def render_cache_compare(comparison, *, lang: str = "zh", style: Style | None = 
     time_panel, flops_panel, picks = compare_layout(comparison, style, len(lines))
     total = label(table, "cc_total", off_ms=fmt_ms(comparison.off_total_ms), on_ms=fmt_ms(comparison.on_total_ms),
                   off_flops=fmt_count(int(comparison.off_total_flops)), on_flops=fmt_count(int(comparison.on_total_flops)))
-    sampled = sampled_note(len(picks), comparison.num_steps, lang)  # "48 of the 128 passes are drawn ..."
+    sampled = sampled_note(len(picks), comparison.num_steps, table)  # "48 of the 128 passes are drawn ..."
     lines = [total, label(table, "cc_note")] + ([sampled] if sampled else [])
     axis_y = flops_panel.bottom + 36 + 2 * max(0, style.small_size - 13)
     height = max(flops_panel.bottom + 110, axis_y + 8 + notes_height(style, lines, width - 2 * PAD) + 24)

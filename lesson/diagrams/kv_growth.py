@@ -23,8 +23,7 @@ from itertools import groupby
 from engine.trace import ModelInfo, RequestTrace
 
 from ..layout import LinearScale, Run, byte_ticks, group_layers, sample_indices, text_width, wrap_text
-from ..strings import STRINGS, label, strings_for
-from ..text import t
+from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int
 from ._common import add_title, header, new_drawing, notes, notes_height, pass_tick, text, to_string
@@ -154,7 +153,7 @@ def kv_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE,
     num_slots = len(full.steps) if full is not None and len(full.steps) <= MAX_BARS else len(picks)
     y, bars = _bars(trace, picks, ticks, left, top, bottom, table, num_slots, style)
     width = right + PAD
-    sampled = sampled_note(len(picks), len(trace.steps), _lang_of(table))
+    sampled = sampled_note(len(picks), len(trace.steps), table)
     legend_y = bottom + 50 + 2 * max(0, style.small_size - 13) + style.small_size * 1.7
     if sampled:  # its own line(s) under the x axis label, above the layer legend
         legend_y += notes_height(style, [sampled], width - 2 * PAD)
@@ -164,16 +163,12 @@ def kv_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE,
                     formula_lines, prefill_note, _decode_note(kv, table), line_h, legend_y, sampled)
 
 
-def sampled_note(num_drawn: int, num_passes: int, lang: str) -> str | None:
+def sampled_note(num_drawn: int, num_passes: int, table: dict) -> str | None:
     """"48 of the 128 passes are drawn ..." when a figure samples its passes; None when it draws them all."""
     if num_drawn >= num_passes:
         return None
-    return t(lang, "fig_sampled_passes", drawn=fmt_int(num_drawn), total=fmt_int(num_passes))
+    return label(table, "fig_sampled_passes", drawn=fmt_int(num_drawn), total=fmt_int(num_passes))
 
-
-def _lang_of(table: dict) -> str:
-    """The language of a label table from lesson.strings (the figure's text keys live in lesson.text)."""
-    return next((lang for lang, words in STRINGS.items() if words is table), "zh")
 
 
 def _bars(trace: RequestTrace, picks, ticks, left: float, top: float, bottom: float,

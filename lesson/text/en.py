@@ -795,7 +795,5 @@ TEXT: dict = {
     "modes_off_scale": "{n} Decode step(s) beyond the axis (the slowest took {slowest}, most likely the machine was busy): drawn as arrowheads at its right edge.",
     "modes_fig_note": "The same prompt and lengths, one mode after another on the same machine. eager grows the KV cache; static preallocates it; graph replays the captured step (CUDA); compiled runs the step torch.compile fused.",
     # ---- lesson QA fixes (fixB): sampled figures, one-token answers, the cache on/off axis ----
-    "fig_sampled_passes": "{drawn} of the {total} passes are drawn, evenly spread (first and last included); the axis numbers are their places in the run.",
     "modes_kernels_no_decode": "attention kernel: Prefill {prefill} (no Decode step)",
-    "cc_step_axis_numbered": "Generation step (step 1 is the Prefill, then one token per step)",
 }

@@ -761,7 +761,5 @@ TEXT: dict = {
     "modes_off_scale": "{n} 步 Decode 超出了横轴（最慢的用了 {slowest}，多半是当时机器正忙）：画成横轴右端的箭头。",
     "modes_fig_note": "同一提示词、同样长度，在同一台机器上依次运行各模式。eager 让 KV Cache 增长；static 预先分配；graph 重放录好的一步（CUDA）；compiled 运行 torch.compile 融合后的一步。",
     # ---- lesson QA fixes (fixB): sampled figures, one-token answers, the cache on/off axis ----
-    "fig_sampled_passes": "共 {total} 次前向，图中均匀抽取其中 {drawn} 次画出（首末两次都在）；横轴编号是它们在整个运行中的次序。",
     "modes_kernels_no_decode": "注意力内核：Prefill {prefill}（没有 Decode 步）",
-    "cc_step_axis_numbered": "生成步（第 1 步是 Prefill，之后每步一个 Token）",
 }
