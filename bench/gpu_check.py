@@ -43,6 +43,7 @@ from engine.cost import ModelShape, measure_this_machine, pass_cost, spec_for_de
 from engine.overhead import count_decode_ops, per_op_host_us  # noqa: E402
 from engine.presets import preset_shape  # noqa: E402
 from engine.prompts import extend_prompt  # noqa: E402
+from engine.trace import attention_kernels  # noqa: E402
 
 PROMPT = "法国的首都是"
 FRESH_LIMIT = 1.5  # a Decode step at new lengths vs the same lengths again
@@ -77,7 +78,7 @@ def prefill_ms(lm, prompt_tokens: int, repeats: int = 3) -> float:
 def kernels(trace) -> str:
     """The attention kernels that ran, Prefill's beside Decode's (issue: report both)."""
     def named(steps) -> str:
-        return "/".join(dict.fromkeys(s.attention_kernel for s in steps if s.attention_kernel)) or "none recorded"
+        return "/".join(attention_kernels(steps)) or "none recorded"
     return f"Prefill {named(trace.steps[:1])}, Decode {named(trace.decode_steps)}"
 
 
@@ -138,13 +139,11 @@ def shape_rows(name: str, device: str, judge: bool, context: int, prefill_len: i
             rows.append(Row(f"Decode ctx {context}, compiled", name, "skipped: not enough of --budget-s left",
                             "printed", None))
             continue
-        built = time.perf_counter()
-        decode_ms(lm, context, 2, mode)  # builds (compiles, captures) the runner for this length
-        built = time.perf_counter() - built
+        _, first = decode_ms(lm, context, 2, mode)  # builds (compiles, captures) the runner for this length
         step, trace = decode_ms(lm, context, steps, mode)
         if trace.engine_mode in ("graph", "compiled") and device == "cuda":
             captured[trace.engine_mode] = step
-        setup = f"; built in {built:.0f} s" if mode != "eager" else ""
+        setup = f"; built in {first.engine_setup_ms / 1e3:.0f} s" if mode != "eager" else ""
         note = f" ({trace.engine_note})" if trace.engine_note else ""
         rows.append(Row(f"Decode ctx {context}, {trace.engine_mode}{note}", name,
                         f"{step:.2f} ms = {step / floor:.2f}x floor {floor:.2f} ms{setup}", "printed", None))

@@ -17,7 +17,7 @@ import unicodedata
 
 from .errors import EngineError, InputError
 from .prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
-from .trace import ENGINE_MODES, RANDOM_WEIGHTS_NOTE, RequestTrace
+from .trace import ENGINE_MODES, RANDOM_WEIGHTS_NOTE, RequestTrace, attention_kernels
 
 MAX_SHOWN_CHARS = 48  # a long prompt's Prefill row is cut here, with its token count
 
@@ -272,7 +272,7 @@ def format_trace(trace: RequestTrace) -> str:
 def _kernels(trace: RequestTrace) -> str:
     """Which engine mode and attention kernels ran (engine/attention.py, engine/static.py)."""
     def kernel(steps) -> str:
-        return "/".join(dict.fromkeys(s.attention_kernel for s in steps if s.attention_kernel)) or "n/a"
+        return "/".join(attention_kernels(steps)) or "n/a"
     prefill = [s for s in trace.steps if s.phase == "prefill"]
     note = f" ({trace.engine_note})" if trace.engine_note else ""
     if trace.engine_setup_ms >= 1:

@@ -225,6 +225,11 @@ class Sampling:
         return self.temperature == 0.0
 
 
+def attention_kernels(steps: Sequence[Step]) -> tuple[str, ...]:
+    """The attention kernels these steps ran, each once, in order (steps that recorded none are skipped)."""
+    return tuple(dict.fromkeys(s.attention_kernel for s in steps if s.attention_kernel))
+
+
 def percentile(values: Sequence[float], p: float) -> float:
     """The p-th percentile (0 <= p <= 100) of `values`, as numpy.percentile's default and
     vLLM's serving benchmark compute it: sort the values, find the fractional rank

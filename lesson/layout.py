@@ -110,8 +110,7 @@ class LogScale:
     r1: float
 
     def __call__(self, value: float) -> float:
-        span = (self.hi - self.lo) or 1.0
-        return round(self.r0 + (math.log10(max(value, 1e-300)) - self.lo) / span * (self.r1 - self.r0), 2)
+        return LinearScale(self.lo, self.hi, self.r0, self.r1)(math.log10(max(value, 1e-300)))
 
     def decades(self) -> tuple[float, ...]:
         return tuple(10.0 ** e for e in range(math.ceil(self.lo - 1e-9), math.floor(self.hi + 1e-9) + 1))

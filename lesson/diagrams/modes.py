@@ -25,7 +25,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from engine.trace import RequestTrace
+from engine.trace import RequestTrace, attention_kernels
 
 from ..layout import LinearScale, nice_ticks, text_width, wrap_text
 from ..style import DEFAULT_STYLE, Style
@@ -66,11 +66,7 @@ class ModeSummary:
 
 
 def step_kernels(steps) -> str:
-    seen = []
-    for step in steps:
-        if step.attention_kernel and step.attention_kernel not in seen:
-            seen.append(step.attention_kernel)
-    return ", ".join(seen)
+    return ", ".join(attention_kernels(steps))
 
 
 def mode_summaries(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] | None = None) -> list[ModeSummary]:
