@@ -184,15 +184,9 @@ def metrics_svg(run_jsons: tuple[str, ...], lang: str, classroom: bool = False) 
 
 
 def workload_reason(params: Mapping, lang: str) -> str:
-    """Why a workload was refused, in `lang`: the error's `why` (engine.serving.workloads) and its data
-    fields, each a number or inline code; never the engine's English."""
-    from lesson.text import TEXTS
-
-    key = f"sl_wl_why_{params.get('why') or 'other'}"
-    if key not in TEXTS["en"]:
-        key = "sl_wl_why_other"
-    fields = {k: serving_remote.data_field(v) for k, v in params.items() if k not in ("why", "reason", "line")}
-    return t(lang, key, **fields)
+    """Why a workload was refused (engine.serving.workloads' `why` and data fields), in `lang`; the
+    line number is said by the sentence around it."""
+    return serving_remote.refusal_reason(params, "sl_wl_why_", lang, skip=("why", "reason", "line"))
 
 
 def serving_error(err: BaseException, lang: str) -> str:

@@ -148,15 +148,21 @@ def technical_detail(err: object) -> str:
     return str(params.get("reason") or "") if getattr(err, "key", None) == "probe_unreachable" else ""
 
 
-def vllm_reason(params: Mapping, lang: str) -> str:
-    """Why a vLLM file was refused, in `lang`: the error's `why` and its data fields (lesson.vllm_import)."""
-    why = params.get("why") or "other"
-    key = f"sl_vllm_why_{why}"
+def refusal_reason(params: Mapping, prefix: str, lang: str, skip: tuple[str, ...] = ("why", "reason")) -> str:
+    """Why something was refused, in `lang`: the template `prefix + params["why"]` (`prefix + "other"` for
+    a why it has no words for), filled with the error's data fields, each a number or inline code;
+    never the engine's English (`reason`)."""
     from lesson.text import TEXTS
 
+    key = f"{prefix}{params.get('why') or 'other'}"
     if key not in TEXTS["en"]:
-        key = "sl_vllm_why_other"
-    return t(lang, key, **_data_fields(params, skip=("why", "reason")))
+        key = f"{prefix}other"
+    return t(lang, key, **_data_fields(params, skip=skip))
+
+
+def vllm_reason(params: Mapping, lang: str) -> str:
+    """Why a vLLM file was refused (lesson.vllm_import's `why` and data fields), in `lang`."""
+    return refusal_reason(params, "sl_vllm_why_", lang)
 
 
 def remote_error(err: BaseException, lang: str) -> str:
