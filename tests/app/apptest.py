@@ -1,0 +1,33 @@
+"""Helpers for driving the app through Streamlit's AppTest: the script paths, the skip mark for
+tests that need the embedded default model, and readers of what a run put on the page."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.factories import HAS_DEFAULT_MODEL, ROOT
+
+APP = str(ROOT / "app.py")
+LESSON = "app_pages/lesson.py"
+LAB = "app_pages/bottleneck_lab.py"
+SERVING_LAB = "app_pages/serving_lab.py"
+
+needs_model = pytest.mark.skipif(not HAS_DEFAULT_MODEL, reason="the embedded default model is not built yet")
+
+
+def texts(at, kind: str) -> str:
+    """Every element of `kind` ("markdown", "caption", "header", ...) on the page, one per line."""
+    return "\n".join(str(e.value) for e in getattr(at, kind))
+
+
+def shown_trace(at) -> dict:
+    """The run the page shows, as the trace JSON it keeps in the session."""
+    return json.loads(at.session_state["trace_json"])
+
+
+def assert_healthy(at) -> None:
+    """No exception and no error message on the page."""
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]

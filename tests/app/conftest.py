@@ -1,0 +1,45 @@
+"""The lesson page through AppTest on a server whose models folder holds one real and one broken model.
+
+Modules that need other server settings define their own `app` fixture, which takes the place
+of this one in that module."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app_support import resources
+from engine.model import DEFAULT_MODEL_DIR
+from tests.app.apptest import APP
+
+
+def link_or_copy(src: str, dst: str) -> None:
+    """A hard link, or a copy on another file system (a symlink out of the models folder is refused)."""
+    try:
+        os.link(src, dst)
+    except OSError:  # another file system
+        shutil.copy2(src, dst)
+
+
+@pytest.fixture
+def app(monkeypatch, tmp_path):
+    """A fresh page on a server whose models folder holds one real and one broken model."""
+    models = tmp_path / "models"
+    models.mkdir()
+    # hard links (or a copy): a symlink out of the models folder is refused, by design
+    shutil.copytree(DEFAULT_MODEL_DIR, models / "copy_of_default", copy_function=link_or_copy)
+    (models / "not_a_model").mkdir()
+    (models / "not_a_model" / "readme.txt").write_text("just a folder")
+    (models / "broken_weights").mkdir()  # looks like a model, but its files are garbage
+    (models / "broken_weights" / "config.json").write_text("{not json")
+    (models / "broken_weights" / "model.safetensors").write_bytes(b"\0" * 16)
+    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(models))
+    monkeypatch.setenv("PREFILL_DECODE_MAX_NEW_TOKENS", "32")
+    monkeypatch.setenv("PREFILL_DECODE_MAX_PROMPT_TOKENS", "256")
+    resources.server_settings.clear()
+    at = AppTest.from_file(APP, default_timeout=180)
+    yield at.run()
+    resources.server_settings.clear()

@@ -1,0 +1,320 @@
+"""Issue 8, part B: runs kept in the session, two compared on the same axes, the slow-motion
+replay, the animation's pause and step, and controls that agree with their captions.
+
+Pure checks of lesson.runs first, then the page through AppTest (the `app` fixture of
+tests/test_app.py: the embedded default model, answers capped at 32 tokens, prompts at 256).
+Already covered in tests/test_app.py and not repeated here: the language switch changing the
+default prompt, the 1-token answer cards, Run disabled for an empty prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from engine.trace import RequestTrace
+from lesson.diagrams.kv_growth import kv_layout
+from lesson.diagrams.latency import latency_layout
+from lesson.diagrams.timeline import timeline_layout
+from lesson.runs import (
+    HISTORY_LIMIT, REPLAY_PACES, HistoryEntry, compare_table, history_add, keep_pins, replay_position,
+    replay_times_s, run_label, shared_extent,
+)
+from lesson.strings import strings_for
+from lesson.style import DEFAULT_STYLE
+from lesson.text import t
+from lesson.views import figure_alt, format_ms, truncate_trace
+from tests.app.apptest import assert_healthy, needs_model, shown_trace, texts
+from tests.factories import make_trace
+
+SHORT = make_trace(("法国", "的", "首都", "是"), ("巴黎", "。", "法国", "的", "首都", "是"), decode_ms=2.0)
+LONG = make_trace(tuple(f"t{i}" for i in range(200)), ("巴黎", "。", "</s>"), prefill_ms_per_position=0.5,
+                  decode_ms=5.0)
+
+
+# ---------------------------------------------------------------------------
+# lesson.runs: pure
+# ---------------------------------------------------------------------------
+
+def test_history_keeps_the_newest_runs_first_and_never_the_same_run_twice():
+    history: list[HistoryEntry] = []
+    for i in range(HISTORY_LIMIT + 3):
+        history = history_add(history, f'{{"run": {i}}}', f"20260101-1200{i:02d}")
+    assert len(history) == HISTORY_LIMIT
+    assert history[0].trace_json == f'{{"run": {HISTORY_LIMIT + 2}}}' and history[-1].trace_json == '{"run": 3}'
+    assert len({e.run_id for e in history}) == HISTORY_LIMIT
+    again = history_add(history, '{"run": 5}', "20260101-130000")  # the same trace drawn again
+    assert len(again) == HISTORY_LIMIT and again[0] is next(e for e in history if e.trace_json == '{"run": 5}')
+    assert keep_pins([again[0].run_id, "forged", again[0].run_id, again[1].run_id, again[2].run_id], again) == [
+        again[0].run_id, again[1].run_id]
+    assert keep_pins("not a list", again) == [] and keep_pins([None, 3], again) == []
+
+
+def test_the_shared_extent_covers_both_runs():
+    extent = shared_extent(SHORT, LONG)
+    assert len(extent.steps) == max(len(SHORT.steps), len(LONG.steps))
+    assert extent.steps[-1].end_ms >= max(SHORT.steps[-1].end_ms, LONG.steps[-1].end_ms)
+    for run in (SHORT, LONG):
+        parts = [p.total_ms for p in run.latency_parts()]
+        assert max(p.total_ms for p in extent.latency_parts()) >= max(parts + list(run.metrics.itl_ms))
+        assert max(s.kv_bytes for s in extent.steps) >= run.kv_bytes
+    assert extent.steps[0].num_positions == 200  # the longer prompt's chips size the table's columns
+    assert shared_extent(LONG, SHORT) == extent  # the order of the two runs does not matter
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_two_runs_drawn_with_the_shared_extent_have_the_same_axes(lang):
+    table, extent = strings_for(lang), shared_extent(SHORT, LONG)
+    timelines = [timeline_layout(run, table, DEFAULT_STYLE, full=extent) for run in (SHORT, LONG)]
+    assert timelines[0].ticks == timelines[1].ticks and timelines[0].width == timelines[1].width
+    latencies = [latency_layout(run, table, DEFAULT_STYLE, full=extent) for run in (SHORT, LONG)]
+    assert latencies[0].y_ticks == latencies[1].y_ticks
+    kvs = [kv_layout(run, table, DEFAULT_STYLE, full=extent) for run in (SHORT, LONG)]
+    assert kvs[0].y_ticks == kvs[1].y_ticks
+    alone = [latency_layout(run, table, DEFAULT_STYLE) for run in (SHORT, LONG)]
+    assert alone[0].y_ticks != alone[1].y_ticks  # without it, each run would get its own axis
+
+
+def test_the_comparison_table_and_labels_say_which_run_is_which():
+    rows = compare_table(SHORT, LONG, "en")
+    assert [row["Measure"] for row in rows][:2] == ["Prompt tokens", "Answer tokens"]
+    assert rows[0]["Run A"] == "4" and rows[0]["Run B"] == "200" and rows[1]["Run B"] == "3"
+    assert compare_table(SHORT, LONG, "zh")[0][t("zh", "cmp_measure")] == t("zh", "cmp_prompt_tokens")
+    one = make_trace(output_pieces=("巴黎",))
+    assert compare_table(one, LONG, "en")[4]["Run A"] == "—"  # TPOT of a 1-token answer
+    label = run_label(LONG, "20261129-224107", "en")
+    assert label.startswith("22:41:07 · prompt 200 → answer 3 tokens") and LONG.model.model_id in label
+
+
+def test_history_labels_stay_unique_for_runs_alike_in_every_field():
+    """A multiselect matches its values by label: two runs in one second with the same lengths and
+    TTFT must still read differently, or a pin cannot tell them apart."""
+    import dataclasses
+
+    a = make_trace(("法国", "的", "首都", "是"), ("巴黎", "。"))
+    b = dataclasses.replace(a, request_id="again")  # another run, the same label fields
+    history = history_add(history_add([], a.to_json(), "20261129-224107"), b.to_json(), "20261129-224107")
+    assert [e.number for e in history] == [2, 1]
+    labels = [run_label(a, e.stamp, "en", e.number) for e in history]
+    assert labels[0] != labels[1] and labels[0].startswith("#2 · 22:41:07 · ")
+    assert run_label(a, "20261129-224107", "en") == labels[0].removeprefix("#2 · ")
+
+
+def test_replay_times_follow_the_measured_rhythm_or_a_fixed_pace():
+    measured = [s.end_ms / 1000 for s in SHORT.steps]
+    assert replay_times_s(SHORT, "x1") == pytest.approx(measured)
+    assert replay_times_s(SHORT, "x0.25") == pytest.approx([m * 4 for m in measured])
+    assert replay_times_s(SHORT, "s0.5") == pytest.approx([0.5 * (i + 1) for i in range(len(SHORT.steps))])
+    assert replay_times_s(SHORT, "bogus") == replay_times_s(SHORT, "s0.5")
+    times = replay_times_s(SHORT, "s1")
+    assert [replay_position(times, s) for s in (0.0, 1.0, 2.5, 99.0)] == [1, 1, 2, len(SHORT.steps)]
+    assert all(t(lang, f"replay_pace_{pace}") for pace in REPLAY_PACES for lang in ("zh", "en"))
+
+
+# ---------------------------------------------------------------------------
+# The page (AppTest)
+# ---------------------------------------------------------------------------
+
+def _raw_svgs(at) -> list[ET.Element]:
+    return [ET.fromstring(c.value) for c in at.code if c.language == "xml"]
+
+
+def _ticks(root: ET.Element) -> list[str]:
+    """The axis's tick labels: the timeline's time axis; the latency and KV charts' y axis
+    (their bars' own labels, centred under each bar, are left out)."""
+    axis_only = "timeline" not in root.get("class", "")
+    return [el.text for el in root.iter() if el.get("class") == "tick-label"
+            and not (axis_only and el.get("text-anchor") == "middle")]
+
+
+def _run(at, **sliders) -> None:
+    for key, value in sliders.items():
+        at.slider(key=key).set_value(value)
+    at.button(key="run").click().run()
+    assert_healthy(at)
+
+
+@needs_model
+def test_runs_are_kept_and_two_pinned_runs_share_their_axes(app):
+    assert len(app.session_state["history"]) == 1  # the page's first view is a run too
+    assert t("zh", "compare_need_two", count=1) in texts(app, "info")
+    app.checkbox(key="ignore_eos").check()
+    _run(app, output_len=6)
+    _run(app, output_len=3, prompt_len=120)
+    history = app.session_state["history"]
+    assert len(history) == 3
+    newest, older = (json.loads(e.trace_json) for e in history[:2])
+    assert len(newest["prompt_ids"]) == 120 and len(newest["steps"]) == 3 and len(older["steps"]) == 6
+    assert history[0].trace_json == app.session_state["trace_json"]
+    picker = app.multiselect(key="compare_pins")
+    assert picker.max_selections == 2 and len(picker.options) == 3
+    assert t("zh", "compare_pick_two") in texts(app, "caption")
+    picker.set_value([history[1].run_id, history[0].run_id]).run()
+    assert_healthy(app)
+    table = app.dataframe[-1].value
+    assert list(table.iloc[0, 1:]) == [str(len(older["prompt_ids"])), "120"]  # Run A is the first pinned
+    alts = [img.proto.imgs[0].alt for img in app.get("image")]
+    assert sum(alt.startswith(t("zh", "cmp_run_a")) for alt in alts) == 3
+    assert sum(alt.startswith(t("zh", "cmp_run_b")) for alt in alts) == 3
+    for name in ("timeline", "latency", "kv_growth"):
+        for run in "ab":
+            app.toggle(key=f"raw_svg_compare_{name}_{run}").set_value(True)
+    app.run()
+    figures = {root.get("class"): [] for root in _raw_svgs(app)}
+    for root in _raw_svgs(app):
+        figures[root.get("class")].append((root.get("width"), _ticks(root)))
+    for name in ("timeline", "latency", "kv-growth"):  # the SVG's class names
+        pair = figures[f"lesson-diagram {name}"]
+        assert len(pair) == 2 and pair[0] == pair[1] and len(pair[0][1]) >= 2, (name, pair)
+
+
+@needs_model
+def test_a_pin_on_a_run_that_left_the_history_is_dropped(app):
+    app.session_state["compare_pins"] = ["no-such-run", 42]
+    app.run()
+    assert_healthy(app)
+    assert app.session_state["compare_pins"] == []
+    app.button(key="run").click().run()
+    first, second = (e.run_id for e in app.session_state["history"][:2])
+    app.multiselect(key="compare_pins").set_value([first, second]).run()
+    for _ in range(HISTORY_LIMIT):  # the pinned runs leave the history one by one
+        app.button(key="run").click().run()
+        assert_healthy(app)
+    ids = [e.run_id for e in app.session_state["history"]]
+    assert len(ids) == HISTORY_LIMIT and first not in ids and second not in ids
+    assert app.session_state["compare_pins"] == []
+
+
+@needs_model
+def test_the_replay_shows_measured_times_slowed_down_and_labels_itself(app):
+    app.checkbox(key="ignore_eos").check()
+    _run(app, output_len=4)
+    total = len(shown_trace(app)["steps"])
+    app.selectbox(key="replay_pace").set_value("s0.5")
+    app.button(key="replay_start").click()
+    app.run(timeout=60)
+    deadline = time.time() + 60
+    while app.session_state["replay_from"] is not None and time.time() < deadline:
+        time.sleep(0.2)  # in a browser, the replay's timer fragment draws the page again at each pass;
+        app.run(timeout=60)  # AppTest runs no timers: draw it here until the replay is done
+    assert_healthy(app)
+    assert app.session_state["replay_from"] is None
+    assert t("zh", "replay_done", total=total) in texts(app, "caption")
+    assert len(shown_trace(app)["steps"]) == total  # the stored run is untouched
+
+
+@needs_model
+def test_a_replay_in_progress_cuts_every_figure_to_its_pass(app, monkeypatch):
+    import time as time_module
+
+    app.checkbox(key="ignore_eos").check()
+    _run(app, output_len=5)
+    total = len(shown_trace(app)["steps"])
+    app.selectbox(key="replay_pace").set_value("s1").run()
+    # a replay that starts in an hour shows its first pass (Prefill) whatever the machine's speed;
+    # the page then waits at most a second and draws itself again: stop it before that
+    app.session_state["replay_from"] = time_module.time() + 3600
+    monkeypatch.setattr("app_support.sections.replay_tick", lambda: None)
+    app.run()
+    assert_healthy(app)
+    trace = RequestTrace.from_json(app.session_state["trace_json"])
+    first = truncate_trace(trace, 1)
+    assert t("zh", "replay_label", shown=1, total=total, ms=format_ms(first.steps[0].end_ms)) in texts(app, "info")
+    alts = [img.proto.imgs[0].alt for img in app.get("image")]
+    for name in ("timeline", "kv_growth", "latency"):
+        assert figure_alt(name, first, "zh") in alts, name
+    app.button(key="replay_stop").click().run()
+    assert app.session_state["replay_from"] is None
+    assert figure_alt("timeline", trace, "zh") in [img.proto.imgs[0].alt for img in app.get("image")]
+
+
+@needs_model
+def test_the_prompt_length_slider_and_its_caption_agree(app):
+    """Issue 8: slider 64, split still 4 tokens. The caption and Run follow the slider's value."""
+    app.slider(key="prompt_len").set_value(64).run()
+    assert_healthy(app)
+    assert t("zh", "token_split", num_tokens=64) in texts(app, "caption")
+    app.button(key="run").click().run()
+    assert shown_trace(app)["prompt_ids"].__len__() == 64
+    app.slider(key="prompt_len").set_value(0).run()
+    assert t("zh", "token_split", num_tokens=4) in texts(app, "caption")
+
+
+@needs_model
+def test_the_animation_pauses_on_a_chosen_pass(app):
+    app.checkbox(key="ignore_eos").check()
+    _run(app, output_len=5)
+    total = len(shown_trace(app)["steps"])
+
+    def animation_svg() -> str:
+        app.toggle(key="raw_svg_animation").set_value(True).run()
+        return next(c.value for c in app.code if "lesson-diagram animation" in c.value)
+
+    assert total >= 3 and "<animate" in animation_svg()
+    app.button(key="anim_play_pause").click().run()  # pause: the still frame of the whole run
+    assert_healthy(app)
+    assert app.session_state["anim_paused"] and "<animate" not in animation_svg()
+    app.select_slider(key=f"anim_step_{total}").set_value(2).run()
+    still = animation_svg()
+    trace = RequestTrace.from_json(app.session_state["trace_json"])
+    assert "<animate" not in still and 'class="caption step-1"' in still
+    alts = [img.proto.imgs[0].alt for img in app.get("image")]
+    assert figure_alt("animation", truncate_trace(trace, 2), "zh") in alts
+    app.button(key="anim_play_pause").click().run()  # play again: on from pass 2 (3 s in: Prefill's time)
+    playing = animation_svg()
+    assert not app.session_state["anim_paused"] and "<animate" in playing and 'begin="-3s"' in playing
+    app.select_slider(key=f"anim_step_{total}").set_value(total).run()  # the slider pauses it again
+    assert app.session_state["anim_paused"]
+    app.button(key="anim_play_pause").click().run()  # from the last pass: the plain loop, from the start
+    assert "<animate" in animation_svg() and "begin=" not in animation_svg()
+
+
+@needs_model
+def test_control_values_survive_a_visit_to_the_other_page(app):
+    """Kept aside without writing a widget's key while it is drawn (that write made a slider moved
+    with the keyboard during a rerun fall out of step with the server: issue 8)."""
+    app.slider(key="prompt_len").set_value(40)
+    app.slider(key="output_len").set_value(5).run()
+    app.switch_page("app_pages/bottleneck_lab.py").run()
+    app.run()  # a second run on the lab page: Streamlit has dropped the lesson's widgets by now
+    app.switch_page("app_pages/lesson.py").run()
+    assert_healthy(app)
+    assert app.slider(key="prompt_len").value == 40 and app.slider(key="output_len").value == 5
+    assert t("zh", "token_split", num_tokens=40) in texts(app, "caption")
+
+
+@needs_model
+def test_in_classroom_mode_the_compared_runs_and_the_paused_frame_use_the_classroom_style(app):
+    from lesson.style import classroom_style
+
+    app.button(key="run").click().run()
+    first, second = (e.run_id for e in app.session_state["history"][:2])
+    app.multiselect(key="compare_pins").set_value([first, second])
+    app.toggle(key="classroom").set_value(True).run()
+    app.button(key="class_all").click().run()
+    app.button(key="anim_play_pause").click()
+    for key in ("raw_svg_compare_latency_a", "raw_svg_animation"):
+        app.toggle(key=key).set_value(True)
+    app.run()
+    assert_healthy(app)
+    widths = {ET.fromstring(c.value).get("class"): float(ET.fromstring(c.value).get("width"))
+              for c in app.code if c.language == "xml"}
+    for name in ("lesson-diagram latency", "lesson-diagram animation"):
+        assert widths[name] <= classroom_style().max_width, widths  # folded to the projector's column
+
+
+def test_the_animation_can_start_from_any_pass_and_stand_still_on_one():
+    from lesson.diagrams.animation import SECONDS, render_animation
+
+    trace = make_trace(output_pieces=("巴黎", "。", "a", "b"))
+    assert "begin=" not in render_animation(trace) and "begin=" not in render_animation(trace, start_pass=1)
+    later = render_animation(trace, start_pass=3)  # Prefill's time and one Decode pass's time in
+    offset = SECONDS["prefill"] + SECONDS["decode"]
+    assert set(re.findall(r'begin="([^"]*)"', later)) == {f"-{offset:g}s"}
+    assert later.count("<animate") == render_animation(trace).count("<animate")
+    still = render_animation(make_trace(output_pieces=("巴黎", "。")), still=True, full=trace)
+    assert "<animate" not in still and 'class="caption step-1"' in still

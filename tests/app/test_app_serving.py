@@ -1,0 +1,268 @@
+"""The serving lab page (AppTest): it renders, runs every policy on one workload with the real
+engine, shows the figures and the metric table, enforces the server's caps, and turns the
+engine's refusals into a message in the page's language."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from app_support.serving import SCENARIO_CHOICES, CapError, check_caps, custom_workload, serving_error
+from engine.config import ServingCaps
+from lesson.text import t
+from tests.app.apptest import APP, SERVING_LAB, assert_healthy, needs_model
+from tests.factories import VLLM_RESULT
+
+
+# --- pure parts ------------------------------------------------------------------------
+
+def test_caps_come_from_env_with_safe_fallbacks():
+    assert ServingCaps.from_env({}) == ServingCaps()
+    caps = ServingCaps.from_env({"PREFILL_DECODE_SERVING_MAX_REQUESTS": "4", "PREFILL_DECODE_SERVING_MAX_NEW_TOKENS":
+                                 "99999", "PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS": "-3",
+                                 "PREFILL_DECODE_SERVING_DISAGGREGATED": "0"})
+    assert caps.max_requests == 4 and caps.max_new_tokens == 4096 and caps.max_prompt_tokens == 1024
+    assert caps.policies == ("one-at-a-time", "prefill-first", "chunked")
+
+
+def test_custom_workload_and_caps():
+    work = custom_workload(3, 16, 12, "spacing", 10.0, 0.0, 0, 256, 25.0)
+    assert [r.arrival_ms for r in work] == [0.0, 10.0, 20.0, 25.0]
+    assert work[-1].prompt_tokens == 256 and work[0].max_new_tokens == 12 and work[0].ignore_eos
+    poisson = custom_workload(5, 0, 8, "poisson", 0.0, 50.0, 3, 0, 0.0)
+    assert len(poisson) == 5 and poisson == custom_workload(5, 0, 8, "poisson", 0.0, 50.0, 3, 0, 0.0)
+    check_caps(work, ServingCaps(max_requests=4, max_prompt_tokens=256, max_new_tokens=12))
+    for caps, key in ((ServingCaps(max_requests=3), "sl_cap_requests"), (ServingCaps(max_prompt_tokens=255),
+                                                                         "sl_cap_prompt"),
+                      (ServingCaps(max_new_tokens=11), "sl_cap_answer")):
+        with pytest.raises(CapError) as err:
+            check_caps(work, caps)
+        assert err.value.key == key
+        for lang in ("zh", "en"):
+            message = serving_error(err.value, lang)
+            assert "{" not in message and str(err.value.params["limit"]) in message
+
+
+def test_engine_refusals_read_in_both_languages():
+    from engine.errors import InputError
+
+    err = InputError("never_fits", "request r4 can never fit", request_id="r4<b>", need=65, num_blocks=1)
+    zh, en = serving_error(err, "zh"), serving_error(err, "en")
+    assert "65" in zh and "永远放不下" in zh and "can never fit" in en
+    assert "`r4<b>`" in en and en.count("<b>") == 1  # the typed id as inline code: shown as text, never markup
+    assert serving_error(RuntimeError("boom"), "en") == t("en", "err_internal", kind="RuntimeError")
+
+
+# --- the page ----------------------------------------------------------------------------
+
+@pytest.fixture
+def lab(monkeypatch):
+    from streamlit.testing.v1 import AppTest
+
+    from app_support import resources
+
+    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_REQUESTS", "6")
+    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS", "256")
+    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_NEW_TOKENS", "16")
+    resources.server_settings.clear()
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page(SERVING_LAB).run()
+    yield at
+    resources.server_settings.clear()
+
+
+def _custom(at, **values):
+    at.radio(key="sl_source").set_value("custom").run()
+    for key, value in values.items():
+        at.slider(key=key).set_value(value)
+    return at.run()
+
+
+@needs_model
+def test_the_page_renders_with_its_caps_and_a_link_from_the_lesson(lab):
+    assert_healthy(lab)
+    words = "\n".join(str(e.value) for e in lab.markdown) + "\n".join(str(c.value) for c in lab.caption)
+    assert t("zh", "sl_title") in [h.value for h in lab.header]
+    assert "最多 6 个请求" in words and "256" in words
+    assert lab.button(key="sl_run")
+    assert not [link for link in lab.get("page_link") if link.proto.page == "serving_lab"]  # not to itself
+
+
+@needs_model
+def test_the_lessons_many_requests_section_links_to_the_lab():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    assert_healthy(at)
+    links = [link for link in at.get("page_link") if link.proto.page == "serving_lab"]
+    assert links and links[0].proto.label == t("zh", "sl_link")
+
+
+@needs_model
+def test_running_every_policy_gives_figures_and_a_metric_table(lab):
+    _custom(lab, sl_num_chats=2, sl_answer_tokens=6, sl_long_tokens=128, sl_gap_ms=5, sl_long_at=10)
+    lab.radio(key="sl_source").set_value("custom")
+    lab.button(key="sl_run").click().run()
+    assert_healthy(lab)
+    runs = lab.session_state["sl_runs"]
+    assert len(runs) == 4  # every policy, disaggregated included
+    frame = lab.dataframe[0].value
+    assert list(frame.columns)[0] == "指标" and len(frame.columns) == 5 and len(frame) >= 18
+    assert len(lab.get("image")) == 3 * 4 + 1  # three figures (tabs) per policy and the table, as <img>
+    from engine.serving.trace import ServingRun
+
+    parsed = [ServingRun.from_json(j) for j in runs]
+    assert [r.settings.policy for r in parsed] == ["one-at-a-time", "prefill-first", "chunked", "disaggregated"]
+    for run in parsed:
+        assert len(run.requests) == 3 and run.metrics.num_completed == 3
+        assert run.requests[-1].prompt_len >= 128
+    # the same words the page shows: measured p99 ITL of prefill-first and chunked
+    words = "\n".join(str(e.value) for e in lab.markdown)
+    assert "实测 ITL p99" in words and "Prefill 优先" in words
+    perfetto = {b.key: b.proto.label for b in lab.get("download_button") if b.key.startswith("sl_perfetto_")}
+    assert set(perfetto) == {f"sl_perfetto_{r.settings.policy}" for r in parsed}  # a Perfetto trace of every run
+    assert perfetto["sl_perfetto_chunked"].startswith("Perfetto Trace：分块 Prefill")
+    lab.toggle(key="sl_hover").set_value(True).run()  # the Gantt with hover: one plotly chart per policy
+    assert_healthy(lab)
+    assert len(lab.get("plotly_chart")) == 4
+
+
+@needs_model
+def test_a_workload_over_the_caps_is_refused_with_a_message(lab):
+    lab.selectbox(key="sl_scenario").set_value("burst-16").run()  # 16 requests, the cap is 6
+    lab.button(key="sl_run").click().run()
+    assert not lab.exception
+    assert [e.value for e in lab.error] == [t("zh", "sl_cap_requests", n=16, limit=6)]
+    assert lab.session_state["sl_runs"] is None if "sl_runs" in lab.session_state else True
+
+
+@needs_model
+def test_a_kv_budget_that_can_never_fit_shows_the_engines_message(lab):
+    _custom(lab, sl_num_chats=1, sl_answer_tokens=4, sl_long_tokens=64)
+    lab.number_input(key="sl_kv_blocks").set_value(1).run()
+    lab.button(key="sl_run").click().run()
+    assert not lab.exception
+    assert len(lab.error) == 1
+    message = lab.error[0].value
+    assert "永远放不下" in message and "预算只有 1 块" in message
+    assert not lab.session_state["sl_runs"]
+
+
+
+@needs_model
+def test_a_pasted_workload_with_a_bad_line_is_refused_naming_the_line(lab):
+    lab.radio(key="sl_source").set_value("jsonl").run()
+    good = '{"arrival_ms": 0, "prompt": "法国的首都是", "max_new_tokens": 4}'
+    lab.text_area(key="sl_jsonl").set_value(good + '\n{"arrival_ms": 5, "prompt": "<b>x</b>"}\n').run()
+    lab.button(key="sl_run").click().run()
+    assert not lab.exception
+    reason = t("zh", "sl_wl_why_missing_key", field="`max_new_tokens`")  # the key as inline code: shown as typed
+    assert [e.value for e in lab.error] == [t("zh", "sl_err_bad_workload_line", line=2, reason=reason)]
+    lab.text_area(key="sl_jsonl").set_value("\n".join([good] * 7)).run()  # 7 requests, the cap is 6
+    lab.button(key="sl_run").click().run()
+    assert [e.value for e in lab.error] == [t("zh", "sl_cap_requests", n=7, limit=6)]
+
+
+@pytest.mark.parametrize("key", ["worker_failed", "worker_timeout", "serving_sliding_window"])
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_refusal_of_the_serving_engine_has_words_not_the_internal_error(key, lang):
+    from app_support.serving import serving_error
+    from engine.errors import InputError
+
+    words = serving_error(InputError(key, "the engine's own detail <b>x</b>"), lang)
+    assert words != t(lang, "err_internal", kind="InputError") and "{" not in words
+    bare = re.sub(r"(`+).*?\1", "", words)  # what is left outside inline code (shown as text, never markup)
+    assert "<b>" not in bare
+
+
+# --- the page in one language (QA pass: no English, no raw ids, a quiet log) ----------------
+
+ENGLISH_REASONS = ("not JSON", "Expecting", "no requests", "must be", "got ", "unknown key", "the prompt is empty",
+                   "missing", "wrong type")
+
+
+@needs_model
+@pytest.mark.parametrize("text, why, limit", [
+    ("hello world", "sl_wl_why_not_json", None),
+    ("", "sl_wl_why_no_requests", None),
+    ('{"arrival_ms": -5, "prompt": "x", "max_new_tokens": 4}', "sl_wl_why_arrival_range", None),
+    ('{"arrival_ms": 0, "prompt": "x", "max_new_tokens": 4, "evil": 1}', "sl_wl_why_unknown_keys", None),
+    ('{"arrival_ms": 0, "prompt": "  ", "max_new_tokens": 4}', "sl_wl_why_empty_prompt", None),
+    ('{"arrival_ms": 0, "prompt": "x", "max_new_tokens": 100000}', "sl_wl_why_max_new_tokens_range", 16),
+])
+def test_a_pasted_workloads_refusal_is_all_in_the_pages_language(lab, text, why, limit):
+    lab.radio(key="sl_source").set_value("jsonl").run()
+    lab.text_area(key="sl_jsonl").set_value(text).run()
+    lab.button(key="sl_run").click().run()
+    assert not lab.exception
+    [message] = [e.value for e in lab.error]
+    outside = re.sub(r"`[^`]*`", "", message)  # typed data (a key, a value) is inline code
+    assert not [w for w in ENGLISH_REASONS if w in outside], message
+    head = t("zh", why).split("{")[0]
+    assert head in message, (head, message)
+    if limit is not None:  # the cap the page really applies (PREFILL_DECODE_SERVING_MAX_NEW_TOKENS), not 4096
+        assert f"1 到 {limit} 之间" in message and "4096" not in message
+
+
+@needs_model
+def test_scenarios_are_listed_and_subtitled_by_their_names_in_the_pages_language(lab):
+    box = lab.selectbox(key="sl_scenario")
+    assert box.options == [t("zh", "sl_scn_name_" + s.replace("-", "_")) for s in SCENARIO_CHOICES]
+    assert not [o for o in box.options if o in SCENARIO_CHOICES]
+    from engine.serving.workloads import SCENARIOS
+
+    assert set(SCENARIO_CHOICES) == set(SCENARIOS)  # every scenario has its names
+
+
+def test_the_gantt_subtitle_names_the_scenario_in_the_pages_language():
+    from dataclasses import replace
+
+    from engine.serving.trace import ServingSettings
+    from lesson.diagrams.serving_gantt import gantt_subtitle, scenario_label
+    from lesson.vllm_import import load_vllm_result
+
+    run = load_vllm_result(VLLM_RESULT).run
+    engine_run = replace(run, scenario="long-prompt-during-chats",
+                         settings=ServingSettings(policy="chunked", block_size=16, num_kv_blocks=64))
+    zh, en = gantt_subtitle(engine_run, "zh"), gantt_subtitle(engine_run, "en")
+    assert "long-prompt-during-chats" not in zh and t("zh", "sl_scn_name_long_prompt_during_chats") in zh
+    assert t("en", "sl_scn_name_long_prompt_during_chats") in en
+    assert scenario_label("zh", "my-file") == "my-file"  # a file's name stays as it is
+
+
+def test_spawned_workers_do_not_rerun_the_page_script(monkeypatch):
+    """multiprocessing's spawn re-runs the parent's __main__ by path: under Streamlit that is the page script."""
+    import multiprocessing.spawn
+    import sys
+    import types
+
+    from app_support.serving import spawn_without_page_script
+
+    page = types.ModuleType("__main__")
+    page.__file__ = APP  # as Streamlit's script runner sets it
+    monkeypatch.setitem(sys.modules, "__main__", page)
+    assert "init_main_from_path" in multiprocessing.spawn.get_preparation_data("w")
+    with spawn_without_page_script():
+        data = multiprocessing.spawn.get_preparation_data("w")
+        assert "init_main_from_path" not in data and "init_main_from_name" not in data
+    assert sys.modules["__main__"] is page
+
+
+QUIET = ("missing ScriptRunContext", "No runtime found", "Session state does not function", "streamlit run [FILE_NAME]")
+
+
+@needs_model
+def test_a_serving_run_logs_no_bare_mode_warnings(lab, capfd, caplog):
+    """Every policy, disaggregated included (its two worker processes write to the same stderr)."""
+    _custom(lab, sl_num_chats=1, sl_answer_tokens=4, sl_long_tokens=16, sl_gap_ms=5, sl_long_at=5)
+    lab.number_input(key="sl_slo_ttft").set_value(12345.0).run()  # settings no other test ran: no cached runs
+    capfd.readouterr()
+    caplog.clear()
+    lab.button(key="sl_run").click().run()
+    assert_healthy(lab)
+    assert len(lab.session_state["sl_runs"]) == 4
+    out = capfd.readouterr()
+    logged = out.out + out.err + "\n".join(r.getMessage() for r in caplog.records)
+    assert not [w for w in QUIET if w in logged], logged[-2000:]

@@ -1,0 +1,25 @@
+"""What the browser tests share: where screenshots go, how chromium is started, and waiting
+for a Streamlit page to finish its run."""
+
+from __future__ import annotations
+
+from tests.factories import ROOT
+
+ARTIFACTS = ROOT / "tests" / "artifacts"  # gitignored
+SCREENSHOTS = ROOT / "docs" / "screenshots"  # the README's pictures, refreshed with UPDATE_SCREENSHOTS=1
+CHROMIUM_FLAGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+IDLE = """() => {
+  const s = document.querySelector('[data-test-script-state]');
+  return !!s && s.getAttribute('data-test-script-state') === 'notRunning'
+      && !document.querySelector('[data-stale="true"]');
+}"""
+
+
+def wait_idle(page, first: bool = False) -> None:
+    """Until the script has finished and no element is stale."""
+    page.wait_for_timeout(600)
+    page.wait_for_function(IDLE, timeout=240_000 if first else 120_000)
+    page.wait_for_timeout(400)

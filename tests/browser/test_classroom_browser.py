@@ -1,0 +1,160 @@
+"""Issue 8 in a real browser: figures readable on a projector and on a phone.
+
+- 1280x720 and 1024x768 (projectors) in classroom mode: every figure's smallest label, as drawn on
+  screen (its font size x the image's displayed width / the SVG's viewBox width), is at
+  least the page's body text; the plotly chart's text too; every label of the SVGs the page
+  shows meets WCAG AA contrast (lesson.contrast on the very SVG sources the page holds).
+- 390x844 (a phone): figures keep their own size (scale 1, labels >= 11 px) and their box
+  scrolls sideways, instead of shrinking to 4-5 px.
+
+Same server pattern and skip rules as test_app_browser.py: skips at setup without
+/usr/bin/chromium or playwright, fails instead under PREFILL_DECODE_REQUIRE_BROWSER=1.
+With UPDATE_SCREENSHOTS=1 the classroom screenshot for the README is refreshed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from lesson.contrast import failing_labels
+from tests.browser.pages import ARTIFACTS, CHROMIUM_FLAGS, SCREENSHOTS, wait_idle
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+# Every figure <img> on the page: its displayed width, its SVG source (data: URLs fetch fine).
+FIGURES_JS = """async () => {
+  const imgs = [...document.querySelectorAll('img')].filter(i => i.src.startsWith('data:image/svg+xml'));
+  const out = [];
+  for (const img of imgs) {
+    const svg = await (await fetch(img.src)).text();
+    const doc = new DOMParser().parseFromString(svg, 'image/svg+xml');
+    const root = doc.documentElement;
+    const sizes = [...doc.querySelectorAll('text')].map(t => parseFloat(t.getAttribute('font-size')));
+    const box = img.closest('[class*="st-key-figure-"]');
+    const style = box ? getComputedStyle(box) : null;
+    if (box) box.scrollLeft = 0;
+    out.push({
+      name: box ? [...box.classList].find(c => c.startsWith('st-key-figure-')) : null,
+      shown: img.getBoundingClientRect().width,
+      viewbox: parseFloat(root.getAttribute('viewBox').split(/\\s+/)[2]),
+      min_font: Math.min(...sizes), svg: svg,
+      box_client: box ? box.clientWidth : null, box_scroll: box ? box.scrollWidth : null,
+      box_overflow: style ? style.overflowX : null,
+      left_cut: box ? box.getBoundingClientRect().left - img.getBoundingClientRect().left : null,
+    });
+  }
+  return out;
+}"""
+# The lesson's body text in the main column (classroom CSS: 1.28rem).
+BODY_PX_JS = """() => {
+  const ps = [...document.querySelectorAll('[data-testid=stMain] [data-testid=stMarkdownContainer] p')]
+    .filter(p => !p.closest('[data-testid=stCaptionContainer]') && p.innerText.trim().length > 40);
+  return ps.length ? parseFloat(getComputedStyle(ps[0]).fontSize) : null;
+}"""
+# Every visible text in the plotly chart (not its mode bar).
+PLOTLY_PX_JS = """() => [...document.querySelectorAll('.js-plotly-plot .main-svg text')]
+  .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
+  .map(t => parseFloat(getComputedStyle(t).fontSize || t.style.fontSize))"""
+
+
+@pytest.fixture(scope="module")
+def browser(chromium, server_url):
+    path, sync_api = chromium
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(path), args=CHROMIUM_FLAGS, headless=True)
+        yield browser
+        browser.close()
+
+
+def open_page(browser, url: str, width: int, height: int):
+    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
+    page = context.new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    wait_idle(page, first=True)
+    return page
+
+
+@pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])
+def test_classroom_figures_on_a_projector_are_at_least_body_text_with_aa_contrast(
+        browser, server_url, width, height):
+    """1280x720, and a 1024x768 projector, where the classroom CSS narrows the sidebar and the
+    margins and lets the body text follow the figures' scale (app_support/ui.py)."""
+    page = open_page(browser, server_url, width, height)
+    try:
+        page.locator(".st-key-classroom label").click()
+        wait_idle(page)
+        page.locator(".st-key-class_all button").click()  # every pass shown: the fullest figures
+        wait_idle(page)
+        reveal_figures(page)
+        body_px = page.evaluate(BODY_PX_JS)
+        assert body_px and body_px >= 19, body_px  # classroom body text (about 20 px, 19.3 at 1024)
+        hints = page.locator('[class*="st-key-scrollhint-"]')
+        assert hints.count() >= 7 and not hints.first.is_visible()  # the swipe hint is for phones only
+        figures = page.evaluate(FIGURES_JS)
+        assert len(figures) >= 7, [f["name"] for f in figures]
+        report = []
+        for fig in figures:
+            drawn_min = fig["min_font"] * fig["shown"] / fig["viewbox"]
+            report.append(f"{fig['name']}: shown {fig['shown']:.0f} px, viewBox {fig['viewbox']:.0f}, "
+                          f"smallest label {drawn_min:.1f} px")
+            assert drawn_min >= body_px - 0.25, (fig["name"], drawn_min, body_px)
+            bad = [(c.words[:30], c.ratio) for c in failing_labels(fig["svg"])]
+            assert bad == [], (fig["name"], bad)
+        plotly_px = page.evaluate(PLOTLY_PX_JS)
+        assert plotly_px and min(plotly_px) >= body_px - 0.25, (min(plotly_px), body_px)
+        report.append(f"plotly: smallest text {min(plotly_px):.1f} px; body text {body_px:.1f} px")
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        (ARTIFACTS / f"classroom_figure_px_{width}.txt").write_text("\n".join(report) + "\n", encoding="utf-8")
+        if width == 1280:
+            _screenshot(page)
+    finally:
+        page.context.close()
+
+
+def _screenshot(page) -> None:
+    """The timeline as a projector shows it (the viewport, 1280x720), for the README."""
+    page.locator(".st-key-figure-timeline").scroll_into_view_if_needed()
+    page.evaluate("() => document.querySelector('.st-key-figure-timeline').scrollIntoView({block: 'start'})")
+    page.wait_for_timeout(500)
+    path = ARTIFACTS / "classroom_1280x720.png"
+    page.screenshot(path=str(path))
+    if os.environ.get("UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, SCREENSHOTS / "classroom_1280x720.png")
+
+
+def reveal_figures(page) -> None:
+    """Streamlit draws an image only once its box has come into view: scroll each one in."""
+    for i in range(page.locator('[class*="st-key-figure-"]').count()):
+        page.locator('[class*="st-key-figure-"]').nth(i).scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+    page.wait_for_function("() => [...document.querySelectorAll('img')].every(i => i.complete)", timeout=30_000)
+
+
+def test_phone_figures_keep_their_size_and_scroll_sideways(browser, server_url):
+    page = open_page(browser, server_url, 390, 844)
+    try:
+        reveal_figures(page)
+        figures = page.evaluate(FIGURES_JS)
+        assert len(figures) >= 7, [f["name"] for f in figures]
+        for fig in figures:
+            scale = fig["shown"] / fig["viewbox"]
+            assert scale >= 0.99, (fig["name"], scale)  # its own size, not squeezed into 390 px
+            assert fig["min_font"] * scale >= 11, fig["name"]
+            assert fig["box_overflow"] in ("auto", "scroll"), fig["name"]
+            assert fig["box_client"] <= 390 and fig["box_scroll"] > fig["box_client"], fig["name"]
+            # the whole figure is within scroll's reach: nothing hangs off the left edge
+            assert fig["left_cut"] <= 1 and fig["box_scroll"] >= fig["shown"] - 1, (fig["name"], fig["left_cut"])
+        name = figures[0]["name"]
+        page.evaluate(f"() => document.querySelector('.{name}').scrollLeft = 200")
+        assert page.evaluate(f"() => document.querySelector('.{name}').scrollLeft") > 0  # it really scrolls
+        hints = page.locator('[class*="st-key-scrollhint-"]')
+        assert hints.count() >= 7 and hints.first.is_visible()  # a phone hides scrollbars: the line says it scrolls
+        assert "左右滑动" in hints.first.inner_text()
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "phone_390x844.png"))
+    finally:
+        page.context.close()

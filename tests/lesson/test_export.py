@@ -1,0 +1,105 @@
+"""`python -m lesson.export`: files written, one-line errors, no traceback."""
+
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from engine.trace import RequestTrace
+from lesson import export
+from lesson.diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS
+from lesson.export import FLOOR_DIAGRAMS
+from tests.factories import make_trace
+from tests.factories import ROOT
+
+
+
+def _assert_standalone_svg(path: Path) -> None:
+    data = path.read_text(encoding="utf-8")
+    assert data.startswith("<?xml")
+    root = ET.fromstring(data.encode("utf-8"))
+    assert root.get("version") == "1.1" and root.get("viewBox") and root.get("width") and root.get("height")
+    assert "href" not in data and "http://" not in data.replace('xmlns="http://www.w3.org/2000/svg"', "").replace(
+        'xmlns:ev="http://www.w3.org/2001/xml-events"', "").replace('xmlns:xlink="http://www.w3.org/1999/xlink"', "")
+
+
+def test_schematic_export_needs_no_model(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "lesson.export", "--out", str(tmp_path), "--schematic", "6", "3",
+                          "--lang", "en"], capture_output=True, text=True, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.svg" for n in SCHEMATIC_DIAGRAMS)
+    for path in tmp_path.iterdir():
+        _assert_standalone_svg(path)
+
+
+def test_trace_export_writes_every_diagram_and_the_trace(tmp_path, monkeypatch, capsys):
+    trace = make_trace()
+    monkeypatch.setattr(export, "run_engine", lambda prompt, n, model: trace)
+    assert export.main(["--out", str(tmp_path / "x"), "--lang", "en"]) == 0
+    names = {p.name for p in (tmp_path / "x").iterdir()}
+    assert names == {f"{n}.svg" for n in (*DIAGRAMS, *FLOOR_DIAGRAMS)} | {"trace.json"}
+    for name in DIAGRAMS:
+        _assert_standalone_svg(tmp_path / "x" / f"{name}.svg")
+    assert RequestTrace.from_json((tmp_path / "x" / "trace.json").read_text(encoding="utf-8")) == trace
+    assert len(capsys.readouterr().out.splitlines()) == len(names)
+
+
+@pytest.mark.parametrize("argv", [
+    [],
+    ["--out", "o", "--lang", "fr"],
+    ["--out", "o", "--max-new-tokens", "0"],
+    ["--out", "o", "--max-new-tokens", "many"],
+    ["--out", "o", "--schematic", "4"],
+    ["--out", "o", "--schematic", "-1", "3"],
+    ["--out", "o", "--bogus"],
+])
+def test_bad_arguments_give_one_line(argv, capsys):
+    assert export.main(argv) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: ") and "Traceback" not in err
+
+
+def test_empty_prompt_is_one_line(tmp_path, capsys):
+    assert export.main(["--out", str(tmp_path), "--prompt", "   "]) == 1
+    assert capsys.readouterr().err.strip() == "error: the prompt is empty; pass some text with --prompt"
+
+
+def test_engine_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    from engine.errors import ModelLoadError
+
+    def fail(prompt, n, model):
+        raise ModelLoadError("model_missing", f"model folder not found: {model}")
+
+    monkeypatch.setattr(export, "run_engine", fail)
+    assert export.main(["--out", str(tmp_path), "--model", "/no/such/folder"]) == 1
+    assert capsys.readouterr().err.strip() == "error: model folder not found: /no/such/folder"
+
+
+def test_unwritable_out_is_one_line(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    assert export.main(["--out", str(blocker / "sub"), "--schematic", "2", "2"]) == 1
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+@pytest.mark.slow
+def test_real_engine_run_with_a_tiny_model(tmp_path, tiny_model_dirs):
+    """One real forward-pass run end to end (random tiny Llama, real tokenizer)."""
+    pytest.importorskip("torch")
+    out = subprocess.run([sys.executable, "-m", "lesson.export", "--out", str(tmp_path), "--model",
+                          str(tiny_model_dirs["llama"]), "--max-new-tokens", "3", "--prompt", "法国的首都是"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr
+    trace = RequestTrace.from_json((tmp_path / "trace.json").read_text(encoding="utf-8"))
+    assert len(trace.steps) >= 1 and json.loads((tmp_path / "trace.json").read_text())["prompt"] == "法国的首都是"
+    for name in DIAGRAMS:
+        _assert_standalone_svg(tmp_path / f"{name}.svg")
+
+
+def test_bad_model_folder_from_the_real_engine(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "lesson.export", "--out", str(tmp_path), "--model",
+                          str(tmp_path / "missing")], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 1 and len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr

@@ -1,0 +1,73 @@
+"""The lesson text as data: both languages say the same things, in the same shape."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from lesson.text import LANGUAGES, TEXTS, normalize_language, placeholders, t
+from lesson.views import ENGINE_ERROR_KEYS
+from tests.factories import ROOT
+
+
+def test_zh_and_en_have_the_same_keys():
+    assert set(TEXTS["zh"]) == set(TEXTS["en"])
+
+
+@pytest.mark.parametrize("key", sorted(TEXTS["zh"]))
+def test_each_key_has_the_same_shape_and_fields_in_both_languages(key):
+    zh, en = TEXTS["zh"][key], TEXTS["en"][key]
+    assert type(zh) is type(en)
+    if isinstance(zh, str):
+        assert zh.strip() and en.strip()
+        assert placeholders(zh) == placeholders(en)
+        assert re.findall(r"\[\[\d\]\]", zh) == re.findall(r"\[\[\d\]\]", en), "citations differ"
+    else:
+        assert len(zh) == len(en)
+        for zh_row, en_row in zip(zh, en):
+            assert type(zh_row) is type(en_row)
+            if isinstance(zh_row, list):
+                assert len(zh_row) == len(en_row)
+
+
+def test_every_engine_error_key_has_a_message():
+    for lang in LANGUAGES:
+        for key in ENGINE_ERROR_KEYS:
+            assert f"err_{key}" in TEXTS[lang]
+
+
+def test_the_lesson_keeps_its_sections_in_order():
+    """The lesson's own headings, in its order (zh is the source text)."""
+    wanted = ["一次回答的时间线", "Prefill：先把提示词读完", "Decode：一次走一个新位置", "自己改变提示词和回答长度",
+              "为什么两个阶段的瓶颈不同", "用户实际感受到的两个等待", "当很多请求同时来到", "参考文献（References）",
+              "第十九课复习总图"]
+    keys = ["sec_timeline", "sec_prefill", "sec_decode", "sec_blocks", "sec_bottleneck", "sec_waits", "sec_many",
+            "sec_references", "sec_review"]
+    assert [t("zh", k) for k in keys] == wanted
+
+
+def test_the_running_example_and_the_three_papers_are_there():
+    assert "法国的首都是" in t("zh", "intro_1") and "巴黎。" in t("zh", "intro_1")
+    for lang in LANGUAGES:
+        refs = t(lang, "references")
+        assert len(refs) == 3
+        for arxiv in ("2308.16369", "2401.09670", "2309.06180"):
+            assert any(arxiv in r for r in refs)
+    assert t("zh", "timeline_table")[1] == ["首次前向", "四个提示词位置", "巴黎", "Prefill"]
+    assert len(t("zh", "bottleneck_table")) == len(t("en", "bottleneck_table")) == 5
+
+
+def test_t_fills_fields_and_keeps_missing_ones_visible():
+    assert t("en", "progress", step=2, num_tokens=2, max_tokens=8) == "Forward pass 2 · 2 / 8 tokens generated"
+    assert "{limit}" in t("en", "err_prompt_too_long", num_tokens=9)
+    assert normalize_language("fr") == "zh"
+    assert t("fr", "run") == t("zh", "run")
+
+
+def test_text_modules_do_not_import_streamlit():
+    import subprocess
+    import sys
+
+    code = "import sys, lesson.text, lesson.views; assert 'streamlit' not in sys.modules and 'torch' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=str(ROOT))
