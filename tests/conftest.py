@@ -53,7 +53,7 @@ def tiny_config(kind: str, vocab_size: int, eos_id: int):
     if kind == "gpt2":  # no GQA, learned positions
         return GPT2Config(n_layer=2, n_embd=64, n_head=4, n_positions=256, **common)
     # mistral: a sliding window of 8 positions, shorter than a test prompt plus its answer,
-    # so its cache stops growing mid-run and the KV formula over-counts (issue 7).
+    # so its cache stops growing mid-run and the KV formula over-counts.
     window = {"mistral": {"sliding_window": SLIDING_WINDOW}}.get(kind, {})
     cls = {"llama": LlamaConfig, "qwen2": Qwen2Config, "mistral": MistralConfig}[kind]
     return cls(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
@@ -104,7 +104,7 @@ def chromium():
 def pytest_runtest_makereport(item, call):
     """In CI (PREFILL_DECODE_REQUIRE_BROWSER=1) a skipped browser test is a failure:
     a missing chromium must not turn the real-browser checks into a silent pass.
-    (tests/test_browser_rule.py checks that every browser test fails that way.)"""
+    (tests/browser/test_browser_rule.py checks that every browser test fails that way.)"""
     outcome = yield
     report = outcome.get_result()
     if report.skipped and item.get_closest_marker("browser") and os.environ.get("PREFILL_DECODE_REQUIRE_BROWSER") == "1":

@@ -504,7 +504,7 @@ def timeline_axis(at) -> tuple[str, list[str], list[str]]:
 
 @needs_model
 def test_classroom_stepping_keeps_the_timeline_time_axis(app):
-    """Issue 8: stepping forward adds rows; the time axis and the Prefill bar stay put."""
+    """Stepping forward adds rows; the time axis and the Prefill bar stay put."""
     app.toggle(key="classroom").set_value(True).run()
     app.slider(key="output_len").set_value(6)
     app.button(key="run").click().run()
@@ -638,7 +638,7 @@ def test_the_token_preview_shows_a_bos_and_counts_it(monkeypatch, tmp_path, tiny
 
 @needs_model
 def test_classroom_back_first_and_last_pass_buttons(app):
-    """Issue 8: the buttons the keys press (← / Page Up, Home, End) step back, to the first and to the last pass."""
+    """The buttons the keys press (← / Page Up, Home, End) step back, to the first and to the last pass."""
     app.toggle(key="classroom").set_value(True).run()
     app.checkbox(key="ignore_eos").check()
     app.slider(key="output_len").set_value(5)

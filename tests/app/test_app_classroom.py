@@ -1,9 +1,9 @@
-"""Issue 8, part B: runs kept in the session, two compared on the same axes, the slow-motion
+"""Classroom tools: runs kept in the session, two compared on the same axes, the slow-motion
 replay, the animation's pause and step, and controls that agree with their captions.
 
 Pure checks of lesson.runs first, then the page through AppTest (the `app` fixture of
-tests/test_app.py: the embedded default model, answers capped at 32 tokens, prompts at 256).
-Already covered in tests/test_app.py and not repeated here: the language switch changing the
+tests/app/conftest.py: the embedded default model, answers capped at 32 tokens, prompts at 256).
+Already covered in tests/app/test_app.py and not repeated here: the language switch changing the
 default prompt, the 1-token answer cards, Run disabled for an empty prompt.
 """
 
@@ -234,7 +234,7 @@ def test_a_replay_in_progress_cuts_every_figure_to_its_pass(app, monkeypatch):
 
 @needs_model
 def test_the_prompt_length_slider_and_its_caption_agree(app):
-    """Issue 8: slider 64, split still 4 tokens. The caption and Run follow the slider's value."""
+    """Slider 64, split still 4 tokens. The caption and Run follow the slider's value."""
     app.slider(key="prompt_len").set_value(64).run()
     assert_healthy(app)
     assert t("zh", "token_split", num_tokens=64) in texts(app, "caption")
@@ -276,7 +276,7 @@ def test_the_animation_pauses_on_a_chosen_pass(app):
 @needs_model
 def test_control_values_survive_a_visit_to_the_other_page(app):
     """Kept aside without writing a widget's key while it is drawn (that write made a slider moved
-    with the keyboard during a rerun fall out of step with the server: issue 8)."""
+    with the keyboard during a rerun fall out of step with the server)."""
     app.slider(key="prompt_len").set_value(40)
     app.slider(key="output_len").set_value(5).run()
     app.switch_page("app_pages/bottleneck_lab.py").run()

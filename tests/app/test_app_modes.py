@@ -1,4 +1,4 @@
-"""The bottleneck lab's engine modes section (issue 10) and the lesson's engine caption, through
+"""The bottleneck lab's engine modes section and the lesson's engine caption, through
 AppTest on the default model; then the section's pure helpers (lesson/views.py) on made-up runs."""
 
 from __future__ import annotations

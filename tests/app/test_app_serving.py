@@ -177,7 +177,7 @@ def test_every_refusal_of_the_serving_engine_has_words_not_the_internal_error(ke
     assert "<b>" not in bare
 
 
-# --- the page in one language (QA pass: no English, no raw ids, a quiet log) ----------------
+# --- the page in one language (no English, no raw ids, a quiet log) ----------------
 
 ENGLISH_REASONS = ("not JSON", "Expecting", "no requests", "must be", "got ", "unknown key", "the prompt is empty",
                    "missing", "wrong type")

@@ -1,8 +1,8 @@
 """The serving lab's view of servers outside this process (AppTest): the "measure a real server"
 panel, the vLLM result upload and the Perfetto downloads (app_support/serving_remote.py).
 
-The probe against a real `transformers serve` is tested in tests/test_probe.py; here the page's
-wiring runs against the small stdlib SSE server of that file (`misbehaving`: it streams 巴 黎 。
+The probe against a real `transformers serve` is tested in tests/serving/test_probe.py; here the page's
+wiring runs against the small stdlib SSE server of tests/fake_server.py (`misbehaving`: it streams 巴 黎 。
 for a normal prompt and cuts the stream for the prompt "cut"), so one request is measured and
 one fails, and the page must show both.
 """

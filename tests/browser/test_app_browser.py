@@ -145,7 +145,7 @@ def press_and_time(page, key: str, expected: int) -> float:
 
 
 def test_classroom_steps_with_the_keyboard(page):
-    """Issue 8: a presenter's keys step the lesson anywhere on the page, each step well under a second."""
+    """A presenter's keys step the lesson anywhere on the page, each step well under a second."""
     tab = page.context.new_page()  # a fresh session: the lesson's defaults, whatever ran before
     try:
         tab.goto(page.url, wait_until="domcontentloaded")

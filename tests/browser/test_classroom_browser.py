@@ -1,4 +1,4 @@
-"""Issue 8 in a real browser: figures readable on a projector and on a phone.
+"""In a real browser: figures readable on a projector and on a phone.
 
 - 1280x720 and 1024x768 (projectors) in classroom mode: every figure's smallest label, as drawn on
   screen (its font size x the image's displayed width / the SVG's viewBox width), is at
@@ -7,7 +7,7 @@
 - 390x844 (a phone): figures keep their own size (scale 1, labels >= 11 px) and their box
   scrolls sideways, instead of shrinking to 4-5 px.
 
-Same server pattern and skip rules as test_app_browser.py: skips at setup without
+Same server (tests/browser/conftest.py) and skip rules as test_app_browser.py: skips at setup without
 /usr/bin/chromium or playwright, fails instead under PREFILL_DECODE_REQUIRE_BROWSER=1.
 With UPDATE_SCREENSHOTS=1 the classroom screenshot for the README is refreshed.
 """

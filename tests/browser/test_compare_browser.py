@@ -1,9 +1,9 @@
-"""Issue 8, part B in a real browser (Debian chromium via playwright): a slider moved with the
+"""Classroom tools in a real browser (Debian chromium via playwright): a slider moved with the
 keyboard agrees with the token split, the animation pauses and steps, the slow-motion replay
 paces itself, two runs compare on the same axes, a right-to-left prompt is right-aligned.
 
-Same server and skip/require rules as tests/test_app_browser.py (its fixtures are reused: this
-module gets its own server). Screenshots go to tests/artifacts/, and to docs/screenshots/ with
+Same server and skip/require rules as tests/browser/test_app_browser.py (tests/browser/conftest.py:
+this module gets its own server). Screenshots go to tests/artifacts/, and to docs/screenshots/ with
 UPDATE_SCREENSHOTS=1.
 """
 
@@ -74,7 +74,7 @@ def screenshot(tab, locator, name: str) -> None:
 
 
 def test_a_slider_moved_with_the_keyboard_agrees_with_the_token_split(page):
-    """Issue 8: keys pressed while the page is still running never leave the slider at one value
+    """Keys pressed while the page is still running never leave the slider at one value
     and the token split (and the next Run) at another."""
     tab = fresh_tab(page)
     try:
@@ -244,7 +244,7 @@ def test_a_right_to_left_prompt_is_right_aligned(page):
 
 
 def test_the_length_sketch_follows_the_slider_while_it_is_dragged(page):
-    """Issue 8: the sketch followed only on release (0.6-1.5 s later). While the mouse is still
+    """The sketch follows the slider, not only its release (0.6-1.5 s later). While the mouse is still
     down, the page's script redraws it from the thumb's number; after release the page's own
     figure (with its SVG download) is back, drawn for the same lengths."""
     tab = fresh_tab(page)

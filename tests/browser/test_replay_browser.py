@@ -1,12 +1,13 @@
-"""QA defect in a real browser (Debian chromium via playwright): during a slow-motion replay the
-answer box showed the finished run's banner and its summary twice, and both replay buttons.
+"""A slow-motion replay in a real browser (Debian chromium via playwright) shows one caption, no
+finished run's banner and one replay button (it once showed the banner, the summary twice and both
+buttons).
 
 The replay drew the page again with st.rerun() at each pass, and Streamlit clears elements left
 over from an earlier run only when a run finishes without a rerun: whatever the run before the
 replay drew and the replay did not draw again stayed on screen. Now a timer fragment starts each
 pass's run and every run finishes. The page is looked at between runs (while one draws, the
 elements it has not reached yet are the last run's, as on any Streamlit page). Same server and
-skip rules as tests/test_app_browser.py (its fixtures are reused: this module gets its own server).
+skip rules as tests/browser/test_app_browser.py (tests/browser/conftest.py: this module gets its own server).
 """
 
 from __future__ import annotations

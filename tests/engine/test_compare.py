@@ -86,16 +86,15 @@ def _check_attention(att: DecodeAttention, context: int, num_layers: int) -> Non
 
 
 def test_a_sliding_window_reads_only_the_window(tiny_model_dirs):
-    from tests.conftest import SLIDING_WINDOW
-
     lm = load_model(tiny_model_dirs["mistral"], device="cpu")
+    window = lm.model.config.sliding_window  # the tiny Mistral's (tests/conftest.py): 8 positions
     ids = prompt_token_ids(lm.tokenizer, "The capital of France is Paris.")
     out = compare_cache(lm, ids, 6).output_ids
     att = decode_attention(lm, ids, out, 4)
-    assert att.context + 1 > SLIDING_WINDOW and att.num_read == (SLIDING_WINDOW,) * 2
+    assert att.context + 1 > window and att.num_read == (window,) * 2
     for row in att.mean:
         assert len(row) == att.context + 1 and math.isclose(sum(row), 1.0, abs_tol=1e-4)
-        assert all(w == 0.0 for w in row[:-SLIDING_WINDOW])  # dropped from the cache: not read
+        assert all(w == 0.0 for w in row[:-window])  # dropped from the cache: not read
 
 
 def test_decode_attention_sums_to_one_over_the_cache_plus_the_new_position(default_lm):

@@ -1,8 +1,8 @@
-"""Issue 8: every figure label meets WCAG AA contrast, and in classroom mode every figure
+"""Every figure label meets WCAG AA contrast, and in classroom mode every figure
 fits the column it is shown in with no label under the page's body text.
 
 The contrast checker (lesson/contrast.py) is pure: it parses the SVG and judges each <text>
-against the rects painted under it. The browser test (test_classroom_browser.py) measures
+against the rects painted under it. The browser test (tests/browser/test_classroom_browser.py) measures
 the same on screen.
 """
 
@@ -60,14 +60,14 @@ def _figures():
 
 
 def _modes_figure(lang, style):
-    """The bottleneck lab's engine modes (issue 10): shown in the app's classroom style too."""
+    """The bottleneck lab's engine modes: shown in the app's classroom style too."""
     from lesson.diagrams.modes import render_modes
 
     return render_modes(make_mode_runs(), floors_ms=MODE_FLOORS, lang=lang, style=style)
 
 
 def _serving_figures():
-    """The serving lab's figures (issue 11, 12): classroom mode folds them to the column too."""
+    """The serving lab's figures: classroom mode folds them to the column too."""
     from lesson.diagrams.batch_composition import render_batch_composition
     from lesson.diagrams.kv_blocks import render_kv_blocks
     from lesson.diagrams.serving_gantt import render_serving_gantt
@@ -126,7 +126,7 @@ def test_checker_finds_the_rect_under_a_label():
 
 
 def test_checker_fails_the_old_orange():
-    """The Decode orange before issue 8 (#ea580c): white badge text on it is 3.6:1, under AA."""
+    """The Decode orange the figures once used (#ea580c): white badge text on it is 3.6:1, under AA."""
     old = replace(DEFAULT_STYLE, decode="#ea580c")
     trace = _traces()["lesson"]
     failing = failing_labels(DIAGRAMS["timeline"](trace, lang="en", style=old))

@@ -239,7 +239,7 @@ def test_latency_has_one_bar_per_pass(trace, long_trace):
 
 
 def test_kv_grey_layer_stack_has_a_legend(trace):
-    """Issue 8: the grey shades of the layer stack are named by swatches in both shades."""
+    """The grey shades of the layer stack are named by swatches in both shades."""
     for lang in ("zh", "en"):
         root = parse(render_kv_growth(trace, lang=lang))
         (legend,) = with_class(root, "legend-item", "layers")
@@ -249,8 +249,8 @@ def test_kv_grey_layer_stack_has_a_legend(trace):
 
 
 def test_latency_value_labels_carry_a_halo_over_the_tpot_line(trace):
-    """Issue 8: the dashed TPOT line struck through the ms labels over the bars; each label
-    now has a paper-coloured outline under its glyphs (and so do the timeline's time labels)."""
+    """The dashed TPOT line must not strike through the ms labels over the bars: each label
+    has a paper-coloured outline under its glyphs (and so do the timeline's time labels)."""
     root = parse(render_latency(trace, lang="en"))
     labels = with_class(root, "value-label")
     assert labels and all(el.get("stroke") == DEFAULT_STYLE.paper and el.get("paint-order") == "stroke"
@@ -295,12 +295,12 @@ def test_plotly_charts(trace):
 
 
 def test_plotly_ttft_note_sits_above_the_plot_not_on_the_bars(long_trace):
-    """Issue 8: in a long run the TTFT note ran over the Decode bars; now it sits above the
+    """In a long run the TTFT note must not run over the Decode bars: it sits above the
     plot area (paper coordinates), and the legend below it."""
     fig = latency_figure(long_trace, "zh")
     (note,) = [a for a in fig.layout.annotations if a.name == "ttft"]
     assert (note.xref, note.yref, note.yanchor) == ("paper", "paper", "bottom") and note.y >= 1.0
-    legend = fig.layout.legend  # under everything: hung from the figure's bottom edge (QA fix, see test_fix_lesson_qa)
+    legend = fig.layout.legend  # under everything: hung from the figure's bottom edge (test_figure_labels.py)
     assert "TTFT" in note.text and (legend.yref, legend.yanchor, legend.y) == ("container", "bottom", 0)
     lines = [a for a in fig.layout.annotations if a.name != "ttft"]  # TPOT, p50, p99: in the right margin
     assert len(lines) == 3 and all(a.xref == "x domain" and a.x == 1 and a.xanchor == "left" for a in lines), lines
@@ -353,7 +353,7 @@ def test_snapshot(name, trace):
 
 
 def test_near_duplicate_numbers_get_their_explanation():
-    """Issue 8: Prefill's pass beside TTFT, a Decode pass beside ITL: the notes give the
+    """Prefill's pass beside TTFT, a Decode pass beside ITL: the notes give the
     difference, from the trace's own times, in both languages."""
     from lesson.views import format_ms, metric_gap_notes
 

@@ -108,7 +108,7 @@ def test_slot_last():
 
 
 # ---------------------------------------------------------------------------
-# The latency chart and the timeline's waits (issue 7: metrics that say less than they seem)
+# The latency chart and the timeline's waits: notes for metrics that say less than they seem
 # ---------------------------------------------------------------------------
 
 def _svg_with_class(svg: str, *classes: str) -> list:
@@ -178,7 +178,7 @@ def test_timeline_waits_have_their_own_colour_and_legend():
                 DEFAULT_STYLE.decode}) == 5  # one colour per meaning
 
 
-# --- classroom sizing (issue 8) ---
+# --- classroom sizing ---
 
 def test_clip_text_fits_and_marks_the_cut():
     assert clip_text("short", 500, 20) == "short"

@@ -1,5 +1,5 @@
 """Classroom stepping keeps every figure's axes: a prefix of a run drawn with `full=` the
-whole run has the same scales, slots and ticks at every step (issue 8)."""
+whole run has the same scales, slots and ticks at every step."""
 
 import xml.etree.ElementTree as ET
 from dataclasses import replace
