@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.config import ServerSettings
 from engine.trace import RequestTrace
 from lesson.text import t
 from lesson.views import (
-    LAB_DEVICE_SPECS, LAB_DTYPES, ServerSettings, cache_compare_alt, cache_compare_caption, download_stem,
+    LAB_DEVICE_SPECS, LAB_DTYPES, cache_compare_alt, cache_compare_caption, download_stem,
     escape_markdown, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text, lab_sweep_caption,
     trace_summary,
 )

@@ -15,10 +15,11 @@ import datetime
 
 import streamlit as st
 
+from engine.config import ServerSettings
 from engine.trace import ENGINE_MODES, RequestTrace
 from lesson.text import device_label, t
 from lesson.views import (
-    MODES_MAX_NEW_TOKENS, ServerSettings, download_stem, escape_markdown, format_ms, modes_explanations,
+    MODES_MAX_NEW_TOKENS, download_stem, escape_markdown, format_ms, modes_explanations,
     modes_table, offered_modes,
 )
 

@@ -13,8 +13,9 @@ import logging
 
 import streamlit as st
 
+from engine.config import ServerSettings, settings_from_env
 from engine.trace import RequestTrace
-from lesson.views import PRESET_PREFIX, ServerSettings, resolve_model_choice, settings_from_env
+from lesson.views import PRESET_PREFIX, resolve_model_choice
 
 log = logging.getLogger("prefill_decode.app")
 

@@ -6,7 +6,7 @@ SLOs go in; one button runs every policy on that same workload with the real eng
 (lesson/diagrams/serving_*.py, kv_blocks, batch_composition) and the metric table
 come out, policy beside policy, with what the measured numbers say.
 
-Caps come from the server's environment (ServingCaps.from_env), so a shared classroom
+Caps come from the server's environment (engine.config.ServingCaps), so a shared classroom
 CPU is never asked for a load test. Runs are cached (st.cache_data) by the workload,
 the settings and the model, so a second visitor with the same choices waits for nothing.
 """
@@ -15,20 +15,19 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import re
 import sys
 import types
 from collections.abc import Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import streamlit as st
 
-from engine.serving.trace import POLICIES, ServingRun
+from engine.config import ServerSettings, ServingCaps
+from engine.serving.trace import ServingRun
 from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label
 from lesson.text import t
-from lesson.views import ServerSettings, escape_markdown
+from lesson.views import escape_markdown
 
 from . import resources, serving_remote
 from .ui import error_boundary, svg_figure
@@ -52,34 +51,7 @@ SERVING_WIDGET_KEYS = ("sl_source", "sl_scenario", "sl_scn_seed", "sl_num_chats"
                        "sl_probe_concurrency", "sl_probe_timeout", "sl_probe_key_env", "sl_probe_ignore_eos")
 
 
-# --- server caps ------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ServingCaps:
-    """What one click may ask of this server (operator-set environment variables)."""
-
-    max_requests: int = 16  # PREFILL_DECODE_SERVING_MAX_REQUESTS
-    max_prompt_tokens: int = 1024  # PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS: the longest (stretched) prompt
-    max_new_tokens: int = 64  # PREFILL_DECODE_SERVING_MAX_NEW_TOKENS: the longest answer
-    disaggregated: bool = True  # PREFILL_DECODE_SERVING_DISAGGREGATED=0: two extra processes are too much here
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "ServingCaps":
-        def number(name: str, default: int, low: int, high: int) -> int:
-            raw = environ.get(name, "").strip()
-            return min(max(int(raw), low), high) if re.fullmatch(r"\d+", raw) else default
-
-        return cls(
-            max_requests=number("PREFILL_DECODE_SERVING_MAX_REQUESTS", 16, 1, 512),
-            max_prompt_tokens=number("PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS", 1024, 8, 4096),
-            max_new_tokens=number("PREFILL_DECODE_SERVING_MAX_NEW_TOKENS", 64, 1, 4096),
-            disaggregated=environ.get("PREFILL_DECODE_SERVING_DISAGGREGATED", "1").strip() not in ("0", "false", "no"),
-        )
-
-    @property
-    def policies(self) -> tuple[str, ...]:
-        return tuple(p for p in POLICIES if p != "disaggregated" or self.disaggregated)
-
+# --- server caps (engine.config.ServingCaps) -----------------------------------------
 
 class CapError(ValueError):
     """A workload over this server's caps; `key` and `params` make the learner's message."""

@@ -9,13 +9,8 @@
 Both runs are "observed from the client: no view inside the server's passes": the page says so
 above their Gantt and metric table, and the Gantt's own subtitle says where its times come from.
 
-Server settings (operator-set environment variables, ProbeSettings.from_env):
-    PREFILL_DECODE_PROBE=0            hide the probe panel (a classroom server that must not send requests)
-    PREFILL_DECODE_PROBE_ALLOW=...    hosts the probe may reach, comma-separated (default localhost,
-                                      127.0.0.1, ::1): a name matches itself, "10.0." every address it
-                                      starts, ".example.org" every host it ends, "*" any host
-    PREFILL_DECODE_PROBE_KEY_VARS=... environment variables a visitor may name as the API key's holder
-    PREFILL_DECODE_VLLM_MAX_MB=20     the largest vLLM result file read
+Server settings: engine.config.ProbeSettings, from PREFILL_DECODE_PROBE, PREFILL_DECODE_PROBE_ALLOW,
+PREFILL_DECODE_PROBE_KEY_VARS and PREFILL_DECODE_VLLM_MAX_MB (docs/configuration.md).
 A visitor types the NAME of an environment variable, never a key: a text box for a key is a leak.
 """
 
@@ -23,17 +18,16 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
 import streamlit as st
 
+from engine.config import ProbeSettings
 from engine.serving.trace import ServingRun
 from lesson.serving_views import figure_alt, metric_records
 from lesson.text import t
@@ -43,60 +37,11 @@ from .ui import error_boundary, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
 
-DEFAULT_ALLOW = ("localhost", "127.0.0.1", "::1")
-DEFAULT_KEY_VARS = ("OPENAI_API_KEY", "VLLM_API_KEY", "SGLANG_API_KEY", "PREFILL_DECODE_PROBE_API_KEY")
 PROBE_KEYS = ("probe_endpoint", "probe_api_key_env", "probe_unreachable", "probe_model", "probe_http",
               "probe_timeout", "probe_cut", "probe_bad_chunk", "probe_stream_error")
 PROBE_WIDGET_KEYS = ("sl_probe_endpoint", "sl_probe_model", "sl_probe_api", "sl_probe_concurrency",
                      "sl_probe_timeout", "sl_probe_key_env", "sl_probe_ignore_eos")
 MAX_TIMEOUT_S = 300
-
-
-# --- server settings ----------------------------------------------------------------
-
-@dataclass(frozen=True)
-class ProbeSettings:
-    enabled: bool = True
-    allow: tuple[str, ...] = DEFAULT_ALLOW
-    key_vars: tuple[str, ...] = DEFAULT_KEY_VARS
-    vllm_max_mb: float = 20.0
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> "ProbeSettings":
-        def names(var: str, default: tuple[str, ...]) -> tuple[str, ...]:
-            raw = environ.get(var)
-            if raw is None or not raw.strip():
-                return default
-            return tuple(n.strip().lower() if var.endswith("ALLOW") else n.strip() for n in raw.split(",")
-                         if n.strip())
-
-        raw_mb = environ.get("PREFILL_DECODE_VLLM_MAX_MB", "").strip()
-        mb = float(raw_mb) if re.fullmatch(r"\d+(\.\d+)?", raw_mb) and float(raw_mb) > 0 else 20.0
-        return cls(enabled=environ.get("PREFILL_DECODE_PROBE", "1").strip().lower() not in ("0", "false", "no"),
-                   allow=names("PREFILL_DECODE_PROBE_ALLOW", DEFAULT_ALLOW),
-                   key_vars=names("PREFILL_DECODE_PROBE_KEY_VARS", DEFAULT_KEY_VARS), vllm_max_mb=min(mb, 1024.0))
-
-    def host_allowed(self, host: str) -> bool:
-        host = host.lower().strip("[]")
-        for entry in self.allow:
-            if entry == "*" or host == entry.strip("[]"):
-                return True
-            if entry.endswith(".") and host.startswith(entry) and _is_ip(host):  # an address prefix: "10.0."
-                return True
-            if entry.startswith(".") and host.endswith(entry):  # a domain: ".cluster.local"
-                return True
-        return False
-
-
-def _is_ip(host: str) -> bool:
-    """An address literal (so "10.0." never matches a name such as 10.0.example.com)."""
-    import ipaddress
-
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 class RemoteError(ValueError):

@@ -11,10 +11,11 @@ from typing import Any
 
 import streamlit as st
 
+from engine.config import Limits
 from lesson.runs import DEFAULT_REPLAY_PACE, REPLAY_PACES, keep_pins
 from lesson.text import LANGUAGES
 from lesson.views import (
-    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, Limits, as_int_in_range, default_prompt,
+    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, as_int_in_range, default_prompt,
     is_default_prompt, list_model_choices,
 )
 

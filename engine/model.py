@@ -12,7 +12,6 @@ resolves outside it (a symlink pointing elsewhere) is refused.
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 import threading
 import time
@@ -27,6 +26,7 @@ from transformers.utils import logging as hf_logging
 
 from . import attention, presets
 from .attention import KernelLog
+from .config import EngineSettings
 from .errors import ModelLoadError
 from .static import RunnerPool
 from .trace import ModelInfo
@@ -70,16 +70,12 @@ class LoadedModel:
 
 
 def set_num_threads(num_threads: int | None = None) -> int:
-    """Pin torch's CPU threads (env PREFILL_DECODE_THREADS overrides).
-
-    Measured on a 2-core machine: with one other busy process, torch's default
-    (one thread per core) made a decode step about 50x slower, because its
-    threads wait on each other at every small matmul. Tiny decode steps gain
-    nothing from more threads, so the default is half the cores, at most 4.
+    """Pin torch's CPU threads: `num_threads`, else the operator's PREFILL_DECODE_THREADS, else half
+    the cores, at most 4 (engine.config.default_threads says why: more threads made a small
+    Decode step about 50x slower on a busy 2-core machine).
     """
     if num_threads is None:
-        env = os.environ.get("PREFILL_DECODE_THREADS", "")
-        num_threads = int(env) if env.isdigit() and int(env) > 0 else max(1, min(4, (os.cpu_count() or 2) // 2))
+        num_threads = EngineSettings.from_env().num_threads
     torch.set_num_threads(num_threads)
     return num_threads
 

@@ -12,13 +12,12 @@ import dataclasses
 import datetime
 import io
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS
+from engine.config import ServerSettings
 from engine.trace import STEP_TABLE_COLUMNS, RequestTrace, step_rows
 
 from .svgtext import fmt_bytes, fmt_count, fmt_ms, visible
@@ -33,62 +32,6 @@ ENGINE_ERROR_KEYS = (
     "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
     "mode_unknown", "graph_needs_cuda", "preset_too_large",
 )
-
-
-# ---------------------------------------------------------------------------
-# Server limits and settings (operator-set environment variables)
-# ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Limits:
-    """Caps that keep a shared classroom server responsive on a CPU."""
-
-    max_prompt_tokens: int = DEFAULT_MAX_PROMPT_TOKENS  # PREFILL_DECODE_MAX_PROMPT_TOKENS
-    max_new_tokens: int = 128  # PREFILL_DECODE_MAX_NEW_TOKENS
-    max_prompt_chars: int = 8000  # PREFILL_DECODE_MAX_PROMPT_CHARS: refused before tokenizing
-
-
-@dataclass(frozen=True)
-class ServerSettings:
-    limits: Limits
-    models_dir: Path | None  # PREFILL_DECODE_MODELS_DIR: folders a visitor may pick from
-    device: str  # PREFILL_DECODE_DEVICE: auto, cpu, cuda, mps
-    dtype: str  # PREFILL_DECODE_DTYPE: auto, float32, bfloat16, float16
-    # The bottleneck lab (app_pages/bottleneck_lab.py): caps that keep a class server responsive.
-    presets: bool = True  # PREFILL_DECODE_PRESETS=0 hides the real-size presets (random weights) from the picker
-    sweep_max_positions: int = 1024  # PREFILL_DECODE_SWEEP_MAX_POSITIONS: longest prompt / context a sweep measures
-    sweep_max_batch: int = 64  # PREFILL_DECODE_SWEEP_MAX_BATCH: largest batch a sweep measures (at most 64)
-    compile_mode: bool = True  # PREFILL_DECODE_COMPILE=0 hides the lab's "compiled" engine mode (torch.compile)
-
-
-def _env_int(environ: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
-    raw = environ.get(name, "").strip()
-    return clamp(int(raw), low, high) if re.fullmatch(r"\d+", raw) else default
-
-
-def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings:
-    """Read the operator's settings; bad values fall back to the defaults."""
-    limits = Limits(
-        max_prompt_tokens=_env_int(environ, "PREFILL_DECODE_MAX_PROMPT_TOKENS", DEFAULT_MAX_PROMPT_TOKENS, 8, 32768),
-        max_new_tokens=_env_int(environ, "PREFILL_DECODE_MAX_NEW_TOKENS", 128, 1, 4096),
-        max_prompt_chars=_env_int(environ, "PREFILL_DECODE_MAX_PROMPT_CHARS", 8000, 16, 1_000_000),
-    )
-    models_dir = environ.get("PREFILL_DECODE_MODELS_DIR", "").strip()
-    return ServerSettings(
-        limits=limits,
-        models_dir=Path(models_dir).expanduser() if models_dir else None,
-        device=environ.get("PREFILL_DECODE_DEVICE", "auto").strip() or "auto",
-        dtype=environ.get("PREFILL_DECODE_DTYPE", "auto").strip() or "auto",
-        presets=_env_flag(environ, "PREFILL_DECODE_PRESETS"),
-        sweep_max_positions=_env_int(environ, "PREFILL_DECODE_SWEEP_MAX_POSITIONS", 1024, 8, 8192),
-        sweep_max_batch=_env_int(environ, "PREFILL_DECODE_SWEEP_MAX_BATCH", 64, 1, 64),
-        compile_mode=_env_flag(environ, "PREFILL_DECODE_COMPILE"),
-    )
-
-
-def _env_flag(environ: Mapping[str, str], name: str) -> bool:
-    """On unless the operator wrote 0, false, no or off."""
-    return environ.get(name, "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 # ---------------------------------------------------------------------------
