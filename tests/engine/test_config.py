@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TEST_SWITCHES = {"PREFILL_DECODE_CHROMIUM", "PREFILL_DECODE_REQUIRE_BROWSER"}
 NAME = re.compile(r"PREFILL_DECODE_[A-Z0-9_]*[A-Z0-9]")
 # A read of one variable by name: environ.get("X"), getenv("X"), environ["X"] (not a write: environ["X"] = ...)
-READ = re.compile(r"(?:environ\.get|getenv)\s*\(\s*[\"'](PREFILL_DECODE_\w+)|environ\s*\[\s*[\"'](PREFILL_DECODE_\w+)[\"']\s*\](?!\s*=[^=])")
+READ = re.compile(r"(?:environ\.get|getenv)\s*\(\s*[\"'](PREFILL_DECODE_\w+)"
+                  r"|environ\s*\[\s*[\"'](PREFILL_DECODE_\w+)[\"']\s*\](?!\s*=[^=])")
 
 # Each flag -> the setting it switches, as the app reads it.
 FLAGS = {
