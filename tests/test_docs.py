@@ -31,7 +31,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = next(p for p in Path(__file__).resolve().parents if (p / "Makefile").is_file() and (p / "pyproject.toml").is_file())
+ROOT = next(p for p in Path(__file__).resolve().parents  # wherever tests/ puts this module
+            if (p / "Makefile").is_file() and (p / "pyproject.toml").is_file())
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 README_MAX_LINES = 200
 
@@ -40,12 +41,13 @@ NOT_SOURCE = {".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".ruff_ca
 # Modules whose commands and flags are checked against their --help.
 OWN_MODULES = ("engine", "lesson", "app_support", "app_pages", "bench")
 DOTTED_NAME = re.compile(r"((?:engine|lesson|app_support|app_pages)(?:\.[A-Za-z_]\w*)+)")
+BARE_FILE = re.compile(r"[\w.-]+\.(?:py|md)")
 FILE_NAME = re.compile(r"[\w./-]+\.(?:py|md|json|jsonl|txt|svg|csv|toml|png)")
 VARIABLE = re.compile(r"PREFILL_DECODE_[A-Z0-9_]*[A-Z0-9]")
-FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.M | re.S)
+FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 SPAN = re.compile(r"`([^`]+)`")
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
-HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 MAKE = re.compile(r"(?:^|[\s;&|(])make((?:\s+[A-Za-z_]+=\S*)*)\s+([a-z][\w-]*)")
 PYTHON = re.compile(r"(?:^|[\s;&|(])(?:\S*/)?python3?\s+(?:-m\s+([\w.]+)|([\w./-]+\.py))([^\n]*)")
 FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]*")
@@ -89,15 +91,15 @@ def read_page(path: Path) -> Page:
     return Page(path, path.read_text(encoding="utf-8"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def root_entries() -> frozenset[str]:
     return frozenset(p.name for p in ROOT.iterdir() if p.name not in NOT_SOURCE and not p.name.endswith(".egg-info"))
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def tree_file_names() -> frozenset[str]:
     names = set()
-    for folder, dirs, files in os.walk(ROOT):
+    for _, dirs, files in os.walk(ROOT):
         dirs[:] = [d for d in dirs if d not in NOT_SOURCE and not d.endswith(".egg-info")]
         names.update(files)
     return frozenset(names)
@@ -125,9 +127,11 @@ def repository_paths(line: str) -> list[str]:
         token = raw.rstrip(TOKEN_STRIP) if raw.startswith(".") else raw.strip(TOKEN_STRIP)
         if not token:
             continue
-        if "/" in token and token.split("/", 1)[0] in root_entries():
-            found.append(token)
-        elif "/" not in token and re.fullmatch(r"[\w.-]+\.(?:py|md)", token):
+        if "/" in token:  # a path of this repository starts at one of its root's entries
+            is_path = token.split("/", 1)[0] in root_entries()
+        else:  # a bare file name: only source and docs, not the outputs a command writes (trace.json)
+            is_path = BARE_FILE.fullmatch(token) is not None
+        if is_path:
             found.append(token)
     return found
 
@@ -177,10 +181,10 @@ def link_problems(page: Page) -> list[str]:
     return problems
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def make_targets() -> frozenset[str]:
     text = (ROOT / "Makefile").read_text(encoding="utf-8")
-    rules = re.findall(r"^([A-Za-z0-9_.-][A-Za-z0-9_. -]*?)\s*::?(?!=)", text, re.M)
+    rules = re.findall(r"^([A-Za-z0-9_.-][A-Za-z0-9_. -]*?)\s*::?(?!=)", text, re.MULTILINE)
     return frozenset(name for rule in rules for name in rule.split())
 
 
@@ -194,11 +198,11 @@ def arguments(rest: str) -> str:
     return re.split(r"\s(?:\||&&|>|2>)\s|;", rest, maxsplit=1)[0]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def help_text(module: str, command: str | None) -> tuple[int, str]:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     argv = [sys.executable, "-m", module, *([command] if command else []), "--help"]
-    out = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    out = subprocess.run(argv, check=False, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     return out.returncode, out.stdout + out.stderr
 
 
@@ -285,7 +289,7 @@ def resolves_module(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def code_text() -> str:
     """Every source file that could read a PREFILL_DECODE_* variable (the docs themselves left out)."""
     files = [ROOT / "Makefile", *ROOT.glob(".ci/*"), *ROOT.glob(".streamlit/*")]
@@ -321,7 +325,8 @@ def test_readme_fits_on_a_screen_and_names_the_two_commands():
 
 
 def test_every_docs_page_is_linked_from_the_readme():
-    linked = {(ROOT / target.partition("#")[0]).resolve() for target in LINK.findall(read_page(ROOT / "README.md").prose)}
+    targets = LINK.findall(read_page(ROOT / "README.md").prose)
+    linked = {(ROOT / target.partition("#")[0]).resolve() for target in targets}
     assert [p.name for p in PAGES[1:] if p.resolve() not in linked] == []
 
 
