@@ -27,6 +27,7 @@ coordinator terminates both in a `finally`.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 import queue
 import time
@@ -35,7 +36,12 @@ from collections import deque
 from dataclasses import dataclass
 from multiprocessing import shared_memory
 
+import torch
+
 from ..errors import EngineError
+from ..model import load_model
+from .core import EngineCore, build_run, make_clock, prepare_sequences
+from .scheduler import SchedulerConfig
 from .trace import Handoff, LinkEstimate, LinkSpec
 
 LINKS = (
@@ -63,7 +69,7 @@ class WorkerSpec:
     dtype: str
     num_blocks: int
     block_size: int
-    scheduler_config: object
+    scheduler_config: SchedulerConfig
     cores: tuple[int, ...]  # () : not pinned
     num_threads: int
     cuda_index: int | None
@@ -84,12 +90,6 @@ def plan_cores() -> tuple[tuple[int, ...], tuple[int, ...]]:
 # --- the coordinator -------------------------------------------------------------
 
 def run_disaggregated(lm, workload, config, *, scenario: str = "custom", on_iteration=None):
-    import multiprocessing as mp
-
-    import torch
-
-    from .engine import build_run, prepare_sequences
-
     seqs = prepare_sequences(lm, workload, config)
     num_blocks = config.blocks_for_run(seqs)
     prefill_cores, decode_cores = plan_cores()
@@ -196,15 +196,11 @@ def _worker_main(spec: WorkerSpec, seqs, conn, results, go) -> None:
         if spec.cores:
             os.sched_setaffinity(0, spec.cores)
         lm = _load(spec)
-        from .engine import EngineCore
-
         core = EngineCore(lm, spec.scheduler_config, spec.num_blocks, spec.block_size, worker=spec.worker)
         results.put(("ready", spec.worker))
         t0 = _wait_for_start(go, spec.parent_pid)
         loop = _prefill_loop if spec.worker == "prefill" else _decode_loop
         loop(core, lm, t0, seqs, conn, results, spec.parent_pid)
-        import torch
-
         results.put(("done", spec.worker, torch.get_num_threads()))
     except BaseException:  # report anything, then exit non-zero: the coordinator raises it
         results.put(("error", spec.worker, traceback.format_exc(limit=3).strip().splitlines()[-1]))
@@ -214,8 +210,6 @@ def _worker_main(spec: WorkerSpec, seqs, conn, results, go) -> None:
 
 
 def _load(spec: WorkerSpec):
-    from ..model import load_model
-
     lm = load_model(spec.model_path, device=spec.device, dtype=spec.dtype, num_threads=spec.num_threads,
                     allow_hub=spec.model_path is not None)
     if spec.cuda_index is not None:
@@ -240,10 +234,6 @@ def _check_parent(parent_pid: int) -> None:
 
 
 def _prefill_loop(core, lm, t0: float, seqs, conn, results, parent_pid: int) -> None:
-    import torch
-
-    from .engine import make_clock
-
     clock, pending = make_clock(lm, t0), deque(seqs)
     while pending or core.scheduler.has_work():
         _check_parent(parent_pid)
@@ -274,8 +264,6 @@ def _prefill_loop(core, lm, t0: float, seqs, conn, results, parent_pid: int) -> 
 
 
 def _decode_loop(core, lm, t0: float, seqs, conn, results, parent_pid: int) -> None:
-    from .engine import make_clock
-
     clock, inbox, prefill_done = make_clock(lm, t0), deque(), False
     while True:
         _check_parent(parent_pid)
@@ -305,8 +293,6 @@ def _decode_loop(core, lm, t0: float, seqs, conn, results, parent_pid: int) -> N
 
 def _unpack(header: dict, clock):
     """Copy the hand-off out of shared memory at once (so the segment can go)."""
-    import torch
-
     start = clock()
     shm = shared_memory.SharedMemory(name=header["shm"])
     try:
@@ -319,8 +305,6 @@ def _unpack(header: dict, clock):
 
 
 def _admit_handoff(core, lm, header: dict, kv, unpack_ms: float, clock) -> Handoff:
-    import torch
-
     start = clock()
     seq = header["seq"]
     core.blocks.grow(seq.request_id, seq.num_computed)

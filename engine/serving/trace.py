@@ -76,7 +76,7 @@ POLICIES = ("one-at-a-time", "prefill-first", "chunked", "disaggregated")
 SERVING_PHASES = ("prefill", "prefill_chunk", "decode")
 WORKERS = ("engine", "prefill", "decode")
 ON_KV_FULL = ("wait", "preempt")
-# A run measured from outside a server (engine/probe.py, lesson/vllm_import.py): its scheduling is not
+# A run measured from outside a server (engine/interop/): its scheduling is not
 # observable, so its settings name no engine policy. Accepted by ServingSettings, never by `engine serve`.
 OBSERVED_POLICY = "observed"
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from engine.__main__ import main
+from engine.cli import main
 from engine.trace import RequestTrace
 
 

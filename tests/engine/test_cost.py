@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from engine import cost
-from engine.__main__ import main
+from engine.cli import main
 from engine.cost import DEVICE_SPECS, DeviceSpec, ModelShape, pass_cost
 from engine.errors import EngineError
 from tests.factories import ROOT

@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from engine import presets
-from engine.__main__ import format_trace, main
+from engine.cli import main
+from engine.cli.trace import format_trace
 from engine.errors import ModelLoadError
 from engine.model import load_model
 from engine.trace import RANDOM_WEIGHTS_NOTE, RequestTrace

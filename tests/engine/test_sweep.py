@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.__main__ import main
+from engine.cli import main
 from engine.cost import DEVICE_SPECS
 from engine.errors import InputError
 from engine.sweep import DEFAULT_POINTS, KINDS, Sweep, SweepPoint, check_points, format_sweep, run_sweep

@@ -348,7 +348,7 @@ def test_snapshot(name, runs):
 
 
 def test_observed_policy_is_accepted_by_the_record_but_not_by_engine_serve():
-    from engine.serving.cli import POLICY_CHOICES
+    from engine.cli.serve import POLICY_CHOICES
     from engine.serving.engine import ServeConfig
     from engine.serving.trace import OBSERVED_POLICY, ServingSettings
     from engine.trace import TraceFormatError

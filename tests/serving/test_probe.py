@@ -1,4 +1,4 @@
-"""The client-side probe (engine/probe.py).
+"""The client-side probe (engine/interop/probe.py).
 
 Against a real `transformers serve` process (transformers' own OpenAI-compatible server) on the
 embedded default model: token counts and metric invariants. Error cases against small stdlib
@@ -23,11 +23,10 @@ from pathlib import Path
 import pytest
 
 from bench.app_server import free_port
-from engine import __main__ as engine_main
+from engine import cli as engine_main
+from engine.interop.observed import OBSERVED_NOTE
+from engine.interop.probe import ProbeConfig, ProbeError, ProbeResult, parse_prometheus, run_probe, server_values
 from engine.model import DEFAULT_MODEL_DIR
-from engine.probe import (
-    OBSERVED_NOTE, ProbeConfig, ProbeError, ProbeResult, parse_prometheus, run_probe, server_values,
-)
 from engine.serving.trace import ServingRun
 from engine.serving.workloads import WorkloadRequest
 from lesson.perfetto import check_trace_events, serving_run_events
@@ -319,7 +318,7 @@ def test_result_json_round_trips_into_a_serving_run():
 
 
 def test_server_metrics_figure_draws_what_was_sampled():
-    from engine.probe import ServerMetrics, ServerSample
+    from engine.interop.probe import ServerMetrics, ServerSample
     from lesson.probe_charts import server_metrics_figure, server_metrics_note
 
     samples = (ServerSample(0.0, {"running": 0.0, "waiting": 0.0, "kv_cache_usage": 0.0}),

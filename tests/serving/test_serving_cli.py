@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from engine.__main__ import main
+from engine.cli import main
 
 
 def run_cli(*argv: str) -> subprocess.CompletedProcess:

@@ -10,7 +10,8 @@ import pytest
 
 from engine.errors import InputError
 from engine.generation import GenerationConfig, generate_ids
-from engine.serving.engine import EngineCore, ServeConfig, prepare_sequences, run_workload
+from engine.serving.core import EngineCore, ServeConfig, prepare_sequences
+from engine.serving.engine import run_workload
 from engine.serving.scheduler import SchedulerConfig
 from engine.serving.workloads import WorkloadRequest
 

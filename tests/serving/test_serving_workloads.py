@@ -127,6 +127,6 @@ def test_workloads_import_no_torch():
     import subprocess
     import sys
 
-    code = "import sys, engine.serving.workloads, engine.serving.cli; print('torch' in sys.modules)"
+    code = "import sys, engine.serving.workloads, engine.cli.serve; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

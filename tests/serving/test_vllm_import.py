@@ -1,4 +1,4 @@
-"""Reading `vllm bench serve --save-result --save-detailed` files (lesson/vllm_import.py).
+"""Reading `vllm bench serve --save-result --save-detailed` files (engine/interop/vllm_import.py).
 
 The fixture follows vLLM's field names (vllm/benchmarks/serve.py; see the module docstring for the
 commits read); its numbers are made up, its summary computed from its per-request lists with
@@ -16,7 +16,7 @@ import pytest
 from engine.serving.trace import ServingRun
 from lesson import export
 from lesson.perfetto import check_trace_events, serving_run_events
-from lesson.vllm_import import VllmResultError, format_comparison, load_vllm_result, read_vllm_result
+from engine.interop.vllm_import import VllmResultError, format_comparison, load_vllm_result, read_vllm_result
 from tests.factories import VLLM_RESULT
 
 
@@ -182,7 +182,7 @@ def test_imports_are_observed_runs_and_the_gantt_says_where_the_times_come_from(
     from lesson.diagrams.serving_gantt import gantt_subtitle, render_serving_gantt, run_kind
     from lesson.serving_views import run_label
     from lesson.text import t
-    from lesson.vllm_import import arrivals_placed
+    from engine.interop.vllm_import import arrivals_placed
 
     data = json.loads(VLLM_RESULT.read_text(encoding="utf-8"))
     measured = read_vllm_result(json.dumps(data), name="bench").run

@@ -6,7 +6,7 @@
 
 Without --json: a table per request and the run's metrics. With --json: the
 ServingRun (engine/serving/trace.py); with --policy all, {"runs": [...]}.
-Bad values print one line and exit 2 (engine/__main__.py catches EngineError).
+Bad values print one line and exit 2 (engine/cli/__init__.py catches EngineError).
 """
 
 from __future__ import annotations
@@ -14,16 +14,18 @@ from __future__ import annotations
 import argparse
 import json
 
-from .trace import POLICIES, SLO, ServingRun
-from .workloads import SCENARIOS, load_workload_file, scenario
+from ..serving.trace import POLICIES, ServingRun
+from ..serving.workloads import SCENARIOS, load_workload_file, scenario
+from .common import add_device_arguments, add_slo_arguments, dist, ms, shown, slo_from_args, table
 
+NAME = "serve"
 POLICY_CHOICES = (*POLICIES, "all")
 
 
-def add_serve_parser(sub) -> None:
+def add_parser(sub) -> None:
     scenarios = "; ".join(f"{name}: {what}" for name, (what, _) in SCENARIOS.items())
-    serve = sub.add_parser("serve", help="serve many requests at once (continuous batching, chunked prefill, "
-                                         "disaggregation, paged KV)",
+    serve = sub.add_parser(NAME, help="serve many requests at once (continuous batching, chunked prefill, "
+                                      "disaggregation, paged KV)",
                            description=f"Scenarios: {scenarios}.")
     source = serve.add_mutually_exclusive_group(required=True)
     source.add_argument("--scenario", choices=tuple(SCENARIOS), metavar="NAME",
@@ -43,27 +45,25 @@ def add_serve_parser(sub) -> None:
                             "wait: admit only when the whole maximum length fits")
     serve.add_argument("--max-num-seqs", type=int, default=256, metavar="N", help="most requests running at once")
     serve.add_argument("--seed", type=int, default=0, help="seed of a scenario's random arrivals (poisson-16)")
-    serve.add_argument("--slo-ttft-ms", type=float, default=None, metavar="MS", help="goodput: TTFT objective")
-    serve.add_argument("--slo-tpot-ms", type=float, default=None, metavar="MS", help="goodput: TPOT objective")
-    serve.add_argument("--slo-e2el-ms", type=float, default=None, metavar="MS", help="goodput: E2EL objective")
+    add_slo_arguments(serve)
     serve.add_argument("--model", default=None, help="a local Hugging Face folder (default: the embedded model) "
                                                      "or preset:NAME")
-    serve.add_argument("--device", default="auto", choices=("auto", "cpu", "cuda", "mps"))
-    serve.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"))
+    add_device_arguments(serve)
     serve.add_argument("--json", action="store_true", help="print the run as JSON instead of tables")
 
 
+def run(args: argparse.Namespace) -> int:
+    print(run_serve(args))
+    return 0
+
+
 def run_serve(args: argparse.Namespace) -> str:
-    from ..errors import InputError
+    # torch loads here, when the engine runs, not when the parser is built
     from ..model import load_model
-    from .engine import ServeConfig, run_workload
+    from ..serving.engine import ServeConfig, run_workload
 
     workload = scenario(args.scenario, args.seed) if args.scenario else load_workload_file(args.workload)
-    for name in ("slo_ttft_ms", "slo_tpot_ms", "slo_e2el_ms"):
-        value = getattr(args, name)
-        if value is not None and not value > 0:
-            raise InputError("bad_serve_setting", f"--{name.replace('_', '-')} must be > 0, got {value}", name=name)
-    slo = SLO(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2el_ms)
+    slo = slo_from_args(args, "bad_serve_setting")
     policies = POLICIES if args.policy == "all" else (args.policy,)
     configs = [ServeConfig(policy=p, token_budget=args.token_budget, block_size=args.block_size,
                            num_kv_blocks=args.kv_blocks, on_kv_full=args.on_kv_full, max_num_seqs=args.max_num_seqs,
@@ -81,30 +81,17 @@ def run_serve(args: argparse.Namespace) -> str:
 
 # --- tables -------------------------------------------------------------------
 
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}"
-
-
-def _table(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    from ..__main__ import _cell, _width
-
-    widths = [max(_width(r[i]) for r in [columns, *rows]) for i in range(len(columns))]
-    return ["  ".join(_cell(c, w) for c, w in zip(row, widths)).rstrip() for row in [columns, *rows]]
-
-
 def format_run(run: ServingRun) -> str:
-    from ..__main__ import shown
-
     s, mem = run.settings, run.memory
     budget = f", token budget {s.token_budget}" if s.token_budget else ""
     lines = [f"policy {s.policy}{budget} | scenario {run.scenario} | model {run.model.model_id} on "
              f"{run.model.device} | {len(run.requests)} requests, {len(run.iterations)} forward passes, "
              f"{run.wall_ms:.0f} ms", ""]
-    rows = [(r.request_id, f"{r.arrival_ms:.0f}", str(r.prompt_len), str(r.num_output_tokens), _ms(r.ttft_ms),
-             _ms(r.tpot_ms), _ms(max(r.itl_ms) if r.itl_ms else None), _ms(r.e2el_ms), str(r.num_preemptions),
-             _answer(r.output_pieces, shown)) for r in run.requests]
-    lines += _table(("request", "arrival ms", "prompt", "output", "TTFT ms", "TPOT ms", "max ITL ms", "E2EL ms",
-                     "preempted", "answer"), rows)
+    rows = [(r.request_id, f"{r.arrival_ms:.0f}", str(r.prompt_len), str(r.num_output_tokens), ms(r.ttft_ms),
+             ms(r.tpot_ms), ms(max(r.itl_ms) if r.itl_ms else None), ms(r.e2el_ms), str(r.num_preemptions),
+             _answer(r.output_pieces)) for r in run.requests]
+    lines += table(("request", "arrival ms", "prompt", "output", "TTFT ms", "TPOT ms", "max ITL ms", "E2EL ms",
+                    "preempted", "answer"), rows)
     lines += ["", *_metric_lines(run)]
     lines.append(f"KV at peak: {mem.peak_used_tokens} tokens in {mem.peak_used_blocks} blocks of {mem.block_size} "
                  f"({mem.paged_utilization:.0%} of reserved slots hold a token); contiguous pre-allocation to each "
@@ -121,7 +108,7 @@ def format_run(run: ServingRun) -> str:
     return "\n".join(lines)
 
 
-def _answer(pieces: tuple[str, ...], shown, limit: int = 24) -> str:
+def _answer(pieces: tuple[str, ...], limit: int = 24) -> str:
     """The pieces as written, EOS (</s>) included, so an answer that goes on past it (ignore_eos) says so."""
     text = shown("".join(pieces))
     return text if len(text) <= limit else text[:limit] + "…"
@@ -129,10 +116,6 @@ def _answer(pieces: tuple[str, ...], shown, limit: int = 24) -> str:
 
 def _metric_lines(run: ServingRun) -> list[str]:
     m = run.metrics
-
-    def dist(name: str, d) -> str:
-        return f"{name} mean {_ms(d.mean)} / p50 {_ms(d.p50)} / p90 {_ms(d.p90)} / p99 {_ms(d.p99)} ms"
-
     slo = m.slo
     set_slos = [f"{k} <= {v:g} ms" for k, v in (("TTFT", slo.ttft_ms), ("TPOT", slo.tpot_ms), ("E2EL", slo.e2el_ms))
                 if v is not None]
@@ -146,8 +129,8 @@ def _metric_lines(run: ServingRun) -> list[str]:
 
 
 def format_comparison(runs: list[ServingRun]) -> str:
-    rows = [(r.settings.policy, f"{r.metrics.output_throughput_tok_s:.0f}", _ms(r.metrics.ttft.p50),
-             _ms(r.metrics.ttft.p99), _ms(r.metrics.tpot.mean), _ms(r.metrics.itl.p50), _ms(r.metrics.itl.p99),
-             _ms(r.metrics.e2el.p99), str(r.metrics.num_good)) for r in runs]
-    return "\n".join(["side by side:", *_table(("policy", "tok/s", "TTFT p50", "TTFT p99", "TPOT mean", "ITL p50",
-                                                "ITL p99", "E2EL p99", "good"), rows)])
+    rows = [(r.settings.policy, f"{r.metrics.output_throughput_tok_s:.0f}", ms(r.metrics.ttft.p50),
+             ms(r.metrics.ttft.p99), ms(r.metrics.tpot.mean), ms(r.metrics.itl.p50), ms(r.metrics.itl.p99),
+             ms(r.metrics.e2el.p99), str(r.metrics.num_good)) for r in runs]
+    return "\n".join(["side by side:", *table(("policy", "tok/s", "TTFT p50", "TTFT p99", "TPOT mean", "ITL p50",
+                                               "ITL p99", "E2EL p99", "good"), rows)])

@@ -2,6 +2,8 @@
 
     python -m engine probe --endpoint http://127.0.0.1:8000 --model NAME --scenario burst-16 --json
 
+(the command line is engine/cli/probe.py; this module measures)
+
 Each workload request (engine/serving/workloads.py) is sent at its arrival time with
 `stream: true` on its own thread (`--concurrency N`: at most N in flight, the others wait
 for a slot on the client, as `vllm bench serve --max-concurrency` does); the client clock
@@ -42,7 +44,7 @@ Standard library only (http.client, threading): the probe runs wherever Python d
 
 from __future__ import annotations
 
-import argparse
+import errno
 import http.client
 import json
 import math
@@ -57,14 +59,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .errors import EngineError, InputError
-from .serving.metrics import compute_kv_memory, compute_serving_metrics
-from .serving.trace import OBSERVED_POLICY, SLO, KVMemory, RequestRecord, ServingRun, ServingSettings
-from .serving.workloads import WorkloadRequest
-from .trace import ModelInfo
+from ..errors import EngineError, InputError
+from ..prompts import extend_prompt
+from ..serving.trace import SLO, RequestRecord, ServingRun
+from ..serving.workloads import WorkloadRequest
+from .observed import OBSERVED_NOTE, observed_model, observed_run
 
 APIS = ("completions", "chat")
-OBSERVED_NOTE = "observed from the client: no view inside the server's passes"
 PLACEHOLDER_NOTE = ("policy \"observed\"; block size and KV blocks are placeholders the serving record "
                     "requires: the server's scheduling and memory are not observable from the client")
 MAX_DETAIL_CHARS = 300  # of a server's error text, in a message
@@ -201,8 +202,6 @@ CONNECTION_CAUSES = ("refused", "no_host", "reset", "tls", "protocol", "other")
 
 def connection_cause(err: BaseException) -> str:
     """Why a connection failed, as one of CONNECTION_CAUSES (a page words it; the OS text stays detail)."""
-    import errno
-
     if isinstance(err, ConnectionRefusedError) or getattr(err, "errno", None) == errno.ECONNREFUSED:
         return "refused"
     if isinstance(err, socket.gaierror):
@@ -522,13 +521,12 @@ def _prompts(workload: tuple[WorkloadRequest, ...], tokenizer) -> list[str]:
     """Each request's text; `prompt_tokens` stretches it with the lesson's filler (needs a tokenizer)."""
     if not any(r.prompt_tokens for r in workload):
         return [r.prompt for r in workload]
-    if tokenizer is None:
-        from .model import DEFAULT_MODEL_DIR
+    if tokenizer is None:  # optional and heavy: only a stretched prompt needs transformers (and torch)
         from transformers import AutoTokenizer
 
-        tokenizer = AutoTokenizer.from_pretrained(str(DEFAULT_MODEL_DIR))
-    from .prompts import extend_prompt
+        from ..model import DEFAULT_MODEL_DIR
 
+        tokenizer = AutoTokenizer.from_pretrained(str(DEFAULT_MODEL_DIR))
     return [extend_prompt(tokenizer, r.prompt, r.prompt_tokens) if r.prompt_tokens else r.prompt for r in workload]
 
 
@@ -583,33 +581,17 @@ def run_probe(cfg: ProbeConfig, workload: tuple[WorkloadRequest, ...], *, scenar
 
 
 def _result(cfg, ep, workload, prompts, ids, streams, errors, t0, wall_ms, server, scenario) -> ProbeResult:
-    def ms(t: float) -> float:
-        return (t - t0) * 1e3
-
     records, extras, failures = [], [], []
     for req, prompt, rid, s, err in zip(workload, prompts, ids, streams, errors):
         if err is not None:
             failures.append(ProbeFailure(rid, err.key, str(err), req.arrival_ms, len(s.pieces),
                                          {k: v for k, v in err.params.items()}))
             continue
-        times = [ms(t) for t in s.times]
         usage = s.usage or {}
-        prompt_n = usage.get("prompt_tokens")
-        sent = ms(s.sent)
-        records.append(RequestRecord(
-            request_id=rid, prompt=prompt, prompt_ids=(-1,) * int(prompt_n or 0), prompt_pieces=(),
-            output_ids=(-1,) * len(times), output_pieces=tuple(s.pieces), output_text="".join(s.pieces),
-            max_new_tokens=req.max_new_tokens, ignore_eos=req.ignore_eos, arrival_ms=sent, first_scheduled_ms=sent,
-            first_token_ms=times[0] if times else sent, finish_ms=times[-1] if times else sent,
-            token_times_ms=tuple(times), itl_ms=tuple(b - a for a, b in zip(times, times[1:])),
-            stop_reason="length" if s.finish_reason == "length" else "eos",
-        ))
-        extras.append(ProbeRequest(rid, req.arrival_ms, prompt_n, usage.get("completion_tokens"), s.finish_reason,
-                                   s.events))
+        records.append(_record(req, prompt, rid, s, t0))
+        extras.append(ProbeRequest(rid, req.arrival_ms, usage.get("prompt_tokens"), usage.get("completion_tokens"),
+                                   s.finish_reason, s.events))
     records.sort(key=lambda r: r.arrival_ms)
-    model = ModelInfo(model_id=cfg.model, architecture="(remote server)", num_layers=0, num_heads=0, num_kv_heads=0,
-                      head_dim=0, hidden_size=0, vocab_size=0, max_positions=0, num_params=0, dtype="unknown",
-                      bytes_per_element=0, device=ep.shown)
     notes = [OBSERVED_NOTE, PLACEHOLDER_NOTE, f"endpoint {ep.shown}, {cfg.api} API, "
              f"concurrency {cfg.concurrency or 'unlimited'}, timeout {cfg.timeout_s:g} s without a byte"]
     if failures:
@@ -617,102 +599,24 @@ def _result(cfg, ep, workload, prompts, ids, streams, errors, t0, wall_ms, serve
     if any(r.prompt_tokens for r in workload):
         notes.append("prompts stretched to prompt_tokens with the embedded model's tokenizer; the server's own "
                      "count is in usage (prompt_ids holds one -1 per token it reported)")
-    run = ServingRun(
-        scenario=scenario, settings=ServingSettings(policy=OBSERVED_POLICY, block_size=1, num_kv_blocks=1),
-        model=model, requests=tuple(records), iterations=(), metrics=compute_serving_metrics(records, cfg.slo),
-        memory=compute_kv_memory((), records, 1, 0) if records else KVMemory(1, 0, 0, 0, 0, 0, 0.0, 0.0),
-        wall_ms=wall_ms, notes=tuple(notes),
-    )
+    run = observed_run(scenario, observed_model(cfg.model, "(remote server)", ep.shown), records, wall_ms=wall_ms,
+                       notes=notes, slo=cfg.slo)
     return ProbeResult(ep.shown, cfg.api, cfg.model, run, tuple(extras), tuple(failures), server)
 
 
-# --- the command line ------------------------------------------------------------
+def _record(req: WorkloadRequest, prompt: str, rid: str, s: _Stream, t0: float) -> RequestRecord:
+    """One measured stream as a RequestRecord: times in ms since `t0`, -1 for every id a client cannot see."""
+    def ms(t: float) -> float:
+        return (t - t0) * 1e3
 
-def add_probe_parser(sub) -> None:
-    from .serving.workloads import SCENARIOS
-
-    probe = sub.add_parser("probe", help="measure an OpenAI-compatible streaming server (vLLM, SGLang, transformers "
-                                         "serve) from the client: TTFT, ITL, TPOT, E2EL, goodput")
-    probe.add_argument("--endpoint", required=True, metavar="URL", help="e.g. http://127.0.0.1:8000 (/v1 is added)")
-    probe.add_argument("--model", required=True, help="the model name the server serves")
-    source = probe.add_mutually_exclusive_group(required=True)
-    source.add_argument("--scenario", choices=tuple(SCENARIOS), metavar="NAME", help=", ".join(SCENARIOS))
-    source.add_argument("--workload", metavar="FILE.jsonl", help="JSON Lines, one request a line (see engine serve)")
-    probe.add_argument("--seed", type=int, default=0, help="seed of a scenario's random arrivals")
-    probe.add_argument("--api", choices=APIS, default="completions",
-                       help="/v1/completions (default) or /v1/chat/completions")
-    probe.add_argument("--concurrency", type=int, default=None, metavar="N", help="most requests in flight")
-    probe.add_argument("--api-key-env", default=None, metavar="VAR",
-                       help="the NAME of an environment variable holding the API key (never the key itself)")
-    probe.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                       help="seconds without a byte from the server before a request fails (default 60)")
-    probe.add_argument("--no-ignore-eos", action="store_true",
-                       help="do not send vLLM's ignore_eos field (transformers serve refuses unknown fields)")
-    probe.add_argument("--metrics-interval", type=float, default=0.25, metavar="S",
-                       help="how often to sample the server's /metrics when it has one")
-    probe.add_argument("--slo-ttft-ms", type=float, default=None, metavar="MS")
-    probe.add_argument("--slo-tpot-ms", type=float, default=None, metavar="MS")
-    probe.add_argument("--slo-e2el-ms", type=float, default=None, metavar="MS")
-    probe.add_argument("--json", action="store_true", help="print the result as JSON")
-
-
-def config_from_args(args: argparse.Namespace) -> ProbeConfig:
-    for name in ("slo_ttft_ms", "slo_tpot_ms", "slo_e2el_ms", "metrics_interval"):
-        value = getattr(args, name)
-        if value is not None and not value > 0:
-            raise InputError("bad_probe_setting", f"--{name.replace('_', '-')} must be > 0, got {value}", name=name)
-    return ProbeConfig(endpoint=args.endpoint, model=args.model, api=args.api, concurrency=args.concurrency,
-                       timeout_s=args.timeout, api_key_env=args.api_key_env, send_ignore_eos=not args.no_ignore_eos,
-                       metrics_interval_s=args.metrics_interval,
-                       slo=SLO(args.slo_ttft_ms, args.slo_tpot_ms, args.slo_e2el_ms))
-
-
-def run_probe_command(args: argparse.Namespace) -> tuple[str, str, int]:
-    """(stdout text, stderr text, exit status): 0 all measured, 1 some requests failed (the rest kept)."""
-    import sys
-
-    from .serving.workloads import load_workload_file, scenario
-
-    cfg = config_from_args(args)  # bad settings fail before anything is sent
-    workload = scenario(args.scenario, args.seed) if args.scenario else load_workload_file(args.workload)
-    result = run_probe(cfg, workload, scenario=args.scenario or args.workload,
-                       progress=lambda done, total: print(f"  {done}/{total} requests", file=sys.stderr))
-    errors = "".join(f"error: {f.message}\n" for f in result.failures)
-    out = result.to_json() if args.json else format_probe(result)
-    return out, errors, 1 if result.failures else 0
-
-
-def format_probe(result: ProbeResult) -> str:
-    from .__main__ import _cell, _width, shown
-
-    run, m = result.run, result.run.metrics
-
-    def f(v: float | None) -> str:
-        return "-" if v is None else f"{v:.1f}"
-
-    extra = {p.request_id: p for p in result.requests}
-    rows = [(r.request_id, f(r.arrival_ms), str(len(r.output_pieces)), str(extra[r.request_id].completion_tokens
-                                                                          or "-"),
-             f(r.ttft_ms), f(r.tpot_ms), f(max(r.itl_ms) if r.itl_ms else None), f(r.e2el_ms),
-             shown(r.output_text[:24]) + ("…" if len(r.output_text) > 24 else "")) for r in run.requests]
-    cols = ("request", "sent ms", "pieces", "tokens", "TTFT ms", "TPOT ms", "max ITL ms", "E2EL ms", "answer")
-    widths = [max(_width(row[i]) for row in [cols, *rows]) for i in range(len(cols))]
-    table = ["  ".join(_cell(c, w) for c, w in zip(row, widths)).rstrip() for row in [cols, *rows]]
-
-    def dist(name, d) -> str:
-        return f"{name} mean {f(d.mean)} / p50 {f(d.p50)} / p90 {f(d.p90)} / p99 {f(d.p99)} ms"
-
-    lines = [f"{result.endpoint} ({result.api}) model {result.model} | {run.scenario} | {len(run.requests)} measured, "
-             f"{len(result.failures)} failed, {run.wall_ms:.0f} ms", f"note: {OBSERVED_NOTE}", "", *table, "",
-             f"throughput: {m.request_throughput_per_s:.2f} req/s, {m.output_throughput_tok_s:.1f} pieces/s over "
-             f"{m.duration_ms:.0f} ms", dist("TTFT", m.ttft), dist("TPOT", m.tpot), dist("ITL ", m.itl),
-             dist("E2EL", m.e2el), f"goodput: {m.num_good}/{m.num_completed} requests -> {m.goodput_req_per_s:.2f} req/s"]
-    sm = result.server_metrics
-    if sm.available:
-        peak = {k: max((s.values.get(k) or 0) for s in sm.samples) for k in sm.names}
-        lines.append(f"server /metrics: {len(sm.samples)} samples; peak " +
-                     ", ".join(f"{k} {v:g} ({sm.names[k]})" for k, v in peak.items()))
-    else:
-        lines.append(f"server /metrics: not sampled ({sm.reason})")
-    lines += [f"failed: {fl.message}" for fl in result.failures]
-    return "\n".join(lines)
+    times = [ms(t) for t in s.times]
+    prompt_n = (s.usage or {}).get("prompt_tokens")
+    sent = ms(s.sent)
+    return RequestRecord(
+        request_id=rid, prompt=prompt, prompt_ids=(-1,) * int(prompt_n or 0), prompt_pieces=(),
+        output_ids=(-1,) * len(times), output_pieces=tuple(s.pieces), output_text="".join(s.pieces),
+        max_new_tokens=req.max_new_tokens, ignore_eos=req.ignore_eos, arrival_ms=sent, first_scheduled_ms=sent,
+        first_token_ms=times[0] if times else sent, finish_ms=times[-1] if times else sent,
+        token_times_ms=tuple(times), itl_ms=tuple(b - a for a, b in zip(times, times[1:])),
+        stop_reason="length" if s.finish_reason == "length" else "eos",
+    )

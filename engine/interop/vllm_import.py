@@ -45,9 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from engine.serving.metrics import compute_kv_memory, compute_serving_metrics
-from engine.serving.trace import OBSERVED_POLICY, KVMemory, RequestRecord, ServingRun, ServingSettings
-from engine.trace import ModelInfo
+from ..serving.trace import OBSERVED_POLICY, RequestRecord, ServingRun
+from .observed import OBSERVED_NOTE, observed_model, observed_run
 
 PER_REQUEST = ("input_lens", "output_lens", "ttfts", "itls")
 OPTIONAL_PER_REQUEST = ("latencies", "start_times", "queue_times", "generated_texts", "errors")
@@ -61,7 +60,6 @@ _STAT_KEY = re.compile(r"^(mean|median|std|p\d+(?:\.\d+)?)_(ttft|tpot|itl|e2el|c
                        r"e2el_including_client_queue)_ms$")
 _OTHER_PREFIXES = ("spec_decode_", "diffusion_", "probe_")
 RELATIVE_TOLERANCE = 1e-6  # float rounding; beyond it a number "differs"
-OBSERVED_NOTE = "observed from the client: no view inside the server's passes"
 MEASURED_ARRIVALS_NOTE = "arrivals are vLLM's measured send times (start_times)"  # else they were placed
 
 
@@ -172,14 +170,8 @@ def read_vllm_result(text: str, name: str = "vllm") -> VllmImport:
     if failed:
         notes.append(f"{len(failed)} of {n} requests failed in vLLM's run and are left out, as vLLM does")
     records.sort(key=lambda r: (r.arrival_ms, r.request_id))
-    model = ModelInfo(model_id=str(data.get("model_id") or "unknown"), architecture="(vLLM server)", num_layers=0,
-                      num_heads=0, num_kv_heads=0, head_dim=0, hidden_size=0, vocab_size=0, max_positions=0,
-                      num_params=0, dtype="unknown", bytes_per_element=0, device=str(data.get("backend") or "vllm"))
-    settings = ServingSettings(policy=OBSERVED_POLICY, block_size=1, num_kv_blocks=1)
-    run = ServingRun(scenario=f"vllm:{name}", settings=settings,
-                     model=model, requests=tuple(records), iterations=(), metrics=compute_serving_metrics(records),
-                     memory=compute_kv_memory((), records, 1, 0) if records else KVMemory(1, 0, 0, 0, 0, 0, 0.0, 0.0),
-                     wall_ms=float(data.get("duration") or 0.0) * 1e3, notes=tuple(notes))
+    model = observed_model(str(data.get("model_id") or "unknown"), "(vLLM server)", str(data.get("backend") or "vllm"))
+    run = observed_run(f"vllm:{name}", model, records, wall_ms=float(data.get("duration") or 0.0) * 1e3, notes=notes)
     known = set(PER_REQUEST) | set(OPTIONAL_PER_REQUEST) | set(SETUP) | set(SUMMARY)
     ignored = tuple(sorted(k for k in data if k not in known and not _STAT_KEY.match(k)
                            and not k.startswith(_OTHER_PREFIXES)))

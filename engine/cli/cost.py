@@ -1,0 +1,66 @@
+"""`python -m engine cost --prompt-len 512 --context 512`: FLOPs, bytes and device floors (engine/cost.py).
+
+Reads a config.json (or a preset's shape) only: no weights load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from .. import cost
+from .common import cost_dtype
+
+NAME = "cost"
+DEVICE_SPEC_CHOICES = (*cost.DEVICE_SPECS, "this")  # a datasheet, or this machine measured
+DTYPE_CHOICES = ("auto", *cost.DTYPE_BYTES)
+
+
+def add_parser(sub) -> None:
+    parser = sub.add_parser(NAME, help="FLOPs, bytes and device floor of a Prefill and of one Decode step "
+                                       "(reads config.json only)")
+    parser.add_argument("--model", default="default",
+                        help="a local folder with a config.json (default: the embedded model), or preset:NAME")
+    parser.add_argument("--device-spec", default="h200", choices=DEVICE_SPEC_CHOICES,
+                        help="a datasheet, or 'this': measure this machine once (copy and matmul)")
+    parser.add_argument("--prompt-len", type=int, required=True, metavar="N", help="positions in the Prefill")
+    parser.add_argument("--context", type=int, required=True, metavar="C",
+                        help="positions cached before the Decode step")
+    parser.add_argument("--batch", type=int, default=1, metavar="B", help="requests in each pass")
+    parser.add_argument("--weight-dtype", default="auto", type=cost_dtype, choices=DTYPE_CHOICES,
+                        help="auto: fp32 when 'this' is a CPU (as the engine runs there), else bf16")
+    parser.add_argument("--kv-dtype", default="auto", type=cost_dtype, choices=DTYPE_CHOICES,
+                        help="auto: the weights' dtype, bf16 for int8/int4")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    print(run_cost(args))
+    return 0
+
+
+def run_cost(args: argparse.Namespace) -> str:
+    """The cost table (or JSON) of the Prefill of --prompt-len positions and one Decode step at --context."""
+    # torch loads here (the presets and the thread count live beside the model), not when the parser is built
+    from .. import presets
+    from ..model import DEFAULT_MODEL_DIR, DEFAULT_MODEL_ID, set_num_threads
+
+    default, preset = args.model == DEFAULT_MODEL_ID, presets.preset_name(args.model)
+    if preset is not None:  # the shape only: the cost model reads no weights, random or not
+        shape = presets.preset_shape(preset)
+    else:
+        shape = cost.load_shape(DEFAULT_MODEL_DIR if default else args.model,
+                                name=DEFAULT_MODEL_ID if default else None)
+    if args.device_spec == "this":
+        set_num_threads()  # measure with the threads a traced run uses
+        device = cost.measure_this_machine()
+    else:
+        device = cost.DEVICE_SPECS[args.device_spec]
+    on_cpu = device.device_type == "cpu"  # as the engine's dtype=auto: fp32 on a CPU, else bf16
+    weight = args.weight_dtype if args.weight_dtype != "auto" else ("fp32" if on_cpu else "bf16")
+    kv = args.kv_dtype if args.kv_dtype != "auto" else (weight if weight in ("fp32", "bf16", "fp16") else "bf16")
+    prefill, decode = cost.prefill_and_decode(shape, device, prompt_len=args.prompt_len, context=args.context,
+                                              batch=args.batch, weight_dtype=weight, kv_dtype=kv)
+    if args.json:
+        return json.dumps(cost.cost_report(shape, device, prefill, decode), indent=2)
+    return cost.format_report(shape, device, prefill, decode)

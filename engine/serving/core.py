@@ -1,0 +1,216 @@
+"""What every serving run shares, colocated (engine.py) or disaggregated (disaggregated.py):
+
+    ServeConfig        the run's settings, validated before anything loads
+    prepare_sequences  tokenize the workload; refuse, before anything runs, a request that cannot be served
+    EngineCore         one worker's scheduler + block manager + paged KV store + model, stepped one pass at a time
+    make_clock         the run's clock: ms since its start, read after the device finished its queued work
+    build_run          the finished sequences and passes -> a ServingRun (engine/serving/trace.py)
+
+engine.py drives one EngineCore in this process; disaggregated.py drives two, one per worker process.
+Both import this module; it imports neither.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import InputError
+from ..generation import token_pieces
+from ..hf import device_clock, eos_ids
+from ..model import LoadedModel
+from ..prompts import extend_prompt, prompt_token_ids
+from .block_manager import BlockManager, blocks_for
+from .metrics import compute_kv_memory, compute_serving_metrics
+from .runner import ModelRunner, new_store
+from .scheduler import Scheduler, SchedulerConfig, never_fits
+from .sequence import Sequence, Status
+from .trace import (
+    ON_KV_FULL, POLICIES, SLO, BatchEntry, Iteration, RequestRecord, ServingRun, ServingSettings,
+)
+from .workloads import WorkloadRequest
+
+DEFAULT_TOKEN_BUDGET = 64  # positions per pass under chunked prefill (small: a CPU pass of 64 costs ~ a Decode step)
+DEFAULT_BLOCK_SIZE = 16
+MAX_KV_BLOCKS = 1 << 20
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    policy: str = "chunked"
+    token_budget: int | None = None  # chunked: None -> DEFAULT_TOKEN_BUDGET
+    block_size: int = DEFAULT_BLOCK_SIZE
+    num_kv_blocks: int | None = None  # None: enough for every request at its longest (nothing waits for memory)
+    on_kv_full: str = "preempt"
+    max_num_seqs: int = 256
+    slo: SLO = SLO()
+    timeout_s: float = 600.0  # a run that takes longer is stopped with an error
+
+    def __post_init__(self) -> None:
+        def bad(name: str, why: str) -> InputError:
+            return InputError("bad_serve_setting", f"--{name} {why}", name=name)
+
+        if self.policy not in POLICIES:
+            raise bad("policy", f"must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+        if self.token_budget is not None and not 1 <= self.token_budget <= 1 << 16:
+            raise bad("token-budget", f"must be 1..65536, got {self.token_budget}")
+        if not 1 <= self.block_size <= 1024:
+            raise bad("block-size", f"must be 1..1024, got {self.block_size}")
+        if self.num_kv_blocks is not None and not 1 <= self.num_kv_blocks <= MAX_KV_BLOCKS:
+            raise bad("kv-blocks", f"must be 1..{MAX_KV_BLOCKS}, got {self.num_kv_blocks}")
+        if self.on_kv_full not in ON_KV_FULL:
+            raise bad("on-kv-full", f"must be one of {', '.join(ON_KV_FULL)}, got {self.on_kv_full!r}")
+        if not 1 <= self.max_num_seqs <= 4096:
+            raise bad("max-num-seqs", f"must be 1..4096, got {self.max_num_seqs}")
+
+    @property
+    def budget(self) -> int | None:
+        if self.policy != "chunked":
+            return None
+        return self.token_budget or DEFAULT_TOKEN_BUDGET
+
+    def blocks_for_run(self, seqs: list[Sequence]) -> int:
+        if self.num_kv_blocks is not None:
+            return self.num_kv_blocks
+        return max(1, sum(blocks_for(s.max_num_tokens, self.block_size) for s in seqs))
+
+    def settings(self, num_blocks: int, num_threads: int, worker_cores=()) -> ServingSettings:
+        return ServingSettings(policy=self.policy, block_size=self.block_size, num_kv_blocks=num_blocks,
+                               token_budget=self.budget, on_kv_full=self.on_kv_full, max_num_seqs=self.max_num_seqs,
+                               num_threads=num_threads, worker_cores=tuple(worker_cores),
+                               kv_blocks_explicit=self.num_kv_blocks is not None)
+
+    def scheduler_config(self, policy: str | None = None) -> SchedulerConfig:
+        return SchedulerConfig(policy=policy or self.policy, token_budget=self.budget,
+                               max_num_seqs=self.max_num_seqs, on_kv_full=self.on_kv_full)
+
+
+# --- requests in --------------------------------------------------------------
+
+def prepare_sequences(lm: LoadedModel, workload: tuple[WorkloadRequest, ...] | list[WorkloadRequest],
+                      config: ServeConfig) -> list[Sequence]:
+    """Tokenize every request and refuse, before anything runs, one that cannot be served."""
+    if not workload:
+        raise InputError("bad_workload", "the workload has no requests")
+    seqs = []
+    for i, req in enumerate(sorted(workload, key=lambda r: r.arrival_ms)):
+        text = extend_prompt(lm.tokenizer, req.prompt, req.prompt_tokens) if req.prompt_tokens else req.prompt
+        ids = prompt_token_ids(lm.tokenizer, text)
+        rid = req.request_id or f"r{i}"
+        if not ids:
+            raise InputError("empty_prompt", f"request {rid}: the prompt has no tokens", request_id=rid)
+        seqs.append(Sequence(rid, text, ids, req.max_new_tokens, req.ignore_eos, float(req.arrival_ms)))
+    _check_fits(lm, seqs, config)
+    return seqs
+
+
+def _check_fits(lm: LoadedModel, seqs: list[Sequence], config: ServeConfig) -> None:
+    if lm.info.sliding_window:  # the runner attends over every cached position
+        raise InputError("serving_sliding_window", f"{lm.model_id} uses a sliding window; the serving engine "
+                                                   "supports full-attention models only", model=lm.model_id)
+    if len({s.request_id for s in seqs}) != len(seqs):
+        raise InputError("bad_workload", "two requests have the same request_id")
+    num_blocks = config.blocks_for_run(seqs)
+    for s in seqs:
+        if s.max_num_tokens + 1 > lm.info.max_positions:
+            raise InputError("prompt_too_long", f"request {s.request_id}: {len(s.prompt_ids)} prompt tokens + "
+                                                f"{s.max_new_tokens} new exceed the model's context "
+                                                f"{lm.info.max_positions}", request_id=s.request_id)
+        if never_fits(s, num_blocks, config.block_size):
+            need = blocks_for(s.max_num_tokens, config.block_size)
+            raise InputError("never_fits", f"request {s.request_id} can never fit: it needs {need} blocks of "
+                                           f"{config.block_size} tokens ({s.max_num_tokens} positions) and the KV "
+                                           f"budget is {num_blocks} blocks", request_id=s.request_id, need=need,
+                             num_blocks=num_blocks)
+
+
+# --- one worker's engine --------------------------------------------------------
+
+class EngineCore:
+    """A scheduler, a block manager, a paged KV store and a model: steps one pass at a time."""
+
+    def __init__(self, lm: LoadedModel, scheduler_config: SchedulerConfig, num_blocks: int, block_size: int,
+                 worker: str = "engine") -> None:
+        self.lm, self.worker = lm, worker
+        self.blocks = BlockManager(num_blocks, block_size)
+        self.scheduler = Scheduler(scheduler_config, self.blocks)
+        self.runner = ModelRunner(lm.model, new_store(lm, num_blocks, block_size), self.blocks)
+        self.eos = eos_ids(lm)
+        self.num_iterations = 0
+
+    def step(self, clock: Callable[[], float]) -> tuple[Iteration, list[Sequence]] | None:
+        """Schedule and run one pass; the pass's record and the sequences it finished. None: nothing to run."""
+        batch = self.scheduler.schedule()
+        if not batch.works:
+            return None
+        entries = [(w, w.seq.phase_of(w.num_new), w.start < w.seq.recompute_until) for w in batch.works]
+        start = clock()
+        with self.lm.lock:
+            tokens = self.runner.run(batch.works)
+        end = clock()
+        finished, records = [], []
+        for (work, phase, recompute), token in zip(entries, tokens):
+            seq = work.seq
+            records.append(BatchEntry(seq.request_id, phase, work.start, work.end, token, recompute))
+            if seq.first_scheduled_ms is None:
+                seq.first_scheduled_ms = start
+            seq.num_computed += work.num_new
+            if token is not None:
+                seq.append_token(token, end, self.eos)
+            if seq.status is Status.FINISHED:
+                self.scheduler.finish(seq)
+                finished.append(seq)
+        scheduled = {w.seq.request_id for w in batch.works}
+        waiting = [s.request_id for s in [*self.scheduler.waiting, *self.scheduler.running]
+                   if s.request_id not in scheduled]
+        stalled = [s.request_id for s in self.scheduler.running if s.request_id not in scheduled]
+        held = {s.request_id: s.num_computed for s in self.scheduler.running}
+        iteration = Iteration(index=self.num_iterations, worker=self.worker, start_ms=start, end_ms=end,
+                              entries=tuple(records), blocks=self.blocks.snapshot(held),
+                              token_budget=self.scheduler.config.token_budget, waiting=tuple(waiting),
+                              preempted=tuple(batch.preempted), attention_kernel=self.runner.last_kernel, stalled=tuple(stalled))
+        self.num_iterations += 1
+        return iteration, finished
+
+
+def make_clock(lm: LoadedModel, t0: float) -> Callable[[], float]:
+    """ms since t0 (perf_counter), after the device finished its queued work."""
+    return lambda: (device_clock(lm.device) - t0) * 1e3
+
+
+# --- the record ---------------------------------------------------------------
+
+def build_run(lm: LoadedModel, seqs: list[Sequence], iterations: list[Iteration], settings: ServingSettings,
+              slo: SLO, scenario: str, wall_ms: float, **extra) -> ServingRun:
+    pieces: dict[int, str] = {}
+
+    def piece_list(ids: list[int]) -> tuple[str, ...]:
+        missing = [i for i in dict.fromkeys(ids) if i not in pieces]
+        pieces.update(zip(missing, token_pieces(lm.tokenizer, missing)))
+        return tuple(pieces[i] for i in ids)
+
+    requests = tuple(_record(s, piece_list, lm.tokenizer) for s in seqs)
+    # one index over all workers, in start order (a disaggregated run's two workers number their own passes)
+    ordered = sorted(iterations, key=lambda it: (it.start_ms, it.worker))
+    iterations = tuple(dataclasses.replace(it, index=i) for i, it in enumerate(ordered))
+    return ServingRun(
+        scenario=scenario, settings=settings, model=lm.info, requests=requests, iterations=iterations,
+        metrics=compute_serving_metrics(requests, slo),
+        memory=compute_kv_memory(iterations, requests, settings.block_size, lm.info.kv_bytes_per_token),
+        wall_ms=wall_ms, **extra,
+    )
+
+
+def _record(seq: Sequence, piece_list, tokenizer) -> RequestRecord:
+    times = tuple(seq.token_times_ms)
+    return RequestRecord(
+        request_id=seq.request_id, prompt=seq.prompt, prompt_ids=tuple(seq.prompt_ids),
+        prompt_pieces=piece_list(seq.prompt_ids), output_ids=tuple(seq.output_ids),
+        output_pieces=piece_list(seq.output_ids),
+        output_text=tokenizer.decode(seq.output_ids, skip_special_tokens=True),
+        max_new_tokens=seq.max_new_tokens, ignore_eos=seq.ignore_eos, arrival_ms=seq.arrival_ms,
+        first_scheduled_ms=seq.first_scheduled_ms, first_token_ms=times[0], finish_ms=times[-1],
+        token_times_ms=times, itl_ms=tuple(b - a for a, b in zip(times, times[1:])),
+        stop_reason=seq.stop_reason, num_preemptions=seq.num_preemptions,
+    )
