@@ -6,13 +6,52 @@ import re
 
 import pytest
 
-from lesson.text import LANGUAGES, TEXTS, normalize_language, placeholders, t
-from lesson.views import ENGINE_ERROR_KEYS
+from lesson.text import (
+    AREA_TEXTS, AREAS, LANGUAGES, TEXTS, check_language, label, merged_table, normalize_language, placeholders, t,
+    table_for,
+)
+from lesson.messages import ENGINE_ERROR_KEYS
 from tests.factories import ROOT
+
+TEXT_DIR = ROOT / "lesson" / "text"
 
 
 def test_zh_and_en_have_the_same_keys():
     assert set(TEXTS["zh"]) == set(TEXTS["en"])
+
+
+def test_both_languages_have_one_file_per_area_and_the_same_areas():
+    for lang in LANGUAGES:
+        files = {p.stem for p in (TEXT_DIR / lang).glob("*.py")} - {"__init__"}
+        assert tuple(AREA_TEXTS[lang]) == AREAS and files == set(AREAS), lang
+
+
+@pytest.mark.parametrize("area", AREAS)
+def test_each_area_file_has_the_same_keys_and_fields_in_zh_and_en(area):
+    zh, en = AREA_TEXTS["zh"][area], AREA_TEXTS["en"][area]
+    assert set(zh) == set(en), f"{area}.py: only in zh {set(zh) - set(en)}, only in en {set(en) - set(zh)}"
+    for key, text in zh.items():
+        if isinstance(text, str):
+            assert placeholders(text) == placeholders(en[key]), f"{area}.py: {key}"
+
+
+def test_no_key_is_in_two_area_files_and_the_lookup_holds_every_area():
+    for lang in LANGUAGES:
+        keys = [key for table in AREA_TEXTS[lang].values() for key in table]
+        assert len(keys) == len(set(keys)) == len(TEXTS[lang]) and set(keys) == set(TEXTS[lang])
+    with pytest.raises(ValueError, match="defined twice .*figures.py.*: na"):
+        merged_table({"page": {"na": "-"}, "figures": {"na": "—"}})
+
+
+def test_a_figure_and_the_page_read_the_same_words_and_only_a_figure_refuses_a_language():
+    assert label(table_for("en"), "pass_n", n=3) == t("en", "pass_n", n=3) == "Pass 3"
+    assert table_for("zh") is TEXTS["zh"]
+    for bad in ("fr", None):
+        with pytest.raises(ValueError, match=f"unknown language {bad!r}; expected one of zh, en"):
+            table_for(bad)
+        with pytest.raises(ValueError, match="unknown language"):
+            check_language(bad)
+    assert label(table_for("en"), "kv_decode_run", added="+1 B") == "+1 B ({first}–{last})"  # a missing field shows
 
 
 @pytest.mark.parametrize("key", sorted(TEXTS["zh"]))
