@@ -10,7 +10,7 @@ default page); all pages share the one run kept in st.session_state.
 
 import streamlit as st
 
-from app_support import lab, resources, sections, serving, state
+from app_support import frame, lab, resources, serving, state, stepping
 from app_support.ui import inject_css
 from lesson.text import t
 
@@ -28,15 +28,16 @@ PAGES = {  # url path -> the page; a later page (a serving lab) is one more entr
     "lesson": st.Page("app_pages/lesson.py", title=t(lang, "nav_lesson"), icon=":material/school:", default=True),
     "bottleneck_lab": st.Page("app_pages/bottleneck_lab.py", title=t(lang, "nav_bottleneck_lab"),
                               icon=":material/speed:", url_path="bottleneck_lab"),
-    "serving_lab": st.Page("app_pages/serving_lab.py", title=t(lang, "nav_serving_lab"), icon=":material/dns:", url_path="serving_lab"),
+    "serving_lab": st.Page("app_pages/serving_lab.py", title=t(lang, "nav_serving_lab"), icon=":material/dns:",
+                           url_path="serving_lab"),
 }
 page = st.navigation(list(PAGES.values()), position="sidebar")
 on_lesson = page.url_path == PAGES["lesson"].url_path
 
-sections.header(lang)
+frame.header(lang)
 inject_css(st.session_state.classroom)
-sections.show_flash(lang)
-classroom_slot = sections.sidebar(lang, settings, contents=on_lesson)
+frame.show_flash(lang)
+classroom_slot = frame.sidebar(lang, settings, contents=on_lesson)
 page.run()
 if on_lesson:  # after the run panel: the buttons step the run it stored
-    sections.classroom_controls(lang, classroom_slot)
+    stepping.classroom_controls(lang, classroom_slot)

@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from app_support import lab, resources, sections
+from app_support import frame, lab, resources
 
 lang = st.session_state.lang
 settings = resources.server_settings()
 
-lm = sections.load_model(lang, settings)  # None (with a message) when it cannot load
+lm = frame.load_model(lang, settings)  # None (with a message) when it cannot load
 lab.bottleneck_lab(lang, lm, settings)

@@ -1,21 +1,21 @@
 """The lesson page (the default page): run panel, then the lesson's sections in order.
 
 app.py has already drawn the header, the sidebar and the navigation; this file
-draws the body. Words live in lesson/text, numbers and messages in
-lesson/views, drawings in lesson/diagrams; this file only wires them up.
+draws the body. Words live in lesson/text, numbers in lesson/views, messages
+in lesson/messages, drawings in lesson/diagrams; this file only wires them up.
 """
 
 import streamlit as st
 
-from app_support import resources, sections
+from app_support import compare, frame, resources, run_panel, sections, stepping
 
 lang = st.session_state.lang
 settings = resources.server_settings()
 
 sections.intro(lang)
 
-lm = sections.load_model(lang, settings)  # None (with a message) when it cannot load
-trace_json = sections.run_panel(lang, lm, settings)
+lm = frame.load_model(lang, settings)  # None (with a message) when it cannot load
+trace_json = run_panel.run_panel(lang, lm, settings)
 
 sections.section_timeline(lang, trace_json)
 sections.section_prefill(lang, trace_json)
@@ -23,10 +23,10 @@ sections.section_decode(lang, trace_json)
 sections.section_blocks_demo(lang)
 sections.section_bottleneck(lang, trace_json, settings)
 sections.section_waits(lang, trace_json)
-sections.section_compare(lang)
+compare.section_compare(lang)
 sections.section_many(lang)
 sections.section_summary(lang)
 sections.section_animation(lang, trace_json)
 sections.section_references(lang)
 sections.section_review(lang, trace_json)
-sections.replay_tick()  # last: while a replay runs, the page is drawn again at its next token
+stepping.replay_tick()  # last: while a replay runs, the page is drawn again at its next token

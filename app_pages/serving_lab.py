@@ -2,10 +2,10 @@
 
 import streamlit as st
 
-from app_support import resources, sections, serving
+from app_support import frame, resources, serving
 
 lang = st.session_state.lang
 settings = resources.server_settings()
 
-lm = sections.load_model(lang, settings)  # None (with a message) when it cannot load
+lm = frame.load_model(lang, settings)  # None (with a message) when it cannot load
 serving.serving_lab(lang, lm, settings)

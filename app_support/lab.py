@@ -18,7 +18,7 @@ from lesson.views import (
     trace_summary,
 )
 
-from . import modes, resources, sections
+from . import modes, resources, run_panel
 from .ui import error_boundary, svg_figure
 
 # Widget keys of this page: app.py writes them back each run so they survive a visit to the lesson.
@@ -39,11 +39,11 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
     if ss.trace_is_default and ss.trace_args is not None and ss.trace_args.model_choice != ss.model_choice:
         # the page's own first view (no run the visitor asked for) follows the model picked since
         ss.trace_json, ss.trace_args, ss.trace_is_default = None, None, False
-    trace_json = sections._trace_to_show(lang, settings)  # the lesson's run, or its first view
+    trace_json = run_panel.trace_to_show(lang, settings)  # the lesson's run, or its first view
     if trace_json is None or st.session_state.trace_args is None:
         st.info(t(lang, "no_trace"))
         return
-    trace = RequestTrace.from_json(trace_json)
+    trace = resources.parsed_trace(trace_json)
     st.caption(t(lang, "lab_shared_run", summary=trace_summary(trace, lang)))
     stem = download_stem(trace, st.session_state.trace_stamp)
     floors = None
@@ -128,7 +128,7 @@ def _floor_figures(lang: str, floors) -> None:
                         config={"displaylogo": False})
         if floors.random_weights:
             st.caption(t(lang, "random_weights_note"))
-        _svg_downloads(lang, floors, download_stem(RequestTrace.from_json(st.session_state.trace_json),
+        _svg_downloads(lang, floors, download_stem(resources.parsed_trace(st.session_state.trace_json),
                                                    st.session_state.trace_stamp))
 
 

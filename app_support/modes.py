@@ -154,7 +154,7 @@ def _show(lang: str, lm, trace: RequestTrace, entry: dict, num_tokens: int, esti
     from lesson.modes_charts import modes_figure
 
     ss = st.session_state
-    runs = {mode: RequestTrace.from_json(run_json) for mode, run_json in entry["runs"].items()}
+    runs = {mode: resources.parsed_trace(run_json) for mode, run_json in entry["runs"].items()}
     first = next(iter(runs.values()))
     floors_ms, device_name = None, ""
     with error_boundary(lang):  # without roofs the figure still shows every step, only no floor

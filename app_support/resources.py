@@ -5,6 +5,8 @@
   forward passes).
 - traces, token splits and SVGs: `st.cache_data`, keyed by plain arguments
   (strings and numbers), so repeated demos cost nothing.
+- `parsed_trace`: a trace's JSON parsed once (`st.cache_resource`: the same frozen
+  object to every caller), so a page run never parses one run twice.
 """
 
 from __future__ import annotations
@@ -18,6 +20,13 @@ from engine.trace import RequestTrace
 from lesson.views import PRESET_PREFIX, resolve_model_choice
 
 log = logging.getLogger("prefill_decode.app")
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def parsed_trace(trace_json: str) -> RequestTrace:
+    """The trace a JSON string holds, parsed once per string and shared: every part of a page (and
+    every visitor) that shows the same run reads the same frozen RequestTrace. Never mutate it."""
+    return RequestTrace.from_json(trace_json)
 
 
 @st.cache_resource(show_spinner=False)
@@ -86,7 +95,8 @@ def prompt_preview(
 
     tokenizer = get_model(model_choice, device, dtype).tokenizer
     natural = len(prompt_token_ids(tokenizer, prompt)) if prompt.strip() else 0
-    effective = extend_prompt(tokenizer, prompt, target_tokens) if prompt.strip() and target_tokens > natural else prompt
+    extend = prompt.strip() and target_tokens > natural
+    effective = extend_prompt(tokenizer, prompt, target_tokens) if extend else prompt
     ids = prompt_token_ids(tokenizer, effective) if effective.strip() else []
     return effective, token_pieces(tokenizer, ids), natural
 
@@ -106,8 +116,8 @@ def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = N
     `classroom`: the classroom style (larger type, folded layouts)."""
     from lesson.diagrams import DIAGRAMS
 
-    full = None if full_json is None else RequestTrace.from_json(full_json)
-    return DIAGRAMS[name](RequestTrace.from_json(trace_json), lang=lang, full=full, style=figure_style(classroom))
+    full = None if full_json is None else parsed_trace(full_json)
+    return DIAGRAMS[name](parsed_trace(trace_json), lang=lang, full=full, style=figure_style(classroom))
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -115,7 +125,7 @@ def diagram_words(name: str, trace_json: str, lang: str, stamp: str) -> tuple[st
     """(the diagram's alt text, its download file name without extension)."""
     from lesson.views import download_stem, figure_alt
 
-    trace = RequestTrace.from_json(trace_json)
+    trace = parsed_trace(trace_json)
     return figure_alt(name, trace, lang), f"{download_stem(trace, stamp)}_{name}"
 
 
@@ -130,8 +140,8 @@ def schematic_svg(prompt_len: int, output_len: int, lang: str, classroom: bool =
 def latency_figure(trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False):
     from lesson.charts import latency_figure as make_figure
 
-    full = None if full_json is None else RequestTrace.from_json(full_json)
-    return make_figure(RequestTrace.from_json(trace_json), lang, full=full, classroom=classroom)
+    full = None if full_json is None else parsed_trace(full_json)
+    return make_figure(parsed_trace(trace_json), lang, full=full, classroom=classroom)
 
 
 # Cache on vs off (engine.compare): keyed by the shown run's model and prompt ids, not by its trace,

@@ -17,14 +17,15 @@ import json
 import logging
 import sys
 import types
-from collections.abc import Mapping
 from contextlib import contextmanager
 from dataclasses import asdict
 
 import streamlit as st
 
 from engine.config import ServerSettings, ServingCaps
+from engine.errors import CapError
 from engine.serving.trace import ServingRun
+from lesson.messages import serving_message
 from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label
 from lesson.text import t
 from lesson.views import escape_markdown
@@ -53,15 +54,8 @@ SERVING_WIDGET_KEYS = ("sl_source", "sl_scenario", "sl_scn_seed", "sl_num_chats"
 
 # --- server caps (engine.config.ServingCaps) -----------------------------------------
 
-class CapError(ValueError):
-    """A workload over this server's caps; `key` and `params` make the learner's message."""
-
-    def __init__(self, key: str, **params) -> None:
-        super().__init__(key)
-        self.key, self.params = key, params
-
-
 def check_caps(workload, caps: ServingCaps) -> None:
+    """Raises CapError (engine.errors) for the first thing in `workload` over this server's caps."""
     if len(workload) > caps.max_requests:
         raise CapError("sl_cap_requests", n=len(workload), limit=caps.max_requests)
     for req in workload:
@@ -155,30 +149,6 @@ def metrics_svg(run_jsons: tuple[str, ...], lang: str, classroom: bool = False) 
                                   style=resources.figure_style(classroom))
 
 
-def workload_reason(params: Mapping, lang: str) -> str:
-    """Why a workload was refused (engine.serving.workloads' `why` and data fields), in `lang`; the
-    line number is said by the sentence around it."""
-    return serving_remote.refusal_reason(params, "sl_wl_why_", lang, skip=("why", "reason", "line"))
-
-
-def serving_error(err: BaseException, lang: str) -> str:
-    """A message in the page's language for anything a run can refuse; never a traceback."""
-    key = getattr(err, "key", None)
-    raw = getattr(err, "params", None) or {}
-    params = {k: serving_remote.data_field(v) for k, v in raw.items()}  # a typed id stays text, never a link
-    if isinstance(err, CapError):
-        return t(lang, key, **params)
-    if key == "bad_workload_line":
-        return t(lang, "sl_err_bad_workload_line", line=params.get("line", "?"), reason=workload_reason(raw, lang))
-    if key == "bad_workload":
-        return t(lang, "sl_err_bad_workload", detail=workload_reason(raw, lang))
-    if key in ("never_fits", "prompt_too_long", "bad_workload", "bad_workload_line", "serve_timeout",
-               "bad_serve_setting", "empty_prompt", "unknown_scenario", "worker_failed", "worker_timeout",
-               "serving_sliding_window"):
-        return t(lang, f"sl_err_{key}", **params, detail=serving_remote.code_span(err))  # technical detail, as code
-    return t(lang, "err_internal", kind=escape_markdown(type(err).__name__))
-
-
 # --- the page ---------------------------------------------------------------------
 
 def serving_lab(lang: str, lm, settings: ServerSettings) -> None:
@@ -201,7 +171,7 @@ def serving_lab(lang: str, lm, settings: ServerSettings) -> None:
     if shown:
         _show(lang, [ServingRun.from_json(j) for j in shown], shown)
     st.info(t(lang, "sl_honest"))
-    serving_remote.probe_panel(lang, workload, scenario, lm, config)  # issue 12: a real server, from the client
+    serving_remote.probe_panel(lang, workload, scenario, lm, config)  # a real server, from the client
     serving_remote.vllm_panel(lang)
 
 
@@ -271,7 +241,7 @@ def _workload_controls(lang: str, caps: ServingCaps):
         check_caps(workload, caps)
         return workload, "custom"
     except Exception as err:  # noqa: BLE001 - a message, never a traceback
-        return None, serving_error(err, lang)
+        return None, serving_message(err, lang)
 
 
 def _engine_controls(lang: str) -> dict:
@@ -314,7 +284,7 @@ def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps
         log.info("serving lab refused: %s", err)
         bar.empty()
         st.session_state.sl_runs = None
-        st.error(serving_error(err, lang))
+        st.error(serving_message(err, lang))
         return
     bar.progress(1.0, text=t(lang, "sl_done", n=len(policies)))
     st.session_state.sl_runs = tuple(runs)

@@ -23,12 +23,13 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
-from types import SimpleNamespace
 
 import streamlit as st
 
 from engine.config import ProbeSettings
+from engine.errors import RemoteError
 from engine.serving.trace import ServingRun
+from lesson.messages import as_error, code_span, data_field, failure_message, remote_message, technical_detail
 from lesson.serving_views import figure_alt, metric_records
 from lesson.text import t
 from lesson.views import escape_markdown
@@ -37,116 +38,21 @@ from .ui import error_boundary, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
 
-PROBE_KEYS = ("probe_endpoint", "probe_api_key_env", "probe_unreachable", "probe_model", "probe_http",
-              "probe_timeout", "probe_cut", "probe_bad_chunk", "probe_stream_error")
 PROBE_WIDGET_KEYS = ("sl_probe_endpoint", "sl_probe_model", "sl_probe_api", "sl_probe_concurrency",
                      "sl_probe_timeout", "sl_probe_key_env", "sl_probe_ignore_eos")
 MAX_TIMEOUT_S = 300
 
 
-class RemoteError(ValueError):
-    """A request this server refuses before anything is sent; `key` and `params` make the message."""
-
-    def __init__(self, key: str, **params) -> None:
-        super().__init__(key)
-        self.key, self.params = key, params
-
-
 def check_probe_request(endpoint: str, key_env: str, settings: ProbeSettings) -> None:
-    """The endpoint parses and its host is allowed; the key's variable is one this server lends."""
-    from engine.probe import Endpoint
+    """The endpoint parses and its host is allowed; the key's variable is one this server lends.
+    Raises ProbeError or RemoteError (engine.errors) otherwise."""
+    from engine.interop.probe import Endpoint
 
     ep = Endpoint.parse(endpoint)  # ProbeError("probe_endpoint") for anything but http(s)://host
     if not settings.host_allowed(ep.host):
         raise RemoteError("sl_err_probe_host", host=ep.host, hosts=", ".join(settings.allow))
     if key_env and key_env not in settings.key_vars:
         raise RemoteError("sl_err_probe_key_name", name=key_env, names=", ".join(settings.key_vars))
-
-
-def code_span(value: object) -> str:
-    """`value` as Markdown inline code: shown exactly as typed, never a link, never markup.
-
-    Streamlit's Markdown turns a bare http://... into a live link (GFM autolink) even when
-    backslash-escaped; inside a code span it is plain text. The fence is one backtick longer than
-    any run of backticks in the value, so a typed backtick cannot close it; one line, at most 300
-    characters."""
-    text = " ".join(str(value).split())[:300] or "∅"
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text[0] == "`" or text[-1] == "`" else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
-
-
-def data_field(value: object) -> str:
-    """A message's data: a number as it is, anything else (a key, a URL, a name) as inline code."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return f"{value:g}" if isinstance(value, float) else str(value)
-    return code_span(value)
-
-
-def _data_fields(params: Mapping, skip: tuple[str, ...] = ()) -> dict[str, str]:
-    return {k: data_field(v) for k, v in params.items() if k not in skip}
-
-
-def technical_detail(err: object) -> str:
-    """The raw, untranslated reason behind a failed connection (an OS error), or "" when none."""
-    params = getattr(err, "params", None) or {}
-    return str(params.get("reason") or "") if getattr(err, "key", None) == "probe_unreachable" else ""
-
-
-def refusal_reason(params: Mapping, prefix: str, lang: str, skip: tuple[str, ...] = ("why", "reason")) -> str:
-    """Why something was refused, in `lang`: the template `prefix + params["why"]` (`prefix + "other"` for
-    a why it has no words for), filled with the error's data fields, each a number or inline code;
-    never the engine's English (`reason`)."""
-    from lesson.text import TEXTS
-
-    key = f"{prefix}{params.get('why') or 'other'}"
-    if key not in TEXTS["en"]:
-        key = f"{prefix}other"
-    return t(lang, key, **_data_fields(params, skip=skip))
-
-
-def vllm_reason(params: Mapping, lang: str) -> str:
-    """Why a vLLM file was refused (lesson.vllm_import's `why` and data fields), in `lang`."""
-    return refusal_reason(params, "sl_vllm_why_", lang)
-
-
-def remote_error(err: BaseException, lang: str) -> str:
-    """A message in the page's language for a refused probe or vLLM file; never a traceback.
-
-    Every value the user typed or a server sent (a URL, a model name, a server's error text) is
-    inline code, so nothing in it becomes a link or markup; an OS error's own words are left to
-    technical_detail()."""
-    key = getattr(err, "key", None)
-    raw = getattr(err, "params", None) or {}
-    params = _data_fields(raw)
-    if isinstance(err, RemoteError):
-        return t(lang, key, **params)
-    if key == "probe_timeout":
-        return t(lang, "sl_err_probe_timeout", **params)
-    if key == "probe_unreachable":
-        from engine.probe import CONNECTION_CAUSES
-
-        cause = raw.get("cause") if raw.get("cause") in CONNECTION_CAUSES else "other"
-        return t(lang, "sl_err_probe_unreachable", request_id=params.get("request_id", ""),
-                 endpoint=params.get("endpoint", ""), cause=t(lang, f"sl_probe_cause_{cause}"))
-    if key == "vllm_result":
-        return t(lang, "err_vllm_result", reason=vllm_reason(raw, lang))
-    if key in PROBE_KEYS:
-        return t(lang, f"err_{key}", **params)
-    if key == "bad_probe_setting":
-        return t(lang, "sl_err_bad_probe_setting", detail=code_span(err))  # technical detail, as code
-    from .serving import serving_error
-
-    return serving_error(err, lang)
-
-
-def _as_error(failure: Mapping) -> SimpleNamespace:
-    return SimpleNamespace(key=failure["key"], params=failure.get("params") or {})
-
-
-def failure_message(failure: Mapping, lang: str) -> str:
-    """One failed request of a probe (ProbeFailure as a dict) in the page's language."""
-    return remote_error(_as_error(failure), lang)
 
 
 # --- shared: one run observed from the client ----------------------------------------
@@ -207,7 +113,7 @@ def show_observed_run(lang: str, run: ServingRun, run_json: str, name: str, samp
 
 def probe_panel(lang: str, workload, scenario: str, lm, slo: Mapping[str, float]) -> None:
     """The "measure a real server" panel (hidden when PREFILL_DECODE_PROBE=0)."""
-    from engine.probe import APIS
+    from engine.interop.probe import APIS
 
     settings = ProbeSettings.from_env()
     if not settings.enabled:
@@ -244,7 +150,7 @@ def probe_panel(lang: str, workload, scenario: str, lm, slo: Mapping[str, float]
 
 def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, concurrency, timeout, key_env,
                ignore_eos, slo) -> None:
-    from engine.probe import ProbeConfig, run_probe
+    from engine.interop.probe import ProbeConfig, run_probe
     from engine.serving.trace import SLO
 
     st.session_state.sl_probe = None
@@ -285,7 +191,7 @@ def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, con
 
 def show_remote_error(err: BaseException, lang: str) -> None:
     """The message in the page's language; an OS error's raw words only in a technical-detail expander."""
-    st.error(remote_error(err, lang))
+    st.error(remote_message(err, lang))
     detail = technical_detail(err)
     if detail:
         with st.expander(t(lang, "sl_probe_technical")):
@@ -293,7 +199,7 @@ def show_remote_error(err: BaseException, lang: str) -> None:
 
 
 def server_metrics_of(data: Mapping):
-    from engine.probe import ServerMetrics, ServerSample
+    from engine.interop.probe import ServerMetrics, ServerSample
 
     sm = data["server_metrics"]
     return ServerMetrics(sm["url"], sm["available"], sm["reason"], dict(sm.get("names") or {}),
@@ -311,8 +217,8 @@ def _show_probe(lang: str, data: Mapping) -> None:
         st.warning(t(lang, "sl_probe_failed", n=len(failures), total=len(failures) + len(run.requests)))
         for failure in failures:
             st.markdown("- " + failure_message(failure, lang))
-        details = [f"{f.get('params', {}).get('request_id', '')}: {technical_detail(_as_error(f))}" for f in failures
-                   if technical_detail(_as_error(f))]
+        details = [f"{f.get('params', {}).get('request_id', '')}: {technical_detail(as_error(f))}" for f in failures
+                   if technical_detail(as_error(f))]
         if details:
             with st.expander(t(lang, "sl_probe_technical")):
                 st.code("\n".join(details)[:2000], language=None)
@@ -334,7 +240,7 @@ def _show_probe(lang: str, data: Mapping) -> None:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def read_vllm(text: str, name: str):
-    from lesson.vllm_import import read_vllm_result
+    from engine.interop.vllm_import import read_vllm_result
 
     return read_vllm_result(text, name=name)
 
@@ -359,14 +265,14 @@ def vllm_panel(lang: str) -> None:
     try:
         imported = read_vllm(text, name)
     except Exception as err:  # noqa: BLE001 - a message, never a traceback
-        st.error(remote_error(err, lang))
+        st.error(remote_message(err, lang))
         return
     with error_boundary(lang, "err_diagram"):
         _show_vllm(lang, imported)
 
 
 def _show_vllm(lang: str, imp) -> None:
-    from lesson.vllm_import import arrivals_placed
+    from engine.interop.vllm_import import arrivals_placed
 
     src, run = imp.source, imp.run
     st.markdown(t(lang, "sl_vllm_source", model=code_span(src.get("model_id") or "?"),

@@ -21,6 +21,7 @@ from lesson.views import (
 
 DEMO_MAX_PROMPT = 64
 DEMO_MAX_OUTPUT = 32
+KEPT = "kept_widget_values"  # a plain (non-widget) copy of every widget's value: see keep_widget_values
 
 DEFAULTS: dict[str, Any] = {
     "lang": "zh",
@@ -50,6 +51,18 @@ DEFAULTS: dict[str, Any] = {
     "replay_pace": DEFAULT_REPLAY_PACE,  # lesson.runs.REPLAY_PACES
     "replay_from": None,  # time.time() when the replay of the last run started; None: no replay
     "anim_paused": False,  # the animated step-through: paused on a step (anim_step) instead of looping
+    # ---- what this page run shows of the stored run (app_support/stepping.py, set by the run panel) ----
+    "replay_shown": None,  # the passes the replay shows now; None: no replay
+    "stepping_full_json": None,  # the whole run while the classroom or the replay steps through it
+    "replay_last": None,  # the replay's position on the page's last run (a fixed pace shows every pass)
+    "replay_due_at": float("inf"),  # time.time() when the replay's next pass is due: the timer redraws then
+    "replay_finished": None,  # a replay just ended: its number of passes, said once under the answer
+    # ---- the labs' results (app_support/lab.py, modes.py, serving.py, serving_remote.py) ----
+    "cache_compare_for": None,  # the run (model and prompt ids) the cache on/off comparison was asked for
+    "modes_results": {},  # engine modes measured, by (model, prompt, lengths, modes): app_support.modes
+    "sl_runs": None,  # the serving lab's last runs, one ServingRun JSON per policy
+    "sl_probe": None,  # the last probe of a real server (engine.interop.probe.ProbeResult JSON)
+    KEPT: {},  # a plain copy of every widget's value: see keep_widget_values
 }
 
 
@@ -59,7 +72,9 @@ WIDGET_KEYS = ("classroom", "model_choice", "prompt", "output_len", "prompt_len"
                "anim_paused")
 
 
-KEPT = "kept_widget_values"  # a plain (non-widget) copy of every widget's value: see keep_widget_values
+def fresh(value: Any) -> Any:
+    """A default as a session's own value: a list or dict copied, so no two sessions share one."""
+    return value.copy() if isinstance(value, (list, dict)) else value
 
 
 def init_session() -> None:
@@ -68,7 +83,7 @@ def init_session() -> None:
         if key == "prompt":  # the running example in the page's language
             value = default_prompt(st.session_state.get("lang", DEFAULTS["lang"]))
         value = kept.get(key, value)  # a widget the last page did not draw: its value from before
-        st.session_state.setdefault(key, list(value) if isinstance(value, list) else value)
+        st.session_state.setdefault(key, fresh(value))
 
 
 def keep_widget_values(keys: tuple[str, ...]) -> None:
@@ -113,7 +128,7 @@ def reset_to_defaults(limits: Limits) -> None:
     """
     ss = st.session_state
     for key in WIDGET_KEYS:
-        ss[key] = list(DEFAULTS[key]) if isinstance(DEFAULTS[key], list) else DEFAULTS[key]
+        ss[key] = fresh(DEFAULTS[key])
     ss.prompt = default_prompt(ss.lang)
     ss.output_len = min(DEFAULT_OUTPUT_LEN, limits.max_new_tokens)
     ss.class_step = 10**9  # classroom mode is off by default: every diagram shows the whole run

@@ -12,11 +12,13 @@ import contextlib
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 
 import streamlit as st
 
+from lesson.messages import error_message
 from lesson.text import t
-from lesson.views import MetricCard, error_message
+from lesson.views import MetricCard
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -125,32 +127,13 @@ def metric_row(cards: list[MetricCard]) -> None:
 CLASSROOM_KEYS = {"ArrowRight": "class_next", "PageDown": "class_next", "ArrowLeft": "class_prev",
                   "PageUp": "class_prev", "Home": "class_reset", "End": "class_all"}
 
-# One keydown listener on the page, attached once per browser tab (a flag on window guards
-# against every rerun adding another). It presses the button, so a key is exactly a click:
-# the same callback, the same rerun. Keys typed into a text box, slider, select or an
-# editable element stay with that element. A button that is not on the page (classroom
-# mode off) is simply not pressed.
-KEYBOARD_BRIDGE_JS = """
-<script>
-(() => {
-  if (window.__prefillDecodeClassroomKeys) return;
-  window.__prefillDecodeClassroomKeys = true;
-  const keys = %s;
-  const editable = 'input, textarea, select, [contenteditable=""], [contenteditable="true"], '
-    + '[role="slider"], [role="combobox"], [role="listbox"], [role="spinbutton"], [role="textbox"]';
-  document.addEventListener('keydown', (event) => {
-    const key = keys[event.key];
-    if (!key || event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
-    const target = event.target;
-    if (target instanceof Element && (target.isContentEditable || target.closest(editable))) return;
-    const button = document.querySelector('.st-key-' + key + ' button');
-    if (!button || button.disabled) return;
-    event.preventDefault();  // Page Down / Home / End step the lesson instead of scrolling it
-    button.click();
-  });
-})();
-</script>
-"""
+# One keydown listener on the page (classroom_keys.js), attached once per browser tab (a flag on
+# window guards against every rerun adding another). It presses the button, so a key is exactly a
+# click: the same callback, the same rerun. Keys typed into a text box, slider, select or an
+# editable element stay with that element. A button that is not on the page (classroom mode off)
+# is simply not pressed. Read once, at import; the key map is filled in where it says
+# __CLASSROOM_KEYS__.
+KEYBOARD_BRIDGE_JS = Path(__file__).with_name("classroom_keys.js").read_text(encoding="utf-8")
 
 
 def classroom_keyboard() -> None:
@@ -158,4 +141,5 @@ def classroom_keyboard() -> None:
 
     Fixed script, no user text; runs in the page itself (st.html), not in an iframe.
     """
-    st.html(KEYBOARD_BRIDGE_JS % json.dumps(CLASSROOM_KEYS), unsafe_allow_javascript=True)
+    script = KEYBOARD_BRIDGE_JS.replace("__CLASSROOM_KEYS__", json.dumps(CLASSROOM_KEYS))
+    st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)

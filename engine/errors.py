@@ -1,7 +1,9 @@
 """Errors a learner can cause, each with a stable key so a UI can translate it.
 
-`str(err)` is one English line for the CLI; `err.key` and `err.params` let the
-app say the same thing in Chinese. They are ValueErrors: bad input, not bugs.
+`str(err)` is one English line for the CLI (or the key, where no English line is
+written); `err.key` and `err.params` let a page say the same thing in Chinese
+(lesson.messages turns every one of them into words). They are ValueErrors:
+bad input, not bugs.
 """
 
 from __future__ import annotations
@@ -9,13 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 
-class EngineError(ValueError):
-    """Base class. `key` names the problem, `params` fills its message."""
+class KeyedError(ValueError):
+    """The one base of every translatable error: `key` names the problem, `params` holds its data.
 
-    def __init__(self, key: str, message: str, **params: Any) -> None:
-        super().__init__(message)
+    `params` are plain data (numbers, ids, names), never a sentence in one language, so a page
+    can fill its own template with them. `message` is the English for a log or a terminal;
+    without one, `str(err)` is the key.
+    """
+
+    def __init__(self, key: str, message: str | None = None, **params: Any) -> None:
+        super().__init__(key if message is None else message)
         self.key = key
         self.params = params
+
+
+class EngineError(KeyedError):
+    """An error raised by the engine. Its key is bare ("empty_prompt"): a page's words are `err_<key>`."""
 
 
 class InputError(EngineError):
@@ -26,9 +37,20 @@ class ModelLoadError(EngineError):
     """A model folder is missing, is not a model, or cannot be loaded safely."""
 
 
+class CapError(KeyedError):
+    """A serving-lab workload over this server's caps (more requests, a longer prompt or answer than
+    the operator allows). Its key is the page's text key itself ("sl_cap_requests"); `params` hold
+    the asked number `n` and the `limit`."""
+
+
+class RemoteError(KeyedError):
+    """A probe request this server refuses before anything is sent (a host it may not reach, an API
+    key variable it does not lend). Its key is the page's text key itself ("sl_err_probe_host")."""
+
+
 class PhaseError(ValueError):
     """`prefill` or `decode_step` called with the other phase's input: a bug in the caller.
 
-    A real exception, not an `assert`, so the check survives `python -O`. Not an
-    EngineError: no learner can cause it, so it has no translated message.
+    A real exception, not an `assert`, so the check survives `python -O`. Not a
+    KeyedError: no learner can cause it, so it has no translated message.
     """

@@ -1,8 +1,8 @@
-"""Plain helpers behind the app's views: limits, model folders, numbers, messages.
+"""Plain helpers behind the app's views: limits, model folders, numbers, words.
 
 Nothing here imports streamlit or torch, so every rule the page follows (caps,
-which folders a visitor may pick, how an error reads in Chinese) is testable
-without a browser or a model.
+which folders a visitor may pick, how a number reads in Chinese) is testable
+without a browser or a model. Errors become words in lesson.messages.
 """
 
 from __future__ import annotations
@@ -27,11 +27,6 @@ DEFAULT_PROMPTS = {"zh": "法国的首都是", "en": "The capital of France is"}
 DEFAULT_PROMPT = DEFAULT_PROMPTS["zh"]
 DEFAULT_OUTPUT_LEN = 8
 DEFAULT_MODEL_CHOICE = "default"
-ENGINE_ERROR_KEYS = (
-    "empty_prompt", "prompt_too_long", "max_new_tokens_range", "sampling_range", "model_not_found",
-    "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
-    "mode_unknown", "graph_needs_cuda", "preset_too_large",
-)
 
 
 # ---------------------------------------------------------------------------
@@ -427,31 +422,6 @@ def attention_alt(attention, lang: str) -> str:
     """The text alternative of one Decode step's attention map (lesson.diagrams.render_attention)."""
     return t(lang, "alt_attention", step=attention.decode_index, num_layers=attention.num_layers,
              context=attention.context)
-
-
-# ---------------------------------------------------------------------------
-# Errors: engine keys -> a message in the page's language
-# ---------------------------------------------------------------------------
-
-def error_message(err: BaseException, lang: str) -> str:
-    """A learner-facing message for any error; never a traceback.
-
-    Engine errors carry `.key` and `.params`. Paths are cut to their last part
-    (a visitor needs the folder's name, not the server's layout), every value is
-    Markdown-escaped, and a load failure's raw reason stays in the server log.
-    """
-    key = getattr(err, "key", None)
-    if key in ENGINE_ERROR_KEYS:
-        params = {k: _safe_param(k, v) for k, v in (getattr(err, "params", None) or {}).items()}
-        return t(lang, f"err_{key}", **params)
-    return t(lang, "err_internal", kind=escape_markdown(type(err).__name__))
-
-
-def _safe_param(name: str, value: object) -> str:
-    text = str(value)
-    if name == "path" and text:
-        text = Path(text).name or text
-    return escape_markdown(text[:200])
 
 
 # ---------------------------------------------------------------------------

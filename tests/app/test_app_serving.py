@@ -8,8 +8,10 @@ import re
 
 import pytest
 
-from app_support.serving import SCENARIO_CHOICES, CapError, check_caps, custom_workload, serving_error
+from app_support.serving import SCENARIO_CHOICES, check_caps, custom_workload
 from engine.config import ServingCaps
+from engine.errors import CapError
+from lesson.messages import serving_message
 from lesson.text import t
 from tests.app.apptest import APP, SERVING_LAB, assert_healthy, needs_model
 from tests.factories import VLLM_RESULT
@@ -40,7 +42,7 @@ def test_custom_workload_and_caps():
             check_caps(work, caps)
         assert err.value.key == key
         for lang in ("zh", "en"):
-            message = serving_error(err.value, lang)
+            message = serving_message(err.value, lang)
             assert "{" not in message and str(err.value.params["limit"]) in message
 
 
@@ -48,10 +50,10 @@ def test_engine_refusals_read_in_both_languages():
     from engine.errors import InputError
 
     err = InputError("never_fits", "request r4 can never fit", request_id="r4<b>", need=65, num_blocks=1)
-    zh, en = serving_error(err, "zh"), serving_error(err, "en")
+    zh, en = serving_message(err, "zh"), serving_message(err, "en")
     assert "65" in zh and "永远放不下" in zh and "can never fit" in en
     assert "`r4<b>`" in en and en.count("<b>") == 1  # the typed id as inline code: shown as text, never markup
-    assert serving_error(RuntimeError("boom"), "en") == t("en", "err_internal", kind="RuntimeError")
+    assert serving_message(RuntimeError("boom"), "en") == t("en", "err_internal", kind="RuntimeError")
 
 
 # --- the page ----------------------------------------------------------------------------
@@ -168,10 +170,9 @@ def test_a_pasted_workload_with_a_bad_line_is_refused_naming_the_line(lab):
 @pytest.mark.parametrize("key", ["worker_failed", "worker_timeout", "serving_sliding_window"])
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_every_refusal_of_the_serving_engine_has_words_not_the_internal_error(key, lang):
-    from app_support.serving import serving_error
     from engine.errors import InputError
 
-    words = serving_error(InputError(key, "the engine's own detail <b>x</b>"), lang)
+    words = serving_message(InputError(key, "the engine's own detail <b>x</b>"), lang)
     assert words != t(lang, "err_internal", kind="InputError") and "{" not in words
     bare = re.sub(r"(`+).*?\1", "", words)  # what is left outside inline code (shown as text, never markup)
     assert "<b>" not in bare
@@ -221,7 +222,7 @@ def test_the_gantt_subtitle_names_the_scenario_in_the_pages_language():
 
     from engine.serving.trace import ServingSettings
     from lesson.diagrams.serving_gantt import gantt_subtitle, scenario_label
-    from lesson.vllm_import import load_vllm_result
+    from engine.interop.vllm_import import load_vllm_result
 
     run = load_vllm_result(VLLM_RESULT).run
     engine_run = replace(run, scenario="long-prompt-during-chats",

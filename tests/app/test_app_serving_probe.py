@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from bench.app_server import free_port
-from app_support.serving_remote import RemoteError, check_probe_request, code_span, remote_error, technical_detail
+from app_support.serving_remote import check_probe_request
 from engine.config import ProbeSettings
+from engine.errors import RemoteError
+from lesson.messages import code_span, remote_message, technical_detail
 from lesson.perfetto import check_trace_events
 from lesson.text import t
 from tests.app.apptest import APP, SERVING_LAB, needs_model
@@ -51,16 +53,16 @@ def test_disallowed_hosts_and_key_variables_are_refused_in_both_languages():
     check_probe_request("http://localhost:8000/v1", "OPENAI_API_KEY", settings)
     with pytest.raises(RemoteError) as err:
         check_probe_request("http://example.com:8000", "", settings)
-    zh, en = remote_error(err.value, "zh"), remote_error(err.value, "en")
+    zh, en = remote_message(err.value, "zh"), remote_message(err.value, "en")
     assert "`example.com`" in zh and "PREFILL_DECODE_PROBE_ALLOW" in zh and "not one this app may probe" in en
     with pytest.raises(RemoteError) as err:
         check_probe_request("http://127.0.0.1:8000", "AWS_SECRET_ACCESS_KEY", settings)
-    assert "`AWS_SECRET_ACCESS_KEY`" in remote_error(err.value, "en")  # inline code: shown as typed
-    from engine.probe import ProbeError
+    assert "`AWS_SECRET_ACCESS_KEY`" in remote_message(err.value, "en")  # inline code: shown as typed
+    from engine.interop.probe import ProbeError
 
     with pytest.raises(ProbeError) as err:
         check_probe_request("ftp://127.0.0.1/", "", settings)
-    assert remote_error(err.value, "en") == t("en", "err_probe_endpoint", endpoint="`ftp://127.0.0.1/`")
+    assert remote_message(err.value, "en") == t("en", "err_probe_endpoint", endpoint="`ftp://127.0.0.1/`")
 
 
 def live_markup(markdown: str) -> list[str]:
@@ -83,31 +85,31 @@ def test_a_typed_value_is_inline_code_never_a_link(value):
 
 
 def test_the_probes_messages_hold_no_live_link_and_no_os_english():
-    from engine.probe import ProbeError
+    from engine.interop.probe import ProbeError
 
     typed = "http://127.0.0.1:9/[x](http://evil.example)"
     err = ProbeError("probe_unreachable", "GET /v1/models: cannot reach ... ([Errno 111] Connection refused)",
                      request_id="GET /v1/models", endpoint=typed, reason="[Errno 111] Connection refused",
                      cause="refused")
     for lang in ("zh", "en"):
-        words = remote_error(err, lang)
+        words = remote_message(err, lang)
         assert live_markup(words) == [], words
         assert "Errno" not in words and "Connection refused" not in words
         assert t(lang, "sl_probe_cause_refused") in words
-    assert "连接被拒绝" in remote_error(err, "zh") and "nothing answered" in remote_error(err, "en")
+    assert "连接被拒绝" in remote_message(err, "zh") and "nothing answered" in remote_message(err, "en")
     assert technical_detail(err) == "[Errno 111] Connection refused"  # kept, for the technical-detail expander
     for key, params in (("probe_endpoint", {"endpoint": typed}), ("probe_model", {"model": typed, "served": typed}),
                         ("probe_http", {"request_id": "r0", "status": 500, "detail": typed}),
                         ("probe_stream_error", {"request_id": typed, "detail": typed})):
         for lang in ("zh", "en"):
-            assert live_markup(remote_error(ProbeError(key, "x", **params), lang)) == []
+            assert live_markup(remote_message(ProbeError(key, "x", **params), lang)) == []
 
 
 def test_connection_causes_are_classified():
     import socket
     import ssl
 
-    from engine.probe import connection_cause
+    from engine.interop.probe import connection_cause
 
     assert connection_cause(ConnectionRefusedError(111, "Connection refused")) == "refused"
     assert connection_cause(socket.gaierror(-2, "Name or service not known")) == "no_host"
@@ -125,12 +127,12 @@ def test_connection_causes_are_classified():
     ('{"input_lens": [1], "output_lens": [1], "ttfts": [0.1], "itls": [[0.01]], "request_rate": -1}', "bad_rate"),
 ])
 def test_vllm_refusals_read_in_the_pages_language(text, why):
-    from lesson.vllm_import import VllmResultError, read_vllm_result
+    from engine.interop.vllm_import import VllmResultError, read_vllm_result
 
     with pytest.raises(VllmResultError) as err:
         read_vllm_result(text)
     assert err.value.params["why"] == why
-    zh, en = remote_error(err.value, "zh"), remote_error(err.value, "en")
+    zh, en = remote_message(err.value, "zh"), remote_message(err.value, "en")
     assert zh.startswith("这个 vLLM 结果文件无法读取：") and en.startswith("This vLLM result file cannot be read: ")
     english = ("missing", "not JSON", "entries but", "Expecting", "delimiter", "not a number", "failed", "should be",
                "request_rate is")
@@ -253,7 +255,7 @@ def test_vllm_upload_draws_the_file_and_compares_its_summary(lab):
     lab.file_uploader(key="sl_vllm_file").set_value(("bench.json", raw, "application/json")).run()
     assert not lab.exception, [e.value for e in lab.exception]
     assert _errors(lab) == []
-    from lesson.vllm_import import read_vllm_result
+    from engine.interop.vllm_import import read_vllm_result
 
     imp = read_vllm_result(raw.decode(), name="bench")
     assert len(lab.get("image")) == 1  # the Gantt

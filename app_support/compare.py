@@ -1,0 +1,82 @@
+"""Runs kept in the session, compared: pick two, and see them in one table and on the same axes.
+
+Every finished run joins st.session_state.history (lesson.runs, at most HISTORY_LIMIT, newest
+first; app_support/run_panel.py adds it); the visitor pins two (`compare_pins`), and each figure
+draws both on the axes of the larger (lesson.runs.shared_extent).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from lesson.runs import HISTORY_LIMIT, compare_table, keep_pins, run_label, shared_extent
+from lesson.text import t
+from lesson.views import escape_markdown
+
+from . import resources
+from .resources import parsed_trace
+from .ui import error_boundary, svg_figure
+
+COMPARE_FIGURES = (("timeline", "compare_fig_timeline"), ("latency", "compare_fig_latency"),
+                   ("kv_growth", "compare_fig_kv"))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _history_label(trace_json: str, stamp: str, lang: str, number: int) -> str:
+    return run_label(parsed_trace(trace_json), stamp, lang, number)
+
+
+@st.cache_data(show_spinner=False, max_entries=32)
+def _shared_extent_json(a_json: str, b_json: str) -> str:
+    return shared_extent(parsed_trace(a_json), parsed_trace(b_json)).to_json(indent=None)
+
+
+def section_compare(lang: str) -> None:
+    """The session's last runs; two pinned ones side by side, every figure on shared axes."""
+    st.header(t(lang, "sec_compare"), anchor="compare")
+    st.markdown(t(lang, "compare_intro", limit=HISTORY_LIMIT))
+    history = st.session_state.history
+    if len(history) < 2:
+        st.info(t(lang, "compare_need_two", count=len(history)), icon=":material/compare:")
+        return
+    labels = {e.run_id: _history_label(e.trace_json, e.stamp, lang, e.number) for e in history}
+    pinned = _pick(lang, history, labels)
+    if len(pinned) < 2:
+        st.caption(t(lang, "compare_pick_two"))
+        return
+    with error_boundary(lang):
+        a, b = (parsed_trace(e.trace_json) for e in pinned)
+        st.markdown(f"**{t(lang, 'compare_table_title')}**")
+        st.dataframe(compare_table(a, b, lang), hide_index=True, width="stretch")
+        st.caption(t(lang, "compare_same_axes"))
+        extent = _shared_extent_json(pinned[0].trace_json, pinned[1].trace_json)
+    for name, title in COMPARE_FIGURES:
+        st.subheader(t(lang, title))
+        _figure_pair(lang, name, pinned, labels, extent)
+
+
+def _pick(lang: str, history: list, labels: dict[str, str]) -> list:
+    """The picker of (at most two) runs; returns the pinned history entries, in pin order."""
+    ss = st.session_state
+    kept = keep_pins(ss.compare_pins, history)
+    if kept != ss.compare_pins:  # a pinned run left the history with this page's run (written only then)
+        ss.compare_pins = kept
+    st.multiselect(t(lang, "compare_pick"), list(labels), key="compare_pins", max_selections=2,
+                   format_func=labels.__getitem__, help=t(lang, "compare_pick_help"),
+                   placeholder=t(lang, "compare_placeholder"), select_all=False)  # Streamlit's own words are English
+    return [e for pin in ss.compare_pins for e in history if e.run_id == pin]
+
+
+def _figure_pair(lang: str, name: str, pinned: list, labels: dict[str, str], extent: str) -> None:
+    """One figure of both runs: side by side, or one above the other (a timeline is wide; classroom type)."""
+    classroom = st.session_state.classroom
+    side_by_side = name != "timeline" and not classroom
+    places = st.columns(2) if side_by_side else (st.container(), st.container())
+    for run, entry, place in zip(("cmp_run_a", "cmp_run_b"), pinned, places):
+        with place, error_boundary(lang, "err_diagram"):
+            svg = resources.diagram_svg(name, entry.trace_json, lang, extent, classroom=classroom)
+            alt, stem = resources.diagram_words(name, entry.trace_json, lang, entry.stamp)
+            words = escape_markdown(labels[entry.run_id])
+            svg_figure(f"compare_{name}_{run[-1]}", svg, lang,
+                       t(lang, "compare_run_caption", run=t(lang, run), label=words),
+                       alt=t(lang, "compare_alt", run=t(lang, run), alt=alt), file_stem=stem)

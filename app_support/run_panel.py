@@ -1,0 +1,298 @@
+"""The run panel: the prompt, the lengths, the real token split, and Run, which streams.
+
+A run's trace is stored in st.session_state.trace_json (one run shared by every page,
+with its arguments and a time stamp) and added to the session's history; the panel then
+returns the JSON the lesson's figures should show: the whole run, or the part the
+classroom or the replay has reached (app_support/stepping.py).
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import time
+from dataclasses import dataclass
+
+import streamlit as st
+
+from engine.config import ServerSettings
+from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS
+from engine.trace import RequestTrace
+from lesson.messages import error_message
+from lesson.perfetto import to_perfetto_json
+from lesson.runs import history_add, keep_pins
+from lesson.text import t
+from lesson.views import (
+    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, default_prompt, download_stem, format_ms, queue_note,
+    run_stamp, step_log_line, step_table, stop_reason_text, token_split_text, trace_csv, trace_summary,
+)
+
+from . import resources, stepping
+from .resources import parsed_trace
+from .ui import error_boundary
+
+log = logging.getLogger("prefill_decode.app")
+
+UI_REFRESH_S = 0.1  # while the model runs, redraw the answer at most 10 times a second
+
+# Each paragraph of the prompt box takes its direction from its first strong character, so a
+# right-to-left prompt (Arabic, Hebrew) is right-aligned and reads in order. Fixed CSS, no user text.
+PROMPT_CSS = "<style>.st-key-prompt textarea { unicode-bidi: plaintext; text-align: start; }</style>"
+
+
+@dataclass(frozen=True)
+class RunArgs:
+    """Everything that determines a trace, as plain values (the cache key)."""
+
+    model_choice: str
+    device: str
+    dtype: str
+    prompt: str
+    max_new_tokens: int
+    temperature: float
+    top_k: int
+    top_p: float
+    seed: int
+    max_prompt_tokens: int
+    ignore_eos: bool = False  # keep writing past end of sequence: the length slider is then exact
+
+    def plain(self) -> tuple:
+        """The arguments in resources.finished_trace_json's order."""
+        return (self.model_choice, self.device, self.dtype, self.prompt, self.max_new_tokens, self.temperature,
+                self.top_k, self.top_p, self.seed, self.max_prompt_tokens, self.ignore_eos)
+
+
+def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
+    """Controls and the live run. Returns the trace JSON the diagrams should show."""
+    st.header(t(lang, "run_title"), anchor="run")
+    st.markdown(t(lang, "run_intro"))
+    _controls(lang, settings)
+    preview = _prompt_preview(lang, lm, settings, st.session_state.prompt) if lm is not None else None
+    effective = preview[0] if preview else None
+    # Off while the prompt cannot run (empty, too long): the message above says why.
+    clicked = st.button(t(lang, "run"), key="run", type="primary", icon=":material/play_arrow:",
+                        disabled=lm is None or effective is None)
+    clicked = clicked or (st.session_state.run_requested and lm is not None and effective is not None)
+    st.session_state.run_requested = False
+    result = st.container(border=True, key="result_box")
+    ran = False  # a new run drew its own answer; otherwise the box shows the run the figures show
+    if clicked and effective is not None:
+        with result, error_boundary(lang):
+            ran = _stream_run(lang, lm, current_args(settings, effective), num_prompt_tokens=preview[1])
+    trace_json = trace_to_show(lang, settings)
+    st.session_state.replay_shown = stepping.replay_step(trace_json)
+    is_stepping = st.session_state.classroom or st.session_state.replay_shown is not None
+    st.session_state.stepping_full_json = trace_json if is_stepping else None
+    if trace_json is None:
+        result.info(t(lang, "no_trace"))
+        return None
+    shown = stepping.classroom_view(trace_json)
+    with result, error_boundary(lang):
+        stale = effective is not None and st.session_state.trace_args != current_args(settings, effective)
+        _shown_run(lang, parsed_trace(trace_json), parsed_trace(shown), ran=ran, stale=stale)
+    stepping.replay_controls(lang)
+    with st.expander(t(lang, "data_title")), error_boundary(lang):
+        _data_downloads(lang, parsed_trace(trace_json), st.session_state.trace_stamp)
+    return shown
+
+
+def _controls(lang: str, settings: ServerSettings) -> None:
+    """The prompt box and, beside it, the answer and prompt lengths."""
+    limits = settings.limits
+    left, right = st.columns([3, 2], gap="large")
+    with left:
+        st.text_area(t(lang, "prompt"), key="prompt", placeholder=t(lang, "prompt_placeholder"), height=110)
+        st.html(PROMPT_CSS)
+    with right:
+        st.slider(t(lang, "output_len"), 1, limits.max_new_tokens, key="output_len", help=t(lang, "output_len_help"))
+        st.slider(t(lang, "prompt_len"), 0, limits.max_prompt_tokens, key="prompt_len", help=t(lang, "prompt_len_help"))
+        st.checkbox(t(lang, "ignore_eos"), key="ignore_eos", help=t(lang, "ignore_eos_help"))
+
+
+def _shown_run(lang: str, trace: RequestTrace, shown: RequestTrace, ran: bool, stale: bool) -> None:
+    """The result box for the stored run `trace`, as far as `shown` goes: the replay's answer so far,
+    or the answer (unless a run just drew its own), then its summary and notes."""
+    if st.session_state.replay_shown is not None:
+        _replay_box(lang, shown, len(trace.steps))
+    elif not ran:
+        _result_box(lang, shown)
+    st.caption(trace_summary(trace, lang))
+    finished, st.session_state.replay_finished = st.session_state.replay_finished, None
+    if finished:
+        st.caption(t(lang, "replay_done", total=len(trace.steps)))
+    if stale:
+        st.info(t(lang, "stale_note"), icon=":material/refresh:")
+
+
+def _prompt_preview(lang: str, lm, settings: ServerSettings, prompt: str) -> tuple[str, int] | None:
+    """Show the real tokenizer split; return (the prompt to run, its tokens), or None if it cannot run."""
+    limits = settings.limits
+    if len(prompt) > limits.max_prompt_chars:
+        st.error(t(lang, "err_prompt_too_many_chars", num_chars=len(prompt), limit=limits.max_prompt_chars))
+        return None
+    if not prompt.strip():
+        st.warning(t(lang, "err_empty_prompt"))
+        return None
+    with error_boundary(lang):
+        effective, pieces, natural = resources.prompt_preview(
+            st.session_state.model_choice, settings.device, settings.dtype, prompt, st.session_state.prompt_len)
+        target = st.session_state.prompt_len
+        if target and target <= natural:
+            st.caption(t(lang, "prompt_len_note", natural=natural))
+        elif target:
+            st.caption(t(lang, "prompt_extended", natural=natural, num_tokens=len(pieces)))
+        if len(pieces) > limits.max_prompt_tokens:
+            # Only the typed prompt can be too long: filler stops at the target, which is at most the limit.
+            st.error(t(lang, "err_prompt_too_long", num_tokens=len(pieces), limit=limits.max_prompt_tokens))
+            return None
+        if st.session_state.model_choice == DEFAULT_MODEL_CHOICE and len(pieces) > DEFAULT_MAX_PROMPT_TOKENS:
+            # An operator may raise the cap; the embedded model was not trained that far.
+            st.warning(t(lang, "prompt_beyond_trained", trained=DEFAULT_MAX_PROMPT_TOKENS, num_tokens=len(pieces)))
+        st.caption(t(lang, "token_split", num_tokens=len(pieces)))
+        st.code(token_split_text(pieces), language=None, wrap_lines=True, height="content" if len(pieces) < 80 else 140)
+        return effective, len(pieces)
+    return None
+
+
+def current_args(settings: ServerSettings, prompt: str) -> RunArgs:
+    ss = st.session_state
+    greedy_fixed = ss.classroom  # classroom: greedy, seed 0, so a demo repeats exactly
+    return RunArgs(
+        model_choice=ss.model_choice, device=settings.device, dtype=settings.dtype, prompt=prompt,
+        max_new_tokens=int(ss.output_len),
+        temperature=0.0 if greedy_fixed else float(ss.temperature),
+        top_k=0 if greedy_fixed else int(ss.top_k),
+        top_p=1.0 if greedy_fixed else float(ss.top_p),
+        seed=0 if greedy_fixed else int(ss.seed),
+        max_prompt_tokens=settings.limits.max_prompt_tokens,
+        ignore_eos=bool(ss.ignore_eos),
+    )
+
+
+def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> bool:
+    """Run the model, drawing Prefill and then each Decode token as it arrives.
+
+    Returns whether a finished run was stored (and its answer drawn)."""
+    from engine import GenerationConfig, stream_trace  # late: keeps torch out of the import of this module
+
+    cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
+                           top_k=args.top_k, top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos)
+    queued = st.empty()
+    if lm.lock.locked():  # another visitor's forward pass is running: say so while we wait
+        queued.info(t(lang, "queued"), icon=":material/hourglass_top:")
+    progress = st.progress(0.0, text=t(lang, "running_prefill", num_positions=num_prompt_tokens))
+    answer, log_box = st.empty(), st.empty()
+    trace, last_draw = None, 0.0
+    try:
+        for trace in stream_trace(lm, args.prompt, cfg, max_prompt_tokens=args.max_prompt_tokens):
+            # The model waits while the page draws, and that wait lands in the next ITL; so draw
+            # Prefill at once, then at most every UI_REFRESH_S (measured: drawing every step of a
+            # 6 ms decode made TPOT about 10 ms). The engine records each hold as the next step's
+            # consumer_ms, so the waits section shows it as its own slice, never hidden in a metric.
+            if len(trace.steps) > 1 and time.perf_counter() - last_draw < UI_REFRESH_S:
+                continue
+            queued.empty()
+            done = len(trace.steps)
+            progress.progress(min(1.0, done / cfg.max_new_tokens), text=t(
+                lang, "progress", step=done, num_tokens=done, max_tokens=cfg.max_new_tokens))
+            answer_and_log(lang, trace, answer, log_box, tail=6)
+            last_draw = time.perf_counter()
+    except Exception:
+        answer.empty()  # no half answer left behind: the box shows the run the figures show
+        log_box.empty()
+        raise
+    finally:
+        queued.empty()
+        progress.empty()
+    if trace is None:
+        return False
+    _store_trace(trace.to_json(indent=None), args, is_default=False)
+    shown = parsed_trace(stepping.classroom_view(st.session_state.trace_json))
+    answer_and_log(lang, shown, answer, log_box)
+    _done_notes(lang, shown)
+    return True
+
+
+def _store_trace(trace_json: str, args: RunArgs, is_default: bool) -> None:
+    """The run every figure shows from now on, with when it ran (for download names)."""
+    ss = st.session_state
+    ss.trace_json, ss.trace_args, ss.trace_is_default = trace_json, args, is_default
+    ss.trace_stamp = run_stamp(datetime.datetime.now())
+    ss.class_step = 1 if ss.classroom else len(parsed_trace(trace_json).steps)
+    ss.history = history_add(ss.history, trace_json, ss.trace_stamp)  # kept for the comparison
+    ss.compare_pins = keep_pins(ss.compare_pins, ss.history)  # a pinned run that just left the history
+    ss.replay_from = None  # a replay is of the run it started on
+
+
+def _result_box(lang: str, trace: RequestTrace) -> None:
+    answer_and_log(lang, trace, st.empty(), st.empty())
+    _done_notes(lang, trace)
+
+
+def _replay_box(lang: str, shown: RequestTrace, total: int) -> None:
+    """The answer as far as the replay has come, under a label that says it is a replay."""
+    with st.container(key="replay_box"):  # browser tests read the replay's position here
+        st.info(t(lang, "replay_label", shown=len(shown.steps), total=total, ms=format_ms(shown.steps[-1].end_ms)),
+                icon=":material/slow_motion_video:")
+    answer_and_log(lang, shown, st.empty(), st.empty())
+
+
+def _done_notes(lang: str, trace: RequestTrace) -> None:
+    if trace.finished:
+        st.success(t(lang, "done", num_tokens=len(trace.steps), stop_reason=stop_reason_text(trace, lang)))
+        if trace.stop_reason == "eos" and len(trace.steps) < trace.max_new_tokens:
+            st.caption(t(lang, "eos_hint", num_tokens=len(trace.steps), limit=trace.max_new_tokens,
+                         ignore_eos=t(lang, "ignore_eos")))
+    note = queue_note(trace, lang)  # only the engine-measured wait for the model lock
+    if note is not None:
+        st.caption(note)
+
+
+def answer_and_log(lang: str, trace: RequestTrace, answer, log_box, tail: int | None = None) -> None:
+    """The answer so far in `answer` and the step log in `log_box` (two st.empty slots): while
+    streaming, the last `tail` steps; finished and long, the first few and the last few."""
+    text = trace.output_text if trace.finished else "".join(trace.output_pieces)
+    with answer.container():
+        st.markdown(f"**{t(lang, 'answer')}**")
+        st.code(text or " ", language=None, wrap_lines=True)
+    indices = range(len(trace.steps))
+    if tail is not None and len(trace.steps) > tail:
+        indices = range(len(trace.steps) - tail, len(trace.steps))
+    lines = [f"- {step_log_line(trace, i, lang)}" for i in indices]
+    if tail is not None and len(trace.steps) > tail:
+        lines.insert(0, "- …")
+    if tail is None and len(lines) > 8:  # a long finished run: first few, then the last few
+        lines = lines[:4] + [f"- … ({len(lines) - 7})"] + lines[-3:]
+    log_box.markdown("\n".join(lines))
+
+
+def trace_to_show(lang: str, settings: ServerSettings) -> str | None:
+    """The last run; before any run, the default prompt's trace in the page's language (cached per model).
+    The bottleneck lab shows the same run."""
+    if st.session_state.trace_json is not None:
+        return st.session_state.trace_json
+    args = RunArgs(st.session_state.model_choice, settings.device, settings.dtype, default_prompt(lang),
+                   min(DEFAULT_OUTPUT_LEN, settings.limits.max_new_tokens), 0.0, 0, 1.0, 0,
+                   settings.limits.max_prompt_tokens)
+    try:
+        trace_json = resources.finished_trace_json(*args.plain())
+    except Exception as err:  # noqa: BLE001
+        log.warning("default trace failed: %s", err)
+        st.error(error_message(err, lang))
+        return None
+    _store_trace(trace_json, args, is_default=True)
+    return trace_json
+
+
+def _data_downloads(lang: str, trace: RequestTrace, stamp: str) -> None:
+    st.dataframe(step_table(trace), hide_index=True, width="stretch", height=240)
+    stem = download_stem(trace, stamp)
+    left, right = st.columns(2)
+    left.download_button(t(lang, "download_json"), data=trace.to_json(), file_name=f"{stem}_trace.json",
+                         mime="application/json", key="download_json", on_click="ignore",
+                         icon=":material/download:")
+    right.download_button(t(lang, "download_csv"), data=trace_csv(trace), file_name=f"{stem}_steps.csv",
+                          mime="text/csv", key="download_csv", on_click="ignore", icon=":material/download:")
+    st.download_button(t(lang, "download_perfetto"), data=to_perfetto_json(trace), file_name=f"{stem}.perfetto.json",
+                       mime="application/json", key="download_perfetto", on_click="ignore",
+                       icon=":material/download:", help=t(lang, "download_perfetto_help"))

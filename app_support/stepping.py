@@ -1,0 +1,154 @@
+"""One forward pass at a time: the classroom's stepping and the slow-motion replay of the last run.
+
+Both cut the stored run (st.session_state.trace_json) to the passes shown so far, and every
+figure on the page shows that cut, on the whole run's axes (stepping_full), so stepping never
+rescales a figure. The run panel reads the replay's position once per page run (replay_step)
+and stores what it shows in `replay_shown` and `stepping_full_json` (app_support/state.py).
+
+    classroom mode  the teacher steps by hand: sidebar buttons (classroom_controls), or the keyboard
+    replay          the run's own measured token times, stretched to a pace (lesson.runs.REPLAY_PACES);
+                    replay_tick() at the end of the page starts the timer that draws its next pass
+"""
+
+from __future__ import annotations
+
+import time
+
+import streamlit as st
+
+from lesson.runs import REPLAY_PACES, replay_position, replay_times_s
+from lesson.text import t
+from lesson.views import truncate_trace
+
+from .resources import parsed_trace
+from .ui import classroom_keyboard
+
+REPLAY_HOLD_S = 1.0  # the whole answer stays up this long before the replay ends
+REPLAY_TIMER_S = 0.1  # how often the browser asks whether the replay's next pass is due
+
+
+# --- what the page shows now ------------------------------------------------------------
+
+def classroom_view(trace_json: str) -> str:
+    """The trace cut to the passes shown so far: the replay's position while a replay runs,
+    the classroom's step in classroom mode, else the whole run."""
+    replay = st.session_state.replay_shown
+    if not st.session_state.classroom and replay is None:
+        return trace_json
+    trace = parsed_trace(trace_json)
+    step = replay if replay is not None else int(st.session_state.class_step)
+    step = max(1, min(step, len(trace.steps)))
+    return truncate_trace(trace, step).to_json(indent=None) if step < len(trace.steps) else trace_json
+
+
+def stepping_full() -> str | None:
+    """The whole run while the classroom steps through it (set by run_panel), else None:
+    the figures take their axes from it, so stepping never rescales them."""
+    return st.session_state.stepping_full_json
+
+
+# --- classroom mode: the teacher steps ------------------------------------------------------
+
+def classroom_controls(lang: str, slot) -> None:
+    """Buttons at the top of the sidebar (always in reach while the teacher scrolls),
+    pressed also by the keyboard: → / Page Down, ← / Page Up, Home, End (ui.classroom_keyboard)."""
+    if not st.session_state.classroom or st.session_state.trace_json is None:
+        return
+    total = len(parsed_trace(st.session_state.trace_json).steps)
+    with slot:
+        st.button(t(lang, "classroom_step"), key="class_next", type="primary", width="stretch",
+                  icon=":material/skip_next:", on_click=_set_class_step, args=(1, total, True))
+        st.button(t(lang, "classroom_prev"), key="class_prev", width="stretch", icon=":material/skip_previous:",
+                  on_click=_set_class_step, args=(-1, total, True))
+        st.button(t(lang, "classroom_reset"), key="class_reset", width="stretch", icon=":material/first_page:",
+                  on_click=_set_class_step, args=(1, total, False))
+        st.button(t(lang, "classroom_all"), key="class_all", width="stretch", icon=":material/last_page:",
+                  on_click=_set_class_step, args=(total, total, False))
+        shown = max(1, min(int(st.session_state.class_step), total))
+        phase = t(lang, "phase_prefill") if shown == 1 else f"{t(lang, 'phase_decode')} {shown - 1}"
+        with st.container(key="class_position"):  # browser tests read the step here
+            st.progress(shown / total, text=t(lang, "classroom_position", shown=shown, total=total, phase=phase))
+        st.caption(t(lang, "classroom_keys"))
+        classroom_keyboard()
+        st.divider()
+
+
+def _set_class_step(value: int, total: int, relative: bool) -> None:
+    """Button callback: runs before the page, so every part shows the same step."""
+    current = max(1, min(total, int(st.session_state.class_step)))
+    st.session_state.class_step = max(1, min(total, current + value if relative else value))
+
+
+# --- the replay: the run's measured token times, stretched -------------------------------------
+
+def replay_step(trace_json: str | None) -> int | None:
+    """The passes the replay shows now (None: no replay). Read once per page run (run_panel),
+    so every figure on the page shows the same pass; a finished replay ends itself."""
+    ss = st.session_state
+    if ss.replay_from is None or trace_json is None or ss.classroom:
+        ss.replay_from = None
+        return None
+    times = replay_times_s(parsed_trace(trace_json), ss.replay_pace)
+    elapsed = time.time() - ss.replay_from
+    if elapsed > times[-1] + REPLAY_HOLD_S:
+        ss.replay_from, ss.replay_finished = None, len(times)
+        return None
+    position = replay_position(times, elapsed)
+    last = ss.replay_last
+    if REPLAY_PACES[ss.replay_pace][0] == "fixed" and last is not None and position > last:
+        # Every pass is shown, each for its full time, even when the page draws slower than the pace.
+        position = last + 1
+        ss.replay_from = time.time() - times[position - 1]
+    ss.replay_last = position
+    return position
+
+
+def _start_replay() -> None:
+    st.session_state.replay_from, st.session_state.replay_last = time.time(), None
+
+
+def _stop_replay() -> None:
+    st.session_state.replay_from = None
+
+
+def replay_controls(lang: str) -> None:
+    """Pace and start / stop, under the answer. Off in classroom mode (the teacher steps by hand)."""
+    if st.session_state.classroom or st.session_state.trace_json is None:
+        return
+    pace, button = st.columns([3, 2], vertical_alignment="bottom")
+    pace.selectbox(t(lang, "replay_pace"), list(REPLAY_PACES), key="replay_pace",
+                   format_func=lambda key: t(lang, f"replay_pace_{key}"), help=t(lang, "replay_pace_help"))
+    if st.session_state.replay_shown is None:
+        button.button(t(lang, "replay_start"), key="replay_start", icon=":material/slow_motion_video:",
+                      on_click=_start_replay, width="stretch")
+    else:
+        button.button(t(lang, "replay_stop"), key="replay_stop", icon=":material/stop:", on_click=_stop_replay,
+                      width="stretch")
+
+
+def replay_tick() -> None:
+    """Last on the page: while a replay runs, note when its next pass is due and start the timer
+    (_replay_timer) that draws the page again then.
+
+    Not st.rerun() at the end of each run: Streamlit removes what an earlier run drew and a later
+    one did not only when a run ends without a rerun, so a replay drawn by reruns kept the finished
+    run's banner, a second summary and the start button on screen for its whole length."""
+    ss = st.session_state
+    if ss.replay_shown is None or ss.replay_from is None or ss.trace_json is None:
+        return
+    times = replay_times_s(parsed_trace(ss.trace_json), ss.replay_pace)
+    elapsed = time.time() - ss.replay_from
+    upcoming = [when for when in (*times, times[-1] + REPLAY_HOLD_S + 0.05) if when > elapsed]
+    ss.replay_due_at = ss.replay_from + (upcoming[0] if upcoming else elapsed)
+    _replay_timer()
+
+
+@st.fragment(run_every=REPLAY_TIMER_S)
+def _replay_timer() -> None:
+    """Runs with the page (the next pass is not due yet: nothing to do), then every REPLAY_TIMER_S
+    on its own; once the next pass is due, the whole page is drawn again. The page stops calling
+    it when the replay ends, and Streamlit then stops its timer."""
+    ss = st.session_state
+    if ss.replay_from is not None and time.time() >= ss.replay_due_at:
+        ss.replay_due_at = float("inf")  # one redraw per pass, however many ticks land before it starts
+        st.rerun()

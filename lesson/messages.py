@@ -1,0 +1,197 @@
+"""Every error a visitor can meet, turned into words in the page's language; never a traceback.
+
+Pure: plain values in, a Markdown string out; no Streamlit, so every message is testable alone.
+Errors carry a stable `key` and data `params` (engine.errors.KeyedError and its subclasses, or
+any object with those two attributes, such as a probe failure read back from JSON). Three pages
+meet them, and each says the same key in its own words:
+
+    error_message(err, lang)    the lesson page and the bottleneck lab: a model, a prompt, a setting
+    serving_message(err, lang)  the serving lab's runs: caps, workloads, the serving engine
+    remote_message(err, lang)   the serving lab's probe of a real server and its vLLM file upload
+
+Whatever a visitor typed or a server sent never becomes markup: on the lesson page a value is
+Markdown-escaped (a path cut to its last part: a visitor needs the folder's name, not the
+server's layout); in the serving lab it is inline code (`code_span`), which also keeps a URL
+from becoming a live link. The engine's own English (`reason`) stays in the server log, except
+where a message shows it as technical detail, as code.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from types import SimpleNamespace
+
+from engine.errors import CapError, RemoteError
+from engine.interop.probe import CONNECTION_CAUSES
+
+from .text import t
+from .views import escape_markdown
+
+# Engine keys the lesson page words as err_<key> (lesson/text).
+ENGINE_ERROR_KEYS = (
+    "empty_prompt", "prompt_too_long", "max_new_tokens_range", "sampling_range", "model_not_found",
+    "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
+    "mode_unknown", "graph_needs_cuda", "preset_too_large",
+)
+# Keys the serving lab words as sl_err_<key>, with the engine's detail as code.
+SERVING_ERROR_KEYS = (
+    "never_fits", "prompt_too_long", "serve_timeout", "bad_serve_setting", "empty_prompt", "unknown_scenario",
+    "worker_failed", "worker_timeout", "serving_sliding_window",
+)
+# A workload the serving lab could not read: the why-key of engine.serving.workloads, worded.
+WORKLOAD_ERROR_KEYS = ("bad_workload", "bad_workload_line")
+# Probe keys (engine.interop.probe.ProbeError) worded as err_<key> with their data fields.
+PROBE_KEYS = ("probe_endpoint", "probe_api_key_env", "probe_unreachable", "probe_model", "probe_http",
+              "probe_timeout", "probe_cut", "probe_bad_chunk", "probe_stream_error")
+# The keys of the errors whose key is its text key (engine.errors.CapError and RemoteError).
+CAP_KEYS = ("sl_cap_requests", "sl_cap_prompt", "sl_cap_answer")
+REFUSAL_KEYS = ("sl_err_probe_host", "sl_err_probe_key_name")
+
+
+# --- the data inside a message ----------------------------------------------------------
+
+def code_span(value: object) -> str:
+    """`value` as Markdown inline code: shown exactly as typed, never a link, never markup.
+
+    Streamlit's Markdown turns a bare http://... into a live link (GFM autolink) even when
+    backslash-escaped; inside a code span it is plain text. The fence is one backtick longer than
+    any run of backticks in the value, so a typed backtick cannot close it; one line, at most 300
+    characters."""
+    text = " ".join(str(value).split())[:300] or "∅"
+    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text[0] == "`" or text[-1] == "`" else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def data_field(value: object) -> str:
+    """A message's data: a number as it is, anything else (a key, a URL, a name) as inline code."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:g}" if isinstance(value, float) else str(value)
+    return code_span(value)
+
+
+def data_fields(params: Mapping, skip: tuple[str, ...] = ()) -> dict[str, str]:
+    """Every param but those in `skip`, each as data_field() shows it."""
+    return {k: data_field(v) for k, v in params.items() if k not in skip}
+
+
+def safe_param(name: str, value: object) -> str:
+    """A lesson-page param: Markdown-escaped, at most 200 characters; a `path` cut to its last part."""
+    text = str(value)
+    if name == "path" and text:
+        text = Path(text).name or text
+    return escape_markdown(text[:200])
+
+
+def internal_message(err: BaseException, lang: str) -> str:
+    """The words for an error no page has words for: its kind, never its text (that is in the log)."""
+    return t(lang, "err_internal", kind=escape_markdown(type(err).__name__))
+
+
+def _key_and_params(err: object) -> tuple[str | None, Mapping]:
+    return getattr(err, "key", None), getattr(err, "params", None) or {}
+
+
+def _has_text(key: str) -> bool:
+    try:
+        t("en", key)
+    except KeyError:
+        return False
+    return True
+
+
+def refusal_reason(params: Mapping, prefix: str, lang: str, skip: tuple[str, ...] = ("why", "reason")) -> str:
+    """Why something was refused, in `lang`: the template `prefix + params["why"]` (`prefix + "other"` for
+    a why it has no words for), filled with the error's data fields, each a number or inline code;
+    never the engine's English (`reason`)."""
+    key = f"{prefix}{params.get('why') or 'other'}"
+    if not _has_text(key):
+        key = f"{prefix}other"
+    return t(lang, key, **data_fields(params, skip=skip))
+
+
+def workload_reason(params: Mapping, lang: str) -> str:
+    """Why a workload was refused (engine.serving.workloads' `why` and data fields), in `lang`; the
+    line number is said by the sentence around it."""
+    return refusal_reason(params, "sl_wl_why_", lang, skip=("why", "reason", "line"))
+
+
+def vllm_reason(params: Mapping, lang: str) -> str:
+    """Why a vLLM file was refused X, in `lang`."""
+    return refusal_reason(params, "sl_vllm_why_", lang)
+
+
+def technical_detail(err: object) -> str:
+    """The raw, untranslated reason behind a failed connection (an OS error), or "" when none."""
+    key, params = _key_and_params(err)
+    return str(params.get("reason") or "") if key == "probe_unreachable" else ""
+
+
+# --- the three pages' words ----------------------------------------------------------------
+
+def error_message(err: BaseException, lang: str) -> str:
+    """The lesson page's message for any error (a model, a prompt, a setting); never a traceback.
+
+    Engine keys are worded as err_<key>; every value is Markdown-escaped and a path cut to its last
+    part; a load failure's raw reason stays in the server log.
+    """
+    key, raw = _key_and_params(err)
+    if key in ENGINE_ERROR_KEYS:
+        return t(lang, f"err_{key}", **{k: safe_param(k, v) for k, v in raw.items()})
+    return internal_message(err, lang)
+
+
+def serving_message(err: BaseException, lang: str) -> str:
+    """The serving lab's message for anything a run can refuse; never a traceback.
+
+    Every data field is a number or inline code (a typed id stays text, never a link); the
+    engine's own detail is shown as code."""
+    key, raw = _key_and_params(err)
+    params = data_fields(raw)
+    if isinstance(err, CapError):
+        return t(lang, key, **params)
+    if key == "bad_workload_line":
+        return t(lang, "sl_err_bad_workload_line", line=params.get("line", "?"), reason=workload_reason(raw, lang))
+    if key == "bad_workload":
+        return t(lang, "sl_err_bad_workload", detail=workload_reason(raw, lang))
+    if key in SERVING_ERROR_KEYS:
+        return t(lang, f"sl_err_{key}", **params, detail=code_span(err))
+    return internal_message(err, lang)
+
+
+def remote_message(err: BaseException, lang: str) -> str:
+    """The serving lab's message for a refused probe or vLLM file; never a traceback.
+
+    Every value the user typed or a server sent (a URL, a model name, a server's error text) is
+    inline code, so nothing in it becomes a link or markup; an OS error's own words are left to
+    technical_detail(). Anything else is worded as a serving run's refusal (serving_message)."""
+    key, raw = _key_and_params(err)
+    params = data_fields(raw)
+    if isinstance(err, RemoteError):
+        return t(lang, key, **params)
+    if key == "probe_unreachable":
+        cause = raw.get("cause") if raw.get("cause") in CONNECTION_CAUSES else "other"
+        return t(lang, "sl_err_probe_unreachable", request_id=params.get("request_id", ""),
+                 endpoint=params.get("endpoint", ""), cause=t(lang, f"sl_probe_cause_{cause}"))
+    if key == "probe_timeout":
+        return t(lang, "sl_err_probe_timeout", **params)
+    if key == "vllm_result":
+        return t(lang, "err_vllm_result", reason=vllm_reason(raw, lang))
+    if key in PROBE_KEYS:
+        return t(lang, f"err_{key}", **params)
+    if key == "bad_probe_setting":
+        return t(lang, "sl_err_bad_probe_setting", detail=code_span(err))
+    return serving_message(err, lang)
+
+
+def as_error(failure: Mapping) -> SimpleNamespace:
+    """A probe failure read back from JSON (engine.interop.probe.ProbeFailure as a dict), as an error:
+    its key and params."""
+    return SimpleNamespace(key=failure["key"], params=failure.get("params") or {})
+
+
+def failure_message(failure: Mapping, lang: str) -> str:
+    """One failed request of a probe (ProbeFailure as a dict) in the page's language."""
+    return remote_message(as_error(failure), lang)
