@@ -6,23 +6,27 @@ never import this module.
 
 from __future__ import annotations
 
+from html import escape
+
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 from engine.trace import RequestTrace
 
-from .strings import check_lang, label, strings_for
+from .diagrams.latency import spread_apart
+from .diagrams.roofline import bound_word, decade_range, fmt_share, fmt_time, si
+from .diagrams.serving_gantt import gantt_segments, itl_spikes, policy_label, segment_title
 from .style import DEFAULT_STYLE, Style
 from .svgtext import fmt_bytes, fmt_ms, piece_label
+from .text import Table, check_language, label, t, table_for
 
 
-def _pass_names(trace: RequestTrace, table: dict) -> list[str]:
+def _pass_names(trace: RequestTrace, table: Table) -> list[str]:
     return [label(table, "pass_n", n=s.index + 1) for s in trace.steps]
 
 
-def _hover(trace: RequestTrace, table: dict) -> list[str]:
+def _hover(trace: RequestTrace, table: Table) -> list[str]:
     # plotly renders hover text as HTML-ish markup: escape what the user typed.
-    from html import escape
-
     rows = []
     for s in trace.steps:
         pieces = " | ".join(piece_label(p) for p in s.input_pieces[:8]) + (" …" if s.num_positions > 8 else "")
@@ -39,7 +43,7 @@ def _hover(trace: RequestTrace, table: dict) -> list[str]:
 CLASSROOM_FONT_PX = 21  # classroom mode: the page's body text is 20.5 px; no chart text smaller
 
 
-def _font_layout(style: Style, classroom: bool) -> dict:
+def font_layout(style: Style, classroom: bool) -> dict:
     """Fonts for a chart: plotly's defaults, or the classroom's (ticks, legend, titles, hover)."""
     if not classroom:
         return {"font": dict(family=style.font_family)}
@@ -62,7 +66,7 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
     The TTFT note sits above the plot, left-aligned, so no bar (a long run's Decode bars
     included) ever runs under it; the legend goes below the plot.
     """
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     metrics, parts, names = trace.metrics, trace.latency_parts(), _pass_names(trace, table)
     fig = go.Figure()
     fig.add_trace(go.Bar(
@@ -74,7 +78,7 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
         ("legend_waiting", style.waiting, [p.lock_wait_ms + p.other_ms for p in parts]),
     ):
         fig.add_trace(go.Bar(x=names, y=values, marker_color=color, name=label(table, name_key),
-                             hovertemplate="%{x}: %{y:.3f} ms<extra>" + _plain(label(table, name_key)) + "</extra>"))
+                             hovertemplate="%{x}: %{y:.3f} ms<extra>" + plain_label(label(table, name_key)) + "</extra>"))
     if metrics and len(trace.steps) > 1:
         fig.add_trace(go.Scatter(
             x=names[1:], y=list(metrics.itl_ms), mode="markers", name="ITL",
@@ -90,19 +94,19 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
         top_ms = max([p.total_ms for p in ((full or trace).latency_parts())] + [metrics.p99_itl_ms]) * 1.15
         shifts = _label_shifts([v for _, v, _, _ in lines], top_ms, PLOT_PX[classroom], 24 if classroom else 15)
         for (words, value, dash, color), shift in zip(lines, shifts):
-            fig.add_hline(y=value, line_dash=dash, line_color=color, annotation_text=_plain(words),
+            fig.add_hline(y=value, line_dash=dash, line_color=color, annotation_text=plain_label(words),
                           annotation_position="right", annotation_xanchor="left", annotation_yshift=shift,
                           annotation_font_color=color)
     if metrics:
         prefill = trace.steps[0]
         fig.add_annotation(xref="paper", yref="paper", x=0, y=1.0, yshift=6, xanchor="left", yanchor="bottom",
                            showarrow=False, name="ttft",
-                           text=_plain(label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms),
+                           text=plain_label(label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms),
                                              prefill=fmt_ms(prefill.duration_ms),
                                              rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms))),
                            font=dict(color=style.prefill))
     fig.update_layout(title=label(table, "lat_title"), yaxis_title=f"{label(table, 'lat_axis_y')} (ms)",
-                      xaxis_title=label(table, "lat_axis_x"), **_font_layout(style, classroom),
+                      xaxis_title=label(table, "lat_axis_x"), **font_layout(style, classroom),
                       plot_bgcolor=style.paper, barmode="stack", bargap=0.3, showlegend=True,
                       height=PLOT_PX[classroom] + LATENCY_MARGIN_PX[classroom]["t"] + LATENCY_MARGIN_PX[classroom]["b"],
                       margin=dict(LATENCY_MARGIN_PX[classroom], r=170 if classroom else 130),
@@ -143,7 +147,7 @@ def _nice_steps():
         magnitude *= 10
 
 
-def _level_pass_ticks(fig: go.Figure, trace: RequestTrace, table: dict, classroom: bool) -> None:
+def _level_pass_ticks(fig: go.Figure, trace: RequestTrace, table: Table, classroom: bool) -> None:
     """Label only pass_tick_numbers(...) of the x axis, level; the axis title clears them."""
     names = _pass_names(trace, table)
     shown = [names[n - 1] for n in pass_tick_numbers(len(names), classroom)]
@@ -157,31 +161,27 @@ PLOT_PX = {False: 300, True: 380}  # about how tall the latency chart's plot are
 def _label_shifts(values: list[float], top: float, plot_px: float, line_px: float) -> list[float]:
     """Vertical pixel shifts that keep labels at `values` (0..top on a `plot_px` tall axis)
     at least `line_px` apart, each as near its own line as it can be."""
-    from .diagrams.latency import spread_apart
-
     ys = [plot_px * v / top if top > 0 else 0.0 for v in values]  # up from the axis
     placed = spread_apart(ys, line_px)  # close labels fan upwards, never below the axis
     return [round(p - y, 1) for y, p in zip(ys, placed)]  # plotly's yshift: positive is up
 
 
-def _fix_axes(fig: go.Figure, full: RequestTrace, table: dict, peak: float) -> None:
+def _fix_axes(fig: go.Figure, full: RequestTrace, table: Table, peak: float) -> None:
     """Every pass of the whole run on the x axis, y from 0 to its peak (plus headroom for labels)."""
     names = _pass_names(full, table)
     fig.update_xaxes(categoryorder="array", categoryarray=names, range=[-0.5, len(names) - 0.5])
     fig.update_yaxes(range=[0, peak * 1.15])
 
 
-def _plain(words: str) -> str:
+def plain_label(words: str) -> str:
     """Our own label inside a plotly template: escape markup and template braces."""
-    from html import escape
-
     return escape(words).replace("{", "(").replace("}", ")")
 
 
 def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None,
                      full: RequestTrace | None = None, classroom: bool = False) -> go.Figure:
     """KV-cache bytes after each pass, stacked by layer (axes fixed to `full`, as in latency_figure)."""
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     names = _pass_names(trace, table)
     fig = go.Figure()
     for layer in range(trace.model.num_layers):
@@ -192,7 +192,7 @@ def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None 
             hovertemplate="%{x}: %{y:,} B<extra>" + label(table, "kv_layer", i=layer) + "</extra>",
         ))
     fig.update_layout(barmode="stack", title=label(table, "kv_title"), yaxis_title=f"{label(table, 'kv_axis_y')} (B)",
-                      xaxis_title=label(table, "kv_axis_x"), **_font_layout(style, classroom),
+                      xaxis_title=label(table, "kv_axis_x"), **font_layout(style, classroom),
                       plot_bgcolor=style.paper, showlegend=trace.model.num_layers <= 12)
     _level_pass_ticks(fig, (full or trace), table, classroom)
     if full is not None:
@@ -206,23 +206,21 @@ def roofline_figure(floors, lang: str = "zh", style: Style | None = None) -> go.
     """Log-log roofline of `floors` (engine.cost.TraceFloors): the two roofs, each pass measured
     (filled) and at its floor (hollow, on the roof). data[0] is the roof; then Prefill / Decode
     measured, then Prefill / Decode floors."""
-    from .diagrams.roofline import bound_word, decade_range, fmt_time, si
-
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     peak, bandwidth, ridge = floors.peak_flops_per_s, floors.bandwidth_bytes_per_s, floors.ridge_intensity
     x_lo, x_hi = decade_range([s.intensity for s in floors.steps] + [ridge])
     fig = go.Figure()
     fig.add_trace(go.Scatter(
         x=[10.0 ** x_lo, ridge, 10.0 ** x_hi], y=[bandwidth * 10.0 ** x_lo, peak, peak], mode="lines",
-        line=dict(color=style.ink, width=3), name=_plain(label(table, "rf_compute_roof", peak=si(peak))) + " · "
-        + _plain(label(table, "rf_memory_roof", bandwidth=si(bandwidth))), hoverinfo="skip"))
+        line=dict(color=style.ink, width=3), name=plain_label(label(table, "rf_compute_roof", peak=si(peak))) + " · "
+        + plain_label(label(table, "rf_memory_roof", bandwidth=si(bandwidth))), hoverinfo="skip"))
     for kind in ("measured", "floor"):
         for phase in ("prefill", "decode"):
             steps = floors.phase_steps(phase)
             if kind == "measured":
                 steps = tuple(s for s in steps if s.measured_ms > 0)
             ys = [s.achieved_flops_per_s if kind == "measured" else s.flops / (s.floor_ms / 1e3) for s in steps]
-            words = [_plain(label(table, "rf_point_title", name=_step_name(s, table), intensity=f"{s.intensity:,.2f}",
+            words = [plain_label(label(table, "rf_point_title", name=_step_name(s, table), intensity=f"{s.intensity:,.2f}",
                                   achieved=si(s.achieved_flops_per_s), floor=fmt_time(s.floor_ms),
                                   measured=fmt_time(s.measured_ms), bound=bound_word(table, s.bound)))
                      for s in steps]
@@ -232,40 +230,38 @@ def roofline_figure(floors, lang: str = "zh", style: Style | None = None) -> go.
             what = label(table, "rf_measured" if kind == "measured" else "rf_floor")
             name = f"{label(table, f'phase_{phase}')} · {what}"
             fig.add_trace(go.Scatter(x=[s.intensity for s in steps], y=ys, mode="markers", marker=marker,
-                                     name=_plain(name), hovertext=words, hoverinfo="text"))
+                                     name=plain_label(name), hovertext=words, hoverinfo="text"))
     fig.add_vline(x=ridge, line_dash="dot", line_color=style.muted_ink,
-                  annotation_text=_plain(label(table, "rf_ridge", ridge=f"{ridge:,.1f}")))
+                  annotation_text=plain_label(label(table, "rf_ridge", ridge=f"{ridge:,.1f}")))
     achieved = [s.achieved_flops_per_s for s in floors.steps if s.measured_ms > 0]
     y_lo, y_hi = decade_range(achieved + [peak, bandwidth * 10.0 ** x_lo])
     fig.update_xaxes(type="log", title=label(table, "rf_x_axis"), range=[x_lo, x_hi])  # as the SVG: whole decades
     fig.update_yaxes(type="log", title=label(table, "rf_y_axis"), range=[y_lo, y_hi])
-    fig.update_layout(title=_plain(label(table, "rf_title")), font=dict(family=style.font_family),
+    fig.update_layout(title=plain_label(label(table, "rf_title")), font=dict(family=style.font_family),
                       plot_bgcolor=style.paper, legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
     return fig
 
 
-def _step_name(step, table: dict) -> str:
+def _step_name(step, table: Table) -> str:
     return label(table, "pass_short_prefill" if step.phase == "prefill" else "pass_short_decode", n=step.index)
 
 
 def step_floors_figure(floors, lang: str = "zh", style: Style | None = None) -> go.Figure:
     """One bar per pass (measured ms, by phase) and its floor as a dark dash across it.
     data[0] the bars, data[1] the floors."""
-    from .diagrams.roofline import bound_word, fmt_share, fmt_time
-
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     names = [_step_name(s, table) for s in floors.steps]
-    words = [_plain(label(table, "fl_bar_title", name=n, measured=fmt_time(s.measured_ms), floor=fmt_time(s.floor_ms),
+    words = [plain_label(label(table, "fl_bar_title", name=n, measured=fmt_time(s.measured_ms), floor=fmt_time(s.floor_ms),
                           bound=bound_word(table, s.bound), eff=fmt_share(s.efficiency)))
              for n, s in zip(names, floors.steps)]
     fig = go.Figure()
     fig.add_trace(go.Bar(x=names, y=[s.measured_ms for s in floors.steps], hovertext=words, hoverinfo="text",
                          marker_color=[style.phase_color(s.phase) for s in floors.steps],
-                         name=_plain(label(table, "rf_measured"))))
+                         name=plain_label(label(table, "rf_measured"))))
     fig.add_trace(go.Scatter(x=names, y=[s.floor_ms for s in floors.steps], mode="markers", hovertext=words,
-                             hoverinfo="text", name=_plain(label(table, "fl_floor_legend")),
+                             hoverinfo="text", name=plain_label(label(table, "fl_floor_legend")),
                              marker=dict(symbol="line-ew", size=26, line=dict(color=style.ink, width=4))))
-    fig.update_layout(title=_plain(label(table, "fl_title")), yaxis_title=f"{label(table, 'fl_y_axis')} (ms)",
+    fig.update_layout(title=plain_label(label(table, "fl_title")), yaxis_title=f"{label(table, 'fl_y_axis')} (ms)",
                       font=dict(family=style.font_family), plot_bgcolor=style.paper, bargap=0.3,
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
     return fig
@@ -275,11 +271,7 @@ def sweep_figure(sweep, lang: str = "zh", style: Style | None = None) -> go.Figu
     """Two rows over the swept value (log x): time of one pass (log y: measured median with the
     fastest..slowest repeat as error bars, the floor dashed) and positions per second.
     data: time measured, time floor, rate measured, rate floor."""
-    from plotly.subplots import make_subplots
-
-    from .diagrams.roofline import fmt_time
-
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     key = sweep.kind.replace("-", "_")
     color = style.prefill if sweep.kind == "prefill" else style.decode
     xs = [p.value for p in sweep.points]
@@ -287,17 +279,17 @@ def sweep_figure(sweep, lang: str = "zh", style: Style | None = None) -> go.Figu
                         subplot_titles=(label(table, "sw_time_axis"), label(table, "sw_rate_axis")))
     medians = [p.median_ms for p in sweep.points]
     hover = [f"{p.value:,}: {fmt_time(p.median_ms)} ({fmt_time(min(p.times_ms))}–{fmt_time(max(p.times_ms))}), "
-             f"{_plain(label(table, 'sw_floor'))} {fmt_time(p.floor_ms)}" for p in sweep.points]
+             f"{plain_label(label(table, 'sw_floor'))} {fmt_time(p.floor_ms)}" for p in sweep.points]
     fig.add_trace(go.Scatter(
         x=xs, y=medians, mode="lines+markers", line=dict(color=color, width=2),
-        name=_plain(label(table, "sw_measured")),
+        name=plain_label(label(table, "sw_measured")),
         error_y=dict(type="data", symmetric=False, array=[max(p.times_ms) - p.median_ms for p in sweep.points],
                      arrayminus=[p.median_ms - min(p.times_ms) for p in sweep.points], color=color),
         hovertext=hover, hoverinfo="text"), row=1, col=1)
     hollow = dict(color=style.paper, size=8, line=dict(color=style.ink, width=1.5))
     fig.add_trace(go.Scatter(x=xs, y=[p.floor_ms for p in sweep.points], mode="lines+markers",
                              line=dict(color=style.ink, dash="dash"), marker=hollow,
-                             name=_plain(label(table, "sw_floor")), hovertext=hover, hoverinfo="text"), row=1, col=1)
+                             name=plain_label(label(table, "sw_floor")), hovertext=hover, hoverinfo="text"), row=1, col=1)
     fig.add_trace(go.Scatter(x=xs, y=[p.tokens_per_s for p in sweep.points], mode="lines+markers",
                              line=dict(color=color, width=2), showlegend=False,
                              hovertemplate="%{x:,}: %{y:,.0f} /s<extra></extra>"), row=2, col=1)
@@ -306,11 +298,11 @@ def sweep_figure(sweep, lang: str = "zh", style: Style | None = None) -> go.Figu
                              marker=dict(color=style.paper, size=8, line=dict(color=style.ink, width=1.5)),
                              hovertemplate="%{x:,}: %{y:,.0f} /s<extra></extra>"), row=2, col=1)
     fig.update_xaxes(type="log", tickvals=xs, ticktext=[f"{v:,}" for v in xs])
-    fig.update_xaxes(title=_plain(label(table, f"sw_x_{key}", context=sweep.batch_context)), row=2, col=1)
+    fig.update_xaxes(title=plain_label(label(table, f"sw_x_{key}", context=sweep.batch_context)), row=2, col=1)
     fig.update_yaxes(type="log")
     fig.update_yaxes(ticksuffix=" ms", row=1, col=1)
     fig.update_yaxes(ticksuffix="/s", row=2, col=1)
-    fig.update_layout(title=_plain(label(table, f"sw_title_{key}")), font=dict(family=style.font_family),
+    fig.update_layout(title=plain_label(label(table, f"sw_title_{key}")), font=dict(family=style.font_family),
                       plot_bgcolor=style.paper, height=560, legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0))
     return fig
 
@@ -323,12 +315,9 @@ def serving_gantt_figure(run, lang: str = "zh", style: Style | None = None) -> g
 
     data holds one bar trace per segment kind present (in SEGMENT_ORDER), then the token ticks.
     Request ids are escaped (plotly reads <b>, <br> ... in labels)."""
-    from lesson.diagrams.serving_gantt import gantt_segments, itl_spikes, policy_label, segment_title
-    from lesson.text import t
-
-    check_lang(lang)
+    check_language(lang)
     style = style or DEFAULT_STYLE
-    ids = [_plain(r.request_id) for r in run.requests]
+    ids = [plain_label(r.request_id) for r in run.requests]
     row = {r.request_id: name for r, name in zip(run.requests, ids)}
     colors = {"queue": style.waiting, "stall": style.waiting, "prefill": style.prefill, "prefill_chunk": "#60a5fa",
               "decode": style.decode, "handoff": "#059669", "observed_ttft": style.prefill_light}
@@ -342,12 +331,12 @@ def serving_gantt_figure(run, lang: str = "zh", style: Style | None = None) -> g
         fig.add_trace(go.Bar(
             orientation="h", y=[row[s.request_id] for s in chosen], x=[max(s.end_ms - s.start_ms, 1e-3) for s in chosen],
             base=[s.start_ms for s in chosen], marker_color=colors[kind], opacity=0.55 if thin else 1.0,
-            width=0.35 if thin else 0.7, name=_plain(_segment_name(kind, lang)),
-            hovertext=[_plain(segment_title(s, lang)) for s in chosen], hoverinfo="text",
+            width=0.35 if thin else 0.7, name=plain_label(_segment_name(kind, lang)),
+            hovertext=[plain_label(segment_title(s, lang)) for s in chosen], hoverinfo="text",
         ))
     ticks_x = [tt for r in run.requests for tt in r.token_times_ms]
     ticks_y = [row[r.request_id] for r in run.requests for _ in r.token_times_ms]
-    fig.add_trace(go.Scatter(x=ticks_x, y=ticks_y, mode="markers", name=_plain(t(lang, "sv_legend_token")),
+    fig.add_trace(go.Scatter(x=ticks_x, y=ticks_y, mode="markers", name=plain_label(t(lang, "sv_legend_token")),
                              marker=dict(symbol="line-ns-open", size=12, color=style.ink, line=dict(width=1)),
                              hovertemplate="%{y}: %{x:.1f} ms<extra></extra>"))
     spikes = itl_spikes(run)
@@ -355,12 +344,12 @@ def serving_gantt_figure(run, lang: str = "zh", style: Style | None = None) -> g
         fig.add_trace(go.Scatter(
             x=[(s.start_ms + s.end_ms) / 2 for s in spikes], y=[row[s.request_id] for s in spikes], mode="markers",
             marker=dict(symbol="triangle-down", size=10, color="#dc2626"),
-            name=_plain(t(lang, "sv_legend_spike", factor="3")),
-            hovertext=[_plain(t(lang, "sv_spike_title", rid=s.request_id, ms=fmt_ms(s.ms))) for s in spikes],
+            name=plain_label(t(lang, "sv_legend_spike", factor="3")),
+            hovertext=[plain_label(t(lang, "sv_spike_title", rid=s.request_id, ms=fmt_ms(s.ms))) for s in spikes],
             hoverinfo="text"))
     title = (t(lang, "sv_gantt_title", policy=policy_label(lang, run.settings.policy)) if run.iterations
              else t(lang, "sv_gantt_title_observed"))
-    fig.update_layout(barmode="overlay", title=_plain(title), xaxis_title=_plain(t(lang, "sv_time_axis")),
+    fig.update_layout(barmode="overlay", title=plain_label(title), xaxis_title=plain_label(t(lang, "sv_time_axis")),
                       font=dict(family=style.font_family), plot_bgcolor=style.paper,
                       height=max(260, 60 + 26 * len(ids)),
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, xanchor="left", x=0))
@@ -372,8 +361,6 @@ SEGMENT_ORDER = ("queue", "stall", "observed_ttft", "prefill", "prefill_chunk", 
 
 
 def _segment_name(kind: str, lang: str) -> str:
-    from lesson.text import t
-
     key = {"queue": "sv_legend_waiting", "stall": "sv_legend_waiting", "observed_ttft": "sv_legend_observed_ttft",
            "prefill": "sv_phase_prefill", "prefill_chunk": "sv_phase_prefill_chunk", "decode": "sv_phase_decode",
            "handoff": "sv_legend_handoff"}[kind]

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import serving_export
 from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS
-from .strings import LANGS
+from .text import LANGUAGES
 
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n'
 DEFAULT_PROMPT = "法国的首都是"
@@ -51,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--out", required=True, type=Path, help="folder to write the SVG files into")
     parser.add_argument("--prompt", default=DEFAULT_PROMPT, help="the prompt (default: %(default)s)")
     parser.add_argument("--max-new-tokens", type=_positive_int, default=8, help="answer length (default: 8)")
-    parser.add_argument("--lang", choices=LANGS, default="zh", help="label language (default: zh)")
+    parser.add_argument("--lang", choices=LANGUAGES, default="zh", help="label language (default: zh)")
     parser.add_argument("--model", default=None, help="a local model folder (default: the embedded model)")
     parser.add_argument("--schematic", nargs=2, type=_positive_int, metavar=("PROMPT_LEN", "OUTPUT_LEN"),
                         help="draw the schematic diagrams from two lengths, without a model")
@@ -129,7 +129,7 @@ def export_vllm(out_dir: Path, result_path: Path, lang: str, perfetto: bool) -> 
     """--from-vllm: the vLLM result as a ServingRun, its summary checked, the serving figures drawn."""
     import json
 
-    from .vllm_import import format_comparison, load_vllm_result
+    from engine.interop.vllm_import import format_comparison, load_vllm_result
 
     imported = load_vllm_result(result_path)
     out_dir.mkdir(parents=True, exist_ok=True)

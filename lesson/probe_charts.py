@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from engine.probe import ServerMetrics
+from engine.interop.probe import ServerMetrics
 
+from .charts import CLASSROOM_FONT_PX, font_layout
 from .style import DEFAULT_STYLE, Style
 from .text import t
 
@@ -30,9 +31,7 @@ def classroom_fonts(fig: go.Figure, classroom: bool, style: Style | None = None)
     """Classroom mode for any plotly chart of the serving lab: no text under the page's body size
     (lesson.charts' classroom fonts, the right-hand axis included)."""
     if classroom:
-        from .charts import CLASSROOM_FONT_PX, _font_layout
-
-        fig.update_layout(**_font_layout(style or DEFAULT_STYLE, True))
+        fig.update_layout(**font_layout(style or DEFAULT_STYLE, True))
         if "yaxis2" in fig.layout and fig.layout.yaxis2.overlaying:
             fig.update_layout(yaxis2={"tickfont": {"size": CLASSROOM_FONT_PX},
                                       "title_font": {"size": CLASSROOM_FONT_PX}})

@@ -9,7 +9,7 @@ from __future__ import annotations
 import svgwrite
 
 from ..layout import clip_text, text_width, wrap_text
-from ..strings import label
+from ..text import Table, label
 from ..style import Style
 from ..svgtext import visible
 
@@ -124,7 +124,7 @@ def legend_block(dwg, style: Style, items: list[tuple[str, str, str]], x: float,
     return y + max(len(rows) - 1, 0) * style.small_size * 1.6
 
 
-def phase_legend(dwg, style: Style, table: dict, x: float, y: float, cached: bool = True) -> float:
+def phase_legend(dwg, style: Style, table: Table, x: float, y: float, cached: bool = True) -> float:
     x = legend_item(dwg, style, x, y, style.prefill, label(table, "legend_prefill"), "prefill")
     x = legend_item(dwg, style, x, y, style.decode, label(table, "legend_decode"), "decode")
     if cached:
@@ -140,7 +140,7 @@ def arrow_marker(dwg, marker_id: str, color: str):
     return marker
 
 
-def pass_tick(index: int, phase: str, position: int, num_bars: int, table: dict, max_named: int = 16,
+def pass_tick(index: int, phase: str, position: int, num_bars: int, table: Table, max_named: int = 16,
               max_ticks: int = 12) -> str | None:
     """The x-axis label under bar `position` of `num_bars` (one bar per forward pass).
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from engine.trace import RequestTrace
 
 from ..layout import Slot, wrap_text
-from ..strings import label, strings_for
+from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_int, piece_label
 from ._common import text, to_string
@@ -57,7 +57,7 @@ def _window(dwg, start: float, end: float | None, total: float):
                        dur=f"{total:g}s", repeatCount="indefinite")
 
 
-def _captions(trace: RequestTrace, slots: list[Slot], table: dict) -> list[str]:
+def _captions(trace: RequestTrace, slots: list[Slot], table: Table) -> list[str]:
     words = []
     for slot in slots:
         step = trace.steps[slot.first]
@@ -101,7 +101,7 @@ def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | No
     `start_pass`: the loop starts at this pass (1 = Prefill), so "play" after a pause goes on
     from the pass it stopped on: every animation begins that many seconds in (a negative SMIL
     `begin`); the loop then repeats from the start as usual."""
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     caption_lines = 2 if style.fitted else 1  # classroom: big captions wrap rather than run off the edge
     header_y = CAPTION_Y + 40 + (caption_lines - 1) * _caption_size(style) * 1.25
     dwg, layout, row_groups = build_timeline(trace, table, style, "animation", label(table, "anim_title"),
@@ -146,7 +146,7 @@ def _begin_at(element, offset: float) -> None:
         _begin_at(child, offset)
 
 
-def _still_frame(dwg, layout, trace: RequestTrace, full: RequestTrace | None, slots: list[Slot], table: dict,
+def _still_frame(dwg, layout, trace: RequestTrace, full: RequestTrace | None, slots: list[Slot], table: Table,
                  style: Style) -> str:
     """The animation paused after the last pass of `trace`: its row framed, its caption shown."""
     last = layout.rows[-1]

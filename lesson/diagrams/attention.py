@@ -10,7 +10,7 @@ Token pieces label the columns (escaped by svgwrite; shortened by `piece_label`)
 from __future__ import annotations
 
 from ..layout import sample_indices, text_width
-from ..strings import label, strings_for
+from ..text import label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import piece_label
 from ._common import add_title, header, new_drawing, notes, notes_height, text, to_string
@@ -37,7 +37,7 @@ def _column_labels(attention, max_labels: int = MAX_PIECE_LABELS) -> dict[int, s
 def render_attention(attention, *, lang: str = "zh", style: Style | None = None, head: int | None = None,
                      model_id: str = "") -> str:
     """A layers x positions heat map of one Decode step's attention (mean of heads, or `head`)."""
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     rows = attention_rows(attention, head)
     num = attention.context + 1
     row_label_w, plot_w, row_h, max_labels = ROW_LABEL_W, PLOT_W, ROW_H, MAX_PIECE_LABELS

@@ -16,10 +16,9 @@ from __future__ import annotations
 from engine.serving.trace import ServingRun
 
 from ..layout import LinearScale, nice_ticks, text_width
-from ..strings import check_lang
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_int, fmt_ms
-from ..text import t
+from ..text import check_language, t
 from ._common import (
     add_title, halo, header, legend_item, legend_item_width, new_drawing, notes, notes_height, text, to_string,
 )
@@ -35,7 +34,7 @@ def workers_of(run: ServingRun) -> tuple[str, ...]:
 
 
 def render_batch_composition(run: ServingRun, *, lang: str = "zh", style: Style | None = None) -> str:
-    check_lang(lang)
+    check_language(lang)
     style = style or DEFAULT_STYLE
     if not run.iterations:
         raise ValueError("this run has no iterations (measured from a client): no batch to draw")

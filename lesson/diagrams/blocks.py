@@ -23,7 +23,7 @@ from engine.trace import RequestTrace
 
 from ..layout import PassSpan, Run, Slot, plan_slots, slot_span, spans_from_lengths, spans_from_trace, split_runs
 from ..layout import text_width, wrap_text
-from ..strings import label, strings_for
+from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_int, fmt_ms, piece_label
 from ._common import add_title, header, legend_block, legend_rows, new_drawing, notes, notes_height, text, to_string
@@ -131,7 +131,7 @@ def _draw_cell(dwg, cell: Cell, style: Style):
     return rect
 
 
-def _draw_band_labels(dwg, layout: BlocksLayout, labels: dict[int, str], style: Style, table: dict) -> None:
+def _draw_band_labels(dwg, layout: BlocksLayout, labels: dict[int, str], style: Style, table: Table) -> None:
     x = layout.plot_left - 10
     for run, y, h in layout.bands:
         if run.count == 1:
@@ -144,7 +144,7 @@ def _draw_band_labels(dwg, layout: BlocksLayout, labels: dict[int, str], style: 
                  fill=style.muted_ink, anchor="end", weight="bold", class_="axis-label"))
 
 
-def _column_texts(slot: Slot, span: PassSpan, durations, table: dict) -> tuple[str, str, str | None]:
+def _column_texts(slot: Slot, span: PassSpan, durations, table: Table) -> tuple[str, str, str | None]:
     """(header under the column, "+N" over it, measured time or None)."""
     if slot.kind == "gap":
         head = label(table, "more_passes_short", n=fmt_int(slot.count))
@@ -155,7 +155,7 @@ def _column_texts(slot: Slot, span: PassSpan, durations, table: dict) -> tuple[s
     return label(table, key, n=slot.first), label(table, "blocks_new", n=fmt_int(span.num_positions)), ms
 
 
-def _draw_columns(dwg, layout: BlocksLayout, durations, style: Style, table: dict) -> None:
+def _draw_columns(dwg, layout: BlocksLayout, durations, style: Style, table: Table) -> None:
     for slot, span, x in layout.columns:
         group = dwg.g(class_=f"pass-column {span.phase}" + (" gap" if slot.kind == "gap" else ""),
                       **{"data-pass": slot.first if slot.kind == "pass" else f"{slot.first}-{slot.last}",
@@ -192,13 +192,13 @@ def _position_labels(trace: RequestTrace | None) -> dict[int, str]:
 
 
 def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | None, full=None) -> str:
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     labels = _position_labels(trace)
     # Labels of passes not shown yet only size the column (no spoiler of tokens to come).
     label_w = max([text_width(f"{p}  {t}", style.tiny_size) for p, t in _position_labels(full or trace).items()]
                   + [text_width(label(table, "run_label", a="0,000", b="0,000", n="0,000"), style.tiny_size), 40])
     total = sum(s.num_positions for s in spans)
-    note_lines = [label(table, "blocks_note"), label(table, "blocks_note_cache"),
+    note_lines = [label(table, "blocks_note_units"), label(table, "blocks_note_cache"),
                   label(table, "blocks_total", k=fmt_int(len(spans)), n=fmt_int(total))]
     note_w = 820 - 2 * PAD
     col_w, max_cols, legend = COL_W, MAX_COLS, _legend(style, table)
@@ -217,13 +217,13 @@ def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | No
     return to_string(dwg)
 
 
-def _legend(style: Style, table: dict) -> list[tuple[str, str, str]]:
+def _legend(style: Style, table: Table) -> list[tuple[str, str, str]]:
     return [(style.prefill, label(table, "legend_prefill"), "prefill"),
             (style.decode, label(table, "legend_decode"), "decode"),
             (style.cached, label(table, "legend_cached"), "cached")]
 
 
-def _fitted_columns(spans, durations, label_w: float, style: Style, table: dict) -> tuple[float, int]:
+def _fitted_columns(spans, durations, label_w: float, style: Style, table: Table) -> tuple[float, int]:
     """(column width, most columns) so every pass's labels fit its column and the row fits the width."""
     widths = [COL_W]
     for slot in slots_for(spans):
@@ -241,7 +241,7 @@ def render_blocks_schematic(prompt_len: int, output_len: int, *, lang: str = "zh
     for name, value in (("prompt_len", prompt_len), ("output_len", output_len)):
         if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_LENGTH:
             raise ValueError(f"{name} must be a whole number from 1 to {MAX_LENGTH:,}, got {value!r}")
-    table = strings_for(lang)
+    table = table_for(lang)
     subtitle = label(table, "blocks_subtitle_schematic", p=fmt_int(prompt_len), o=fmt_int(output_len))
     return _render(spans_from_lengths(prompt_len, output_len), None, None, subtitle, lang, style)
 
@@ -254,7 +254,7 @@ def render_blocks(trace: RequestTrace, *, lang: str = "zh", style: Style | None 
     used (when it draws every pass), so stepping adds columns without moving the rest."""
     if not trace.steps:
         raise ValueError("the blocks diagram needs a trace with at least one forward pass")
-    table = strings_for(lang)
+    table = table_for(lang)
     subtitle = label(table, "blocks_subtitle_measured", p=fmt_int(trace.prompt_len), o=fmt_int(len(trace.steps)))
     durations = tuple(s.duration_ms for s in trace.steps)
     return _render(spans_from_trace(trace), durations, trace, subtitle, lang, style, full)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..layout import LinearScale, nice_ticks, sample_indices, text_width
-from ..strings import label, strings_for
+from ..text import Table, label, table_for
 from .kv_growth import sampled_note
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_count, fmt_ms
@@ -85,7 +85,7 @@ def compare_layout(comparison, style: Style = DEFAULT_STYLE,
     return time_panel, flops_panel, picks
 
 
-def _draw_panel(dwg, panel: Panel, comparison, style: Style, table: dict, picks) -> None:
+def _draw_panel(dwg, panel: Panel, comparison, style: Style, table: Table, picks) -> None:
     left, right = panel.left, panel.right
     for y, words in panel.y_ticks:
         dwg.add(dwg.line((left, y), (right, y), stroke=style.grid, stroke_width=1, class_="grid"))
@@ -128,8 +128,8 @@ def step_axis_label(num_slots: int, plot_w: float, style: Style, lang: str) -> s
     """The x axis' title, in the words its ticks use: "P = Prefill" under named ticks (P, D1, D2 ...),
     "step 1 is the Prefill" under numbered ones (1, 3, 5 ... past pass_tick's max_named)."""
     if num_slots <= _tick_limits(plot_w, num_slots, style)[0]:
-        return label(strings_for(lang), "cc_step_axis")
-    return label(strings_for(lang), "cc_step_axis_numbered")
+        return label(table_for(lang), "cc_step_axis")
+    return label(table_for(lang), "cc_step_axis_numbered")
 
 
 def _color(mode: str, style: Style) -> str:
@@ -138,7 +138,7 @@ def _color(mode: str, style: Style) -> str:
 
 def render_cache_compare(comparison, *, lang: str = "zh", style: Style | None = None, model_id: str = "") -> str:
     """Cache off vs on, per pass: measured time (top) and FLOPs (bottom)."""
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     if comparison.num_steps < 1:
         raise ValueError("the cache comparison needs at least one pass")
     legend = [(_color(mode, style), label(table, f"cc_{mode}"), mode) for mode in ("off", "on")]

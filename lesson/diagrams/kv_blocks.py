@@ -18,10 +18,9 @@ from __future__ import annotations
 from engine.serving.trace import ServingRun
 
 from ..layout import LinearScale, nice_ticks, text_width, wrap_text
-from ..strings import check_lang
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int, visible
-from ..text import t
+from ..text import check_language, t
 from ._common import add_title, header, new_drawing, notes, notes_height, text, to_string
 from .batch_composition import for_worker, panel_heading, workers_of
 from .serving_gantt import policy_label
@@ -42,7 +41,7 @@ def peak_iteration(run: ServingRun):
 
 
 def render_kv_blocks(run: ServingRun, *, lang: str = "zh", style: Style | None = None) -> str:
-    check_lang(lang)
+    check_language(lang)
     style = style or DEFAULT_STYLE
     if not run.iterations:
         raise ValueError("this run has no iterations (measured from a client): no block table to draw")

@@ -23,7 +23,7 @@ from itertools import groupby
 from engine.trace import ModelInfo, RequestTrace
 
 from ..layout import LinearScale, Run, byte_ticks, group_layers, sample_indices, text_width, wrap_text
-from ..strings import label, strings_for
+from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int
 from ._common import add_title, header, new_drawing, notes, notes_height, pass_tick, text, to_string
@@ -110,7 +110,7 @@ def _line_h(style: Style) -> float:
     return max(FORMULA_LINE_H, round(style.small_size * 1.35))
 
 
-def _formula_lines(trace: RequestTrace, table: dict, style: Style) -> tuple[str, ...]:
+def _formula_lines(trace: RequestTrace, table: Table, style: Style) -> tuple[str, ...]:
     """The formula box's text, wrapped to the box."""
     wrap_w = FORMULA_WRAP_W if not style.fitted else (sum(_plot_w(style)) - 28) * 0.85
     return tuple(line for words in _formula_texts(trace, kv_measured(trace), table)
@@ -118,7 +118,7 @@ def _formula_lines(trace: RequestTrace, table: dict, style: Style) -> tuple[str,
 
 
 def _y_ticks(trace: RequestTrace, max_bytes: int, left: float, top: float, bottom: float, note_right: float,
-             table: dict, style: Style = DEFAULT_STYLE) -> tuple[int, ...]:
+             table: Table, style: Style = DEFAULT_STYLE) -> tuple[int, ...]:
     """Byte ticks up to `max_bytes`. The Prefill note sits in the plot's top left corner.
     A cache that does not grow much (a sliding window, a long prompt) has tall early
     bars of `trace` there: one more tick step of headroom keeps the note off them."""
@@ -131,7 +131,7 @@ def _y_ticks(trace: RequestTrace, max_bytes: int, left: float, top: float, botto
     return ticks
 
 
-def kv_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE,
+def kv_layout(trace: RequestTrace, table: Table, style: Style = DEFAULT_STYLE,
               full: RequestTrace | None = None) -> KvLayout:
     """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it; the
     plot's top, its y axis and (when it fits MAX_BARS) the bar slots come from it."""
@@ -163,7 +163,7 @@ def kv_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE,
                     formula_lines, prefill_note, _decode_note(kv, table), line_h, legend_y, sampled)
 
 
-def sampled_note(num_drawn: int, num_passes: int, table: dict) -> str | None:
+def sampled_note(num_drawn: int, num_passes: int, table: Table) -> str | None:
     """"48 of the 128 passes are drawn ..." when a figure samples its passes; None when it draws them all."""
     if num_drawn >= num_passes:
         return None
@@ -172,7 +172,7 @@ def sampled_note(num_drawn: int, num_passes: int, table: dict) -> str | None:
 
 
 def _bars(trace: RequestTrace, picks, ticks, left: float, top: float, bottom: float,
-          table: dict, num_slots: int | None = None,
+          table: Table, num_slots: int | None = None,
           style: Style = DEFAULT_STYLE) -> tuple[LinearScale, tuple[Bar, ...]]:
     """One bar per pick, in `num_slots` equal slots (default: one per pick)."""
     num_slots = num_slots or len(picks)
@@ -205,7 +205,7 @@ def formula_box_height(num_lines: int, line_h: float = FORMULA_LINE_H) -> float:
 
 # --- the words: formula for a full cache, then what was measured -------------
 
-def _formula_texts(trace: RequestTrace, kv: KvMeasured, table: dict) -> tuple[str, ...]:
+def _formula_texts(trace: RequestTrace, kv: KvMeasured, table: Table) -> tuple[str, ...]:
     """The formula, this model's numbers in it, then this run as measured (and why it differs)."""
     m = trace.model
     formula = (
@@ -223,7 +223,7 @@ def _formula_texts(trace: RequestTrace, kv: KvMeasured, table: dict) -> tuple[st
     )
 
 
-def kv_why_not_formula(model: ModelInfo, table: dict) -> str:
+def kv_why_not_formula(model: ModelInfo, table: Table) -> str:
     """Why a measured cache is not formula x tokens: the model's sliding window, else a cache
     that keeps something other than one K and V per position (drops, compresses, repeats)."""
     if model.sliding_window is None:
@@ -234,7 +234,7 @@ def kv_why_not_formula(model: ModelInfo, table: dict) -> str:
                  window=fmt_int(model.sliding_window))
 
 
-def _decode_note(kv: KvMeasured, table: dict) -> str | None:
+def _decode_note(kv: KvMeasured, table: Table) -> str | None:
     """What each Decode pass added, measured: one amount, a few runs of amounts, or a range."""
     if not kv.decode_added_bytes:
         return None
@@ -276,7 +276,7 @@ def _draw_formula(dwg, layout: KvLayout, style: Style) -> None:
     dwg.add(box)
 
 
-def _draw_bar(dwg, bar: Bar, bottom: float, style: Style, table: dict):
+def _draw_bar(dwg, bar: Bar, bottom: float, style: Style, table: Table):
     phase_name = label(table, f"phase_{bar.phase}")
     group = dwg.g(class_=f"kv-bar {bar.phase}", **{"data-step": bar.step_index, "data-bytes": bar.total_bytes,
                                                     "data-tokens": bar.tokens})
@@ -296,7 +296,7 @@ def _draw_bar(dwg, bar: Bar, bottom: float, style: Style, table: dict):
     return group
 
 
-def _draw_axes(dwg, layout: KvLayout, style: Style, table: dict) -> None:
+def _draw_axes(dwg, layout: KvLayout, style: Style, table: Table) -> None:
     for y, words in layout.y_ticks:
         dwg.add(dwg.line((layout.left, y), (layout.right, y), stroke=style.grid, stroke_width=1, class_="grid"))
         dwg.add(text(dwg, words, layout.left - 8, y + 4, size=style.tiny_size, fill=style.muted_ink, anchor="end",
@@ -314,7 +314,7 @@ def _draw_axes(dwg, layout: KvLayout, style: Style, table: dict) -> None:
                          class_="note sampled-note"))
 
 
-def _draw_notes(dwg, layout: KvLayout, style: Style, table: dict) -> None:
+def _draw_notes(dwg, layout: KvLayout, style: Style, table: Table) -> None:
     y = layout.prefill_y
     dwg.add(dwg.line((layout.left, y), (layout.right, y), stroke=style.prefill, stroke_width=1.2,
                      stroke_dasharray="5,4", class_="prefill-level"))
@@ -330,7 +330,7 @@ def _draw_notes(dwg, layout: KvLayout, style: Style, table: dict) -> None:
     notes(dwg, style, [label(table, "kv_stack_legend")], PAD, layout.legend_y + 4, layout.width - 2 * PAD)
 
 
-def _draw_layer_legend(dwg, layout: KvLayout, style: Style, table: dict) -> None:
+def _draw_layer_legend(dwg, layout: KvLayout, style: Style, table: Table) -> None:
     """What the grey bands are: two swatches in the two shades, then the words."""
     side, y = max(14, round(style.small_size * 0.8)), layout.legend_y
     group = dwg.g(class_="legend-item layers")
@@ -348,7 +348,7 @@ def render_kv_growth(trace: RequestTrace, *, lang: str = "zh", style: Style | No
 
     `full`: the whole run when `trace` is a prefix of it: the y axis and the bar slots
     come from it, so stepping through the run never rescales the figure."""
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     if not trace.steps:
         raise ValueError("the KV growth diagram needs a trace with at least one forward pass")
     layout = kv_layout(trace, table, style, full)

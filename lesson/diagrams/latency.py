@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from engine.trace import RequestTrace
 
 from ..layout import LinearScale, nice_ticks, sample_indices, text_width, wrap_text
-from ..strings import label, strings_for
+from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_int, fmt_ms
 from ._common import (
@@ -118,7 +118,7 @@ def spread_apart(ys: list[float], min_gap: float) -> list[float]:
     return placed
 
 
-def _ref_words(trace: RequestTrace, table: dict) -> tuple[tuple[str, str, float], ...]:
+def _ref_words(trace: RequestTrace, table: Table) -> tuple[tuple[str, str, float], ...]:
     metrics = trace.metrics
     if metrics.tpot_ms is None:
         return ()
@@ -127,7 +127,7 @@ def _ref_words(trace: RequestTrace, table: dict) -> tuple[tuple[str, str, float]
             ("p99", label(table, "lat_pct_line", p=99, ms=fmt_ms(metrics.p99_itl_ms)), metrics.p99_itl_ms))
 
 
-def _ref_lines(trace: RequestTrace, y: LinearScale, table: dict, style: Style) -> tuple[RefLine, ...]:
+def _ref_lines(trace: RequestTrace, y: LinearScale, table: Table, style: Style) -> tuple[RefLine, ...]:
     values = _ref_words(trace, table)
     if not values:
         return ()
@@ -140,7 +140,7 @@ def _ref_lines(trace: RequestTrace, y: LinearScale, table: dict, style: Style) -
                  for (kind, words, _), line_y, label_y in zip(values, ys, label_ys))
 
 
-def _notes(trace: RequestTrace, table: dict) -> tuple[str, ...]:
+def _notes(trace: RequestTrace, table: Table) -> tuple[str, ...]:
     lines = [label(table, k) for k in ("lat_legend_ttft", "lat_legend_tpot", "lat_legend_itl")]
     metrics = trace.metrics
     if metrics.itl_ms:
@@ -168,7 +168,7 @@ def _num_slots(trace: RequestTrace, full: RequestTrace | None) -> int:
     return len(sample_indices(len(trace.steps), MAX_BARS))
 
 
-def latency_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYLE,
+def latency_layout(trace: RequestTrace, table: Table, style: Style = DEFAULT_STYLE,
                    full: RequestTrace | None = None) -> LatencyLayout:
     """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it;
     the y axis (and the bar slots, when it fits MAX_BARS) come from it."""
@@ -224,13 +224,13 @@ def latency_layout(trace: RequestTrace, table: dict, style: Style = DEFAULT_STYL
                          len(bars) <= 16 and slot_w >= value_w + 4, items)
 
 
-def _ttft_words(trace: RequestTrace, table: dict) -> str:
+def _ttft_words(trace: RequestTrace, table: Table) -> str:
     metrics, prefill = trace.metrics, trace.steps[0]
     return label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms), prefill=fmt_ms(prefill.duration_ms),
                  rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms))
 
 
-def _legend_items(trace: RequestTrace, bars, table: dict) -> tuple[tuple[str, str], ...]:
+def _legend_items(trace: RequestTrace, bars, table: Table) -> tuple[tuple[str, str], ...]:
     items = [(phase, label(table, "lat_legend_pass", phase=label(table, f"phase_{phase}")))
              for phase in ("prefill", "decode") if any(s.phase == phase for s in trace.steps)]
     if any(s.kind == "page" for bar in bars for s in bar.segments):
@@ -239,7 +239,7 @@ def _legend_items(trace: RequestTrace, bars, table: dict) -> tuple[tuple[str, st
     return tuple(items)
 
 
-def _draw_axes(dwg, layout: LatencyLayout, style: Style, table: dict) -> None:
+def _draw_axes(dwg, layout: LatencyLayout, style: Style, table: Table) -> None:
     for y, words in layout.y_ticks:
         dwg.add(dwg.line((layout.left, y), (layout.right, y), stroke=style.grid, stroke_width=1, class_="grid"))
         dwg.add(text(dwg, words, layout.left - 8, y + 4, size=style.tiny_size, fill=style.muted_ink, anchor="end",
@@ -257,7 +257,7 @@ def _segment_fill(kind: str, phase: str, style: Style) -> str:
     return {"pass": style.phase_color(phase), "page": style.page, "waiting": style.waiting}[kind]
 
 
-def _draw_bar(dwg, bar: LatencyBar, layout: LatencyLayout, style: Style, table: dict, trace: RequestTrace) -> list:
+def _draw_bar(dwg, bar: LatencyBar, layout: LatencyLayout, style: Style, table: Table, trace: RequestTrace) -> list:
     """The stacked bar (the pass segment carries data-step / data-ms), its ITL dot, its labels.
     Past MAX_TITLED bars no per-bar tooltip: hundreds of <title>s would double the file for
     detail the plotly chart gives."""
@@ -290,7 +290,7 @@ def _draw_bar(dwg, bar: LatencyBar, layout: LatencyLayout, style: Style, table: 
     return parts
 
 
-def _draw_marks(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, table: dict) -> None:
+def _draw_marks(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, table: Table) -> None:
     first = layout.bars[0]
     first_top = min(s.y for s in first.segments)
     dwg.add(dwg.line((first.x + first.w / 2, first_top), (first.x + first.w / 2, layout.top - 12),
@@ -309,7 +309,7 @@ def _draw_marks(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, t
                      fill=ink, weight="bold" if line.kind == "tpot" else None, class_=f"{line.kind}-label"))
 
 
-def _draw_legend(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, table: dict) -> None:
+def _draw_legend(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, table: Table) -> None:
     fills = {"prefill": style.prefill, "decode": style.decode, "page": style.page, "waiting": style.waiting}
     legend_block(dwg, style, [(fills[kind], words, kind) for kind, words in layout.legend_items],
                  PAD, layout.legend_y, layout.width - PAD)
@@ -322,7 +322,7 @@ def render_latency(trace: RequestTrace, *, lang: str = "zh", style: Style | None
 
     `full`: the whole run when `trace` is a prefix of it: the y axis and the bar slots
     come from it, so stepping through the run never rescales the figure."""
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     if not trace.steps:
         raise ValueError("the latency diagram needs a trace with at least one forward pass")
     layout = latency_layout(trace, table, style, full)

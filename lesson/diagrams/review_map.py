@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from engine.trace import RequestTrace
 
 from ..layout import wrap_text
-from ..strings import label, strings_for
+from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int, fmt_ms
 from ._common import header, new_drawing, set_size, text, to_string
@@ -57,7 +57,7 @@ def _header_h(style: Style) -> float:
     return max(36, style.font_size + 17)
 
 
-def _live_texts(trace: RequestTrace, table: dict) -> tuple[str, str, str]:
+def _live_texts(trace: RequestTrace, table: Table) -> tuple[str, str, str]:
     metrics, prefill = trace.metrics, trace.steps[0]
     decode = trace.decode_steps
     tpot = fmt_ms(metrics.tpot_ms) if metrics.tpot_ms is not None else label(table, "na")
@@ -70,7 +70,7 @@ def _live_texts(trace: RequestTrace, table: dict) -> tuple[str, str, str]:
     )
 
 
-def table_rows(trace: RequestTrace | None, table: dict, style: Style, top: float) -> tuple[TableRow, ...]:
+def table_rows(trace: RequestTrace | None, table: Table, style: Style, top: float) -> tuple[TableRow, ...]:
     _, _, col_w = _col_x(style)
     line_h = style.font_size * 1.4
     items = [(key, label(table, f"review_row_{key}"), label(table, f"review_{key}_prefill"),
@@ -126,7 +126,7 @@ def _glyph(dwg, phase: str, x: float, cy: float, style: Style):
     return group
 
 
-def _draw_headers(dwg, y: float, style: Style, table: dict) -> None:
+def _draw_headers(dwg, y: float, style: Style, table: Table) -> None:
     x_pre, x_dec, col_w = _col_x(style)
     h = _header_h(style)
     for phase, x in (("prefill", x_pre), ("decode", x_dec)):
@@ -136,7 +136,7 @@ def _draw_headers(dwg, y: float, style: Style, table: dict) -> None:
                      fill=style.paper, anchor="middle", weight="bold"))
 
 
-def _draw_serving(dwg, y: float, style: Style, table: dict) -> float:
+def _draw_serving(dwg, y: float, style: Style, table: Table) -> float:
     dwg.add(text(dwg, label(table, "review_serving_title"), PAD, y + 18, size=style.font_size + 1, fill=style.ink,
                  weight="bold", class_="section-title"))
     per_row = 2 if style.fitted else 4  # folded: two by two
@@ -169,7 +169,7 @@ def render_review_map(trace: RequestTrace | None = None, *, lang: str = "zh", st
                       full: RequestTrace | None = None) -> str:
     """The lesson's closing one-page comparison; with a trace, this run's numbers too.
     `full` (the whole run, when stepping) is accepted like every renderer's and unused: no axes here."""
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     width = _width(style)
     rows = table_rows(trace, table, style, top=110 + _header_h(style))
     serving_y = rows[-1].y + rows[-1].h + 22

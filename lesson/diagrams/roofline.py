@@ -18,9 +18,8 @@ import statistics
 from dataclasses import dataclass
 
 from ..layout import LinearScale, LogScale, nice_ticks, sample_indices
-from ..strings import label, strings_for
 from ..style import DEFAULT_STYLE, Style
-from ..text import device_label
+from ..text import Table, device_label, label, table_for
 from ._common import add_title, header, legend_item, new_drawing, notes, pass_tick, text, to_string
 
 PAD, Y_LABEL_W, PLOT_W, PLOT_H, TOP = 32, 78, 680, 360, 140
@@ -54,7 +53,7 @@ def fmt_share(ratio: float) -> str:
     return f"{ratio:.2%}" if ratio < 0.01 else f"{ratio:.0%}"
 
 
-def bound_word(table: dict, bound: str) -> str:
+def bound_word(table: Table, bound: str) -> str:
     return label(table, f"bound_{bound}")
 
 
@@ -89,7 +88,7 @@ def roofline_layout(floors) -> RooflineLayout:
 
 def render_roofline(floors, *, lang: str = "zh", style: Style | None = None) -> str:
     """The roofs of `floors`' device and this run's passes under them."""
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     if not floors.steps:
         raise ValueError("a roofline needs at least one pass")
     layout = roofline_layout(floors)
@@ -149,7 +148,7 @@ def _hollow_legend(dwg, style: Style, x: float, y: float, caption: str) -> None:
     dwg.add(group)
 
 
-def _point(dwg, group, layout: RooflineLayout, step, table: dict, style: Style) -> None:
+def _point(dwg, group, layout: RooflineLayout, step, table: Table, style: Style) -> None:
     name = _pass_name(step, table)
     px = layout.x(step.intensity)
     attainable = min(step.flops / (step.floor_ms / 1e3), math.inf)
@@ -172,7 +171,7 @@ def _point(dwg, group, layout: RooflineLayout, step, table: dict, style: Style) 
     group.add(add_title(hollow, words))
 
 
-def _pass_name(step, table: dict) -> str:
+def _pass_name(step, table: Table) -> str:
     return label(table, "pass_short_prefill" if step.phase == "prefill" else "pass_short_decode", n=step.index)
 
 
@@ -182,7 +181,7 @@ def _median_step(steps):
     return ordered[(len(ordered) - 1) // 2]
 
 
-def _roofline_note(floors, table: dict) -> str:
+def _roofline_note(floors, table: Table) -> str:
     prefill = floors.phase_steps("prefill")
     decode = floors.phase_steps("decode")
     p = prefill[0] if prefill else floors.steps[0]
@@ -227,7 +226,7 @@ def floor_bars(floors) -> tuple[tuple[FloorBar, ...], tuple[tuple[float, str], .
 
 def render_step_floors(floors, *, lang: str = "zh", style: Style | None = None) -> str:
     """Each pass's measured time as a bar, its floor as a line across it."""
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     if not floors.steps:
         raise ValueError("the floor chart needs at least one pass")
     bars, ticks, picks = floor_bars(floors)

@@ -23,13 +23,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import svgwrite
+
+from engine.interop.vllm_import import arrivals_placed, is_vllm_import
 from engine.serving.trace import OBSERVED_POLICY, ServingRun
 
 from ..layout import LinearScale, clip_text, nice_ticks, text_width
-from ..strings import check_lang
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int, fmt_ms, visible
-from ..text import t
+from ..text import TEXTS, check_language, t
 from ._common import add_title, halo, header, new_drawing, notes, notes_height, text, to_string
 
 MAX_ROWS = 40  # past this many requests, the first MAX_ROWS are drawn and a note counts the rest
@@ -117,8 +119,6 @@ def policy_label(lang: str, policy: str) -> str:
 def run_kind(run: ServingRun) -> str:
     """"engine" (in-process, every time measured), "probe" (observed from the client) or "vllm" (a
     vLLM result file: its client's times; arrivals placed when the file has none)."""
-    from ..vllm_import import is_vllm_import
-
     if run.settings.policy != OBSERVED_POLICY:
         return "engine"
     return "vllm" if is_vllm_import(run) else "probe"
@@ -126,16 +126,12 @@ def run_kind(run: ServingRun) -> str:
 
 def scenario_label(lang: str, name: str) -> str:
     """A scenario's name in `lang` ("sl_scn_name_<id>"); an id without one (a file's name) as it is."""
-    from ..text import TEXTS
-
     key = "sl_scn_name_" + name.replace("-", "_")
     return t(lang, key) if key in TEXTS["en"] else name
 
 
 def gantt_subtitle(run: ServingRun, lang: str) -> str:
     """What the times are, truthfully per kind of run."""
-    from ..vllm_import import arrivals_placed
-
     kind = run_kind(run)
     params = {"n": len(run.requests), "scenario": scenario_label(lang, run.scenario), "model": run.model.model_id,
               "device": run.model.device}
@@ -169,7 +165,7 @@ def segment_title(seg: Segment, lang: str) -> str:
 
 def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | None = None) -> str:
     """One row per request over the run's measured time (see the module docstring)."""
-    check_lang(lang)
+    check_language(lang)
     style = style or DEFAULT_STYLE
     row_h = max(ROW_H, round(style.small_size * 1.5)) if style.fitted else ROW_H
     shown = run.requests[:MAX_ROWS]
@@ -316,8 +312,6 @@ def _legend(dwg, style: Style, run: ServingRun, lang: str, y: float, right: floa
 
 def _legend_lines(run: ServingRun, lang: str, style: Style, right: float) -> int:
     """How many lines the legend takes (drawn off-page to count them: one layout rule, not two)."""
-    import svgwrite
-
     scratch = svgwrite.Drawing()
     return 1 + round((_legend(scratch, style, run, lang, 0.0, right)) / (style.small_size * 1.7))
 

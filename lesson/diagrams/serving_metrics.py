@@ -16,9 +16,8 @@ from engine.serving.trace import ServingRun
 
 from ..layout import text_width
 from ..serving_views import METRIC_ROWS, best_columns, metric_table, slo_text
-from ..strings import check_lang
 from ..style import DEFAULT_STYLE, Style
-from ..text import t
+from ..text import check_language, t
 from ._common import add_title, header, new_drawing, notes, notes_height, text, to_string
 from .serving_gantt import scenario_label
 
@@ -27,7 +26,7 @@ BEST_FILL = "#dcfce7"
 
 
 def render_serving_metrics(runs: Sequence[ServingRun], *, lang: str = "zh", style: Style | None = None) -> str:
-    check_lang(lang)
+    check_language(lang)
     style = style or DEFAULT_STYLE
     if not runs:
         raise ValueError("a metric table needs at least one run")

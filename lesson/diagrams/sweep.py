@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 
 from ..layout import LogScale
-from ..strings import label, strings_for
+from ..text import label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ._common import add_title, header, legend_item, new_drawing, notes, text, to_string
 from .roofline import bound_word, decade_range, fmt_time, si
@@ -24,7 +24,7 @@ def _color(kind: str, style: Style) -> str:
 
 
 def render_sweep(sweep, *, lang: str = "zh", style: Style | None = None) -> str:
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     if not sweep.points:
         raise ValueError("a sweep figure needs at least one point")
     key = sweep.kind.replace("-", "_")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from engine.trace import RequestTrace
 
 from ..layout import LinearScale, Slot, fit_chips, nice_ticks, plan_slots, text_width
-from ..strings import label, strings_for
+from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_count, fmt_int, fmt_ms, piece_label, visible
 from ._common import (
@@ -213,7 +213,7 @@ def _label_place(bar: tuple[float, float], width: float, scale: LinearScale) -> 
     return max(bar[0] - 6, scale.r0 + width), "end"
 
 
-def timeline_layout(trace: RequestTrace, table: dict, style: Style, header_y: float = 112.0,
+def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: float = 112.0,
                     full: RequestTrace | None = None) -> TimelineLayout:
     """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it
     (classroom stepping); the columns and the time axis come from it, so they never move."""
@@ -268,7 +268,7 @@ def _chip_h(style: Style) -> float:
     return max(CHIP_H, style.small_size + 12)
 
 
-def _measured_on(trace: RequestTrace, table: dict) -> str:
+def _measured_on(trace: RequestTrace, table: Table) -> str:
     m = trace.model
     params = fmt_count(m.num_params)
     return label(table, "measured_on", model=m.model_id, params=params, device=m.device, dtype=m.dtype)
@@ -306,7 +306,7 @@ def _draw_chip(dwg, chip: Chip, phase: str, style: Style):
     return group
 
 
-def _draw_row(dwg, row: Row, layout: TimelineLayout, trace: RequestTrace, style: Style, table: dict):
+def _draw_row(dwg, row: Row, layout: TimelineLayout, trace: RequestTrace, style: Style, table: Table):
     col, step = layout.col_x, trace.steps[row.slot.first]
     group = dwg.g(class_=f"row {row.phase}" + (" gap" if row.slot.kind == "gap" else ""),
                   **{"data-pass": row.slot.first, "data-count": row.slot.count,
@@ -331,7 +331,7 @@ def _draw_row(dwg, row: Row, layout: TimelineLayout, trace: RequestTrace, style:
     return group
 
 
-def _phase_badge(dwg, x: float, cy: float, phase: str, style: Style, table: dict):
+def _phase_badge(dwg, x: float, cy: float, phase: str, style: Style, table: Table):
     words = label(table, f"phase_{phase}")
     w, h = text_width(words, style.small_size) + 18, max(24, style.small_size + 10)
     badge = dwg.g(class_=f"phase-badge {phase}")
@@ -364,7 +364,7 @@ def _time_marks(dwg, row: Row, step, style: Style):
     return group
 
 
-def draw_frame(dwg, layout: TimelineLayout, style: Style, table: dict) -> None:
+def draw_frame(dwg, layout: TimelineLayout, style: Style, table: Table) -> None:
     """Column headers, row rules, the time axis and the TTFT line (everything but rows)."""
     col, hy = layout.col_x, layout.header_y
     panel_top = layout.time_top if layout.folded else hy + 4
@@ -402,13 +402,13 @@ def add_markers(dwg, style: Style) -> None:
     arrow_marker(dwg, "arrow-muted", style.muted_ink)
 
 
-def subtitle(trace: RequestTrace, table: dict) -> str:
+def subtitle(trace: RequestTrace, table: Table) -> str:
     def cut(s: str, n: int) -> str:
         return s if len(s) <= n else s[: n - 1] + "…"
     return label(table, "timeline_subtitle", prompt=cut(trace.prompt, 40), answer=cut(trace.output_text, 30))
 
 
-def build_timeline(trace: RequestTrace, table: dict, style: Style, name: str, title: str, header_y: float = 112.0,
+def build_timeline(trace: RequestTrace, table: Table, style: Style, name: str, title: str, header_y: float = 112.0,
                    full: RequestTrace | None = None):
     """The drawing, the layout and the row groups (the animation adds timing to them)."""
     layout = timeline_layout(trace, table, style, header_y, full)
@@ -426,7 +426,7 @@ def build_timeline(trace: RequestTrace, table: dict, style: Style, name: str, ti
     return dwg, layout, rows
 
 
-def draw_legend(dwg, layout: TimelineLayout, style: Style, table: dict) -> None:
+def draw_legend(dwg, layout: TimelineLayout, style: Style, table: Table) -> None:
     """What the thin bars before each pass mean: waiting, and (when drawn) the page's drawing."""
     x = PAD
     colors = {"waiting": style.waiting, "page": style.page}
@@ -440,6 +440,6 @@ def render_timeline(trace: RequestTrace, *, lang: str = "zh", style: Style | Non
 
     `full`: the whole run when `trace` is a prefix of it: the columns and the time
     axis come from it, so stepping through the run never rescales the figure."""
-    table, style = strings_for(lang), style or DEFAULT_STYLE
+    table, style = table_for(lang), style or DEFAULT_STYLE
     dwg, _, _ = build_timeline(trace, table, style, "timeline", label(table, "timeline_title"), full=full)
     return to_string(dwg)

@@ -178,11 +178,12 @@ def test_neither_figure_is_registered_as_a_trace_diagram():
 def test_the_new_labels_have_the_same_fields_in_zh_and_en():
     import string
 
-    from lesson.strings import EN, ZH
+    from lesson.text import TEXTS
 
     def fields(template: str) -> set[str]:
         return {name for _, name, _, _ in string.Formatter().parse(template) if name}
 
+    ZH, EN = TEXTS["zh"], TEXTS["en"]
     keys = [k for k in ZH if k.startswith(("cc_", "att_"))]
     assert len(keys) == 19 and set(keys) <= set(EN)
     assert all(fields(ZH[k]) == fields(EN[k]) for k in keys)

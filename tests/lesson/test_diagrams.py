@@ -21,7 +21,7 @@ from lesson.diagrams import (
     render_latency, render_review_map, render_timeline,
 )
 from lesson.diagrams.kv_growth import NOTE_ROOM, kv_layout
-from lesson.strings import STRINGS, label
+from lesson.text import TEXTS, label
 from lesson.style import DEFAULT_STYLE, classroom_style
 from lesson.svgtext import fmt_bytes
 from tests.factories import ROOT, SLIDING_MODEL, TINY_MODEL, make_long_trace, make_trace
@@ -54,8 +54,8 @@ def test_labels_follow_the_language(name, trace):
     zh, en = all_text(parse(DIAGRAMS[name](trace, lang="zh"))), all_text(parse(DIAGRAMS[name](trace, lang="en")))
     zh_title = {"timeline": "timeline_title", "blocks": "blocks_title", "kv_growth": "kv_title",
                 "latency": "lat_title", "review_map": "review_title", "animation": "anim_title"}[name]
-    assert STRINGS["zh"][zh_title] in zh and STRINGS["en"][zh_title] in en
-    assert STRINGS["en"][zh_title] not in zh
+    assert TEXTS["zh"][zh_title] in zh and TEXTS["en"][zh_title] in en
+    assert TEXTS["en"][zh_title] not in zh
 
 
 def test_timeline_has_one_row_per_forward_pass(trace):
@@ -99,7 +99,7 @@ def test_blocks_count_equals_positions_processed(trace):
     for step in trace.decode_steps:
         cached = [c for c in with_class(root, "pos", "cached") if c.get("data-pass") == str(step.index)]
         assert sum(int(c.get("data-count")) for c in cached) == step.context_before
-    assert STRINGS["zh"]["blocks_note"] in all_text(root)
+    assert TEXTS["zh"]["blocks_note_units"] in all_text(root)
 
 
 def test_blocks_group_long_requests(long_trace):
@@ -145,9 +145,9 @@ def test_kv_bars_match_the_trace_bytes(which, trace, long_trace):
     text = all_text(root)
     assert "2 × 4 × 2 × 32 × 4 B" in text  # this model's numbers in the formula
     per_token = fmt_bytes(t.kv_bytes // t.steps[-1].context_after)  # measured, and equal to the formula here
-    assert STRINGS["zh"]["kv_this_run"].format(tokens=f"{t.steps[-1].context_after:,}", per_token=per_token,
+    assert TEXTS["zh"]["kv_this_run"].format(tokens=f"{t.steps[-1].context_after:,}", per_token=per_token,
                                                total=fmt_bytes(t.kv_bytes)) in text
-    assert note_text(root, "decode-note") == STRINGS["zh"]["kv_decode_note"].format(added="+" + per_token)
+    assert note_text(root, "decode-note") == TEXTS["zh"]["kv_decode_note"].format(added="+" + per_token)
 
 
 # --- a cache that does not follow the formula: every number measured, and why ---
@@ -177,7 +177,7 @@ BYTES = re.compile(r"[+−]?[\d,.]+ (?:B|KiB|MiB|GiB)")
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_kv_sliding_window_is_measured_not_claimed(lang):
-    t, table = sliding_trace(), STRINGS[lang]
+    t, table = sliding_trace(), TEXTS[lang]
     measured = [s.kv_bytes for s in t.steps]
     assert measured[4:] == [measured[4]] * 8  # the factory's cache is flat once the window is full
     root = parse(render_kv_growth(t, lang=lang))
@@ -210,12 +210,12 @@ def test_kv_every_printed_amount_is_measured():
 
 def test_kv_mixed_layers_and_unexplained_caches_say_so():
     half = parse(render_kv_growth(sliding_trace(replace(SLIDING_MODEL, num_sliding_layers=2)), lang="en"))
-    assert no_spaces(STRINGS["en"]["kv_why_sliding"].format(sliding=2, layers=4, window="8")) in \
+    assert no_spaces(TEXTS["en"]["kv_why_sliding"].format(sliding=2, layers=4, window="8")) in \
         no_spaces(formula_text(half))  # "Why: 2 of 4 layers use a sliding window ..."
     # A cache smaller than the formula on a model that declares no window: say so, without inventing a reason.
     unexplained = replace(sliding_trace(), model=TINY_MODEL)
     words = no_spaces(formula_text(parse(render_kv_growth(unexplained, lang="zh"))))
-    assert no_spaces(STRINGS["zh"]["kv_why_other"]) in words and "滑动窗口" not in words
+    assert no_spaces(TEXTS["zh"]["kv_why_other"]) in words and "滑动窗口" not in words
 
 
 def test_kv_prefill_note_stays_clear_of_a_flat_cache():
@@ -223,9 +223,9 @@ def test_kv_prefill_note_stays_clear_of_a_flat_cache():
     model = replace(SLIDING_MODEL, sliding_window=5)
     t = make_trace(tuple("abcdefgh"), ("x", "y", "z"), model=model)
     assert len({s.kv_bytes for s in t.steps}) == 1  # 10 KiB from Prefill on
-    layout = kv_layout(t, STRINGS["en"])
+    layout = kv_layout(t, TEXTS["en"])
     assert all(bar.segments[-1][2] >= layout.top + NOTE_ROOM for bar in layout.bars)
-    assert layout.decode_note == STRINGS["en"]["kv_decode_flat"].format(bytes="10.0 KiB")
+    assert layout.decode_note == TEXTS["en"]["kv_decode_flat"].format(bytes="10.0 KiB")
 
 
 def test_latency_has_one_bar_per_pass(trace, long_trace):
@@ -245,7 +245,7 @@ def test_kv_grey_layer_stack_has_a_legend(trace):
         (legend,) = with_class(root, "legend-item", "layers")
         fills = [r.get("fill") for r in legend.iter(f"{SVG}rect")]
         assert fills == [DEFAULT_STYLE.cached, DEFAULT_STYLE.cached_dark]
-        assert label(STRINGS[lang], "kv_layers_legend") in all_text(legend)
+        assert label(TEXTS[lang], "kv_layers_legend") in all_text(legend)
 
 
 def test_latency_value_labels_carry_a_halo_over_the_tpot_line(trace):

@@ -21,7 +21,7 @@ from lesson.charts import (
 from lesson.diagrams import render_cache_compare, render_kv_growth
 from lesson.diagrams.cache_compare import MAX_SLOTS
 from lesson.diagrams.kv_growth import MAX_BARS, kv_layout
-from lesson.strings import STRINGS, label
+from lesson.text import TEXTS, label
 from lesson.style import DEFAULT_STYLE, classroom_style
 from lesson.text import t
 from lesson.views import engine_caption
@@ -94,10 +94,10 @@ def test_kv_growth_says_when_it_draws_a_sample_of_the_passes(lang, style):
     root = ET.fromstring(render_kv_growth(long_run, lang=lang, style=style))
     assert len(with_class(root, "kv-bar")) == MAX_BARS < 128
     note = " ".join(words(e) for e in with_class(root, "sampled-note"))
-    expected = label(STRINGS[lang], "fig_sampled_passes", drawn=MAX_BARS, total=128)
+    expected = label(TEXTS[lang], "fig_sampled_passes", drawn=MAX_BARS, total=128)
     assert re.sub(r"\s+", "", note) == re.sub(r"\s+", "", expected)
     assert "48" in note and "128" in note
-    layout = kv_layout(long_run, STRINGS[lang], style)
+    layout = kv_layout(long_run, TEXTS[lang], style)
     last_line = max(float(e.get("y")) for e in with_class(root, "sampled-note"))
     assert last_line < layout.legend_y - style.small_size * 0.8  # above the layer legend, not on it
     short = ET.fromstring(render_kv_growth(run_of(20), lang=lang, style=style))
@@ -108,9 +108,9 @@ def test_kv_growth_says_when_it_draws_a_sample_of_the_passes(lang, style):
 def test_cache_compare_says_when_it_draws_a_sample_of_the_passes(lang):
     sampled = " ".join(words(e) for e in ET.fromstring(render_cache_compare(fake_comparison(200), lang=lang)).iter()
                        if "note" in (e.get("class") or "").split())
-    assert re.sub(r"\s+", "", label(STRINGS[lang], "fig_sampled_passes", drawn=MAX_SLOTS, total=200)) in re.sub(r"\s+", "", sampled)
+    assert re.sub(r"\s+", "", label(TEXTS[lang], "fig_sampled_passes", drawn=MAX_SLOTS, total=200)) in re.sub(r"\s+", "", sampled)
     whole = ET.fromstring(render_cache_compare(fake_comparison(30), lang=lang))
-    assert label(STRINGS[lang], "fig_sampled_passes", drawn=30, total=30)[:6] not in "".join(whole.itertext())
+    assert label(TEXTS[lang], "fig_sampled_passes", drawn=30, total=30)[:6] not in "".join(whole.itertext())
 
 
 # ---- 3. a one-token answer ran no Decode step ----
@@ -135,7 +135,7 @@ def test_a_one_token_answer_says_no_decode_step_ran():
 # ---- 4. the cache on/off axis title speaks of the ticks it stands under ----
 
 def _step_axis(root, lang: str):
-    table = STRINGS[lang]
+    table = TEXTS[lang]
     named, numbered = label(table, "cc_step_axis"), label(table, "cc_step_axis_numbered")
     (title,) = [e for e in with_class(root, "axis-label") if words(e) in (named, numbered)]
     return words(title), named, numbered

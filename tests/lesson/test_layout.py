@@ -1,6 +1,4 @@
-"""lesson.layout and lesson.strings: pure geometry, grouping and label tables."""
-
-import string
+"""lesson.layout: pure geometry and grouping."""
 
 import pytest
 
@@ -8,9 +6,9 @@ from lesson.layout import (
     LinearScale, Slot, byte_ticks, clip_text, fit_chips, group_layers, nice_ticks, plan_slots, sample_indices,
     spans_from_lengths, split_runs, text_width, wrap_text,
 )
-from lesson.strings import LANGS, STRINGS, label, strings_for
 from lesson.diagrams.latency import spread_apart
 from lesson.style import CLASSROOM_MIN_FONT, CLASSROOM_WIDTH, DEFAULT_STYLE, FONT_STACK, classroom_style
+from lesson.text import table_for
 
 
 def test_cjk_is_wider_than_latin():
@@ -83,24 +81,6 @@ def test_schematic_spans():
         ("prefill", 0, 4), ("decode", 4, 5), ("decode", 5, 6)]
     with pytest.raises(ValueError):
         spans_from_lengths(0, 3)
-
-
-def _fields(template: str) -> set[str]:
-    return {name for _, name, _, _ in string.Formatter().parse(template) if name}
-
-
-def test_string_tables_have_the_same_keys_and_fields():
-    zh, en = STRINGS["zh"], STRINGS["en"]
-    assert set(zh) == set(en)
-    for key in zh:
-        assert _fields(zh[key]) == _fields(en[key]), key
-    assert set(LANGS) == set(STRINGS)
-
-
-def test_unknown_language_is_a_clear_error():
-    with pytest.raises(ValueError, match="unknown language 'fr'"):
-        strings_for("fr")
-    assert label(strings_for("en"), "pass_n", n=3) == "Pass 3"
 
 
 def test_slot_last():
@@ -206,7 +186,7 @@ def test_legend_rows_wrap_only_when_fitted():
 def test_pass_ticks_thin_out_for_big_type():
     from lesson.diagrams._common import pass_tick
 
-    table = strings_for("en")
+    table = table_for("en")
     named = [pass_tick(i, "prefill" if i == 0 else "decode", i, 12, table) for i in range(12)]
     assert all(named)
     fewer = [pass_tick(i, "prefill" if i == 0 else "decode", i, 12, table, max_named=6, max_ticks=4) for i in range(12)]

@@ -14,7 +14,7 @@ from engine.cost import DEVICE_SPECS, ModelShape, trace_floors
 from engine.sweep import Sweep, SweepPoint
 from lesson.diagrams import render_roofline, render_step_floors, render_sweep
 from lesson.diagrams.roofline import fmt_time, roofline_layout
-from lesson.strings import EN, ZH
+from lesson.text import TEXTS
 from tests.factories import default_shape, make_floors, make_sweep, make_trace
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -82,14 +82,14 @@ def test_sweep_figure_has_a_measured_and_a_floor_mark_per_point_in_both_panels(k
         assert sorted(int(m.get("data-value")) for m in marks) == sorted([8, 64, 512] * 2)
     spreads = _marks(svg, "spread")
     assert len(spreads) == 3 and all(float(s.get("y1")) >= float(s.get("y2")) for s in spreads)  # slowest higher
-    assert ZH["random_weights"] not in svg
+    assert TEXTS["zh"]["random_weights"] not in svg
 
 
 def test_a_preset_sweep_says_its_weights_are_random():
-    assert EN["random_weights"] in render_sweep(make_sweep(random_weights=True), lang="en")
+    assert TEXTS["en"]["random_weights"] in render_sweep(make_sweep(random_weights=True), lang="en")
     floors = trace_floors(make_trace(model=_preset_model()), SHAPE, DEVICE_SPECS["h100"])
-    assert EN["random_weights"] in render_roofline(floors, lang="en")
-    assert ZH["random_weights"] in render_step_floors(floors, lang="zh")
+    assert TEXTS["en"]["random_weights"] in render_roofline(floors, lang="en")
+    assert TEXTS["zh"]["random_weights"] in render_step_floors(floors, lang="zh")
 
 
 def _preset_model():
