@@ -22,11 +22,12 @@ from app_support import resources
 from engine.config import Limits, settings_from_env
 from engine.errors import InputError, ModelLoadError
 from engine.trace import RequestTrace
+from lesson.messages import error_message
 from lesson.perfetto import check_trace_events, request_trace_events
 from lesson.text import t
 from lesson.views import (
     CSV_BOM, DEFAULT_PROMPTS, as_int_in_range, bottleneck_live_text, default_prompt, download_stem,
-    error_message, escape_markdown, figure_alt, format_bytes, format_ms, is_default_prompt, list_model_choices,
+    escape_markdown, figure_alt, format_bytes, format_ms, is_default_prompt, list_model_choices,
     metric_cards, page_drawing_note, queue_note, queue_wait_ms, resolve_model_choice, run_stamp, schematic_alt,
     step_log_line, step_table, token_split_text, trace_csv, truncate_trace,
 )
@@ -249,15 +250,15 @@ def test_only_interactive_figures_promise_hover():
     (latency_caption) and the serving lab's Gantt, behind its toggle (sl_hover)."""
     import re
 
-    from lesson.strings import STRINGS
     from lesson.text import TEXTS
 
     plotly_labels = {"latency_caption", "sl_hover"}
+    in_the_svg = "kv_stack_legend"  # drawn inside the KV figure: hover only in the downloaded file
     for lang in ("zh", "en"):
         for key, text in TEXTS[lang].items():
-            if isinstance(text, str) and key not in plotly_labels:
+            if isinstance(text, str) and key not in plotly_labels | {in_the_svg}:
                 assert not re.search("hover|悬停", text, re.IGNORECASE), key
-        legend = STRINGS[lang]["kv_stack_legend"]  # drawn inside the KV figure: hover only in the downloaded file
+        legend = TEXTS[lang][in_the_svg]
         assert not re.search("hover|悬停", legend, re.IGNORECASE) or "SVG" in legend
 
 

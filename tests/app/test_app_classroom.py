@@ -24,9 +24,8 @@ from lesson.runs import (
     HISTORY_LIMIT, REPLAY_PACES, HistoryEntry, compare_table, history_add, keep_pins, replay_position,
     replay_times_s, run_label, shared_extent,
 )
-from lesson.strings import strings_for
 from lesson.style import DEFAULT_STYLE
-from lesson.text import t
+from lesson.text import t, table_for
 from lesson.views import figure_alt, format_ms, truncate_trace
 from tests.app.apptest import assert_healthy, needs_model, shown_trace, texts
 from tests.factories import make_trace
@@ -68,7 +67,7 @@ def test_the_shared_extent_covers_both_runs():
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_two_runs_drawn_with_the_shared_extent_have_the_same_axes(lang):
-    table, extent = strings_for(lang), shared_extent(SHORT, LONG)
+    table, extent = table_for(lang), shared_extent(SHORT, LONG)
     timelines = [timeline_layout(run, table, DEFAULT_STYLE, full=extent) for run in (SHORT, LONG)]
     assert timelines[0].ticks == timelines[1].ticks and timelines[0].width == timelines[1].width
     latencies = [latency_layout(run, table, DEFAULT_STYLE, full=extent) for run in (SHORT, LONG)]
@@ -218,7 +217,7 @@ def test_a_replay_in_progress_cuts_every_figure_to_its_pass(app, monkeypatch):
     # a replay that starts in an hour shows its first pass (Prefill) whatever the machine's speed;
     # the page then waits at most a second and draws itself again: stop it before that
     app.session_state["replay_from"] = time_module.time() + 3600
-    monkeypatch.setattr("app_support.sections.replay_tick", lambda: None)
+    monkeypatch.setattr("app_support.stepping.replay_tick", lambda: None)
     app.run()
     assert_healthy(app)
     trace = RequestTrace.from_json(app.session_state["trace_json"])
