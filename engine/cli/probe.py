@@ -74,7 +74,8 @@ def format_probe(result: ProbeResult) -> str:
              *table(cols, rows), "",
              f"throughput: {m.request_throughput_per_s:.2f} req/s, {m.output_throughput_tok_s:.1f} pieces/s over "
              f"{m.duration_ms:.0f} ms", dist("TTFT", m.ttft), dist("TPOT", m.tpot), dist("ITL ", m.itl),
-             dist("E2EL", m.e2el), f"goodput: {m.num_good}/{m.num_completed} requests -> {m.goodput_req_per_s:.2f} req/s"]
+             dist("E2EL", m.e2el),
+             f"goodput: {m.num_good}/{m.num_completed} requests -> {m.goodput_req_per_s:.2f} req/s"]
     sm = result.server_metrics
     if sm.available:
         peak = {k: max((s.values.get(k) or 0) for s in sm.samples) for k in sm.names}

@@ -59,7 +59,8 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
     from ..model import hub_id_for, load_model
 
     check_prompt_text(args.prompt)  # before the model loads: bad input should fail fast
-    for name, value, low in (("prompt-tokens", args.prompt_tokens, 0), ("max-prompt-tokens", args.max_prompt_tokens, 1)):
+    for name, value, low in (("prompt-tokens", args.prompt_tokens, 0),
+                             ("max-prompt-tokens", args.max_prompt_tokens, 1)):
         if value < low:
             raise InputError("length_range", f"--{name} must be at least {low}, got {value}", name=name, value=value)
     cfg = GenerationConfig(
@@ -117,7 +118,8 @@ def _kernels(trace: RequestTrace) -> str:
     prefill = [s for s in trace.steps if s.phase == "prefill"]
     note = f" ({trace.engine_note})" if trace.engine_note else ""
     if trace.engine_setup_ms >= 1:
-        note += f"; runner built in {trace.engine_setup_ms / 1e3:.2f} s before the request (once per cache bucket, not in TTFT)"
+        note += (f"; runner built in {trace.engine_setup_ms / 1e3:.2f} s before the request "
+                 "(once per cache bucket, not in TTFT)")
     return (f"engine mode {trace.engine_mode}{note}; attention kernel: Prefill {kernel(prefill)}, "
             f"Decode {kernel(trace.decode_steps)}")
 

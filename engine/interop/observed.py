@@ -27,7 +27,7 @@ def observed_run(scenario: str, model: ModelInfo, records: Sequence[RequestRecor
                  notes: Sequence[str], slo: SLO = SLO()) -> ServingRun:
     """The ServingRun of `records` as a client saw them: no iterations, placeholder KV settings."""
     memory = compute_kv_memory((), records, 1, 0) if records else KVMemory(1, 0, 0, 0, 0, 0, 0.0, 0.0)
-    return ServingRun(scenario=scenario, settings=ServingSettings(policy=OBSERVED_POLICY, block_size=1, num_kv_blocks=1),
-                      model=model, requests=tuple(records), iterations=(),
+    settings = ServingSettings(policy=OBSERVED_POLICY, block_size=1, num_kv_blocks=1)
+    return ServingRun(scenario=scenario, settings=settings, model=model, requests=tuple(records), iterations=(),
                       metrics=compute_serving_metrics(records, slo), memory=memory, wall_ms=wall_ms,
                       notes=tuple(notes))

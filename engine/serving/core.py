@@ -169,7 +169,8 @@ class EngineCore:
         iteration = Iteration(index=self.num_iterations, worker=self.worker, start_ms=start, end_ms=end,
                               entries=tuple(records), blocks=self.blocks.snapshot(held),
                               token_budget=self.scheduler.config.token_budget, waiting=tuple(waiting),
-                              preempted=tuple(batch.preempted), attention_kernel=self.runner.last_kernel, stalled=tuple(stalled))
+                              preempted=tuple(batch.preempted), attention_kernel=self.runner.last_kernel,
+                              stalled=tuple(stalled))
         self.num_iterations += 1
         return iteration, finished
 
