@@ -114,6 +114,12 @@ THREADS = Variable("PREFILL_DECODE_THREADS", "int", None, "torch's CPU threads (
                    "make a small Decode step slower)", low=1, high=256, shown_default="half the cores, 1 to 4")
 ENGINE = Variable("PREFILL_DECODE_ENGINE", "address", "", "a remote engine worker the app sends its runs to; "
                   "empty: the app starts a local one", values="HOST:PORT")
+ENGINE_TOKEN_FILE = Variable("PREFILL_DECODE_ENGINE_TOKEN_FILE", "path", "", "a file whose first line is the remote "
+                             "engine worker's token (the app's side; a worker reads it with --token-file)",
+                             values="a file")
+ENGINE_TOKEN = Variable("PREFILL_DECODE_ENGINE_TOKEN", "secret", "", "the engine worker's token itself, where no "
+                        "token file is set (the app's side and the worker's; never printed or written)",
+                        values="at least 16 characters")
 # The lesson's limits (a shared classroom server stays responsive on a CPU)
 MAX_PROMPT_TOKENS = Variable("PREFILL_DECODE_MAX_PROMPT_TOKENS", "int", DEFAULT_MAX_PROMPT_TOKENS,
                              "the longest prompt (after stretching), in tokens", low=8, high=32768)
@@ -156,7 +162,8 @@ VLLM_MAX_MB = Variable("PREFILL_DECODE_VLLM_MAX_MB", "megabytes", 20.0, "the lar
                        "raise both)", low=0.01, high=1024.0)
 
 VARIABLES = (
-    MODELS_DIR, DEVICE, DTYPE, THREADS, ENGINE, MAX_PROMPT_TOKENS, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, PRESETS,
+    MODELS_DIR, DEVICE, DTYPE, THREADS, ENGINE, ENGINE_TOKEN_FILE, ENGINE_TOKEN,
+    MAX_PROMPT_TOKENS, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, PRESETS,
     COMPILE, SWEEP_MAX_POSITIONS, SWEEP_MAX_BATCH, SERVING_MAX_REQUESTS, SERVING_MAX_PROMPT_TOKENS,
     SERVING_MAX_NEW_TOKENS, SERVING_DISAGGREGATED, PROBE, PROBE_ALLOW, PROBE_KEY_VARS, PROBE_API_KEY, VLLM_MAX_MB,
 )

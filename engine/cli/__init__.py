@@ -5,6 +5,7 @@
     python -m engine sweep --kind prefill                              one phase measured across a range
     python -m engine serve --scenario burst-16 --policy chunked        many requests on the serving engine
     python -m engine probe --endpoint URL --model NAME --scenario S    a real server, measured from the client
+    python -m engine worker --token-file PATH                          the engine worker (docs/worker.md)
 
 A command is a module engine/cli/<name>.py with
 
@@ -33,6 +34,7 @@ COMMANDS = (  # engine/cli/<name>.py, in the order --help lists them
     "sweep",
     "serve",
     "probe",
+    "worker",
 )
 
 

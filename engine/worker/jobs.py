@@ -1,0 +1,233 @@
+"""What the worker does for each method: the engine's own functions, their results as plain JSON.
+
+Each handler is `handler(ctx, args) -> result`; `args` is the call's JSON object, `result` plain
+JSON that engine/worker/client.py rebuilds into the engine's own types. MEASURED handlers run on
+the worker's one runner thread, one call at a time (each holds forward passes or a benchmark);
+LIGHT handlers run on the calling connection's thread (no forward pass, no timing).
+
+A measured handler checks `ctx.check_cancelled()` between forward passes (between sweep points,
+serving iterations, modes), so a cancelled call stops at the next pass boundary, never inside a
+timed pass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import platform
+import sys
+from collections.abc import Callable
+from contextlib import closing
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import transformers
+
+from .. import cost
+from ..compare import compare_cache, decode_attention
+from ..cost import ModelShape
+from ..generation import GenerationConfig, stream_trace, token_pieces
+from ..model import LoadedModel
+from ..overhead import count_decode_ops, per_op_host_us
+from ..prompts import extend_prompt, prompt_token_ids
+from ..serving.engine import ServeConfig, run_workload
+from ..serving.workloads import WorkloadRequest
+from ..sweep import run_sweep
+from ..trace import RequestTrace, Step
+from .codec import from_plain, to_plain
+from .errors import ProtocolError, RunCancelled
+from .models import ModelCache, model_choices
+from .protocol import PROTOCOL_VERSION, ModelRef
+
+SERVE_PROGRESS_EVERY = 8  # serving iterations between two progress events (a run has hundreds)
+
+
+@dataclass
+class JobContext:
+    """What a handler may use: the models, a way to send events, and the cancel flag.
+
+    `model(ref)`: the loaded model (on the runner thread: loaded here if needed; on a connection
+    thread: loaded through the queue first). `emit(kind, **fields)`: an event to this call's client.
+    """
+
+    models: ModelCache
+    model: Callable[[ModelRef], LoadedModel]
+    emit: Callable[..., None]
+    cancelled: Callable[[], bool]
+
+    def check_cancelled(self) -> None:
+        if self.cancelled():
+            raise RunCancelled()
+
+    def lm(self, args: dict[str, Any]) -> LoadedModel:
+        return self.model(ModelRef.from_wire(args.get("model")))
+
+
+def field_values(cls: type, data: Any, what: str) -> dict[str, Any]:
+    """`data` as keyword arguments of the dataclass `cls`; an unknown key is a ProtocolError."""
+    if not isinstance(data, dict):
+        raise ProtocolError("protocol_malformed", f"{what} is a JSON object", why=what)
+    unknown = set(data) - {f.name for f in dataclasses.fields(cls)}
+    if unknown:
+        raise ProtocolError("protocol_malformed", f"{what} has unknown fields {sorted(unknown)}", why=what)
+    return data
+
+
+# --- measured: one at a time ------------------------------------------------------------
+
+def run_trace(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    """One request through stream_trace; with `stream`, a `pass` event after every pass but the last.
+    The result is the finished trace (RequestTrace.to_dict)."""
+    lm = ctx.lm(args)
+    cfg = GenerationConfig(**field_values(GenerationConfig, args.get("config", {}), "config"))
+    stream = bool(args.get("stream", True))
+    traces = stream_trace(lm, args.get("prompt"), cfg, request_id=str(args.get("request_id", "r0")),
+                          max_prompt_tokens=args.get("max_prompt_tokens"))
+    with closing(traces):
+        for trace in traces:
+            if trace.finished:
+                return trace.to_dict()
+            ctx.check_cancelled()
+            if stream:
+                first = len(trace.steps) == 1
+                ctx.emit("pass", step=step_plain(trace.steps[-1]), header=trace_header(trace) if first else None)
+    raise ProtocolError("protocol_malformed", "the trace ended without a finished step", why="trace")
+
+
+def trace_header(trace: RequestTrace) -> dict[str, Any]:
+    """A trace's fields without its steps (the client adds the steps as they come)."""
+    return {f.name: to_plain(getattr(trace, f.name)) if dataclasses.is_dataclass(getattr(trace, f.name))
+            else getattr(trace, f.name) for f in dataclasses.fields(RequestTrace) if f.name != "steps"}
+
+
+def step_plain(step: Step) -> dict[str, Any]:
+    """One step's fields (plain values already: ints, floats, strings, tuples of them)."""
+    return {f.name: getattr(step, f.name) for f in dataclasses.fields(Step)}
+
+
+def run_modes(ctx: JobContext, args: dict[str, Any]) -> dict[str, str]:
+    """The prompt once per engine mode, back to back in one queued call (no other visitor's run
+    between two modes): {mode: its trace as JSON}. Greedy and past EOS, as the lab runs them."""
+    lm = ctx.lm(args)
+    modes = [str(m) for m in args.get("modes", ())]
+    runs: dict[str, str] = {}
+    for done, mode in enumerate(modes):
+        cfg = GenerationConfig(max_new_tokens=args.get("num_tokens"), ignore_eos=True, mode=mode)
+        trace = None
+        with closing(stream_trace(lm, args.get("prompt"), cfg, max_prompt_tokens=args.get("max_prompt_tokens"))) \
+                as traces:
+            for trace in traces:
+                ctx.check_cancelled()
+        runs[mode] = trace.to_json(indent=None)
+        ctx.emit("progress", done=done + 1, total=len(modes))
+    return runs
+
+
+def run_compare_cache(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    comparison = compare_cache(ctx.lm(args), [int(i) for i in args.get("prompt_ids", ())],
+                               args.get("max_new_tokens"))
+    return to_plain(comparison)
+
+
+def run_decode_attention(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    attention = decode_attention(ctx.lm(args), [int(i) for i in args.get("prompt_ids", ())],
+                                 tuple(int(i) for i in args.get("output_ids", ())), args.get("decode_index"))
+    return to_plain(attention)
+
+
+def run_sweep_job(ctx: JobContext, args: dict[str, Any]) -> str:
+    """A measured sweep; a `progress` event after each point. The result is Sweep.to_json()."""
+    def progress(done: int, total: int, point) -> None:
+        ctx.emit("progress", done=done, total=total)
+        ctx.check_cancelled()  # raised inside run_sweep: "an exception from it stops the sweep"
+
+    points = args.get("points")
+    sweep = run_sweep(ctx.lm(args), args.get("kind"), None if points is None else [int(p) for p in points],
+                      repeats=args.get("repeats", 3), batch_context=args.get("batch_context", 128),
+                      cap=args.get("cap"), seed=args.get("seed", 0), progress=progress)
+    return sweep.to_json()
+
+
+def run_serve(ctx: JobContext, args: dict[str, Any]) -> str:
+    """A serving run of the workload under the config; the result is ServingRun.to_json(indent=None)."""
+    requests = tuple(from_plain(WorkloadRequest, field_values(WorkloadRequest, r, "request"))
+                     for r in args.get("requests", ()))
+    config = from_plain(ServeConfig, field_values(ServeConfig, args.get("config", {}), "config"))
+
+    def on_iteration(iteration, num_finished: int, num_requests: int) -> None:
+        ctx.check_cancelled()
+        if iteration.index % SERVE_PROGRESS_EVERY == 0 or num_finished == num_requests:
+            ctx.emit("progress", done=num_finished, total=num_requests)
+
+    run = run_workload(ctx.lm(args), requests, config, scenario=str(args.get("scenario", "custom")),
+                       on_iteration=on_iteration)
+    return run.to_json(indent=None)
+
+
+def run_decode_ops(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    return to_plain(count_decode_ops(ctx.lm(args)))
+
+
+def run_host_us(ctx: JobContext, args: dict[str, Any]) -> float:
+    return per_op_host_us(str(args.get("device", "cpu")))
+
+
+def run_machine_spec(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    """This machine's roofs (engine.cost.measure_this_machine, kept per process); `fresh` measures anew."""
+    if args.get("fresh"):
+        cost.measure_this_machine.cache_clear()
+    return to_plain(cost.measure_this_machine(args.get("device")))
+
+
+def run_load(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    return describe(ctx.lm(args))
+
+
+# --- light: at once, no forward pass ---------------------------------------------------
+
+def describe(lm: LoadedModel) -> dict[str, Any]:
+    return {"info": to_plain(lm.info), "device": str(lm.device), "load_ms": lm.load_ms}
+
+
+def run_describe(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    return describe(ctx.lm(args))
+
+
+def run_model_shape(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    lm = ctx.lm(args)
+    return to_plain(ModelShape.from_config(lm.model.config, name=lm.info.model_id))
+
+
+def run_model_choices(ctx: JobContext, args: dict[str, Any]) -> list[str]:
+    return list(model_choices(ctx.models.settings, str(args.get("device", "auto")), str(args.get("dtype", "auto"))))
+
+
+def run_token_preview(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    """(the prompt the model will get, its token pieces, the typed prompt's token count), as the
+    page's prompt preview shows them: a target above the typed length stretches it with filler."""
+    tokenizer = ctx.lm(args).tokenizer
+    prompt, target = str(args.get("prompt", "")), int(args.get("target_tokens", 0))
+    natural = len(prompt_token_ids(tokenizer, prompt)) if prompt.strip() else 0
+    effective = extend_prompt(tokenizer, prompt, target) if prompt.strip() and target > natural else prompt
+    ids = prompt_token_ids(tokenizer, effective) if effective.strip() else []
+    return {"prompt": effective, "pieces": list(token_pieces(tokenizer, ids)), "natural": natural}
+
+
+def run_ping(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Who answers: the worker's process, versions and the models it holds now."""
+    return {"pid": os.getpid(), "protocol": PROTOCOL_VERSION, "python": platform.python_version(),
+            "platform": sys.platform, "torch": torch.__version__, "transformers": transformers.__version__,
+            "threads": torch.get_num_threads()}
+
+
+MEASURED = {
+    "trace": run_trace, "modes": run_modes, "compare_cache": run_compare_cache,
+    "decode_attention": run_decode_attention, "sweep": run_sweep_job, "serve_workload": run_serve,
+    "decode_ops": run_decode_ops, "host_us_per_call": run_host_us, "machine_spec": run_machine_spec,
+    "load": run_load,
+}
+LIGHT = {
+    "ping": run_ping, "describe": run_describe, "model_shape": run_model_shape,
+    "model_choices": run_model_choices, "token_preview": run_token_preview,
+}
