@@ -107,3 +107,35 @@ def test_the_table_says_when_the_measured_cache_differs_from_the_formula(tiny_mo
     out = capsys.readouterr().out
     assert "not the formula's" in out and "sliding window of 8 positions" in out
     assert "ITL p50" in out and "mean ITL" not in out
+
+
+def test_every_commands_parser_builds_without_torch():
+    """`--help` is instant and `probe` runs where torch is absent: no command module loads torch until it runs."""
+    code = ("import sys; from engine.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("command, flag, spellings, canonical", [
+    (["trace"], "--dtype", ("bf16", "bfloat16"), "bfloat16"),
+    (["trace"], "--dtype", ("fp16", "float16"), "float16"),
+    (["serve", "--scenario", "burst-16", "--policy", "chunked"], "--dtype", ("fp32", "float32"), "float32"),
+    (["sweep", "--kind", "prefill"], "--dtype", ("bf16", "bfloat16"), "bfloat16"),
+    (["cost", "--prompt-len", "8", "--context", "8"], "--weight-dtype", ("bf16", "bfloat16"), "bf16"),
+    (["cost", "--prompt-len", "8", "--context", "8"], "--kv-dtype", ("fp32", "float32"), "fp32"),
+])
+def test_both_spellings_of_a_dtype_name_the_same_one(command, flag, spellings, canonical):
+    from engine.cli import build_parser
+
+    dest = flag.removeprefix("--").replace("-", "_")
+    for spelling in spellings:
+        args = build_parser().parse_args([*command, flag, spelling])
+        assert getattr(args, dest) == canonical
+
+
+def test_an_unknown_dtype_is_still_one_line_naming_the_choices():
+    result = run_cli("cost", "--prompt-len", "8", "--context", "8", "--weight-dtype", "bf17")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr == ("error: argument --weight-dtype: invalid choice: 'bf17' (choose from 'auto', 'fp32', "
+                             "'bf16', 'fp16', 'int8', 'int4') (see --help)\n")
