@@ -16,11 +16,18 @@ model's floor on this machine, measured once: engine.cost.measure_this_machine).
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
+from engine.cost import trace_floors
+from engine.interop.vllm_import import format_comparison, load_vllm_result
+
 from . import serving_export
-from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS
+from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_roofline, render_step_floors
+from .diagrams.serving_gantt import render_serving_gantt
+from .diagrams.serving_metrics import render_serving_metrics
+from .perfetto import to_perfetto_json
 from .text import LANGUAGES
 
 XML_DECLARATION = '<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n'
@@ -80,17 +87,13 @@ FLOOR_DIAGRAMS = ("roofline", "step_floors")  # written after a model run, besid
 
 def render_floor_diagrams(trace, shape, device, lang: str) -> dict[str, str]:
     """The roofline and the per-pass floor bars of `trace` on `device` (an engine.cost.DeviceSpec)."""
-    from engine.cost import trace_floors
-
-    from .diagrams import render_roofline, render_step_floors
-
     floors = trace_floors(trace, shape, device)
     return {"roofline": render_roofline(floors, lang=lang), "step_floors": render_step_floors(floors, lang=lang)}
 
 
 def _floor_inputs(model: str | None, trace):
     """(the model's shape from its config, this machine measured on the device the trace ran on)."""
-    from engine import cost, presets
+    from engine import cost, presets  # presets loads torch: only after a model run, never for --schematic
     from engine.model import DEFAULT_MODEL_DIR, DEFAULT_MODEL_ID
 
     preset = presets.preset_name(model)
@@ -127,10 +130,6 @@ def run_engine(prompt: str, max_new_tokens: int, model: str | None):
 
 def export_vllm(out_dir: Path, result_path: Path, lang: str, perfetto: bool) -> list[Path]:
     """--from-vllm: the vLLM result as a ServingRun, its summary checked, the serving figures drawn."""
-    import json
-
-    from engine.interop.vllm_import import format_comparison, load_vllm_result
-
     imported = load_vllm_result(result_path)
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {"serving_run.json": imported.run.to_json(), "vllm_comparison.txt": format_comparison(imported),
@@ -140,15 +139,8 @@ def export_vllm(out_dir: Path, result_path: Path, lang: str, perfetto: bool) -> 
     for name, text in files.items():
         (out_dir / name).write_text(text + "\n", encoding="utf-8")
         written.append(out_dir / name)
-    svgs = {}
-    try:  # the serving figures (issue 11), drawn when this build has them
-        from .diagrams.serving_gantt import render_serving_gantt
-        from .diagrams.serving_metrics import render_serving_metrics
-    except ImportError:
-        pass
-    else:
-        svgs = {"serving_gantt": render_serving_gantt(imported.run, lang=lang),
-                "serving_metrics": render_serving_metrics([imported.run], lang=lang)}
+    svgs = {"serving_gantt": render_serving_gantt(imported.run, lang=lang),
+            "serving_metrics": render_serving_metrics([imported.run], lang=lang)}
     written += write_files(out_dir, svgs)
     if perfetto:
         written.append(write_perfetto(out_dir, imported.run, name="serving"))
@@ -177,8 +169,6 @@ def _export(args) -> list[Path]:
 
 def write_perfetto(out_dir: Path, trace, name: str = "trace") -> Path:
     """DIR/NAME.perfetto.json: the trace (RequestTrace or ServingRun) as Chrome Trace Event JSON."""
-    from .perfetto import to_perfetto_json
-
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"{name}.perfetto.json"
     path.write_text(to_perfetto_json(trace) + "\n", encoding="utf-8")

@@ -16,6 +16,15 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from engine.serving.trace import ServingRun
+from engine.serving.workloads import scenario
+from engine.trace import TraceFormatError
+
+from .diagrams.batch_composition import render_batch_composition
+from .diagrams.kv_blocks import render_kv_blocks
+from .diagrams.serving_gantt import render_serving_gantt
+from .diagrams.serving_metrics import render_serving_metrics
+
 POLICIES = ("one-at-a-time", "prefill-first", "chunked", "disaggregated")
 
 
@@ -39,10 +48,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def render_serving_figures(run, lang: str, stem: str = "serving") -> dict[str, str]:
     """{stem}_gantt for every run; {stem}_batch and {stem}_kv for a run with iterations."""
-    from .diagrams.batch_composition import render_batch_composition
-    from .diagrams.kv_blocks import render_kv_blocks
-    from .diagrams.serving_gantt import render_serving_gantt
-
     svgs = {f"{stem}_gantt": render_serving_gantt(run, lang=lang)}
     if run.iterations:
         svgs[f"{stem}_batch"] = render_batch_composition(run, lang=lang)
@@ -60,9 +65,6 @@ def export(args, write_files: Callable[..., list[Path]]) -> list[Path] | None:
 
 
 def _saved_run(args, write_files) -> list[Path]:
-    from engine.serving.trace import ServingRun
-    from engine.trace import TraceFormatError
-
     try:
         run = ServingRun.from_json(args.serving_run.read_text(encoding="utf-8"))
     except (TraceFormatError, UnicodeDecodeError) as err:
@@ -71,11 +73,9 @@ def _saved_run(args, write_files) -> list[Path]:
 
 
 def _scenario(args, write_files) -> list[Path]:
+    # torch and transformers: loaded only when a scenario runs on the real engine, never to draw a saved run
     from engine import load_model
     from engine.serving.engine import ServeConfig, run_workload
-    from engine.serving.workloads import scenario
-
-    from .diagrams.serving_metrics import render_serving_metrics
 
     workload = scenario(args.serving, args.seed)  # an unknown name: a ValueError naming the choices
     lm = load_model(args.model)
