@@ -74,14 +74,14 @@ def recording_pass_clock(reads: dict[int, list[float]]):
     reads alternate start, end of each timed pass."""
     from engine import generation
 
-    real_clock = generation._clock
+    real_clock = generation.device_clock
 
     def clock(device):
         now = real_clock(device)
         reads.setdefault(threading.get_ident(), []).append(now)
         return now
 
-    return mock.patch.object(generation, "_clock", clock)
+    return mock.patch.object(generation, "device_clock", clock)
 
 
 def overlapping_pairs(passes: list[list[tuple[float, float]]]) -> tuple[int, int]:

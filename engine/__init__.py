@@ -16,8 +16,9 @@ _EXPORTS = {
     "errors": ("EngineError", "InputError", "ModelLoadError", "PhaseError"),
     "generation": (
         "MAX_NEW_TOKENS", "GenerationConfig", "decode_step", "generate", "generate_ids",
-        "generate_ids_no_cache", "new_cache", "prefill", "stream_trace",
+        "generate_ids_no_cache", "prefill", "stream_trace",
     ),
+    "hf": ("new_cache",),
     "model": ("DEFAULT_MODEL_DIR", "LoadedModel", "load_model"),
     "trace": ("Metrics", "ModelInfo", "RequestTrace", "Sampling", "Step", "compute_metrics"),
 }

@@ -16,9 +16,11 @@ from dataclasses import dataclass
 
 import torch
 
+from . import hf
 from .cost import DEVICE_SPECS, ModelShape, pass_cost
 from .errors import PhaseError
-from .generation import GenerationConfig, _cache_keyword, _passes, new_cache, no_cache_passes, prefill, token_pieces
+from .generation import GenerationConfig, no_cache_passes, passes, prefill, token_pieces
+from .hf import new_cache
 from .model import LoadedModel
 
 
@@ -83,8 +85,8 @@ def timed_ids_no_cache(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: i
 def timed_ids_with_cache(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:
     """The engine's own traced loop (greedy, EOS ignored): (token ids, ms of each pass)."""
     cfg = GenerationConfig(max_new_tokens=max_new_tokens, ignore_eos=True)
-    passes = list(_passes(lm, list(prompt_ids), cfg, record=True))
-    return [p.output_id for p in passes], [(p.end - p.start) * 1e3 for p in passes]
+    ran = list(passes(lm, list(prompt_ids), cfg, record=True))
+    return [p.output_id for p in ran], [(p.end - p.start) * 1e3 for p in ran]
 
 
 def compare_cache(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int) -> CacheComparison:
@@ -166,9 +168,5 @@ def decode_attention(lm: LoadedModel, prompt_ids: list[int], output_ids: list[in
 
 def _attend_one(model, token: int, cache, device) -> tuple[torch.Tensor, ...]:
     """One Decode pass with output_attentions: per layer (1, heads, 1, context + 1)."""
-    start = cache.get_seq_length()
-    x = torch.tensor([[token]], device=device)  # (1, 1): exactly one new position
-    position_ids = torch.tensor([[start]], device=device)  # (1, 1)
-    out = model(input_ids=x, position_ids=position_ids, use_cache=True, output_attentions=True,
-                **{_cache_keyword(type(model)): cache})
-    return out.attentions
+    x = torch.tensor([[token]], device=device)  # (1, 1): exactly one new position, after the cached ones
+    return hf.forward(model, x, cache, output_attentions=True).attentions

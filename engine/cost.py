@@ -20,11 +20,11 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .errors import InputError, ModelLoadError
+from .shape import ConfigReader, shape_error
 
 # Bytes per stored element. int8 / int4 are weight-only (or KV-only) quantisation:
 # stored small, turned back into bf16 before the matmul, so they change bytes, not the compute peak.
@@ -62,9 +62,9 @@ class ModelShape:
                      "head_dim", "vocab_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
-                raise _shape_error(self.name, f"{name} must be a positive whole number, got {value!r}")
+                raise shape_error(self.name, f"{name} must be a positive whole number, got {value!r}")
         if self.num_heads % self.num_kv_heads:
-            raise _shape_error(self.name, f"{self.num_kv_heads} K/V heads cannot serve {self.num_heads} query heads")
+            raise shape_error(self.name, f"{self.num_kv_heads} K/V heads cannot serve {self.num_heads} query heads")
 
     @classmethod
     def from_config(cls, config, name: str = "model") -> ModelShape:
@@ -74,30 +74,30 @@ class ModelShape:
         (the Llama, Qwen and Mistral default). `load_shape` goes through AutoConfig,
         which knows each family's own defaults.
         """
-        cfg = _text_config(config)
-        model_type = _field(cfg, "model_type") or ""
-        moe = [f for f in _MOE_FIELDS if (_field(cfg, f) or 0) > 0]
+        fields = ConfigReader.of(config, name)
+        model_type = fields.first("model_type") or ""
+        moe = [f for f in _MOE_FIELDS if (fields.first(f) or 0) > 0]
         if moe:
-            raise _shape_error(name, f"a mixture-of-experts config ({moe[0]}); this cost model counts dense layers")
-        hidden = _required(cfg, name, "hidden_size", "n_embd", "d_model")
-        num_heads = _required(cfg, name, "num_attention_heads", "n_head", "num_heads")
+            raise fields.error(f"a mixture-of-experts config ({moe[0]}); this cost model counts dense layers")
+        hidden = fields.required("hidden_size", "n_embd", "d_model")
+        num_heads = fields.required("num_attention_heads", "n_head", "num_heads")
         two = model_type in _TWO_MATRIX_MLP
-        intermediate = _field(cfg, "intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner")
+        intermediate = fields.first("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner")
         if intermediate is None and not two:
-            raise _shape_error(name, "the config has none of intermediate_size, ffn_hidden_size, ffn_dim, n_inner")
+            raise fields.error("the config has none of intermediate_size, ffn_hidden_size, ffn_dim, n_inner")
         return cls(
             name=name,
-            num_layers=_required(cfg, name, "num_hidden_layers", "n_layer", "num_layers"),
+            num_layers=fields.required("num_hidden_layers", "n_layer", "num_layers"),
             hidden_size=hidden,
             intermediate_size=intermediate if intermediate is not None else 4 * hidden,  # GPT-2's n_inner=None
             num_mlp_matrices=2 if two else 3,
             num_heads=num_heads,
-            num_kv_heads=_num_kv_heads(cfg, num_heads),
-            head_dim=_head_dim(cfg, name, hidden, num_heads),
-            vocab_size=_required(cfg, name, "vocab_size"),
-            tied_embeddings=bool(_field(cfg, "tie_word_embeddings")),
+            num_kv_heads=fields.num_kv_heads(num_heads),
+            head_dim=fields.head_dim(hidden, num_heads),
+            vocab_size=fields.required("vocab_size"),
+            tied_embeddings=bool(fields.first("tie_word_embeddings")),
             learned_positions=model_type in _LEARNED_POSITIONS,
-            max_positions=_field(cfg, "max_position_embeddings", "n_positions", "n_ctx"),
+            max_positions=fields.first("max_position_embeddings", "n_positions", "n_ctx"),
         )
 
     @property
@@ -139,51 +139,6 @@ def load_shape(folder: str | Path, name: str | None = None) -> ModelShape:
         raise ModelLoadError("model_load_failed", f"could not read {path / 'config.json'}: {reason}",
                              path=str(path), reason=reason) from None
     return ModelShape.from_config(config, name=name or path.name)
-
-
-def _text_config(config):
-    """Multimodal configs keep the language model's numbers in a sub-config."""
-    if isinstance(config, Mapping):
-        return config.get("text_config") or config
-    get = getattr(config, "get_text_config", None)
-    return get() if callable(get) else config
-
-
-def _field(cfg, *names: str):
-    for name in names:
-        value = cfg.get(name) if isinstance(cfg, Mapping) else getattr(cfg, name, None)
-        if value is not None:
-            return value
-    return None
-
-
-def _required(cfg, model_name: str, *names: str):
-    value = _field(cfg, *names)
-    if value is None:
-        raise _shape_error(model_name, f"the config has none of {', '.join(names)}")
-    return value
-
-
-def _head_dim(cfg, model_name: str, hidden: int, num_heads: int) -> int:
-    """The config's explicit head_dim (Qwen3, Gemma: not hidden / heads); else hidden / heads."""
-    head_dim = _field(cfg, "head_dim")
-    if head_dim is not None:
-        return head_dim
-    if hidden % num_heads:
-        raise _shape_error(model_name, f"no head_dim, and hidden size {hidden} does not split into {num_heads} heads")
-    return hidden // num_heads
-
-
-def _num_kv_heads(cfg, num_heads: int) -> int:
-    """As engine.model reads it: multi_query means one K/V head; no K/V field means one per query head."""
-    if _field(cfg, "multi_query") and not _field(cfg, "new_decoder_architecture"):
-        return 1
-    return _field(cfg, "num_key_value_heads", "num_kv_heads", "n_head_kv") or num_heads
-
-
-def _shape_error(model_name: str, reason: str) -> ModelLoadError:
-    return ModelLoadError("model_load_failed", f"could not read the shape of {model_name}: {reason}",
-                          path=model_name, reason=reason)
 
 
 # --- devices ------------------------------------------------------------------
@@ -247,15 +202,18 @@ def measure_this_machine(device: str | None = None) -> DeviceSpec:
         f"CPU ({os.cpu_count()} cores; torch threads: {torch.get_num_threads()})"
     sync = {"cuda": lambda: torch.cuda.synchronize(dev), "mps": lambda: torch.mps.synchronize()}.get(
         dev.type, lambda: None)  # GPU kernels run asynchronously: wait before reading the clock
-    copy_bytes = (1 << 30) if gpu else (128 << 20)
-    src = torch.empty(copy_bytes, dtype=torch.uint8, device=dev).fill_(1)
-    dst = torch.empty_like(src)
-    bandwidth = 2 * copy_bytes / _best_seconds(lambda: dst.copy_(src), sync)
-    del src, dst
+    bandwidth = _copy_bytes_per_s(torch, dev, (1 << 30) if gpu else (128 << 20), sync)
     sizes = {torch.float32: 4096 if gpu else 1024, torch.bfloat16: 8192 if gpu else 512}
     peaks = {dtype: _matmul_flops_per_s(torch, dev, dtype, n, sync) for dtype, n in sizes.items()}
     return DeviceSpec(f"this machine: {name} (measured)", peaks[torch.float32], peaks[torch.bfloat16], bandwidth,
                       source="measured", device_type=dev.type, spec=spec_for_device_name(name) if gpu else None)
+
+
+def _copy_bytes_per_s(torch, dev, copy_bytes: int, sync) -> float:
+    """One large copy reads and writes every byte: 2 x size moved. The buffers are freed on return."""
+    src = torch.empty(copy_bytes, dtype=torch.uint8, device=dev).fill_(1)
+    dst = torch.empty_like(src)
+    return 2 * copy_bytes / _best_seconds(lambda: dst.copy_(src), sync)
 
 
 def _matmul_flops_per_s(torch, dev, dtype, n: int, sync) -> float:

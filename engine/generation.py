@@ -15,20 +15,19 @@ draw while the model runs; `generate` collects the finished trace.
 from __future__ import annotations
 
 import dataclasses
-import functools
-import inspect
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
-from transformers import DynamicCache
 
+from . import hf
 from .errors import InputError, PhaseError
+from .hf import Cache, device_clock, eos_ids
 from .model import LoadedModel
 from .prompts import prompt_token_ids
-from .static import MODES, bucket_length
-from .trace import RequestTrace, Sampling, Step, StepsSoFar
+from .runners import Runner, bucket_length
+from .trace import ENGINE_MODES, RequestTrace, Sampling, Step, StepsSoFar
 
 MAX_NEW_TOKENS = 4096  # hard engine cap; apps set lower caps of their own
 
@@ -43,12 +42,12 @@ class GenerationConfig:
     top_p: float = 1.0  # keep the smallest set with this much probability; 1.0 = off
     seed: int = 0  # makes sampling repeat exactly
     ignore_eos: bool = False  # keep writing past EOS (benchmarks want fixed lengths)
-    mode: str = "eager"  # "eager" (growing cache), "static", "graph" (CUDA), "compiled": engine/static.py
+    mode: str = "eager"  # the runner: "eager" (growing cache), "static", "graph" (CUDA), "compiled" (runners.py)
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise InputError("mode_unknown", f"mode must be one of {', '.join(MODES)}, got {self.mode!r}",
-                             value=self.mode, choices=", ".join(MODES))
+        if self.mode not in ENGINE_MODES:
+            raise InputError("mode_unknown", f"mode must be one of {', '.join(ENGINE_MODES)}, got {self.mode!r}",
+                             value=self.mode, choices=", ".join(ENGINE_MODES))
         if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:
             raise InputError(
                 "max_new_tokens_range",
@@ -73,12 +72,7 @@ class GenerationConfig:
 # The two phases
 # ---------------------------------------------------------------------------
 
-def new_cache(model) -> DynamicCache:
-    """An empty KV cache for one request; it grows by one entry per position."""
-    return DynamicCache(config=model.config)
-
-
-def prefill(model, input_ids: torch.Tensor, cache: DynamicCache) -> tuple[torch.Tensor, DynamicCache]:
+def prefill(model, input_ids: torch.Tensor, cache: Cache) -> tuple[torch.Tensor, Cache]:
     """Process every prompt position in one pass.  input_ids: (1, S) -> logits (1, vocab).
 
     Only the last position's logits are kept: the first output token is
@@ -91,7 +85,7 @@ def prefill(model, input_ids: torch.Tensor, cache: DynamicCache) -> tuple[torch.
     return _forward(model, input_ids, cache)
 
 
-def decode_step(model, input_ids: torch.Tensor, cache: DynamicCache) -> tuple[torch.Tensor, DynamicCache]:
+def decode_step(model, input_ids: torch.Tensor, cache: Cache) -> tuple[torch.Tensor, Cache]:
     """Process exactly one new position; its query reads every cached K/V.  (1, 1) -> (1, vocab)."""
     if input_ids.dim() != 2 or input_ids.shape[-1] != 1:
         raise PhaseError(f"a decode step feeds exactly one new token: shape (1, 1), got {tuple(input_ids.shape)}")
@@ -100,36 +94,9 @@ def decode_step(model, input_ids: torch.Tensor, cache: DynamicCache) -> tuple[to
     return _forward(model, input_ids, cache)
 
 
-def _forward(model, input_ids: torch.Tensor, cache: DynamicCache) -> tuple[torch.Tensor, DynamicCache]:
-    start = cache.get_seq_length()
-    num_new = input_ids.shape[-1]
-    position_ids = torch.arange(start, start + num_new, device=input_ids.device).unsqueeze(0)  # (1, S)
-    kwargs = {_cache_keyword(type(model)): cache, "use_cache": True, "position_ids": position_ids}
-    if _accepts(type(model), "logits_to_keep"):
-        kwargs["logits_to_keep"] = 1
-    out = model(input_ids=input_ids, **kwargs)
-    next_cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None) or cache
-    return out.logits[:, -1, :], next_cache  # (1, vocab)
-
-
-@functools.cache
-def _accepts(model_cls, name: str) -> bool:
-    return name in inspect.signature(model_cls.forward).parameters
-
-
-@functools.cache
-def _cache_keyword(model_cls) -> str:
-    """transformers >= 5.24 names the forward argument `cache` (and warns on the old name)."""
-    return "cache" if _accepts(model_cls, "cache") else "past_key_values"
-
-
-def kv_bytes_per_layer(cache: DynamicCache) -> tuple[int, ...]:
-    """Bytes held by each layer's K and V tensors, measured from the tensors themselves."""
-    sizes = []
-    for layer in cache.layers:
-        tensors = (getattr(layer, "keys", None), getattr(layer, "values", None))
-        sizes.append(sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor)))
-    return tuple(sizes)
+def _forward(model, input_ids: torch.Tensor, cache: Cache) -> tuple[torch.Tensor, Cache]:
+    out = hf.forward(model, input_ids, cache)  # positions after the cache's length; last position's logits only
+    return out.logits[:, -1, :], hf.next_cache(out, cache)  # (1, vocab)
 
 
 # ---------------------------------------------------------------------------
@@ -152,27 +119,22 @@ def choose_token(logits: torch.Tensor, cfg: GenerationConfig, generator: torch.G
     return int(torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator))
 
 
-def _eos_ids(lm: LoadedModel) -> frozenset[int]:
-    ids = set()
-    for value in (lm.tokenizer.eos_token_id, getattr(lm.model.generation_config, "eos_token_id", None)):
-        ids.update(value if isinstance(value, (list, tuple)) else [value] if value is not None else [])
-    return frozenset(ids)
-
-
 # ---------------------------------------------------------------------------
 # The loop: 1) prefill, 2) decode until EOS or max_new_tokens
 # ---------------------------------------------------------------------------
 
 @dataclass(frozen=True)
-class _Pass:
-    input_ids: tuple[int, ...]
-    output_id: int
-    context_before: int
+class Pass:
+    """One forward pass of the Decode loop, as it ran."""
+
+    input_ids: tuple[int, ...]  # what it fed: the whole prompt (Prefill) or the one token chosen before
+    output_id: int  # the token it chose
+    context_before: int  # positions in the cache before it
     context_after: int
-    start: float | None  # perf_counter seconds, only when recording
+    start: float | None  # perf_counter seconds after the device finished, only when recording
     end: float | None
-    kv_bytes_per_layer: tuple[int, ...]
-    stop_reason: str | None  # set on the last pass
+    kv_bytes_per_layer: tuple[int, ...]  # () when not recording
+    stop_reason: str | None  # set on the last pass: "eos" or "length"
     lock_wait_s: float = 0.0  # time spent waiting to acquire the model lock before this pass
     attention_kernel: str = ""  # the SDPA kernel(s) this pass ran (engine/attention.py)
     mode: str = "eager"  # the engine mode that really ran (a failed graph capture runs "static")
@@ -180,84 +142,63 @@ class _Pass:
     setup_s: float = 0.0  # first pass only: building this request's runner (allocate, compile, capture)
 
 
-def _passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[_Pass]:
-    if cfg.mode != "eager":
-        yield from _static_passes(lm, prompt_ids, cfg, record)
-        return
-    model, device = lm.model, lm.device
-    cache = new_cache(model)
+def passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[Pass]:
+    """The Decode loop, for every engine mode: 1) prefill, 2) decode until EOS or max_new_tokens.
+
+    The runner (engine/runners.py) is the mode: it owns the cache and runs each pass. `record`
+    reads the device clock and the cache's bytes around every pass; off, only tokens come out.
+    """
+    runner, setup_s = _take_runner(lm, len(prompt_ids) + cfg.max_new_tokens, cfg.mode)
+    try:
+        yield from _run(lm, runner, prompt_ids, cfg, record, setup_s)
+    finally:
+        lm.runners.release(runner, cfg.mode)
+
+
+def _take_runner(lm: LoadedModel, num_positions: int, mode: str) -> tuple[Runner, float]:
+    """This request's runner, and how long building it took (0 for eager, about 0 for a pooled one)."""
+    if mode == "eager":  # a fresh growing cache: nothing to build, nothing to wait for
+        return lm.runners.acquire(lm.model, num_positions, mode, lm.kernels), 0.0
+    if mode == "graph" and lm.device.type != "cuda":
+        raise InputError("graph_needs_cuda", f"graph mode needs a CUDA GPU; this model runs on {lm.device.type}",
+                         device=lm.device.type)
+    max_len = bucket_length(num_positions, lm.info.max_positions)
+    with lm.lock:  # building a runner runs the model (and may capture a graph): not inside another pass's time
+        built = time.perf_counter()
+        runner = lm.runners.acquire(lm.model, max_len, mode, lm.kernels)
+        return runner, time.perf_counter() - built
+
+
+def _run(lm: LoadedModel, runner: Runner, prompt_ids: list[int], cfg: GenerationConfig, record: bool,
+         setup_s: float) -> Iterator[Pass]:
+    device = lm.device
     generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
-    eos = frozenset() if cfg.ignore_eos else _eos_ids(lm)
-    fed = list(prompt_ids)
+    eos = frozenset() if cfg.ignore_eos else eos_ids(lm)
+    fed, position = list(prompt_ids), 0
     for i in range(cfg.max_new_tokens):
-        before = cache.get_seq_length()
         asked = time.perf_counter()
         with lm.lock:  # one timed pass at a time on this model: another request's pass makes us queue here
             lock_wait_s = time.perf_counter() - asked
             with torch.inference_mode():
-                start = _clock(device) if record else None
-                x = torch.tensor([fed], device=device)  # (1, S) for prefill, (1, 1) for decode
-                logits, cache = prefill(model, x, cache) if i == 0 else decode_step(model, x, cache)
+                start = device_clock(device) if record else None
+                logits = runner.prefill(fed) if i == 0 else runner.decode(fed[0], position)
                 token = choose_token(logits, cfg, generator)  # .item(): waits for the device
-                end = _clock(device) if record else None
-                kv = kv_bytes_per_layer(cache) if record else ()
-                kernel = lm.kernels.take()
+                end = device_clock(device) if record else None
+                kv = runner.kv_bytes_per_layer() if record else ()
+                kernel = runner.take_kernel()
+        before, position = position, position + len(fed)
         stop = "eos" if token in eos else "length" if i == cfg.max_new_tokens - 1 else None
-        yield _Pass(tuple(fed), token, before, before + len(fed), start, end, kv, stop, lock_wait_s, kernel)
+        yield Pass(input_ids=tuple(fed), output_id=token, context_before=before, context_after=position,
+                   start=start, end=end, kv_bytes_per_layer=kv, stop_reason=stop, lock_wait_s=lock_wait_s,
+                   attention_kernel=kernel, mode=runner.mode, note=runner.note, setup_s=setup_s if i == 0 else 0.0)
         if stop:
             return
         fed = [token]  # the chain: the next pass can only start from this token
 
 
-def _static_passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[_Pass]:
-    """The same loop on a preallocated cache; Decode replays a CUDA graph in "graph" mode and runs the
-    torch.compile'd step in "compiled" mode (engine/static.py)."""
-    if cfg.mode == "graph" and lm.device.type != "cuda":
-        raise InputError("graph_needs_cuda", f"graph mode needs a CUDA GPU; this model runs on {lm.device.type}",
-                         device=lm.device.type)
-    max_len = bucket_length(len(prompt_ids) + cfg.max_new_tokens, lm.info.max_positions)
-    with lm.lock:  # building a runner runs the model (and may capture a graph): not inside another pass's time
-        built = time.perf_counter()
-        runner = lm.runners.acquire(lm.model, max_len, cfg.mode, lm.kernels)
-        setup_s = time.perf_counter() - built  # about 0 when a pooled runner was free
-    try:
-        generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
-        eos = frozenset() if cfg.ignore_eos else _eos_ids(lm)
-        fed, position = list(prompt_ids), 0
-        for i in range(cfg.max_new_tokens):
-            asked = time.perf_counter()
-            with lm.lock:
-                lock_wait_s = time.perf_counter() - asked
-                with torch.inference_mode():
-                    start = _clock(lm.device) if record else None
-                    logits = runner.prefill(fed) if i == 0 else runner.decode(fed[0], position)
-                    token = choose_token(logits, cfg, generator)
-                    end = _clock(lm.device) if record else None
-                    kv = kv_bytes_per_layer(runner.cache) if record else ()  # reserved: the whole length
-                    kernel = lm.kernels.take() or runner.decode_kernel  # a replayed graph runs no Python
-            before, position = position, position + len(fed)
-            stop = "eos" if token in eos else "length" if i == cfg.max_new_tokens - 1 else None
-            yield _Pass(tuple(fed), token, before, position, start, end, kv, stop, lock_wait_s, kernel, runner.mode,
-                        runner.note, setup_s if i == 0 else 0.0)
-            if stop:
-                return
-            fed = [token]
-    finally:
-        lm.runners.release(runner, cfg.mode)
-
-
-def _clock(device: torch.device) -> float:
-    """Host time after the device finished its queued work (CUDA runs asynchronously)."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    elif device.type == "mps":
-        torch.mps.synchronize()
-    return time.perf_counter()
-
-
 def generate_ids(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig) -> list[int]:
     """The same loop with recording off: token ids only (benchmarks, warm-up)."""
-    return [p.output_id for p in _passes(lm, prompt_ids, cfg, record=False)]
+    return [p.output_id for p in passes(lm, prompt_ids, cfg, record=False)]
 
 
 def generate_ids_no_cache(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig) -> list[int]:
@@ -272,18 +213,18 @@ def no_cache_passes(
     lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool,
 ) -> Iterator[tuple[int, float | None]]:
     """The cache-off loop, one (token, pass ms or None) per pass: pass t feeds all
-    prompt_len + t positions again. Timed like `_passes`: under the model lock, after
+    prompt_len + t positions again. Timed like `passes`: under the model lock, after
     a device synchronize."""
     generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
-    eos = frozenset() if cfg.ignore_eos else _eos_ids(lm)
+    eos = frozenset() if cfg.ignore_eos else eos_ids(lm)
     ids = list(prompt_ids)
     for _ in range(cfg.max_new_tokens):
         with lm.lock, torch.inference_mode():
-            start = _clock(lm.device) if record else None
+            start = device_clock(lm.device) if record else None
             x = torch.tensor([ids], device=lm.device)  # (1, prompt_len + t): every position again
-            logits = lm.model(input_ids=x, use_cache=False).logits[:, -1, :]  # (1, vocab)
+            logits = hf.forward(lm.model, x, None, logits_to_keep=None).logits[:, -1, :]  # (1, vocab)
             token = choose_token(logits, cfg, generator)
-            ms = (_clock(lm.device) - start) * 1e3 if record else None
+            ms = (device_clock(lm.device) - start) * 1e3 if record else None
         yield token, ms
         if token in eos:
             return
@@ -324,7 +265,8 @@ def check_prompt_text(prompt: str) -> None:
         raise InputError("empty_prompt", "the prompt is empty")
 
 
-def encode_prompt(lm: LoadedModel, prompt: str, cfg: GenerationConfig, max_prompt_tokens: int | None = None) -> list[int]:
+def encode_prompt(lm: LoadedModel, prompt: str, cfg: GenerationConfig,
+                  max_prompt_tokens: int | None = None) -> list[int]:
     """Token ids of the prompt (with the tokenizer's special tokens), checked against the context and any cap."""
     check_prompt_text(prompt)
     ids = prompt_token_ids(lm.tokenizer, prompt)
@@ -378,7 +320,7 @@ def stream_trace(
     steps: list[Step] = []  # append-only: every partial trace views a prefix of it
     pieces: dict[int, str] = {}  # token id -> its piece: answers repeat tokens (。 的 the), decoding costs ~75 µs
     consumer_s = 0.0  # how long the caller held the loop after the previous yield
-    for index, p in enumerate(_passes(lm, prompt_ids, cfg, record=True)):
+    for index, p in enumerate(passes(lm, prompt_ids, cfg, record=True)):
         if p.setup_s:
             # A runner is built once per cache bucket and then pooled, as a server compiles and captures at
             # start-up: the request's clock skips it, so TTFT is the request's own, and the trace says how long.
@@ -402,7 +344,7 @@ def stream_trace(
 
 
 def _to_step(
-    p: _Pass, index: int, request_id: str, t0: float, input_pieces: str | tuple[str, ...], output_piece: str,
+    p: Pass, index: int, request_id: str, t0: float, input_pieces: str | tuple[str, ...], output_piece: str,
     consumer_s: float,
 ) -> Step:
     return Step(

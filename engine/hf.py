@@ -7,6 +7,7 @@ transformers version that renames an argument is one edit in one file:
     accepts(type(model), name)        whether the model's forward takes `name` (logits_to_keep, cache_position)
     forward(model, ids, cache, ...)   the forward call itself: every pass the engine times goes through it
     new_cache(model)                  an empty growing cache; static_cache(model, n) a preallocated one
+    Cache                             the type both are (transformers.Cache), for annotations
     eos_ids(lm)                       the token ids that end an answer
     device_clock(device)              host time once the device has finished its queued work
 """
@@ -18,7 +19,7 @@ import inspect
 import time
 
 import torch
-from transformers import DynamicCache, StaticCache
+from transformers import Cache, DynamicCache, StaticCache
 
 
 @functools.cache
@@ -33,10 +34,19 @@ def cache_keyword(model_cls) -> str:
     return "cache" if accepts(model_cls, "cache") else "past_key_values"
 
 
-def forward(model, input_ids: torch.Tensor, cache, *, position_ids: torch.Tensor | None = None,
+@torch.compiler.assume_constant_result
+def _call_names(model_cls) -> tuple[str, bool]:
+    """(the cache keyword, whether forward takes logits_to_keep). Marked constant so that a compiled
+    Decode step (engine/runners.py) bakes the answer in: tracing the cached signature lookups instead
+    makes torch.compile warn about functools.cache on every new compile."""
+    return cache_keyword(model_cls), accepts(model_cls, "logits_to_keep")
+
+
+def forward(model, input_ids: torch.Tensor, cache: Cache | None = None, *, position_ids: torch.Tensor | None = None,
             logits_to_keep: int | torch.Tensor | None = 1, **options):
     """One forward pass of `input_ids` (B, S), written into `cache` after what it holds; the model's output.
 
+    cache: None runs without one (nothing is kept: the "before" picture of the lesson).
     position_ids: (B, S); by default the S positions after the cache's length, the same in every row.
     logits_to_keep: 1 keeps only the last position's logits (all that choosing a token needs), a tensor
     keeps those positions, None keeps every position. A model whose forward does not take it computes
@@ -44,11 +54,16 @@ def forward(model, input_ids: torch.Tensor, cache, *, position_ids: torch.Tensor
     options: further keyword arguments for the model's forward (attention_mask, output_attentions, ...).
     """
     if position_ids is None:
-        start = cache.get_seq_length()
+        start = 0 if cache is None else cache.get_seq_length()
         batch, num_new = input_ids.shape
-        position_ids = torch.arange(start, start + num_new, device=input_ids.device).unsqueeze(0).expand(batch, -1)
-    kwargs = {cache_keyword(type(model)): cache, "use_cache": True, "position_ids": position_ids, **options}
-    takes_keep = logits_to_keep is not None and accepts(type(model), "logits_to_keep")
+        position_ids = torch.arange(start, start + num_new, device=input_ids.device).unsqueeze(0)  # (1, S)
+        if batch > 1:  # one operator call more, so only when there are rows to share it
+            position_ids = position_ids.expand(batch, -1)  # (B, S)
+    keyword, keeps_logits = _call_names(type(model))
+    kwargs = {"use_cache": cache is not None, "position_ids": position_ids, **options}
+    if cache is not None:
+        kwargs[keyword] = cache
+    takes_keep = logits_to_keep is not None and keeps_logits
     if takes_keep:
         kwargs["logits_to_keep"] = logits_to_keep
     out = model(input_ids=input_ids, **kwargs)
@@ -64,7 +79,7 @@ def _kept(logits: torch.Tensor, logits_to_keep: int | torch.Tensor) -> torch.Ten
     return logits[:, logits_to_keep, :]
 
 
-def next_cache(out, cache):
+def next_cache(out, cache: Cache) -> Cache:
     """The cache a forward pass hands back (transformers >= 5.24 calls it `cache`), else the one passed in."""
     return getattr(out, "cache", None) or getattr(out, "past_key_values", None) or cache
 

@@ -28,7 +28,9 @@ from . import attention, presets
 from .attention import KernelLog
 from .config import EngineSettings
 from .errors import ModelLoadError
-from .static import RunnerPool
+from .prompts import prompt_token_ids
+from .runners import EagerRunner, RunnerPool
+from .shape import ConfigReader
 from .trace import ModelInfo
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "default_model"
@@ -56,7 +58,7 @@ class LoadedModel:
     load_ms: float
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # Which attention kernel each pass ran (engine/attention.py), and preallocated caches for the
-    # static and graph modes (engine/static.py). Both change as the model runs; neither changes a token.
+    # static, graph and compiled modes (engine/runners.py). Both change as the model runs; neither changes a token.
     kernels: KernelLog = field(default_factory=KernelLog, repr=False)
     runners: RunnerPool = field(default_factory=RunnerPool, repr=False)
 
@@ -83,7 +85,8 @@ def set_num_threads(num_threads: int | None = None) -> int:
 def resolve_device(device: str = "auto") -> torch.device:
     """auto picks cuda, then mps, then cpu. An explicit device must exist."""
     if device not in DEVICES:
-        raise ModelLoadError("device_unavailable", f"unknown device {device!r}; use one of {', '.join(DEVICES)}", device=device)
+        raise ModelLoadError("device_unavailable", f"unknown device {device!r}; use one of {', '.join(DEVICES)}",
+                             device=device)
     has_mps = getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available()
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "mps" if has_mps else "cpu"
@@ -219,7 +222,8 @@ def load_model(
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         if source == hub_id_for(path) and local_only:
             reason = f"the Hugging Face Hub cannot be reached (offline?) and it is not in the local cache ({reason})"
-        raise ModelLoadError("model_load_failed", f"could not load {path}: {reason}", path=str(path), reason=reason) from err
+        raise ModelLoadError("model_load_failed", f"could not load {path}: {reason}", path=str(path),
+                             reason=reason) from err
     model.to(dev).eval()
     info = dataclasses.replace(describe(model, config, model_id, torch_dtype, dev), random_weights=preset is not None)
     draft = LoadedModel(model=model, tokenizer=tokenizer, info=info, path=source, load_ms=0.0,
@@ -229,33 +233,27 @@ def load_model(
     return dataclasses.replace(draft, load_ms=(time.perf_counter() - start) * 1e3)
 
 
-def _text_config(config):
-    """Multimodal configs keep the language model's numbers in a sub-config."""
-    get = getattr(config, "get_text_config", None)
-    return get() if callable(get) else config
-
-
 def describe(model, config, model_id: str, dtype: torch.dtype, device: torch.device) -> ModelInfo:
     """The numbers a learner needs to explain the KV cache: layers, heads, head_dim, window.
 
     Each number comes from a config field that exists; a config that lacks one
     raises ModelLoadError naming the fields tried, instead of guessing a shape.
     """
-    cfg = _text_config(config)
-    num_layers = _first_attr(cfg, model_id, "num_hidden_layers", "n_layer", "num_layers")
-    num_heads = _first_attr(cfg, model_id, "num_attention_heads", "n_head", "num_heads")
-    hidden = _first_attr(cfg, model_id, "hidden_size", "n_embd", "d_model")
-    window, num_sliding_layers = _sliding_layers(cfg, num_layers)
+    fields = ConfigReader.of(config, model_id, failure="could not load")
+    num_layers = fields.required("num_hidden_layers", "n_layer", "num_layers")
+    num_heads = fields.required("num_attention_heads", "n_head", "num_heads")
+    hidden = fields.required("hidden_size", "n_embd", "d_model")
+    window, num_sliding_layers = fields.sliding_layers(num_layers)
     return ModelInfo(
         model_id=model_id,
         architecture=(getattr(config, "architectures", None) or [type(model).__name__])[0],
         num_layers=num_layers,
         num_heads=num_heads,
-        num_kv_heads=_num_kv_heads(cfg, num_heads, model_id),
-        head_dim=_head_dim(cfg, hidden, num_heads, model_id),
+        num_kv_heads=fields.num_kv_heads(num_heads),
+        head_dim=fields.head_dim(hidden, num_heads),
         hidden_size=hidden,
-        vocab_size=_first_attr(cfg, model_id, "vocab_size"),
-        max_positions=_first_attr(cfg, model_id, "max_position_embeddings", "n_positions", "n_ctx", "seq_length"),
+        vocab_size=fields.required("vocab_size"),
+        max_positions=fields.required("max_position_embeddings", "n_positions", "n_ctx", "seq_length"),
         num_params=sum(p.numel() for p in model.parameters()),
         dtype=str(dtype).removeprefix("torch."),
         bytes_per_element=torch.empty((), dtype=dtype).element_size(),
@@ -265,66 +263,13 @@ def describe(model, config, model_id: str, dtype: torch.dtype, device: torch.dev
     )
 
 
-def _num_kv_heads(cfg, num_heads: int, model_id: str) -> int:
-    """K/V heads per layer, from the field this config family uses.
-
-    Falcon-7B and GPT-BigCode say `multi_query` (one K/V head shared by every
-    query head); Falcon's own `num_kv_heads` then still holds the query count,
-    so multi_query is read first. A config with no K/V field at all is plain
-    multi-head attention (GPT-2): one K/V head per query head.
-    """
-    if getattr(cfg, "multi_query", False) and not getattr(cfg, "new_decoder_architecture", False):
-        return 1
-    found = [getattr(cfg, name) for name in _KV_HEAD_FIELDS if getattr(cfg, name, None) is not None]
-    num_kv_heads = found[0] if found else num_heads
-    if not isinstance(num_kv_heads, int) or num_kv_heads < 1 or num_heads % num_kv_heads:
-        raise _shape_error(model_id, f"{num_kv_heads!r} K/V heads cannot serve {num_heads} query heads "
-                                     f"(read from {', '.join(_KV_HEAD_FIELDS)})")
-    return num_kv_heads
-
-
-_KV_HEAD_FIELDS = ("num_key_value_heads", "num_kv_heads", "n_head_kv")
-
-
-def _head_dim(cfg, hidden: int, num_heads: int, model_id: str) -> int:
-    """The config's head_dim; else hidden / heads, which must divide evenly to be a head size."""
-    head_dim = getattr(cfg, "head_dim", None)
-    if head_dim is not None:
-        return head_dim
-    if hidden % num_heads:
-        raise _shape_error(model_id, f"no head_dim, and hidden size {hidden} does not split into {num_heads} heads")
-    return hidden // num_heads
-
-
-def _sliding_layers(cfg, num_layers: int) -> tuple[int | None, int]:
-    """(window, number of layers using it), decided per layer as transformers' DynamicCache does:
-    `layer_types` when the config lists them, else every layer when `sliding_window` is set."""
-    window = getattr(cfg, "sliding_window", None) or getattr(cfg, "attention_chunk_size", None)
-    if not window:
-        return None, 0
-    layer_types = getattr(cfg, "layer_types", None)
-    count = num_layers if layer_types is None else \
-        sum(kind in ("sliding_attention", "chunked_attention") for kind in layer_types)
-    return (int(window), count) if count else (None, 0)
-
-
-def _first_attr(cfg, model_id: str, *names: str):
-    for name in names:
-        value = getattr(cfg, name, None)
-        if value is not None:
-            return value
-    raise _shape_error(model_id, f"the config has none of {', '.join(names)}")
-
-
-def _shape_error(model_id: str, reason: str) -> ModelLoadError:
-    """A config this lesson cannot read its KV-cache shape from: say which model and which fields."""
-    return ModelLoadError("model_load_failed", f"could not load {model_id}: {reason}", path=model_id, reason=reason)
-
-
 def _warm_up(loaded: LoadedModel) -> None:
-    """One small prefill + decode so the first real request is not timed cold."""
-    from .generation import GenerationConfig, generate_ids  # late: generation imports this module
-    from .prompts import prompt_token_ids
-
+    """One small prefill + decode step so the first real request is not timed cold (kernels chosen,
+    allocator warmed): on an eager runner, as a request's default mode runs, choosing greedily."""
     ids = prompt_token_ids(loaded.tokenizer, "warm up") or [0]
-    generate_ids(loaded, ids, GenerationConfig(max_new_tokens=2, ignore_eos=True))
+    runner = EagerRunner(loaded.model, loaded.kernels)
+    with loaded.lock, torch.inference_mode():
+        token = int(runner.prefill(ids)[0].argmax())
+        runner.take_kernel()
+        runner.decode(token, len(ids))
+        runner.take_kernel()

@@ -10,7 +10,7 @@ model, or on a fast GPU, these calls are most of the step. Two measurements show
     us = per_op_host_us(lm.device)    # what one tiny call costs on this device
     ops.kernels * us / 1e3            # ms of the step that is call overhead (an estimate)
 
-The engine's "static", "graph" and "compiled" modes (engine/static.py) attack this.
+The engine's "static", "graph" and "compiled" runners (engine/runners.py) attack this.
 "compiled" fuses the small calls into a few generated kernels. "graph" replays the
 whole step with a single launch.
 """
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .generation import decode_step, new_cache, prefill
+from .generation import decode_step, prefill
+from .hf import new_cache
 from .model import LoadedModel
 
 

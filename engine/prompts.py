@@ -131,7 +131,8 @@ def extend_prompt(tokenizer, prompt: str, target_tokens: int) -> str:
     # Marks can merge with their neighbours, so try each and keep the closest to the target.
     gap = target_tokens - count_tokens(tokenizer, filler + prompt)
     high = 4 * gap + 4  # marks that merge (several spaces in one token) need more than one per token
-    candidates = [filler + pad * _largest(lambda m: fits(filler + pad * m), high) + prompt for pad in pad_marks_for(prompt)]
+    candidates = [filler + pad * _largest(lambda m: fits(filler + pad * m), high) + prompt
+                  for pad in pad_marks_for(prompt)]
     return max(candidates, key=lambda text: count_tokens(tokenizer, text))
 
 

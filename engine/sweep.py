@@ -8,7 +8,7 @@
 Every point is measured: one warm-up pass, then `repeats` timed passes, median kept
 (a shared machine's noise lands in single passes; the median ignores a few). A
 pass is one real forward with a real KV cache, timed from the host after the
-device finished (engine.generation._clock). The token ids are a fixed random draw:
+device finished (engine.hf.device_clock). The token ids are a fixed random draw:
 the time of a pass does not depend on which tokens it reads.
 
 - prefill: a (1, n) pass into an empty cache. The prompt's share of TTFT (no tokenizing).
@@ -25,8 +25,9 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
-from .cost import DEVICE_SPECS, DeviceSpec, ModelShape, pass_cost
+from .cost import DEVICE_SPECS, TORCH_DTYPES, DeviceSpec, ModelShape, measure_this_machine, pass_cost
 from .errors import InputError
+from .trace import RANDOM_WEIGHTS_NOTE
 
 KINDS = ("prefill", "decode-context", "decode-batch")
 DEFAULT_POINTS = {
@@ -38,8 +39,6 @@ MAX_BATCH = 64
 DEFAULT_REPEATS = 3
 DEFAULT_BATCH_CONTEXT = 128  # positions every row of a batched Decode step has cached
 SCHEMA = "prefill-decode.sweep/1"
-# the torch dtype a model runs in -> the cost model's name for its bytes per element
-COST_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,7 @@ def check_points(kind: str, points: Sequence[int] | None, max_positions: int | N
 
 
 def default_weight_dtype(torch_dtype: str) -> str:
-    return COST_DTYPES.get(torch_dtype, "fp32")
+    return TORCH_DTYPES.get(torch_dtype, "fp32")
 
 
 def run_sweep(lm, kind: str, points: Sequence[int] | None = None, *, repeats: int = DEFAULT_REPEATS,
@@ -137,11 +136,40 @@ def run_sweep(lm, kind: str, points: Sequence[int] | None = None, *, repeats: in
     measured on a CPU). `cap`: leave out points above it (a server's limit). `progress(done,
     total, point)` is called after every point; an exception from it stops the sweep.
     """
-    import torch
-
-    from .cost import measure_this_machine
+    import torch  # only a sweep that measures needs torch: the CLI's parser and Sweep.from_json do not
 
     info = lm.info
+    values, skipped = _checked_values(info, kind, points, repeats, batch_context, cap)
+    spec = device_spec or (DEVICE_SPECS["h200"] if lm.device.type == "cuda" else measure_this_machine("cpu"))
+    shape = ModelShape.from_config(lm.model.config, name=info.model_id)
+    weight_dtype = default_weight_dtype(info.dtype)
+    dtypes = dict(weight_dtype=weight_dtype, kv_dtype=weight_dtype)
+    generator = torch.Generator().manual_seed(seed)
+    measured: list[SweepPoint] = []
+    with torch.inference_mode():
+        reference = None  # the Decode sweeps cut each point's cache from one filled cache
+        if kind != "prefill":
+            reference = _filled_cache(lm, values[-1] if kind == "decode-context" else batch_context, generator)
+        for value in values:
+            n, c, b = {"prefill": (value, 0, 1), "decode-context": (1, value, 1),
+                       "decode-batch": (1, batch_context, value)}[kind]
+            times = _time_point(lm, n, c, b, reference, repeats, generator)
+            cost = pass_cost(shape, spec, new_positions=n, context=c, batch=b, **dtypes)
+            measured.append(SweepPoint(value=value, new_positions=n, context=c, batch=b, times_ms=times,
+                                       median_ms=statistics.median(times), floor_ms=cost.floor_ms,
+                                       compute_ms=cost.compute_ms, memory_ms=cost.memory_ms, bound=cost.bound,
+                                       flops=cost.flops, bytes=cost.bytes))
+            if progress is not None:
+                progress(len(measured), len(values), measured[-1])
+    return Sweep(kind=kind, model_id=info.model_id, random_weights=info.random_weights, device=info.device,
+                 dtype=info.dtype, device_spec=spec.name, repeats=repeats,
+                 batch_context=batch_context if kind == "decode-batch" else 0,
+                 points=tuple(measured), skipped=skipped, **dtypes)
+
+
+def _checked_values(info, kind: str, points: Sequence[int] | None, repeats: int, batch_context: int,
+                    cap: int | None) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """check_points for this model, after the repeats and the batch sweep's context are checked."""
     if not isinstance(repeats, int) or not 1 <= repeats <= 50:
         raise InputError("length_range", f"repeats must be between 1 and 50, got {repeats!r}",
                          name="repeats", value=repeats)
@@ -154,35 +182,7 @@ def run_sweep(lm, kind: str, points: Sequence[int] | None = None, *, repeats: in
     if not values:
         raise InputError("length_range", f"no sweep point fits this model ({info.max_positions} positions)"
                                          + (f" and the cap of {cap}" if cap else ""), name="points", value=skipped[0])
-    spec = device_spec or (DEVICE_SPECS["h200"] if lm.device.type == "cuda" else measure_this_machine("cpu"))
-    shape = ModelShape.from_config(lm.model.config, name=info.model_id)
-    weight_dtype = default_weight_dtype(info.dtype)
-    kv_dtype = weight_dtype
-    generator = torch.Generator().manual_seed(seed)
-    measured: list[SweepPoint] = []
-    with torch.inference_mode():
-        reference = None
-        if kind == "decode-context":
-            reference = _filled_cache(lm, values[-1], generator)
-        elif kind == "decode-batch":
-            reference = _filled_cache(lm, batch_context, generator)
-        for value in values:
-            n, c, b = {"prefill": (value, 0, 1), "decode-context": (1, value, 1),
-                       "decode-batch": (1, batch_context, value)}[kind]
-            times = _time_point(lm, n, c, b, reference, repeats, generator)
-            cost = pass_cost(shape, spec, new_positions=n, context=c, batch=b,
-                             weight_dtype=weight_dtype, kv_dtype=kv_dtype)
-            point = SweepPoint(value=value, new_positions=n, context=c, batch=b, times_ms=times,
-                               median_ms=statistics.median(times), floor_ms=cost.floor_ms,
-                               compute_ms=cost.compute_ms, memory_ms=cost.memory_ms, bound=cost.bound,
-                               flops=cost.flops, bytes=cost.bytes)
-            measured.append(point)
-            if progress is not None:
-                progress(len(measured), len(values), point)
-    return Sweep(kind=kind, model_id=info.model_id, random_weights=info.random_weights, device=info.device,
-                 dtype=info.dtype, device_spec=spec.name, weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-                 repeats=repeats, batch_context=batch_context if kind == "decode-batch" else 0,
-                 points=tuple(measured), skipped=skipped)
+    return values, skipped
 
 
 def _random_ids(lm, batch: int, length: int, generator):
@@ -194,23 +194,14 @@ def _random_ids(lm, batch: int, length: int, generator):
 
 def _forward(lm, ids, cache):
     """One pass of (b, n) new positions after what `cache` holds; only the last position's logits."""
-    import torch
+    from . import hf  # torch and transformers: imported by a sweep that measures, not by the CLI's parser
 
-    from .generation import _accepts, _cache_keyword
-
-    model = lm.model
-    start = cache.get_seq_length()
-    batch, num_new = ids.shape
-    position_ids = torch.arange(start, start + num_new, device=ids.device).unsqueeze(0).expand(batch, -1)
-    kwargs = {_cache_keyword(type(model)): cache, "use_cache": True, "position_ids": position_ids}
-    if _accepts(type(model), "logits_to_keep"):
-        kwargs["logits_to_keep"] = 1
-    return model(input_ids=ids, **kwargs).logits[:, -1, :]
+    return hf.forward(lm.model, ids, cache).logits[:, -1, :]
 
 
 def _filled_cache(lm, positions: int, generator):
     """A cache holding `positions` positions of one row, filled by a real Prefill (not timed)."""
-    from .generation import new_cache
+    from .hf import new_cache
 
     cache = new_cache(lm.model)
     with lm.lock:
@@ -220,7 +211,7 @@ def _filled_cache(lm, positions: int, generator):
 
 def _cache_copy(lm, reference, positions: int, batch: int):
     """A fresh cache with the first `positions` positions of `reference`, copied into `batch` rows."""
-    from .generation import new_cache
+    from .hf import new_cache
 
     cache = new_cache(lm.model)
     for index, layer in enumerate(reference.layers):
@@ -231,17 +222,17 @@ def _cache_copy(lm, reference, positions: int, batch: int):
 
 def _time_point(lm, n: int, c: int, b: int, reference, repeats: int, generator) -> tuple[float, ...]:
     """One warm-up pass, then `repeats` timed passes, each on a fresh cache of c positions (b rows)."""
-    from .generation import _clock, new_cache
+    from .hf import device_clock, new_cache
 
     times = []
     for attempt in range(repeats + 1):
         cache = new_cache(lm.model) if c == 0 else _cache_copy(lm, reference, c, b)
         ids = _random_ids(lm, b, n, generator)
         with lm.lock:  # one pass at a time on a shared model: another visitor's pass is not in this time
-            start = _clock(lm.device)
+            start = device_clock(lm.device)
             logits = _forward(lm, ids, cache)
             logits.argmax(-1).tolist()  # the answer on the host, as a real step needs it
-            end = _clock(lm.device)
+            end = device_clock(lm.device)
         if attempt:  # the first pass is the warm-up
             times.append((end - start) * 1e3)
         del cache
@@ -261,7 +252,6 @@ def format_sweep(sweep: Sweep) -> str:
              f"model {sweep.model_id} on {sweep.device} ({sweep.dtype}); floors: {sweep.device_spec}, weights "
              f"{sweep.weight_dtype}, KV {sweep.kv_dtype}; median of {sweep.repeats} after a warm-up"]
     if sweep.random_weights:
-        from .trace import RANDOM_WEIGHTS_NOTE
         lines.append(f"note: {RANDOM_WEIGHTS_NOTE}")
     lines.append("")
     columns = (COLUMN_NAMES[sweep.kind], "median ms", "min ms", "max ms", "floor ms", "bound", "floor/measured",

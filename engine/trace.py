@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 SCHEMA_VERSION = 2
-ENGINE_MODES = ("eager", "static", "graph", "compiled")  # engine/static.py explains each
+ENGINE_MODES = ("eager", "static", "graph", "compiled")  # engine/runners.py explains each
 # Version 1 traces had no lock_wait_ms / consumer_ms per step; they load with both
 # at 0.0 (not recorded) and are upgraded to the current version.
 READABLE_SCHEMA_VERSIONS = (1, 2)
@@ -337,7 +337,7 @@ class RequestTrace:
     output_text: str = ""
     schema_version: int = field(default=SCHEMA_VERSION)
     # "eager" (a growing cache), "static" (preallocated), "graph" (static + a replayed CUDA graph for
-    # Decode) or "compiled" (static + torch.compile; captured on CUDA): engine/static.py. Written after
+    # Decode) or "compiled" (static + torch.compile; captured on CUDA): engine/runners.py. Written after
     # the fields above so older traces load as "eager".
     engine_mode: str = "eager"
     engine_note: str = ""  # why the mode asked for did not fully run (a failed capture or compile), else ""

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import hf
 from ..attention import chosen_kernel_attention
-from ..generation import _accepts, _cache_keyword
 from .block_manager import BlockManager
 from .sequence import Sequence
 
@@ -175,8 +175,6 @@ class ModelRunner:
         self.model, self.store, self.blocks = model, store, blocks
         self.device = next(model.parameters()).device
         self.dtype = store.keys[0].dtype
-        self.cache_keyword = _cache_keyword(type(model))
-        self.keeps_logits = _accepts(type(model), "logits_to_keep")
         # engine/attention.py logs which SDPA kernel each layer ran; read (and cleared) after every pass
         self.kernel_log = next((m._prefill_decode_kernels for m in model.modules()
                                 if hasattr(m, "_prefill_decode_kernels")), None)
@@ -191,14 +189,11 @@ class ModelRunner:
         inputs = self._inputs(works)
         # A 4D mask is taken as-is by transformers (no mask is built from the cache); serving_attention
         # ignores it: the plan says which keys each query sees.
-        kwargs = {self.cache_keyword: inputs["cache"], "use_cache": True, "position_ids": inputs["position_ids"],
-                  "attention_mask": self.placeholder_mask, "serving_plan": inputs["plan"]}
         with _serving_attention_on(self.model):
-            if self.keeps_logits:
-                logits = self.model(input_ids=inputs["input_ids"], logits_to_keep=inputs["emit_rows"], **kwargs)
-                logits = logits.logits[0]  # (num emitting, vocab)
-            else:
-                logits = self.model(input_ids=inputs["input_ids"], **kwargs).logits[0, inputs["emit_rows"]]
+            out = hf.forward(self.model, inputs["input_ids"], inputs["cache"], position_ids=inputs["position_ids"],
+                             logits_to_keep=inputs["emit_rows"], attention_mask=self.placeholder_mask,
+                             serving_plan=inputs["plan"])
+        logits = out.logits[0]  # (num emitting, vocab): only the rows where a request chooses its next token
         chosen = iter(logits.argmax(dim=-1).tolist())
         self.last_kernel = self.kernel_log.take() if self.kernel_log is not None else "sdpa"
         return [next(chosen) if w.emits_token else None for w in works]

@@ -38,7 +38,7 @@ def run_concurrently(lm) -> tuple[list, list[list[tuple[float, float]]]]:
     """(traces, each request's timed passes as (start, end) on the engine's clock), all requests
     released at the same moment from their own threads."""
     clock_reads: dict[int, list[float]] = {}
-    real_clock = generation._clock
+    real_clock = generation.device_clock
 
     def recording_clock(device):
         now = real_clock(device)
@@ -53,7 +53,7 @@ def run_concurrently(lm) -> tuple[list, list[list[tuple[float, float]]]]:
         barrier.wait()
         traces[i] = generate(lm, PROMPTS[i], CFG, request_id=f"r{i}")
 
-    with mock.patch.object(generation, "_clock", recording_clock):
+    with mock.patch.object(generation, "device_clock", recording_clock):
         threads = [threading.Thread(target=request, args=(i,)) for i in range(NUM_REQUESTS)]
         for th in threads:
             th.start()

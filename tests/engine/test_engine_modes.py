@@ -1,4 +1,4 @@
-"""Engine modes and attention kernels (engine/static.py, engine/attention.py) on the CPU.
+"""Engine modes and attention kernels (engine/runners.py, engine/attention.py) on the CPU.
 
 The GPU half (CUDA graphs, per-length plan builds) is judged by bench/gpu_check.py on
 a GPU; here: the same tokens, the kernel choice applied and recorded, clear refusals,
@@ -14,9 +14,9 @@ import pytest
 from engine import GenerationConfig, generate
 from engine.attention import IMPLEMENTATION, PRIORITY
 from engine.errors import InputError
-from engine.static import BUCKET, bucket_length
+from engine.runners import BUCKET, bucket_length
 from engine.trace import RequestTrace
-from lesson.views import error_message
+from lesson.messages import error_message
 
 KERNELS = {name for name, _ in PRIORITY}
 
@@ -74,7 +74,7 @@ def test_the_compiled_step_gives_the_eager_tokens_and_compiles_once_per_bucket(l
 def test_a_failed_compile_runs_the_plain_step_and_the_trace_says_why(lm, monkeypatch):
     import torch
 
-    from engine.static import StaticRunner
+    from engine.runners import StaticRunner
 
     def no_compiler(fn, **_):
         def fails(*args, **kwargs):
@@ -125,7 +125,7 @@ def test_mode_and_kernels_survive_json_and_old_traces_load_as_eager(lm):
 
 
 def test_the_cli_names_the_mode_and_the_kernels(capsys):
-    from engine.__main__ import main
+    from engine.cli import main
 
     assert main(["trace", "--max-new-tokens", "3", "--mode", "static", "--device", "cpu"]) == 0
     out = capsys.readouterr().out
@@ -152,7 +152,7 @@ def test_the_static_decode_step_never_waits_for_the_device(lm):
     import torch
 
     from engine.overhead import _Counter
-    from engine.static import StaticRunner
+    from engine.runners import StaticRunner
 
     with torch.inference_mode(), _Counter() as probe:
         (torch.ones(2).sum() > 0).item()  # the probe sees a sync when there is one

@@ -1,15 +1,22 @@
-"""Decode without launch overhead: a preallocated ("static") KV cache, and on CUDA
-the Decode step captured once as a CUDA graph and replayed.
+"""Runners: how one request's forward passes run. The engine mode is the choice of runner.
 
-Why: in eager mode every Decode step is hundreds of small kernel launches issued
+Every runner has the same interface, and one Decode loop (engine.generation.passes) drives them all:
+
+    prefill(prompt_ids)       all prompt positions in one pass -> logits (1, vocab)
+    decode(token, position)   one new position at `position`   -> logits (1, vocab)
+    kv_bytes_per_layer()      bytes its cache holds per layer, measured from the tensors
+    take_kernel()             the attention kernel(s) the last pass ran
+    mode, note                the mode that really runs, and why it is less than asked ("" when not)
+
+Why more than one: in eager mode every Decode step is hundreds of small kernel launches issued
 one by one from Python (measured on an H200 with the Llama-3.1-8B shape: 1493
 launches, 18.2 ms a step against a 3.14 ms memory floor). A Decode step has the
 same shapes every time once the cache is preallocated to a fixed length, so the
 whole step can be recorded once and replayed with a single launch: what is left
 is the time the GPU needs to read the weights and the cache.
 
-    eager     DynamicCache, grows by one position per pass (the lesson's default)
-    static    StaticCache of a fixed length, same kernels launched one by one
+    eager     EagerRunner: DynamicCache, grows by one position per pass (the lesson's default)
+    static    StaticRunner: StaticCache of a fixed length, same kernels launched one by one
     graph     static + the Decode step captured as a CUDA graph (CUDA only)
     compiled  static + the Decode step compiled by torch.compile, which fuses the
               small element-wise ops (norms, rotary, activation, residual adds)
@@ -27,9 +34,9 @@ A mode that cannot run here falls back and says why (`StaticRunner.note`): a
 failed capture runs without the graph, a failed compile runs the plain step. The
 trace records the mode that really ran.
 
-A runner serves one request at a time; a `RunnerPool` keeps one per cache length
+A runner serves one request at a time; a `RunnerPool` keeps one static runner per cache length
 (rounded up to a bucket so a captured graph is reused) and hands each request its
-own, so two visitors never share a cache.
+own, so two visitors never share a cache. An eager runner is built fresh for each request.
 """
 
 from __future__ import annotations
@@ -37,34 +44,85 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 
-from .trace import ENGINE_MODES as MODES  # defined beside the trace, torch-free, for the CLI
+from . import hf
 
 BUCKET = 256  # cache lengths are rounded up to this, so one capture serves many requests
 WARMUP_STEPS = 3  # eager decode steps on a side stream before capture (CUDA's recommendation)
 
 
 def bucket_length(needed: int, max_positions: int) -> int:
-    """The cache length a request of `needed` positions gets: the next multiple of BUCKET, within the model's context."""
+    """The cache length a request of `needed` positions gets: the next multiple of BUCKET, within the
+    model's context."""
     return min(max(BUCKET, -(-needed // BUCKET) * BUCKET), max_positions)
+
+
+def kv_bytes_per_layer(cache) -> tuple[int, ...]:
+    """Bytes held by each layer's K and V tensors, measured from the tensors themselves."""
+    sizes = []
+    for layer in cache.layers:
+        tensors = (getattr(layer, "keys", None), getattr(layer, "values", None))
+        sizes.append(sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor)))
+    return tuple(sizes)
+
+
+class Runner(Protocol):
+    """What the Decode loop needs from a runner (see the module docstring)."""
+
+    mode: str
+    note: str
+
+    def prefill(self, prompt_ids: list[int]) -> torch.Tensor: ...
+
+    def decode(self, token: int, position: int) -> torch.Tensor: ...
+
+    def kv_bytes_per_layer(self) -> tuple[int, ...]: ...
+
+    def take_kernel(self) -> str: ...
+
+
+class EagerRunner:
+    """A growing cache (DynamicCache), one entry per position; each pass issues its kernels one by one."""
+
+    mode = "eager"
+    note = ""
+
+    def __init__(self, model: torch.nn.Module, kernels) -> None:
+        self.model, self.kernels = model, kernels
+        self.device = next(model.parameters()).device
+        self.cache = hf.new_cache(model)
+
+    def prefill(self, prompt_ids: list[int]) -> torch.Tensor:
+        """All prompt positions in one pass: (1, S) -> logits (1, vocab)."""
+        return self._forward(prompt_ids)
+
+    def decode(self, token: int, position: int) -> torch.Tensor:
+        """One new position; `position` is the cache's length, which the growing cache knows itself."""
+        return self._forward([token])
+
+    def kv_bytes_per_layer(self) -> tuple[int, ...]:
+        return kv_bytes_per_layer(self.cache)
+
+    def take_kernel(self) -> str:
+        return self.kernels.take()
+
+    def _forward(self, ids: list[int]) -> torch.Tensor:
+        out = hf.forward(self.model, torch.tensor([ids], device=self.device), self.cache)
+        self.cache = hf.next_cache(out, self.cache)
+        return out.logits[:, -1, :]  # (1, vocab)
 
 
 class StaticRunner:
     """One preallocated cache plus fixed input buffers; Decode replays a CUDA graph when captured."""
 
     def __init__(self, model: torch.nn.Module, max_len: int, mode: str, kernels) -> None:
-        from transformers import StaticCache
-
-        from .generation import _accepts, _cache_keyword
-
         self.model, self.max_len, self.kernels = model, max_len, kernels
         self.device = next(model.parameters()).device
-        self.cache = StaticCache(config=model.config, max_cache_len=max_len)
-        self._cache_kw = _cache_keyword(type(model))
-        self._logits_to_keep = _accepts(type(model), "logits_to_keep")
-        self._cache_position = _accepts(type(model), "cache_position")  # older transformers write by position
+        self.cache = hf.static_cache(model, max_len)
+        self._cache_position = hf.accepts(type(model), "cache_position")  # older transformers write by position
         self.ids = torch.zeros((1, 1), dtype=torch.long, device=self.device)
         self.pos = torch.zeros((1, 1), dtype=torch.long, device=self.device)
         self.graph: torch.cuda.CUDAGraph | None = None
@@ -103,6 +161,13 @@ class StaticRunner:
             return self.logits[:, -1, :]
         return self.step(self.ids, self.pos)[:, -1, :]
 
+    def kv_bytes_per_layer(self) -> tuple[int, ...]:
+        """The reserved bytes: the whole length, from the first pass."""
+        return kv_bytes_per_layer(self.cache)
+
+    def take_kernel(self) -> str:
+        return self.kernels.take() or self.decode_kernel  # a replayed graph runs no Python: nothing logged
+
     def reset(self) -> None:
         """Empty the cache in place (a captured graph keeps pointing at the same tensors)."""
         with torch.inference_mode():  # the cache tensors were made in inference mode
@@ -120,12 +185,8 @@ class StaticRunner:
 
     # --- internals --------------------------------------------------------
     def _forward(self, input_ids: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-        kwargs = {self._cache_kw: self.cache, "use_cache": True, "position_ids": positions}
-        if self._cache_position:
-            kwargs["cache_position"] = positions[0]
-        if self._logits_to_keep:
-            kwargs["logits_to_keep"] = 1
-        return self.model(input_ids=input_ids, **kwargs).logits
+        options = {"cache_position": positions[0]} if self._cache_position else {}
+        return hf.forward(self.model, input_ids, self.cache, position_ids=positions, **options).logits
 
     def _eager_decode_kernel(self) -> str:
         self.kernels.take()
@@ -145,7 +206,8 @@ class StaticRunner:
             for i in range(2):  # the first call compiles; the second checks the compiled code runs
                 step(self.ids, self.pos.fill_(1 + i))
         except Exception as err:  # noqa: BLE001 - any compiler failure: keep the plain step, record why
-            self.compile_error = "torch.compile failed: " + (str(err).strip().splitlines() or [type(err).__name__])[0][:200]
+            first_line = (str(err).strip().splitlines() or [type(err).__name__])[0]
+            self.compile_error = "torch.compile failed: " + first_line[:200]
             return
         self.step, self.compiled = step, True
 
@@ -174,19 +236,24 @@ class StaticRunner:
 
 @dataclass
 class RunnerPool:
-    """Free runners per (cache length, mode). A request takes one and gives it back when done."""
+    """Free static runners per (cache length, mode). A request takes one and gives it back when done;
+    an eager runner is made for its request and dropped after (a growing cache is cheap to start)."""
 
     free: dict[tuple[int, str], list[StaticRunner]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def acquire(self, model, max_len: int, mode: str, kernels) -> StaticRunner:
+    def acquire(self, model, max_len: int, mode: str, kernels) -> Runner:
+        if mode == "eager":
+            return EagerRunner(model, kernels)
         with self.lock:
             runners = self.free.get((max_len, mode))
             if runners:
                 return runners.pop()
         return StaticRunner(model, max_len, mode=mode, kernels=kernels)
 
-    def release(self, runner: StaticRunner, mode: str) -> None:
+    def release(self, runner: Runner, mode: str) -> None:
+        if mode == "eager":
+            return
         runner.reset()
         with self.lock:
             self.free.setdefault((runner.max_len, mode), []).append(runner)
