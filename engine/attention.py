@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 IMPLEMENTATION = "prefill_decode_sdpa"
 PRIORITY = (
@@ -97,9 +99,6 @@ def chosen_kernel_attention(module, query, key, value, attention_mask, **kwargs)
 
 
 def _register() -> None:
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
     AttentionInterface.register(IMPLEMENTATION, chosen_kernel_attention)
     AttentionMaskInterface.register(IMPLEMENTATION, sdpa_mask)  # the same masks plain sdpa gets
 

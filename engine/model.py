@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
+from huggingface_hub import constants, is_offline_mode
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
@@ -144,8 +145,6 @@ def hub_id_for(path: str | Path | None) -> str | None:
 def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
     """One HEAD request to the hub, given at most `timeout_s` (DNS included). False when
     HF_HUB_OFFLINE is set. Any HTTP answer counts: the network is there."""
-    from huggingface_hub import constants, is_offline_mode
-
     if is_offline_mode():
         return False
     answered: list[bool] = []

@@ -44,7 +44,10 @@ class DecodeOps:
         return self.kernels / max(1, self.layers)
 
 
-class _Counter(TorchDispatchMode):
+class OpCounter(TorchDispatchMode):
+    """Counts every operator call PyTorch dispatches while active (`with OpCounter() as c:`), by name:
+    `calls` all of them, `kernels` those that run a kernel (not a view, not an input handed back)."""
+
     def __init__(self) -> None:
         super().__init__()
         self.calls: Counter[str] = Counter()
@@ -75,7 +78,7 @@ def count_decode_ops(lm: LoadedModel, prompt_ids: tuple[int, ...] = (1, 2, 3, 4)
         cache = new_cache(lm.model)
         logits, cache = prefill(lm.model, torch.tensor([list(prompt_ids)], device=device), cache)
         token = torch.tensor([[int(logits[0].argmax())]], device=device)
-        counter = _Counter()
+        counter = OpCounter()
         with counter:
             decode_step(lm.model, token, cache)
         lm.kernels.take()  # the passes above are not a request's: leave no kernel names behind

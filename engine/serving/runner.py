@@ -28,6 +28,8 @@ import contextlib
 from dataclasses import dataclass
 
 import torch
+from transformers import AttentionInterface
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from .. import hf
 from ..attention import chosen_kernel_attention
@@ -142,9 +144,6 @@ def _serving_attention_on(model):
 
 
 def _register() -> None:
-    from transformers import AttentionInterface
-    from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
-
     AttentionInterface.register(SERVING_ATTENTION, serving_attention)
     AttentionMaskInterface.register(SERVING_ATTENTION, sdpa_mask)  # masks for a non-serving forward, as sdpa's
 

@@ -53,6 +53,7 @@ def test_static_cache_gives_the_eager_tokens(lm, prompt):
     assert again.output_ids == eager.output_ids
 
 
+@pytest.mark.slow
 def test_the_compiled_step_gives_the_eager_tokens_and_compiles_once_per_bucket(lm):
     cfg = dict(max_new_tokens=10, ignore_eos=True)
     eager = generate(lm, "法国的首都是", GenerationConfig(**cfg))
@@ -66,7 +67,7 @@ def test_the_compiled_step_gives_the_eager_tokens_and_compiles_once_per_bucket(l
     assert compiled.steps[0].start_ms < compiled.metrics.ttft_ms < 1000
     again = generate(lm, "日本的首都是", GenerationConfig(**cfg, mode="compiled"))  # same bucket: no new compile
     assert lm.runners.free[(BUCKET, "compiled")][-1] is runner
-    assert again.engine_setup_ms < 5  # a pooled runner: nothing to build
+    assert again.engine_setup_ms < runner.compile_s * 1e3 / 10  # a pooled runner: nothing to build
     assert RequestTrace.from_json(compiled.to_json()).engine_setup_ms == compiled.engine_setup_ms
     assert again.output_ids == generate(lm, "日本的首都是", GenerationConfig(**cfg)).output_ids
 
@@ -135,6 +136,7 @@ def test_the_cli_names_the_mode_and_the_kernels(capsys):
     assert "needs a CUDA GPU" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_gpu_check_runs_on_a_cpu_and_passes(capsys):
     from bench.gpu_check import main
 
@@ -151,16 +153,16 @@ SYNCING_CALLS = {"_local_scalar_dense", "item", "nonzero", "is_nonzero", "equal"
 def test_the_static_decode_step_never_waits_for_the_device(lm):
     import torch
 
-    from engine.overhead import _Counter
+    from engine.overhead import OpCounter
     from engine.runners import StaticRunner
 
-    with torch.inference_mode(), _Counter() as probe:
+    with torch.inference_mode(), OpCounter() as probe:
         (torch.ones(2).sum() > 0).item()  # the probe sees a sync when there is one
     assert SYNCING_CALLS & set(probe.calls)
     runner = StaticRunner(lm.model, BUCKET, "static", lm.kernels)
     with torch.inference_mode():
         runner.prefill([1, 2, 3, 4])
-        with _Counter() as step:
+        with OpCounter() as step:
             runner.decode(5, 4)
     assert step.calls and not SYNCING_CALLS & set(step.calls), sorted(SYNCING_CALLS & set(step.calls))
     assert "index_copy_" in step.calls  # the new K/V are written in place at a position held on the device

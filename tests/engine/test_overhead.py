@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from engine.overhead import DecodeOps, _Counter, count_decode_ops, per_op_host_us
+from engine.overhead import DecodeOps, OpCounter, count_decode_ops, per_op_host_us
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +19,7 @@ def lm():
 
 
 def test_the_counter_tells_views_and_no_op_casts_from_kernels():
-    with torch.inference_mode(), _Counter() as c:  # the engine counts under inference mode too
+    with torch.inference_mode(), OpCounter() as c:  # the engine counts under inference mode too
         x = torch.ones(4, 4)
         x.view(16)  # a view: no kernel
         x.to(torch.float32)  # already float32: hands x back, no kernel
