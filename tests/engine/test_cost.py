@@ -318,6 +318,7 @@ def test_cli_bad_arguments_exit_2_with_one_line(args, message, capsys):
     assert exit_.value.code == 2 and message in err and len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config_text, message", [
     (None, "no config.json"),
     ("{not json", "could not read"),

@@ -177,6 +177,7 @@ def test_each_phase_refuses_the_other_phases_input(tiny):
             prefill(model, ids, cache)
 
 
+@pytest.mark.slow
 def test_phase_checks_survive_python_O():
     """`assert` vanishes under -O; these checks must not. They run before the model is touched."""
     code = (

@@ -45,7 +45,7 @@ def test_a_hub_id_with_the_hub_unreachable_fails_in_seconds(online):
     start = time.perf_counter()
     with pytest.raises(ModelLoadError) as err:
         load_model("nobody/no-such-model", allow_hub=True)
-    assert time.perf_counter() - start < 5
+    assert time.perf_counter() - start < 15  # the hub's retries took ~26 s; a busy CPU adds seconds, not that
     assert err.value.key == "model_load_failed" and "cannot be reached" in str(err.value)
 
 
@@ -57,7 +57,7 @@ def test_the_hub_probe_gives_up_on_a_silent_server(online):
         online(f"http://127.0.0.1:{silent.getsockname()[1]}")
         start = time.perf_counter()
         assert hub_reachable(timeout_s=0.5) is False
-        assert time.perf_counter() - start < 2
+        assert time.perf_counter() - start < 5  # the 0.5 s timeout, not a library default of 10 s or more
 
 
 def test_the_hub_probe_counts_any_http_answer_as_reachable(online):

@@ -55,7 +55,7 @@ def test_too_large_is_refused_before_anything_is_allocated(little_memory, name):
     start = time.perf_counter()
     with pytest.raises(ModelLoadError) as err:
         load_model(f"preset:{name}", device="cpu", dtype="float32")
-    assert time.perf_counter() - start < 5  # an 8B allocation and fill would take minutes
+    assert time.perf_counter() - start < 60  # an 8B allocation and fill would take minutes (a busy CPU: seconds)
     assert little_memory == []
     assert err.value.key == "preset_too_large"
     assert f"preset:{name} needs about" in str(err.value) and "1.0 GiB is free" in str(err.value)

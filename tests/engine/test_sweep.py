@@ -111,6 +111,7 @@ def test_cli_bad_values_exit_2_with_one_line(argv, capsys):
     assert err.count("\n") == 1 and err.startswith("error:"), err
 
 
+@pytest.mark.slow
 @needs_model
 def test_cli_json_in_a_real_process():
     done = subprocess.run([sys.executable, "-m", "engine", "sweep", "--kind", "decode-context", "--points", "8,64",
@@ -123,6 +124,7 @@ def test_cli_json_in_a_real_process():
     assert "2/2" in done.stderr  # progress goes to stderr, the JSON alone to stdout
 
 
+@pytest.mark.slow
 def test_cli_bad_model_exits_2_in_a_real_process(tmp_path):
     done = subprocess.run([sys.executable, "-m", "engine", "sweep", "--kind", "prefill", "--model",
                            str(tmp_path / "missing"), "--points", "8"], cwd=ROOT, capture_output=True, text=True,

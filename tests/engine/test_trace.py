@@ -253,16 +253,16 @@ def test_the_callers_time_between_passes_is_its_own_slice(tiny_llama):
     from engine import GenerationConfig, stream_trace
 
     stream = stream_trace(tiny_llama, "The capital of France is", GenerationConfig(max_new_tokens=4, ignore_eos=True))
-    next(stream)  # Prefill is done; the caller now "draws the page" for 60 ms
-    time.sleep(0.06)
+    next(stream)  # Prefill is done; the caller now "draws the page" for 250 ms
+    time.sleep(0.25)
     trace = list(stream)[-1]
     prefill, first_decode = trace.steps[0], trace.steps[1]
-    assert prefill.consumer_ms == 0.0 and first_decode.consumer_ms >= 60
+    assert prefill.consumer_ms == 0.0 and first_decode.consumer_ms >= 250
     assert first_decode.start_ms - prefill.end_ms >= first_decode.consumer_ms  # the pass began after it
-    assert all(s.consumer_ms < 30 for s in trace.steps[2:])
+    assert all(s.consumer_ms < 125 for s in trace.steps[2:])  # half the drawing: room for a busy CPU
     parts = trace.latency_parts()[1]
     assert parts.total_ms == pytest.approx(trace.metrics.itl_ms[0])  # ITL includes the page's time ...
-    assert parts.other_ms < 30 and parts.pass_ms == first_decode.duration_ms  # ... the pass time does not
+    assert parts.other_ms < 125 and parts.pass_ms == first_decode.duration_ms  # ... the pass time does not
 
 
 class _WatchedLock:
@@ -292,7 +292,7 @@ def test_lock_wait_is_only_the_time_queued_for_the_model(tiny_llama):
     lock = _WatchedLock()
     lm = dataclasses.replace(tiny_llama, lock=lock)
     alone = generate(lm, "The capital of France is", cfg)
-    assert all(s.lock_wait_ms < 1.0 for s in alone.steps)  # nobody else: taking the lock is instant
+    assert all(s.lock_wait_ms < 50 for s in alone.steps)  # nobody else: far from the 200 ms wait below
     lock._lock.acquire()  # another visitor's pass holds the model ...
     lock.asked.clear()
 
@@ -306,5 +306,5 @@ def test_lock_wait_is_only_the_time_queued_for_the_model(tiny_llama):
     queued = generate(lm, "The capital of France is", cfg)
     recorded = [s.lock_wait_ms for s in queued.steps]
     assert recorded[0] >= 200
-    assert recorded == pytest.approx(lock.waits_ms, abs=2.0)  # exactly the lock wait: no tokenizing, no pieces
+    assert recorded == pytest.approx(lock.waits_ms, abs=10.0)  # the lock wait: no tokenizing, no pieces
     assert queued.steps[0].start_ms - queued.tokenize_ms >= recorded[0]

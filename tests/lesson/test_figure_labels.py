@@ -57,6 +57,7 @@ def test_pass_ticks_are_few_start_at_one_and_reach_the_end(classroom):
             assert len(ticks) >= 2
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("lang", ["zh", "en"])
 @pytest.mark.parametrize("classroom", [False, True])
 def test_latency_chart_labels_stay_level_at_every_length(lang, classroom):

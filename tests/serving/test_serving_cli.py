@@ -81,6 +81,7 @@ def test_json_holds_the_contract(workload, capsys):
     assert {"p50", "p90", "p99"} <= set(data["metrics"]["itl"])
 
 
+@pytest.mark.slow
 def test_table_and_all_policies_side_by_side(workload):
     out = run_cli("--workload", str(workload), "--policy", "all", "--slo-ttft-ms", "5000")
     assert out.returncode == 0, out.stderr

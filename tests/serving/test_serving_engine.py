@@ -69,6 +69,7 @@ def runs(default_lm):
     return {name: run_workload(default_lm, WORKLOAD, cfg, scenario="test") for name, cfg in configs.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["one-at-a-time", "prefill-first", "chunked", "disaggregated", "chunked-tight",
                                   "prefill-first-tight", "wait-tight"])
 def test_every_request_matches_running_it_alone(default_lm, runs, name):
@@ -79,6 +80,7 @@ def test_every_request_matches_running_it_alone(default_lm, runs, name):
     assert_positions_cover(run)
 
 
+@pytest.mark.slow
 def test_real_runs_round_trip_through_json(runs):
     from engine.serving.trace import ServingRun
 
@@ -86,12 +88,14 @@ def test_real_runs_round_trip_through_json(runs):
         assert ServingRun.from_json(runs[name].to_json()) == runs[name]
 
 
+@pytest.mark.slow
 def test_answers_mean_something(runs):
     r1 = runs["chunked"].request("r1")
     assert r1.output_text.startswith(" Tokyo.") and r1.stop_reason == "eos"
     assert runs["chunked"].request("r4").output_ids == runs["one-at-a-time"].request("r4").output_ids
 
 
+@pytest.mark.slow
 def test_policies_shape_the_passes(runs):
     assert all(len(it.entries) == 1 for it in runs["one-at-a-time"].iterations)
     for it in runs["prefill-first"].iterations:  # a pass is all Prefill or all Decode: Decodes stall
@@ -112,6 +116,7 @@ def test_policies_shape_the_passes(runs):
         assert all((e.phase == "decode") == (it.worker == "decode") for e in it.entries)
 
 
+@pytest.mark.slow
 def test_tight_kv_budget_preempts_or_waits(runs):
     tight = runs["chunked-tight"]
     assert sum(r.num_preemptions for r in tight.requests) > 0
@@ -134,6 +139,7 @@ def test_two_long_prefills_that_cannot_both_fit_still_finish(default_lm):
     assert_positions_cover(run)
 
 
+@pytest.mark.slow
 def test_block_tables_follow_the_token_counts(runs):
     for run in runs.values():
         for it in run.iterations:
@@ -161,6 +167,7 @@ def test_engine_core_frees_every_block_it_allocates(default_lm):
     assert sorted(core.blocks.free_blocks) == list(range(30)) and not core.blocks.tables
 
 
+@pytest.mark.slow
 def test_disaggregated_hand_off_bytes_equal_the_cache_bytes(default_lm, runs):
     run = runs["disaggregated"]
     info = default_lm.info
@@ -180,6 +187,7 @@ def test_disaggregated_hand_off_bytes_equal_the_cache_bytes(default_lm, runs):
     assert multiprocessing.active_children() == []  # both workers joined: no orphans
 
 
+@pytest.mark.slow
 def test_a_failing_worker_is_reported_and_nothing_is_left_running(default_lm):
     import dataclasses
     import multiprocessing
@@ -217,6 +225,7 @@ def test_serve_config_refuses_bad_values():
         ServeConfig(policy="fastest")
 
 
+@pytest.mark.slow
 def test_arrivals_are_honoured_in_real_time(runs):
     run = runs["one-at-a-time"]
     for record in run.requests:
@@ -227,6 +236,7 @@ def test_arrivals_are_honoured_in_real_time(runs):
     assert starts == sorted(starts)
 
 
+@pytest.mark.slow
 def test_hf_continuous_batching_agrees(default_lm, runs):
     """A second oracle: transformers' own continuous-batching manager, same prompts, greedy."""
     from transformers import AutoModelForCausalLM, GenerationConfig as HFConfig
