@@ -8,6 +8,9 @@ The engine knows token ids, a model and a cache; it knows nothing about drawing.
                       steps of one request form a chain and cannot run in parallel)
 
 The cache is an argument and a result of both functions, never hidden state.
+`passes` is the one Decode loop, for every engine mode: the runner it takes
+(engine/runners.py: eager, static, graph, compiled) holds the request's cache and
+runs each of the two phases; the loop chooses tokens, times passes and stops.
 `stream_trace` yields a growing `RequestTrace` after every pass, so an app can
 draw while the model runs; `generate` collects the finished trace.
 """
