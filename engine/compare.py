@@ -78,8 +78,8 @@ def step_flops(shape: ModelShape, prompt_len: int, num_steps: int) -> tuple[tupl
 def timed_ids_no_cache(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:
     """Greedy, no cache, fixed length (EOS ignored): (token ids, ms of each pass)."""
     cfg = GenerationConfig(max_new_tokens=max_new_tokens, ignore_eos=True)
-    passes = list(no_cache_passes(lm, list(prompt_ids), cfg, record=True))
-    return [token for token, _ in passes], [ms for _, ms in passes]
+    ran = list(no_cache_passes(lm, list(prompt_ids), cfg, record=True))
+    return [token for token, _ in ran], [ms for _, ms in ran]
 
 
 def timed_ids_with_cache(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int) -> tuple[list[int], list[float]]:
