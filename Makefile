@@ -1,6 +1,7 @@
 # Two commands on a fresh machine:
 #   make app    set up .venv and open the lesson app on the embedded default model
 #   make test   set up .venv (and, as root on Debian, chromium + CJK fonts + g++) and run every test
+# While working: make test-fast (no browser, no slow test) and make lint.
 PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -8,7 +9,7 @@ BIN := $(VENV)/bin
 # torch into .venv first; setup keeps any torch that already imports.
 TORCH ?= torch==2.13.0
 
-.PHONY: setup app test browser-deps bench export model
+.PHONY: setup app test test-fast lint browser-deps bench export model
 
 setup: $(VENV)/.installed
 
@@ -30,9 +31,23 @@ browser-deps:
 		fonts-noto-color-emoji g++; fi
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
-test: setup browser-deps
-	@$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
+PYTEST = $(BIN)/python -m pytest
+define run_pytest
+	@$(PYTEST) $(1) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: no tests ran"; exit 1; fi; exit $$rc
+endef
+
+# Every test: the browser lane (tests/browser/, chromium) and the slow lane too. CI runs this.
+test: setup browser-deps
+	$(call run_pytest,)
+
+# The lane to run while working: no browser, nothing marked slow (about 2 minutes on 2 cores).
+test-fast: setup
+	$(call run_pytest,-m "not browser and not slow")
+
+# ruff, configured in pyproject.toml ([tool.ruff]).
+lint: setup
+	$(BIN)/ruff check .
 
 bench: setup
 	$(BIN)/python bench/engine_overhead.py

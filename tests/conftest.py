@@ -107,6 +107,7 @@ def pytest_runtest_makereport(item, call):
     (tests/browser/test_browser_rule.py checks that every browser test fails that way.)"""
     outcome = yield
     report = outcome.get_result()
-    if report.skipped and item.get_closest_marker("browser") and os.environ.get("PREFILL_DECODE_REQUIRE_BROWSER") == "1":
+    in_ci = os.environ.get("PREFILL_DECODE_REQUIRE_BROWSER") == "1"
+    if report.skipped and item.get_closest_marker("browser") and in_ci:
         report.outcome = "failed"
         report.longrepr = f"browser test skipped in CI: {report.longrepr}"

@@ -66,8 +66,9 @@ def layer_kv_bytes(model: ModelInfo, positions: int) -> tuple[int, ...]:
     """Each layer's cache bytes after `positions` positions; the first num_sliding_layers
     layers hold at most sliding_window of them."""
     per_position = model.kv_bytes_per_token // model.num_layers
-    return tuple(per_position * (min(positions, model.sliding_window) if layer < model.num_sliding_layers else positions)
-                 for layer in range(model.num_layers))
+    return tuple(
+        per_position * (min(positions, model.sliding_window) if layer < model.num_sliding_layers else positions)
+        for layer in range(model.num_layers))
 
 
 def make_trace(
@@ -350,7 +351,8 @@ def fake_comparison(num_steps: int = 6, prompt_len: int = 5) -> CacheComparison:
         prompt_len=prompt_len, output_ids=tuple(range(num_steps)),
         off_ms=tuple(2.0 + t for t in range(num_steps)), on_ms=(2.0,) + (0.5,) * (num_steps - 1),
         off_flops=off_flops, on_flops=(off_flops[0],) + (2e5,) * (num_steps - 1),
-        off_positions=tuple(prompt_len + t for t in range(num_steps)), on_positions=(prompt_len,) + (1,) * (num_steps - 1),
+        off_positions=tuple(prompt_len + t for t in range(num_steps)),
+        on_positions=(prompt_len,) + (1,) * (num_steps - 1),
     )
 
 

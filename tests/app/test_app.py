@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-
 from streamlit.testing.v1 import AppTest
 
 from app_support import resources
@@ -26,14 +24,13 @@ from lesson.messages import error_message
 from lesson.perfetto import check_trace_events, request_trace_events
 from lesson.text import t
 from lesson.views import (
-    CSV_BOM, DEFAULT_PROMPTS, as_int_in_range, bottleneck_live_text, default_prompt, download_stem,
-    escape_markdown, figure_alt, format_bytes, format_ms, is_default_prompt, list_model_choices,
-    metric_cards, page_drawing_note, queue_note, queue_wait_ms, resolve_model_choice, run_stamp, schematic_alt,
-    step_log_line, step_table, token_split_text, trace_csv, truncate_trace,
+    CSV_BOM, DEFAULT_PROMPTS, as_int_in_range, bottleneck_live_text, default_prompt, download_stem, escape_markdown,
+    figure_alt, format_bytes, format_ms, is_default_prompt, list_model_choices, metric_cards, page_drawing_note,
+    queue_note, queue_wait_ms, resolve_model_choice, run_stamp, schematic_alt, step_log_line, step_table,
+    token_split_text, trace_csv, truncate_trace,
 )
 from tests.app.apptest import APP, assert_healthy, needs_model, shown_trace, texts
 from tests.factories import build_bos_tokenizer, make_trace
-
 
 # ---------------------------------------------------------------------------
 # Pure helpers (lesson/views.py)

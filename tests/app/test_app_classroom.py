@@ -21,8 +21,8 @@ from lesson.diagrams.kv_growth import kv_layout
 from lesson.diagrams.latency import latency_layout
 from lesson.diagrams.timeline import timeline_layout
 from lesson.runs import (
-    HISTORY_LIMIT, REPLAY_PACES, HistoryEntry, compare_table, history_add, keep_pins, replay_position,
-    replay_times_s, run_label, shared_extent,
+    HISTORY_LIMIT, REPLAY_PACES, HistoryEntry, compare_table, history_add, keep_pins, replay_position, replay_times_s,
+    run_label, shared_extent,
 )
 from lesson.style import DEFAULT_STYLE
 from lesson.text import t, table_for
@@ -188,6 +188,7 @@ def test_a_pin_on_a_run_that_left_the_history_is_dropped(app):
     assert app.session_state["compare_pins"] == []
 
 
+@pytest.mark.slow
 @needs_model
 def test_the_replay_shows_measured_times_slowed_down_and_labels_itself(app):
     app.checkbox(key="ignore_eos").check()

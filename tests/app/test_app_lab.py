@@ -7,16 +7,14 @@ it); the lab shares its run through st.session_state.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from engine.config import Limits, ServerSettings, settings_from_env
 from engine.cost import DEVICE_SPECS, ModelShape, trace_floors
 from lesson.text import t
 from lesson.views import (
-    LAB_DTYPES, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text,
-    lab_sweep_caption, list_model_choices, resolve_model_choice,
+    LAB_DTYPES, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text, lab_sweep_caption,
+    list_model_choices, resolve_model_choice,
 )
 from tests.app.apptest import APP, LAB, LESSON, assert_healthy, needs_model, texts
 from tests.factories import ROOT, make_trace

@@ -70,6 +70,7 @@ def test_the_lab_counts_the_calls_and_compares_eager_with_static(app):
     assert len(kept) == 1 and set(next(iter(kept.values()))["runs"]) == {"eager", "static"}
 
 
+@pytest.mark.slow
 @needs_model
 def test_compiled_runs_once_and_says_what_ran(app):
     """The first compiled run compiles (seconds on the CPU); the table says it really ran compiled."""

@@ -6,12 +6,9 @@ there; the language callback must still move the lesson's example to the new lan
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from lesson.views import DEFAULT_PROMPTS
-
 from tests.app.apptest import APP, LAB, SERVING_LAB
 
 LABS = (LAB, SERVING_LAB)
@@ -19,8 +16,9 @@ LABS = (LAB, SERVING_LAB)
 
 @pytest.fixture
 def app(monkeypatch):
-    from engine.model import DEFAULT_MODEL_DIR
     from streamlit.testing.v1 import AppTest
+
+    from engine.model import DEFAULT_MODEL_DIR
 
     if not (DEFAULT_MODEL_DIR / "config.json").is_file():
         pytest.skip("the embedded default model is missing")

@@ -16,7 +16,6 @@ from lesson.text import t
 from tests.app.apptest import APP, SERVING_LAB, assert_healthy, needs_model
 from tests.factories import VLLM_RESULT
 
-
 # --- pure parts ------------------------------------------------------------------------
 
 def test_caps_come_from_env_with_safe_fallbacks():
@@ -102,6 +101,7 @@ def test_the_lessons_many_requests_section_links_to_the_lab():
     assert links and links[0].proto.label == t("zh", "sl_link")
 
 
+@pytest.mark.slow
 @needs_model
 def test_running_every_policy_gives_figures_and_a_metric_table(lab):
     _custom(lab, sl_num_chats=2, sl_answer_tokens=6, sl_long_tokens=128, sl_gap_ms=5, sl_long_at=10)
@@ -220,9 +220,9 @@ def test_scenarios_are_listed_and_subtitled_by_their_names_in_the_pages_language
 def test_the_gantt_subtitle_names_the_scenario_in_the_pages_language():
     from dataclasses import replace
 
+    from engine.interop.vllm_import import load_vllm_result
     from engine.serving.trace import ServingSettings
     from lesson.diagrams.serving_gantt import gantt_subtitle, scenario_label
-    from engine.interop.vllm_import import load_vllm_result
 
     run = load_vllm_result(VLLM_RESULT).run
     engine_run = replace(run, scenario="long-prompt-during-chats",
@@ -254,6 +254,7 @@ def test_spawned_workers_do_not_rerun_the_page_script(monkeypatch):
 QUIET = ("missing ScriptRunContext", "No runtime found", "Session state does not function", "streamlit run [FILE_NAME]")
 
 
+@pytest.mark.slow
 @needs_model
 def test_a_serving_run_logs_no_bare_mode_warnings(lab, capfd, caplog):
     """Every policy, disaggregated included (its two worker processes write to the same stderr)."""

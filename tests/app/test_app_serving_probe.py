@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import pytest
 
-from bench.app_server import free_port
 from app_support.serving_remote import check_probe_request
+from bench.app_server import free_port
 from engine.config import ProbeSettings
 from engine.errors import RemoteError
 from lesson.messages import code_span, remote_message, technical_detail
@@ -25,7 +24,6 @@ from lesson.text import t
 from tests.app.apptest import APP, SERVING_LAB, needs_model
 from tests.factories import VLLM_RESULT, client_run, make_run
 from tests.fake_server import misbehaving
-
 
 # --- pure parts ------------------------------------------------------------------------
 
@@ -198,8 +196,8 @@ def test_probe_panel_measures_a_streaming_server_and_keeps_the_failed_requests_m
     assert len(lab.get("plotly_chart")) == 1  # the server's /metrics: running, waiting, KV usage
     button = next(b for b in lab.get("download_button") if b.key == "sl_perfetto_probe")
     assert button.proto.label == t("zh", "download_perfetto")
-    from lesson.perfetto import serving_run_events
     from engine.serving.trace import ServingRun
+    from lesson.perfetto import serving_run_events
 
     run = ServingRun.from_dict(data["run"])
     assert run.settings.policy == "observed"

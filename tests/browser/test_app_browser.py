@@ -12,7 +12,6 @@ PREFILL_DECODE_REQUIRE_BROWSER=1. Never downloads a browser.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.pages import ARTIFACTS, SCREENSHOTS, wait_idle
+from tests.browser.pages import ARTIFACTS, IDLE, SCREENSHOTS, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -39,8 +38,8 @@ def run_prompt(page, prompt: str) -> None:
 def full_page_screenshot(page, name: str) -> Path:
     """Streamlit scrolls inside its main container: grow the viewport to fit it all."""
     height = page.evaluate(
-        "() => Math.max(...[...document.querySelectorAll('[data-testid=stMain], [data-testid=stAppViewContainer], body')]"
-        ".map(e => e.scrollHeight))")
+        "() => Math.max(...[...document.querySelectorAll("
+        "'[data-testid=stMain], [data-testid=stAppViewContainer], body')].map(e => e.scrollHeight))")
     page.set_viewport_size({"width": 1440, "height": int(min(height + 40, 30000))})
     page.wait_for_timeout(800)
     page.wait_for_function("() => [...document.querySelectorAll('img')].every(i => i.complete)", timeout=30_000)

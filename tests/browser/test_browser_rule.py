@@ -32,6 +32,7 @@ def run_browser_tests(tmp_path: Path, require: bool) -> tuple[int, dict[str, int
     return out.returncode, {k: int(suite.get(k)) for k in ("tests", "failures", "errors", "skipped")}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("require", [True, False])
 def test_every_browser_test_fails_in_ci_and_skips_elsewhere(tmp_path, require):
     code, counts = run_browser_tests(tmp_path, require)

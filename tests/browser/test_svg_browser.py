@@ -79,7 +79,7 @@ def test_long_request_renders(page):
 
 
 def test_animation_plays_by_itself(page, lesson_trace):
-    from PIL import ImageChops, Image
+    from PIL import Image, ImageChops
 
     svg = DIAGRAMS["animation"](lesson_trace, lang="zh")
     early = _shoot(page, svg, "animation_early_zh", wait_ms=500)

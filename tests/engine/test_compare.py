@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from engine import load_model
-from engine.compare import compare_cache, decode_attention, step_flops
+from engine.compare import DecodeAttention, compare_cache, decode_attention, step_flops
 from engine.cost import ModelShape
 from engine.errors import PhaseError
 from engine.prompts import prompt_token_ids

@@ -18,8 +18,8 @@ from unittest import mock
 
 import pytest
 
-from engine import GenerationConfig, generate, load_model
 import engine.generation as generation
+from engine import GenerationConfig, generate, load_model
 
 NUM_REQUESTS = 4
 PASS_SLEEP_S = 0.003  # every pass is made this much slower, so an unguarded overlap cannot hide

@@ -236,9 +236,9 @@ def test_this_machine_is_measured_once_per_process():
 
 
 def test_cost_module_needs_no_torch():
-    code = ("import sys, engine.cost as c; s = c.ModelShape.from_config(%r); "
+    code = (f"import sys, engine.cost as c; s = c.ModelShape.from_config({GQA_TIED!r}); "
             "c.pass_cost(s, c.DEVICE_SPECS['l4'], new_positions=4, context=0); "
-            "assert 'torch' not in sys.modules, 'torch imported'" % GQA_TIED)
+            "assert 'torch' not in sys.modules, 'torch imported'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
 

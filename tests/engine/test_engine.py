@@ -25,9 +25,9 @@ from engine import (
     generate_ids_no_cache, load_model, new_cache, prefill, stream_trace,
 )
 from engine.generation import encode_prompt, token_pieces
+from engine.model import describe
 from tests.engine.reference import hf_greedy
 from tests.factories import build_bos_tokenizer
-from engine.model import describe
 
 FAMILIES = ("llama", "qwen2", "gpt2", "mistral")  # mistral: a sliding window of 8 positions (conftest)
 EN_PROMPT = "The capital of France is"
@@ -101,8 +101,10 @@ def _shape_configs():
 
     falcon = dict(num_hidden_layers=2, hidden_size=64, num_attention_heads=4)
     return {
-        "gpt2: no K/V field, one K/V head per query head": (GPT2Config(n_layer=2, n_embd=64, n_head=4), (4, 4, 16, None, 0)),
-        "gpt_bigcode: multi_query": (GPTBigCodeConfig(n_layer=2, n_embd=64, n_head=4, multi_query=True), (4, 1, 16, None, 0)),
+        "gpt2: no K/V field, one K/V head per query head": (GPT2Config(n_layer=2, n_embd=64, n_head=4),
+                                                             (4, 4, 16, None, 0)),
+        "gpt_bigcode: multi_query": (GPTBigCodeConfig(n_layer=2, n_embd=64, n_head=4, multi_query=True),
+                                     (4, 1, 16, None, 0)),
         # Falcon-7B: num_kv_heads still says 4, multi_query says the layer keeps 1
         "falcon: multi_query": (FalconConfig(multi_query=True, **falcon), (4, 1, 16, None, 0)),
         "falcon: new architecture": (FalconConfig(new_decoder_architecture=True, num_kv_heads=2, **falcon),

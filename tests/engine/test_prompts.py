@@ -52,7 +52,8 @@ def test_filler_is_the_lesson_in_the_prompt_language_in_order(default_tokenizer)
 def test_the_filler_names_no_country_and_no_capital():
     """A capital fact in the filler would be a second answer competing with the question."""
     with (DEFAULT_MODEL_DIR.parent / "data" / "capitals.csv").open(encoding="utf-8", newline="") as f:
-        names = [row[key] for row in csv.DictReader(f) for key in ("country_en", "capital_en", "country_zh", "capital_zh")]
+        keys = ("country_en", "capital_en", "country_zh", "capital_zh")
+        names = [row[key] for row in csv.DictReader(f) for key in keys]
     for sentence in FILLER_ZH + FILLER_EN:
         assert not [n for n in names + ["首都", "capital"] if n in sentence], sentence
 

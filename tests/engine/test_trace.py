@@ -12,9 +12,7 @@ import time
 
 import pytest
 
-from engine.trace import (
-    SCHEMA_VERSION, RequestTrace, Step, TraceFormatError, compute_metrics, step_rows,
-)
+from engine.trace import SCHEMA_VERSION, RequestTrace, Step, TraceFormatError, compute_metrics, step_rows
 from tests.factories import make_long_trace, make_trace
 
 

@@ -21,8 +21,8 @@ from lesson.diagrams import DIAGRAMS, render_attention, render_blocks_schematic,
 from lesson.layout import text_width
 from lesson.style import CLASSROOM_MIN_FONT, CLASSROOM_WIDTH, DEFAULT_STYLE, classroom_style
 from tests.factories import (
-    MODE_FLOORS, SLIDING_MODEL, client_run, fake_attention, fake_comparison, make_floors, make_long_trace, make_mode_runs,
-    make_run, make_sweep, make_trace,
+    MODE_FLOORS, SLIDING_MODEL, client_run, fake_attention, fake_comparison, make_floors, make_long_trace,
+    make_mode_runs, make_run, make_sweep, make_trace,
 )
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -148,7 +148,7 @@ def test_every_label_meets_wcag_aa(case, lang, style_name):
 
 def _text_extent(el: ET.Element) -> tuple[float, float]:
     words, size = "".join(el.itertext()), float(el.get("font-size"))
-    x, width = float(el.get("x", 0)), text_width("".join(el.itertext()), size)
+    x, width = float(el.get("x", 0)), text_width(words, size)
     anchor = el.get("text-anchor", "start")
     left = x if anchor == "start" else x - width if anchor == "end" else x - width / 2
     return left, left + width

@@ -21,9 +21,9 @@ from lesson.diagrams import (
     render_latency, render_review_map, render_timeline,
 )
 from lesson.diagrams.kv_growth import NOTE_ROOM, kv_layout
-from lesson.text import TEXTS, label
 from lesson.style import DEFAULT_STYLE, classroom_style
 from lesson.svgtext import fmt_bytes
+from lesson.text import TEXTS, label
 from tests.factories import ROOT, SLIDING_MODEL, TINY_MODEL, make_long_trace, make_trace
 from tests.svg import SVG, all_text, parse, with_class
 
@@ -185,7 +185,8 @@ def test_kv_sliding_window_is_measured_not_claimed(lang):
     formula_total = t.model.kv_bytes_for(t.steps[-1].context_after)
     assert formula_total == 2 * t.kv_bytes - 2048 > t.kv_bytes  # 30 KiB by the formula, 16 KiB measured
     words = no_spaces(formula_text(root))
-    assert no_spaces(label(table, "kv_this_run_differs", tokens="15", total="16.0 KiB", formula_total="30.0 KiB")) in words
+    differs = label(table, "kv_this_run_differs", tokens="15", total="16.0 KiB", formula_total="30.0 KiB")
+    assert no_spaces(differs) in words
     assert no_spaces(label(table, "kv_why_sliding_all", window="8")) in words  # says why
     assert no_spaces(table["kv_this_run"].split("}")[-1]) not in words  # no "as the formula says"
     # Decode: what each pass really added, D1-D4 growing, then flat; never one growing amount for all.
@@ -203,7 +204,8 @@ def test_kv_every_printed_amount_is_measured():
         allowed = {fmt_bytes(t.kv_bytes), fmt_bytes(t.kv_bytes // steps[-1].context_after)} | \
                   {("+" if d >= 0 else "−") + fmt_bytes(abs(d)) for d in added}
         run_line = formula_text(root).split("Measured this run:")[1]
-        shown = BYTES.findall(run_line.replace("the formula's " + fmt_bytes(t.model.kv_bytes_for(steps[-1].context_after)), ""))
+        formula = "the formula's " + fmt_bytes(t.model.kv_bytes_for(steps[-1].context_after))
+        shown = BYTES.findall(run_line.replace(formula, ""))
         assert shown and set(shown) <= allowed
         assert set(BYTES.findall(note_text(root, "decode-note"))) <= allowed
 
@@ -284,7 +286,7 @@ def test_animation_loops_without_script(trace, long_trace):
 
 
 def test_schematic_registry():
-    for name, render in SCHEMATIC_DIAGRAMS.items():
+    for render in SCHEMATIC_DIAGRAMS.values():
         parse(render(6, 3, lang="en"))
 
 

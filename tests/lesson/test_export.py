@@ -12,9 +12,7 @@ from engine.trace import RequestTrace
 from lesson import export
 from lesson.diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS
 from lesson.export import FLOOR_DIAGRAMS
-from tests.factories import make_trace
-from tests.factories import ROOT
-
+from tests.factories import ROOT, make_trace
 
 
 def _assert_standalone_svg(path: Path) -> None:

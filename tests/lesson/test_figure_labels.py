@@ -15,19 +15,15 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from lesson.charts import (
-    LATENCY_MARGIN_PX, MAX_PASS_TICKS, kv_growth_figure, latency_figure, pass_tick_numbers,
-)
+from lesson.charts import LATENCY_MARGIN_PX, MAX_PASS_TICKS, kv_growth_figure, latency_figure, pass_tick_numbers
 from lesson.diagrams import render_cache_compare, render_kv_growth
 from lesson.diagrams.cache_compare import MAX_SLOTS
 from lesson.diagrams.kv_growth import MAX_BARS, kv_layout
-from lesson.text import TEXTS, label
 from lesson.style import DEFAULT_STYLE, classroom_style
-from lesson.text import t
+from lesson.text import TEXTS, label, t
 from lesson.views import engine_caption
 from tests.factories import fake_comparison, make_trace
 from tests.svg import with_class
-
 
 
 def run_of(num_tokens: int):
@@ -66,7 +62,8 @@ def test_latency_chart_labels_stay_level_at_every_length(lang, classroom):
     under a margin sized for ticks, title and legend (plotly's paper-relative y slid into the title)."""
     for num_tokens in range(1, 129):
         trace = run_of(num_tokens)
-        for fig in (latency_figure(trace, lang, classroom=classroom), kv_growth_figure(trace, lang, classroom=classroom)):
+        figures = (latency_figure(trace, lang, classroom=classroom), kv_growth_figure(trace, lang, classroom=classroom))
+        for fig in figures:
             axis = fig.layout.xaxis
             names = list(fig.data[0].x)
             assert axis.tickangle == 0 and axis.tickmode == "array" and axis.automargin is True
@@ -109,7 +106,8 @@ def test_kv_growth_says_when_it_draws_a_sample_of_the_passes(lang, style):
 def test_cache_compare_says_when_it_draws_a_sample_of_the_passes(lang):
     sampled = " ".join(words(e) for e in ET.fromstring(render_cache_compare(fake_comparison(200), lang=lang)).iter()
                        if "note" in (e.get("class") or "").split())
-    assert re.sub(r"\s+", "", label(TEXTS[lang], "fig_sampled_passes", drawn=MAX_SLOTS, total=200)) in re.sub(r"\s+", "", sampled)
+    note = label(TEXTS[lang], "fig_sampled_passes", drawn=MAX_SLOTS, total=200)
+    assert re.sub(r"\s+", "", note) in re.sub(r"\s+", "", sampled)
     whole = ET.fromstring(render_cache_compare(fake_comparison(30), lang=lang))
     assert label(TEXTS[lang], "fig_sampled_passes", drawn=30, total=30)[:6] not in "".join(whole.itertext())
 

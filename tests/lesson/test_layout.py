@@ -2,11 +2,11 @@
 
 import pytest
 
+from lesson.diagrams.latency import spread_apart
 from lesson.layout import (
     LinearScale, Slot, byte_ticks, clip_text, fit_chips, group_layers, nice_ticks, plan_slots, sample_indices,
     spans_from_lengths, split_runs, text_width, wrap_text,
 )
-from lesson.diagrams.latency import spread_apart
 from lesson.style import CLASSROOM_MIN_FONT, CLASSROOM_WIDTH, DEFAULT_STYLE, FONT_STACK, classroom_style
 from lesson.text import table_for
 

@@ -6,11 +6,11 @@ import re
 
 import pytest
 
+from lesson.messages import ENGINE_ERROR_KEYS
 from lesson.text import (
     AREA_TEXTS, AREAS, LANGUAGES, TEXTS, check_language, label, merged_table, normalize_language, placeholders, t,
     table_for,
 )
-from lesson.messages import ENGINE_ERROR_KEYS
 from tests.factories import ROOT
 
 TEXT_DIR = ROOT / "lesson" / "text"

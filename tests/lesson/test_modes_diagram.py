@@ -13,9 +13,7 @@ from lesson.diagrams.modes import headline, mode_summaries, render_modes
 from lesson.modes_charts import modes_figure
 from lesson.style import CLASSROOM_MIN_FONT, CLASSROOM_WIDTH, classroom_style
 from lesson.text import t
-from tests.factories import (
-    COMPILED_MS, EAGER_MS, MODE_FLOORS, STATIC_MS, TINY_MODEL, make_mode_run, make_mode_runs, make_trace,
-)
+from tests.factories import COMPILED_MS, EAGER_MS, MODE_FLOORS, STATIC_MS, TINY_MODEL, make_mode_run, make_mode_runs
 from tests.svg import all_text, parse, with_class
 
 
@@ -49,7 +47,8 @@ def test_the_floor_is_drawn_through_every_row_and_named():
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_labels_say_what_ran_and_which_attention_kernel(lang):
-    runs = make_mode_runs(compiled=make_mode_run("compiled", STATIC_MS, ran="static", note="torch.compile failed: no compiler"))
+    fell_back = make_mode_run("compiled", STATIC_MS, ran="static", note="torch.compile failed: no compiler")
+    runs = make_mode_runs(compiled=fell_back)
     words = all_text(parse(render_modes(runs, floors_ms=MODE_FLOORS, lang=lang)))
     assert t(lang, "modes_fig_title") in words
     assert t(lang, "modes_fell_back", asked="compiled", ran="static") in words
@@ -107,7 +106,8 @@ def test_the_plotly_figure_has_the_same_numbers():
     assert "removes 1.3 ms" in fig.layout.title.text
     big = modes_figure(make_mode_runs(), MODE_FLOORS, "zh", classroom=True)
     assert big.layout.font.size >= 21 and big.layout.title.font.size >= 21
-    assert modes_figure(make_mode_runs(), MODE_FLOORS, "zh", title=False).layout.title.text == ""  # the page writes it instead
+    untitled = modes_figure(make_mode_runs(), MODE_FLOORS, "zh", title=False)
+    assert untitled.layout.title.text == ""  # the page writes it instead
     # The legend has the figure's bottom margin to itself (it sat on the axis title in classroom type).
     assert (big.layout.legend.yref, big.layout.legend.y, big.layout.legend.yanchor) == ("container", 0, "bottom")
 

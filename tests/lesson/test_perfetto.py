@@ -10,11 +10,10 @@ from collections import defaultdict
 
 import pytest
 
+from engine.serving.metrics import compute_kv_memory, compute_serving_metrics
 from engine.serving.trace import (
     BatchEntry, BlockSnapshot, BlockTable, Handoff, Iteration, LinkEstimate, ServingRun, ServingSettings,
 )
-from engine.serving.metrics import compute_kv_memory, compute_serving_metrics
-from engine.trace import RequestTrace
 from lesson.perfetto import (
     REQUESTS_PID, SERVER_PID, WORKERS_PID, check_trace_events, request_trace_events, serving_run_events,
     to_perfetto_json,
@@ -94,18 +93,21 @@ def _handoff_run() -> ServingRun:
         return BlockSnapshot(4, 8, 8 - sum(len(t.block_ids) for t in tables), tables)
 
     its = (
-        Iteration(0, "prefill", 2.0, 10.0, (BatchEntry("r0", "prefill", 0, 4, 1),), blocks(BlockTable("r0", (0,), (4,))),
-                  waiting=("r1",)),
-        Iteration(1, "prefill", 10.0, 20.0, (BatchEntry("r1", "prefill", 0, 4, 1),), blocks(BlockTable("r1", (1,), (4,)))),
-        Iteration(2, "decode", 14.0, 16.0, (BatchEntry("r0", "decode", 4, 5, 2),), blocks(BlockTable("r0", (0, 2), (4, 1)))),
+        Iteration(0, "prefill", 2.0, 10.0, (BatchEntry("r0", "prefill", 0, 4, 1),),
+                  blocks(BlockTable("r0", (0,), (4,))), waiting=("r1",)),
+        Iteration(1, "prefill", 10.0, 20.0, (BatchEntry("r1", "prefill", 0, 4, 1),),
+                  blocks(BlockTable("r1", (1,), (4,)))),
+        Iteration(2, "decode", 14.0, 16.0, (BatchEntry("r0", "decode", 4, 5, 2),),
+                  blocks(BlockTable("r0", (0, 2), (4, 1)))),
         Iteration(3, "decode", 16.0, 18.0, (BatchEntry("r0", "decode", 5, 6, 3),), empty),
         Iteration(4, "decode", 24.0, 26.0, (BatchEntry("r1", "decode", 4, 5, 2),), empty),
     )
-    handoffs = (Handoff("r0", 4, 4 * DEFAULT_MODEL_INFO.kv_bytes_per_token, 10.5, 13.0, 2.5, (LinkEstimate("nvlink", 9e11, 0.01),)),
-                Handoff("r1", 4, 4 * DEFAULT_MODEL_INFO.kv_bytes_per_token, 20.5, 23.0, 2.5))
+    per_token = DEFAULT_MODEL_INFO.kv_bytes_per_token
+    handoffs = (Handoff("r0", 4, 4 * per_token, 10.5, 13.0, 2.5, (LinkEstimate("nvlink", 9e11, 0.01),)),
+                Handoff("r1", 4, 4 * per_token, 20.5, 23.0, 2.5))
     reqs = (r0, r1)
     return ServingRun("handoff-test", ServingSettings("disaggregated", 4, 8), DEFAULT_MODEL_INFO, reqs, its,
-                      compute_serving_metrics(reqs), compute_kv_memory(its, reqs, 4, DEFAULT_MODEL_INFO.kv_bytes_per_token),
+                      compute_serving_metrics(reqs), compute_kv_memory(its, reqs, 4, per_token),
                       handoffs=handoffs)
 
 
@@ -141,8 +143,9 @@ def test_serving_run_has_a_track_per_request_and_per_worker_with_handoffs_and_co
 
 def test_observed_run_has_request_tracks_ticks_and_server_counters():
     reqs = (make_record("r0", 0.0, [10.0, 12.0, 16.0]), make_record("r1", 5.0, [25.0]))
-    run = ServingRun("probe", ServingSettings("one-at-a-time", 1, 1), DEFAULT_MODEL_INFO, reqs, (), compute_serving_metrics(reqs),
-                     compute_kv_memory((), reqs, 1, 0), notes=("observed from the client",))
+    run = ServingRun("probe", ServingSettings("one-at-a-time", 1, 1), DEFAULT_MODEL_INFO, reqs, (),
+                     compute_serving_metrics(reqs), compute_kv_memory((), reqs, 1, 0),
+                     notes=("observed from the client",))
     samples = [{"t_ms": 0.0, "values": {"running": 0, "waiting": 0, "kv_cache_usage": None}},
                {"t_ms": 8.0, "values": {"running": 2, "waiting": 1, "kv_cache_usage": 0.25}}]
     doc = serving_run_events(run, samples)
@@ -164,7 +167,8 @@ def test_a_measured_serving_run_exports(default_lm):
     from engine.serving.engine import ServeConfig, run_workload
     from engine.serving.workloads import WorkloadRequest
 
-    workload = (WorkloadRequest(0.0, "法国的首都是", 6, True), WorkloadRequest(0.0, "The capital of Germany is", 6, True),
+    workload = (WorkloadRequest(0.0, "法国的首都是", 6, True),
+                WorkloadRequest(0.0, "The capital of Germany is", 6, True),
                 WorkloadRequest(5.0, "德国的首都是", 4, True, 40))
     run = run_workload(default_lm, workload, ServeConfig(policy="chunked", token_budget=16), scenario="perfetto")
     doc = json.loads(to_perfetto_json(run))

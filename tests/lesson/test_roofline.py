@@ -3,15 +3,12 @@ plotly in lesson/charts.py): the picture is checked against the numbers it draws
 
 from __future__ import annotations
 
-import json
 import math
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 import pytest
 
-from engine.cost import DEVICE_SPECS, ModelShape, trace_floors
-from engine.sweep import Sweep, SweepPoint
+from engine.cost import DEVICE_SPECS, trace_floors
 from lesson.diagrams import render_roofline, render_step_floors, render_sweep
 from lesson.diagrams.roofline import fmt_time, roofline_layout
 from lesson.text import TEXTS

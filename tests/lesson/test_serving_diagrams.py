@@ -15,7 +15,6 @@ from lesson.diagrams.serving_gantt import MAX_ROWS, gantt_segments, itl_spikes, 
 from lesson.diagrams.serving_metrics import render_serving_metrics
 from lesson.serving_views import METRIC_ROWS, figure_alt, findings, metric_records, metric_table, metrics_alt
 from tests.factories import HAS_DEFAULT_MODEL, LONG_PROMPT_DURING_CHATS, client_run, make_run
-
 from tests.svg import SVG, all_text, parse, with_class
 
 POLICIES = ("one-at-a-time", "prefill-first", "chunked", "disaggregated")
@@ -349,13 +348,14 @@ def test_snapshot(name, runs):
 
 def test_observed_policy_is_accepted_by_the_record_but_not_by_engine_serve():
     from engine.cli.serve import POLICY_CHOICES
+    from engine.errors import InputError
     from engine.serving.engine import ServeConfig
     from engine.serving.trace import OBSERVED_POLICY, ServingSettings
     from engine.trace import TraceFormatError
 
     assert ServingSettings(policy=OBSERVED_POLICY, block_size=1, num_kv_blocks=1).policy == "observed"
     assert OBSERVED_POLICY not in POLICY_CHOICES
-    with pytest.raises(Exception):
+    with pytest.raises(InputError):
         ServeConfig(policy=OBSERVED_POLICY)
     with pytest.raises(TraceFormatError):
         ServingSettings(policy="bogus", block_size=1, num_kv_blocks=1)

@@ -31,7 +31,6 @@ from engine.serving.trace import ServingRun
 from engine.serving.workloads import WorkloadRequest
 from lesson.perfetto import check_trace_events, serving_run_events
 from tests.fake_server import METRICS_TEXT, Misbehaving, misbehaving
-from tests.factories import ROOT
 
 SECRET = "sk-test-0123456789abcdef-not-a-real-key"
 
@@ -45,7 +44,8 @@ def _monotone(d) -> bool:
 # ---------------------------------------------------------------------------
 
 TRANSFORMERS_CLI = Path(sys.executable).with_name("transformers")
-needs_serve = pytest.mark.skipif(not TRANSFORMERS_CLI.exists() or not (DEFAULT_MODEL_DIR / "model.safetensors").exists(),
+HAS_SERVE = TRANSFORMERS_CLI.exists() and (DEFAULT_MODEL_DIR / "model.safetensors").exists()
+needs_serve = pytest.mark.skipif(not HAS_SERVE,
                                  reason="needs `transformers serve` (pip install 'transformers[serving]') and the "
                                         "embedded default model")
 
@@ -150,7 +150,8 @@ def test_cli_against_transformers_serve(transformers_serve, capsys):
 def test_ignore_eos_is_refused_by_transformers_serve_with_a_clear_message(transformers_serve):
     """transformers serve rejects fields it does not know (vLLM's ignore_eos): each request says so."""
     result = run_probe(ProbeConfig(transformers_serve, str(DEFAULT_MODEL_DIR), timeout_s=60),
-                       (WorkloadRequest(0.0, "法国的首都是", 4, ignore_eos=True), WorkloadRequest(0.0, "德国的首都是", 4)))
+                       (WorkloadRequest(0.0, "法国的首都是", 4, ignore_eos=True),
+                        WorkloadRequest(0.0, "德国的首都是", 4)))
     assert [f.request_id for f in result.failures] == ["r0"]
     assert result.failures[0].key == "probe_http" and "422" in result.failures[0].message
     assert "ignore_eos" in result.failures[0].message

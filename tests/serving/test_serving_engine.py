@@ -12,7 +12,6 @@ from engine.errors import InputError
 from engine.generation import GenerationConfig, generate_ids
 from engine.serving.core import EngineCore, ServeConfig, prepare_sequences
 from engine.serving.engine import run_workload
-from engine.serving.scheduler import SchedulerConfig
 from engine.serving.workloads import WorkloadRequest
 
 # Ragged on purpose: a 1-token answer (EOS), a stretched prompt that chunks, staggered arrivals.
@@ -239,7 +238,8 @@ def test_arrivals_are_honoured_in_real_time(runs):
 @pytest.mark.slow
 def test_hf_continuous_batching_agrees(default_lm, runs):
     """A second oracle: transformers' own continuous-batching manager, same prompts, greedy."""
-    from transformers import AutoModelForCausalLM, GenerationConfig as HFConfig
+    from transformers import AutoModelForCausalLM
+    from transformers import GenerationConfig as HFConfig
 
     model = AutoModelForCausalLM.from_pretrained(default_lm.path, attn_implementation="sdpa").eval()
     if not hasattr(model, "generate_batch"):

@@ -10,16 +10,16 @@ import pytest
 
 from engine.serving.metrics import compute_kv_memory, compute_serving_metrics, distribution, meets_slo
 from engine.serving.trace import (
-    SLO, BatchEntry, BlockSnapshot, BlockTable, Handoff, Iteration, LinkEstimate, LinkSpec, RequestRecord,
-    ServingRun, ServingSettings,
+    SLO, BatchEntry, BlockSnapshot, BlockTable, Handoff, Iteration, LinkEstimate, LinkSpec, ServingRun, ServingSettings,
 )
-from engine.trace import ModelInfo, TraceFormatError
+from engine.trace import TraceFormatError
 from tests.factories import DEFAULT_MODEL_INFO, make_record
 
 # r0 arrives at 0: tokens at 10, 12, 16 -> TTFT 10, ITL 2 and 4, E2EL 16, TPOT (16-10)/2 = 3
 # r1 arrives at 5: tokens at 25, 26      -> TTFT 20, ITL 1, E2EL 21, TPOT 1
 # r2 arrives at 6: one token at 46       -> TTFT 40, no ITL, E2EL 40, no TPOT
-REQUESTS = (make_record("r0", 0.0, [10.0, 12.0, 16.0]), make_record("r1", 5.0, [25.0, 26.0]), make_record("r2", 6.0, [46.0]))
+REQUESTS = (make_record("r0", 0.0, [10.0, 12.0, 16.0]), make_record("r1", 5.0, [25.0, 26.0]),
+            make_record("r2", 6.0, [46.0]))
 
 
 def test_metrics_match_hand_computed_values():

@@ -8,17 +8,15 @@ files) are derived here."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from engine.interop.vllm_import import VllmResultError, format_comparison, load_vllm_result, read_vllm_result
 from engine.serving.trace import ServingRun
 from lesson import export
 from lesson.perfetto import check_trace_events, serving_run_events
-from engine.interop.vllm_import import VllmResultError, format_comparison, load_vllm_result, read_vllm_result
 from tests.factories import VLLM_RESULT
-
 
 
 def fixture() -> dict:
@@ -179,10 +177,10 @@ def test_export_cli_from_vllm(tmp_path, capsys):
 def test_imports_are_observed_runs_and_the_gantt_says_where_the_times_come_from():
     """policy "observed" (not an engine policy), and the Gantt's subtitle: vLLM's measured times, or
     arrivals placed from the request rate when the file has no start_times (never "all measured")."""
+    from engine.interop.vllm_import import arrivals_placed
     from lesson.diagrams.serving_gantt import gantt_subtitle, render_serving_gantt, run_kind
     from lesson.serving_views import run_label
     from lesson.text import t
-    from engine.interop.vllm_import import arrivals_placed
 
     data = json.loads(VLLM_RESULT.read_text(encoding="utf-8"))
     measured = read_vllm_result(json.dumps(data), name="bench").run
