@@ -37,6 +37,13 @@ class ModelLoadError(EngineError):
     """A model folder is missing, is not a model, or cannot be loaded safely."""
 
 
+class LimitError(InputError):
+    """An input over one of engine.limits' hard bounds: a size, count, depth, digit count or time
+    refused before anything is allocated. Its key names the kind ("limit_count", "limit_number",
+    "limit_memory", "limit_json_depth", "limit_json_number", "limit_not_finite", "limit_text");
+    `params` name the `field` (or the `line`) and the `limit`."""
+
+
 class CapError(KeyedError):
     """A serving-lab workload over this server's caps (more requests, a longer prompt or answer than
     the operator allows). Its key is the page's text key itself ("sl_cap_requests"); `params` hold
