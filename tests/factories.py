@@ -178,9 +178,50 @@ def _blocks(held: dict, block_size: int, num_blocks: int, owners: dict) -> Block
     return BlockSnapshot(block_size, num_blocks, num_blocks - used, tuple(tables))
 
 
+def _pass_work(policy: str, arrived: list[_Seq], budget: int | None) -> list[tuple[_Seq, str, int, int]]:
+    """What one pass computes under `policy`: (seq, phase, start, end) per scheduled request."""
+    if policy == "one-at-a-time":
+        s = arrived[0]
+        return [(s, "prefill", 0, s.prompt_len) if s.computed == 0 else (s, "decode", s.length - 1, s.length)]
+    if policy == "prefill-first":
+        new = [s for s in arrived if s.computed == 0]
+        if new:
+            return [(s, "prefill", 0, s.prompt_len) for s in new]
+        return [(s, "decode", s.length - 1, s.length) for s in arrived]
+    work, room = [], budget  # chunked: decodes first, then prefill chunks up to the budget
+    for s in arrived:
+        if s.computed >= s.prompt_len:
+            work.append((s, "decode", s.length - 1, s.length))
+            room -= 1
+    for s in arrived:
+        if s.computed < s.prompt_len and room > 0:
+            end = min(s.prompt_len, s.computed + room)
+            phase = "prefill" if s.computed == 0 and end == s.prompt_len else "prefill_chunk"
+            work.append((s, phase, s.computed, end))
+            room -= end - s.computed
+    return work
+
+
+def _run_pass(work, start: float, end: float) -> tuple[BatchEntry, ...]:
+    """Advance each scheduled request by its share of a pass from `start` to `end`; its batch entries."""
+    entries = []
+    for s, phase, b, e in work:
+        if s.first_scheduled is None:
+            s.first_scheduled = start
+        s.computed = max(s.computed, e)
+        out = None
+        if e >= s.prompt_len:
+            s.times.append(end)
+            out = 7
+        entries.append(BatchEntry(s.rid, phase, b, e, out))
+    return tuple(entries)
+
+
 def make_run(spec=LONG_PROMPT_DURING_CHATS, policy: str = "chunked", *, token_budget: int = 32, block_size: int = 4,
              base_ms: float = 2.0, per_token_ms: float = 0.05, slo: SLO = SLO(), prompt_text: str = "法国的首都是",
              scenario: str = "synthetic") -> ServingRun:
+    """A serving run of `spec` ((request_id, arrival_ms, prompt_len, max_new_tokens) each) under `policy`,
+    on made-up pass times (`base_ms + per_token_ms * tokens`)."""
     if policy == "disaggregated":
         return _disaggregated(spec, block_size, base_ms, per_token_ms, slo, prompt_text, scenario)
     seqs = [_Seq(*s) for s in spec]
@@ -197,44 +238,14 @@ def make_run(spec=LONG_PROMPT_DURING_CHATS, policy: str = "chunked", *, token_bu
         if not arrived:
             clock = min(s.arrival for s in seqs if not s.done)
             continue
-        work = []  # (seq, phase, start, end)
-        if policy == "one-at-a-time":
-            s = arrived[0]
-            work.append((s, "prefill", 0, s.prompt_len) if s.computed == 0 else (s, "decode", s.length - 1, s.length))
-        elif policy == "prefill-first":
-            new = [s for s in arrived if s.computed == 0]
-            if new:
-                work = [(s, "prefill", 0, s.prompt_len) for s in new]
-            else:
-                work = [(s, "decode", s.length - 1, s.length) for s in arrived]
-        else:
-            room = budget
-            for s in arrived:
-                if s.computed >= s.prompt_len:
-                    work.append((s, "decode", s.length - 1, s.length))
-                    room -= 1
-            for s in arrived:
-                if s.computed < s.prompt_len and room > 0:
-                    end = min(s.prompt_len, s.computed + room)
-                    phase = "prefill" if s.computed == 0 and end == s.prompt_len else "prefill_chunk"
-                    work.append((s, phase, s.computed, end))
-                    room -= end - s.computed
+        work = _pass_work(policy, arrived, budget)
         tokens = sum(e - b for _, _, b, e in work)
         start, end = clock, clock + base_ms + per_token_ms * tokens
-        entries = []
-        for s, phase, b, e in work:
-            if s.first_scheduled is None:
-                s.first_scheduled = start
-            s.computed = max(s.computed, e)
-            out = None
-            if e >= s.prompt_len:
-                s.times.append(end)
-                out = 7
-            entries.append(BatchEntry(s.rid, phase, b, e, out))
+        entries = _run_pass(work, start, end)
         scheduled = {s.rid for s, *_ in work}
         held = {s.rid: min(s.computed, s.length) for s in seqs if s.first_scheduled is not None and not s.done}
         waiting = tuple(s.rid for s in arrived if s.rid not in scheduled)
-        iterations.append(Iteration(len(iterations), "engine", start, end, tuple(entries),
+        iterations.append(Iteration(len(iterations), "engine", start, end, entries,
                                     _blocks(held, block_size, num_blocks, owners), budget, waiting))
         clock = end + 0.1
     settings = ServingSettings(policy=policy, block_size=block_size, num_kv_blocks=num_blocks, token_budget=budget)

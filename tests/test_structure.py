@@ -1,0 +1,247 @@
+"""The shape of the code, read from its source with `ast` (nothing is imported but in the last checks):
+
+- no import circle among engine/, lesson/, app_support/, app_pages/ and app.py, counting the imports
+  inside functions too (a function-local import hides a circle from Python, not from a reader);
+- no private name (`_x`) of one project module imported or used by another;
+- no function over 60 lines (the default model's training script excepted);
+- engine and lesson import without streamlit (the data flows one way: engine -> lesson -> app).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.factories import ROOT
+
+SOURCE = ("engine", "lesson", "app_support", "app_pages", "app.py")  # the import graph's nodes
+PROJECT = (*SOURCE, "bench", "tests", "assets")  # where private names and function lengths are checked
+LONG_FUNCTIONS_ALLOWED = {Path("assets/default_model/train.py")}
+MAX_FUNCTION_LINES = 60
+
+
+def python_files(roots: tuple[str, ...]) -> list[Path]:
+    """Every .py file under `roots` (folders or files, relative to the repository), sorted."""
+    files = []
+    for root in roots:
+        path = ROOT / root
+        files += [path] if path.is_file() else sorted(path.rglob("*.py"))
+    return [f for f in files if "__pycache__" not in f.parts]
+
+
+def module_name(path: Path) -> str:
+    """engine/serving/core.py -> engine.serving.core; engine/__init__.py -> engine; app.py -> app."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def is_package(path: Path) -> bool:
+    return path.name == "__init__.py"
+
+
+MODULES = {module_name(f): f for f in python_files(PROJECT)}
+
+
+def parse(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def absolute(importer: str, node: ast.ImportFrom) -> str:
+    """The module an `from X import ...` names, relative levels resolved against `importer`."""
+    if not node.level:
+        return node.module or ""
+    package = importer.split(".") if is_package(MODULES[importer]) else importer.split(".")[:-1]
+    base = package[: len(package) - node.level + 1]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def imported(importer: str, node: ast.AST) -> Iterator[tuple[str, str | None]]:
+    """(project module, name taken from it or None) for each thing an import statement brings in.
+    `from pkg import sub` where pkg/sub.py exists names the module pkg.sub."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name in MODULES:
+                yield alias.name, None
+    elif isinstance(node, ast.ImportFrom):
+        source = absolute(importer, node)
+        for alias in node.names:
+            sub = f"{source}.{alias.name}"
+            if sub in MODULES:
+                yield sub, None
+            elif source in MODULES:
+                yield source, alias.name
+
+
+def import_graph() -> dict[str, set[str]]:
+    """importer -> the project modules it imports, at module level or inside any function."""
+    graph = {}
+    for path in python_files(SOURCE):
+        name = module_name(path)
+        graph[name] = {target for node in ast.walk(parse(path)) for target, _ in imported(name, node)
+                       if target != name and target.split(".")[0] in {"app", *SOURCE}}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, found = {}, {}, [], set(), []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while (w := stack.pop()) != v:
+                on_stack.discard(w)
+                component.append(w)
+            on_stack.discard(v)
+            if component:
+                found.append(sorted([v, *component]))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10 * len(graph) + 100))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found)
+
+
+def cycle_path(graph: dict[str, set[str]], component: list[str]) -> str:
+    """One circle inside a component, written a -> b -> ... -> a, so a reader can follow it."""
+    members, start = set(component), component[0]
+    path, seen = [start], {start}
+    while True:
+        nxt = sorted(graph[path[-1]] & members)
+        back = [w for w in nxt if w == start]
+        if back and len(path) > 1:
+            return " -> ".join(path + [start])
+        fresh = [w for w in nxt if w not in seen]
+        if not fresh:
+            return " -> ".join(path + [next(w for w in nxt if w in path)])
+        path.append(fresh[0])
+        seen.add(fresh[0])
+
+
+def test_the_import_graph_has_no_circle():
+    graph = import_graph()
+    assert len(graph) > 50  # every source module was read
+    found = [f"{cycle_path(graph, c)}  (the circle holds {', '.join(c)})" for c in circles(graph)]
+    assert not found, "import circles:\n" + "\n".join(found)
+
+
+def test_the_circle_finder_finds_a_circle():
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycle_path({"a": {"b"}, "b": {"c"}, "c": {"a"}}, ["a", "b", "c"]) == "a -> b -> c -> a"
+    assert circles({"a": {"b"}, "b": set()}) == []
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_uses(name: str, tree: ast.Module, label: str) -> Iterator[str]:
+    """`from m import _x` and `m._x` (m a project module bound by `import m [as n]` or `from p import m`)
+    in module `name`, each as "label:line: what"."""
+    bound = {}  # local name -> project module, for attribute reads
+    for node in ast.walk(tree):
+        for target, taken in imported(name, node):
+            if target == name:
+                continue
+            if taken is not None and is_private(taken):
+                yield f"{label}:{node.lineno}: from {target} import {taken}"
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in MODULES:
+                    bound[alias.asname or alias.name] = alias.name
+        elif isinstance(node, ast.ImportFrom):
+            source = absolute(name, node)
+            for alias in node.names:
+                if f"{source}.{alias.name}" in MODULES:
+                    bound[alias.asname or alias.name] = f"{source}.{alias.name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr):
+            owner = ast.unparse(node.value)
+            if bound.get(owner, name) != name:
+                yield f"{label}:{node.lineno}: {owner}.{node.attr} ({bound[owner]})"
+
+
+def test_no_private_name_crosses_modules():
+    found = [use for path in python_files(PROJECT)
+             for use in private_uses(module_name(path), parse(path), str(path.relative_to(ROOT)))]
+    assert not found, "private names used from another module (make them public in a seam module):\n" + \
+        "\n".join(found)
+
+
+def long_functions(tree: ast.Module, label: str) -> Iterator[str]:
+    """Every function (methods and nested ones too) over MAX_FUNCTION_LINES, from `def` to its last line."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines = node.end_lineno - node.lineno + 1
+            if lines > MAX_FUNCTION_LINES:
+                yield f"{label}:{node.lineno}: {node.name} is {lines} lines"
+
+
+def test_no_function_is_over_sixty_lines():
+    files = [f for f in python_files(PROJECT) if f.relative_to(ROOT) not in LONG_FUNCTIONS_ALLOWED]
+    found = [long for path in files for long in long_functions(parse(path), str(path.relative_to(ROOT)))]
+    assert not found, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(found)
+
+
+def test_the_readers_find_a_private_import_a_private_attribute_and_a_long_function():
+    assert is_private("_x") and not is_private("__version__") and not is_private("x")
+    uses = ast.parse("from engine.trace import _hidden, shown\nimport engine.trace as tr\nfrom engine import trace\n"
+                     "tr._clock()\ntrace._clock()\nself._own = 1\n")
+    assert list(private_uses("lesson.views", uses, "m.py")) == [
+        "m.py:1: from engine.trace import _hidden", "m.py:4: tr._clock (engine.trace)",
+        "m.py:5: trace._clock (engine.trace)"]
+    assert list(private_uses("engine.trace", uses, "m.py"))[:1] == []  # a module's own names are its own
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    assert list(long_functions(ast.parse(f"def f():\n{body}\n"), "m.py")) == ["m.py:1: f is 61 lines"]
+    assert list(long_functions(ast.parse(f"def f():\n{body[:body.rindex(chr(10))]}\n"), "m.py")) == []
+
+
+def engine_and_lesson_modules() -> list[str]:
+    return sorted(name for name in MODULES if name.split(".")[0] in ("engine", "lesson"))
+
+
+def test_engine_and_lesson_import_without_streamlit_and_trace_without_torch():
+    code = (
+        "import sys, engine.trace\n"
+        "assert 'torch' not in sys.modules, 'engine.trace must not need torch'\n"
+        "import engine, engine.generation, lesson\n"
+        "import lesson.diagrams\n"
+        "assert 'streamlit' not in sys.modules, [m for m in sys.modules if 'streamlit' in m]\n"
+        "assert 'plotly' not in sys.modules, 'only lesson.charts (the app) may import plotly'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT)
+
+
+def test_lesson_imports_neither_torch_nor_streamlit():
+    code = ("import sys, lesson.diagrams, lesson.export, lesson.layout; "
+            "print(sorted(m for m in ('torch', 'streamlit', 'plotly') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=ROOT)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.slow
+def test_every_engine_and_lesson_module_imports_without_streamlit():
+    modules = engine_and_lesson_modules()
+    code = ("import importlib, sys\n"
+            f"for name in {modules!r}:\n"
+            "    importlib.import_module(name)\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'streamlit'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "[]"
