@@ -4,7 +4,9 @@
   inside functions too (a function-local import hides a circle from Python, not from a reader);
 - no private name (`_x`) of one project module imported or used by another;
 - no function over 60 lines (the default model's training script excepted);
-- engine and lesson import without streamlit (the data flows one way: engine -> lesson -> app).
+- engine and lesson import without streamlit (the data flows one way: engine -> lesson -> app);
+- every test module that drives chromium lives in tests/browser/ and is marked `browser`, so the
+  fast lane (`make test-fast`, `-m "not browser and not slow"`) never starts a browser.
 """
 
 from __future__ import annotations
@@ -209,6 +211,41 @@ def test_the_readers_find_a_private_import_a_private_attribute_and_a_long_functi
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
     assert list(long_functions(ast.parse(f"def f():\n{body}\n"), "m.py")) == ["m.py:1: f is 61 lines"]
     assert list(long_functions(ast.parse(f"def f():\n{body[:body.rindex(chr(10))]}\n"), "m.py")) == []
+
+
+def drives_a_browser(tree: ast.Module) -> bool:
+    """The module imports playwright or a test takes the session's `chromium` fixture."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names = [a.name for a in node.names] + ([node.module] if isinstance(node, ast.ImportFrom) else [])
+            if any(n and n.split(".")[0] == "playwright" for n in names):
+                return True
+        if isinstance(node, ast.FunctionDef) and any(a.arg == "chromium" for a in node.args.args):
+            return True
+    return False
+
+
+def marked_browser(tree: ast.Module) -> bool:
+    """A module-level `pytestmark` that holds pytest.mark.browser."""
+    return any(isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets)
+               and "pytest.mark.browser" in ast.unparse(node.value) for node in tree.body)
+
+
+def test_every_module_that_drives_chromium_is_in_the_browser_lane():
+    """Outside tests/browser/ a module could drive chromium only through playwright or the `chromium`
+    fixture (the server and page fixtures live in tests/browser/conftest.py); inside, every module is
+    marked, except the rule's own test, which runs the browser modules without a browser."""
+    browser = ROOT / "tests" / "browser"
+    tests = [f for f in python_files(("tests",)) if f.name.startswith("test_")]
+    outside = [str(f.relative_to(ROOT)) for f in tests if f.parent != browser and drives_a_browser(parse(f))]
+    inside = [f for f in tests if f.parent == browser and f.name != "test_browser_rule.py"]
+    unmarked = [str(f.relative_to(ROOT)) for f in inside if not marked_browser(parse(f))]
+    assert len(inside) >= 5
+    assert not outside, f"drive chromium outside tests/browser/: {outside}"
+    assert not unmarked, f"in tests/browser/ without pytestmark = pytest.mark.browser: {unmarked}"
+    assert drives_a_browser(ast.parse("def test_x(chromium):\n    pass\n"))
+    assert drives_a_browser(ast.parse("from playwright.sync_api import sync_playwright\n"))
+    assert not drives_a_browser(ast.parse("def test_x(tmp_path):\n    pass\n"))
 
 
 def engine_and_lesson_modules() -> list[str]:
