@@ -52,6 +52,19 @@ MEMORY_FRACTION = 0.9  # a model's weights may take at most this share of the de
 MAX_BLOCK_SIZE = 4096  # tokens per KV block
 MAX_KV_BLOCKS = 1_048_576  # blocks in one KV store
 KV_MEMORY_FRACTION = 0.5  # a serving run's KV store may take at most this share of free memory
+# --- a server's replies to the probe (engine/interop/probe.py): one request fails, the others are kept ---
+PROBE_SECONDS_PER_TOKEN = 1.0  # a request's deadline: its --timeout plus this per max_tokens, however it trickles
+PROBE_CHUNKS_PER_TOKEN = 2  # streamed data chunks allowed per max_tokens (a server may split a token) ...
+PROBE_CHUNK_SLACK = 32  # ... plus these (the role, finish and usage chunks, empty ones)
+PROBE_BYTES_PER_CHUNK = 4096  # a stream's bytes: this per allowed chunk (a real chunk is a few hundred) ...
+PROBE_MAX_STREAM_BYTES = 64 << 20  # ... and never more than this in one stream
+PROBE_MAX_LINE_BYTES = 1 << 20  # one Server-Sent Events line
+PROBE_MAX_USAGE_TOKENS = MAX_REQUEST_TOKENS  # a server's usage.prompt_tokens / completion_tokens (a count, kept as one)
+PROBE_MAX_ERROR_BYTES = 4096  # of an HTTP error's body, read for its message
+PROBE_MODELS_DEADLINE_S = 30.0  # GET /v1/models in all (or --timeout when shorter)
+PROBE_MAX_MODELS_BYTES = 1 << 20  # GET /v1/models' body
+PROBE_METRICS_DEADLINE_S = 5.0  # one /metrics scrape in all (or 8 sampling intervals when shorter)
+PROBE_MAX_METRICS_BYTES = 4 << 20  # one /metrics scrape's body
 
 
 @dataclass(frozen=True)
@@ -93,6 +106,30 @@ LIMITS: tuple[Limit, ...] = (
     Limit("KV_MEMORY_FRACTION", KV_MEMORY_FRACTION,
           "a KV store (blocks x block size x the model's K/V bytes per token) beyond this share of free memory",
           "before allocating"),
+    Limit("PROBE_SECONDS_PER_TOKEN", PROBE_SECONDS_PER_TOKEN, "a probed stream still open after --timeout plus "
+          "this many seconds per max_tokens", "that request fails, cut; the others are kept"),
+    Limit("PROBE_CHUNKS_PER_TOKEN", PROBE_CHUNKS_PER_TOKEN, "a probed stream with more chunks than this per "
+          "max_tokens (plus PROBE_CHUNK_SLACK)", "that request fails, cut; the others are kept"),
+    Limit("PROBE_CHUNK_SLACK", PROBE_CHUNK_SLACK, "chunks allowed beyond PROBE_CHUNKS_PER_TOKEN x max_tokens",
+          "that request fails, cut; the others are kept"),
+    Limit("PROBE_BYTES_PER_CHUNK", PROBE_BYTES_PER_CHUNK, "a probed stream over this many bytes per allowed chunk",
+          "that request fails, cut; the others are kept"),
+    Limit("PROBE_MAX_STREAM_BYTES", PROBE_MAX_STREAM_BYTES, "a probed stream over this many bytes",
+          "that request fails, cut; the others are kept"),
+    Limit("PROBE_MAX_LINE_BYTES", PROBE_MAX_LINE_BYTES, "one Server-Sent Events line over this many bytes",
+          "that request fails, cut; the others are kept"),
+    Limit("PROBE_MAX_USAGE_TOKENS", PROBE_MAX_USAGE_TOKENS, "a server's usage token count above it, or not a "
+          "whole number", "that request fails; the others are kept"),
+    Limit("PROBE_MAX_ERROR_BYTES", PROBE_MAX_ERROR_BYTES, "bytes of an HTTP error body read (the rest unread)",
+          "the message shows the first 300 characters"),
+    Limit("PROBE_MODELS_DEADLINE_S", PROBE_MODELS_DEADLINE_S, "GET /v1/models unanswered after this many seconds "
+          "(or --timeout)", "the probe stops: one line, exit 2"),
+    Limit("PROBE_MAX_MODELS_BYTES", PROBE_MAX_MODELS_BYTES, "a /v1/models body over this many bytes",
+          "the model is not checked (a note says so)"),
+    Limit("PROBE_METRICS_DEADLINE_S", PROBE_METRICS_DEADLINE_S, "a /metrics scrape unanswered after this many "
+          "seconds", "that sample is skipped"),
+    Limit("PROBE_MAX_METRICS_BYTES", PROBE_MAX_METRICS_BYTES, "a /metrics body over this many bytes",
+          "that sample is skipped"),
 )
 
 
