@@ -29,6 +29,7 @@ from .errors import InputError, PhaseError
 from .hf import Cache, device_clock, eos_ids
 from .model import LoadedModel
 from .prompts import prompt_token_ids
+from .provenance import this_machine
 from .runners import Runner, bucket_length
 from .trace import ENGINE_MODES, RequestTrace, Sampling, Step, StepsSoFar
 
@@ -312,13 +313,14 @@ def stream_trace(
     figures draw it as its own slice. Likewise `lock_wait_ms` is only the time
     spent queued for the model lock, not tokenizing or building the trace.
     """
+    provenance = this_machine(lm.device)  # where and when: read before the request's clock starts
     t0 = time.perf_counter()
     prompt_ids = encode_prompt(lm, prompt, cfg, max_prompt_tokens)
     tokenize_ms = (time.perf_counter() - t0) * 1e3
     trace = RequestTrace(
         request_id=request_id, model=lm.info, prompt=prompt, prompt_ids=tuple(prompt_ids),
         prompt_pieces=token_pieces(lm.tokenizer, prompt_ids), sampling=cfg.sampling,
-        max_new_tokens=cfg.max_new_tokens, tokenize_ms=tokenize_ms,
+        max_new_tokens=cfg.max_new_tokens, tokenize_ms=tokenize_ms, provenance=provenance,
     )
     steps: list[Step] = []  # append-only: every partial trace views a prefix of it
     pieces: dict[int, str] = {}  # token id -> its piece: answers repeat tokens (。 的 the), decoding costs ~75 µs
@@ -373,6 +375,6 @@ def _to_step(
 def generate(lm: LoadedModel, prompt: str, cfg: GenerationConfig = GenerationConfig(), **kwargs) -> RequestTrace:
     """Run one request to the end and return its finished trace."""
     trace = None
-    for trace in stream_trace(lm, prompt, cfg, **kwargs):
+    for trace in stream_trace(lm, prompt, cfg, **kwargs):  # noqa: B007 - the last one yielded is the finished trace
         pass
     return trace

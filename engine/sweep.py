@@ -27,7 +27,8 @@ from dataclasses import asdict, dataclass
 
 from .cost import DEVICE_SPECS, TORCH_DTYPES, DeviceSpec, ModelShape, measure_this_machine, pass_cost
 from .errors import InputError
-from .trace import RANDOM_WEIGHTS_NOTE
+from .provenance import this_machine
+from .trace import RANDOM_WEIGHTS_NOTE, Provenance
 
 KINDS = ("prefill", "decode-context", "decode-batch")
 DEFAULT_POINTS = {
@@ -85,6 +86,7 @@ class Sweep:
     batch_context: int        # decode-batch: positions cached per row; else 0
     points: tuple[SweepPoint, ...]
     skipped: tuple[int, ...] = ()  # asked-for values past the model's context (or a cap)
+    provenance: Provenance | None = None  # where and when it was measured (engine/provenance.py); None: older
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps({"schema": SCHEMA, **asdict(self)}, ensure_ascii=False, indent=indent)
@@ -95,7 +97,8 @@ class Sweep:
         if not isinstance(data, dict) or data.pop("schema", None) != SCHEMA:
             raise ValueError(f"not a sweep ({SCHEMA})")
         points = tuple(SweepPoint(**{**p, "times_ms": tuple(p["times_ms"])}) for p in data.pop("points"))
-        return cls(**{**data, "points": points, "skipped": tuple(data.get("skipped", ()))})
+        return cls(**{**data, "points": points, "skipped": tuple(data.get("skipped", ())),
+                      "provenance": Provenance.from_dict(data.get("provenance"))})
 
 
 def check_points(kind: str, points: Sequence[int] | None, max_positions: int | None = None,
@@ -164,7 +167,7 @@ def run_sweep(lm, kind: str, points: Sequence[int] | None = None, *, repeats: in
     return Sweep(kind=kind, model_id=info.model_id, random_weights=info.random_weights, device=info.device,
                  dtype=info.dtype, device_spec=spec.name, repeats=repeats,
                  batch_context=batch_context if kind == "decode-batch" else 0,
-                 points=tuple(measured), skipped=skipped, **dtypes)
+                 points=tuple(measured), skipped=skipped, provenance=this_machine(lm.device), **dtypes)
 
 
 def _checked_values(info, kind: str, points: Sequence[int] | None, repeats: int, batch_context: int,

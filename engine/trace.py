@@ -13,6 +13,7 @@ Shape of a trace:
       steps: tuple[Step, ...]         one record per forward pass
         Step(phase="prefill")         all prompt positions in one pass -> token 1
         Step(phase="decode") x N      one new position per pass -> token 2, 3, ...
+      provenance: Provenance | None   where and when it was measured (machine, device, versions, date)
 
 Times are milliseconds relative to the request's start (before tokenization),
 so TTFT includes tokenization, as a user would feel it.
@@ -60,6 +61,54 @@ RANDOM_WEIGHTS_NOTE = "random weights: times are real, tokens are meaningless"
 
 class TraceFormatError(ValueError):
     """A JSON document is not a trace this version understands."""
+
+
+# Longest text a provenance field may hold: a file from elsewhere cannot fill a caption with a page of text.
+PROVENANCE_TEXT_LIMIT = 120
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where and when a run was measured, so a run drawn on another machine says whose numbers they are.
+
+    Filled by the engine for every run it measures (engine/provenance.py: `this_machine`); None on a run
+    written before this field existed, or measured from outside the engine. No host name, user or path:
+    only what explains the times (the processor, the accelerator, the software that ran the model).
+    """
+
+    cpu: str  # the processor's model name, e.g. "AMD EPYC 7B13"; "" when the system does not say
+    num_cores: int  # logical CPU cores of the machine
+    device: str  # where the model ran: "cpu", "cuda", "mps"
+    gpu: str  # the accelerator's name (e.g. "NVIDIA H200") when device is a GPU, else ""
+    torch_version: str
+    transformers_version: str
+    recorded_at: str  # UTC, ISO 8601 to the second: "2025-06-01T14:03:12Z"
+
+    def __post_init__(self) -> None:
+        for name in ("cpu", "device", "gpu", "torch_version", "transformers_version", "recorded_at"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or len(value) > PROVENANCE_TEXT_LIMIT:
+                raise TraceFormatError(f"provenance {name} must be text of at most {PROVENANCE_TEXT_LIMIT} characters")
+        if isinstance(self.num_cores, bool) or not isinstance(self.num_cores, int) or not 0 <= self.num_cores < 1 << 20:
+            raise TraceFormatError(f"provenance num_cores must be a whole number, got {self.num_cores!r}")
+
+    @property
+    def machine(self) -> str:
+        """The machine in words, without a host name: "NVIDIA H200, AMD EPYC 7B13 (16 cores)"."""
+        cpu = f"{self.cpu or 'CPU'} ({self.num_cores} cores)" if self.num_cores else (self.cpu or "CPU")
+        return f"{self.gpu}, {cpu}" if self.gpu else cpu
+
+    @classmethod
+    def from_dict(cls, data: object) -> Provenance | None:
+        """A provenance from its JSON object; None stays None (a run without one). Refuses any other shape."""
+        if data is None:
+            return None
+        if not isinstance(data, dict):
+            raise TraceFormatError("provenance must be a JSON object")
+        names = {f.name for f in dataclasses.fields(cls)}
+        if set(data) != names:
+            raise TraceFormatError(f"provenance needs exactly the fields {sorted(names)}")
+        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -345,6 +394,7 @@ class RequestTrace:
     # cache bucket before the first pass; left out of every time above (TTFT starts after it). 0 when eager
     # or when a built runner was free.
     engine_setup_ms: float = 0.0
+    provenance: Provenance | None = None  # where and when it was measured; None in older traces
 
     # --- derived views (never stored twice) ---
     @property
@@ -416,7 +466,7 @@ class RequestTrace:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "RequestTrace":
+    def from_dict(cls, data: dict[str, Any]) -> RequestTrace:
         version = data.get("schema_version")
         if version not in READABLE_SCHEMA_VERSIONS:
             raise TraceFormatError(f"trace schema_version {version!r}; this build reads {READABLE_SCHEMA_VERSIONS}")
@@ -437,13 +487,14 @@ class RequestTrace:
                 engine_mode=data.get("engine_mode", "eager"),
                 engine_note=data.get("engine_note", ""),
                 engine_setup_ms=data.get("engine_setup_ms", 0.0),
+                provenance=Provenance.from_dict(data.get("provenance")),
                 schema_version=SCHEMA_VERSION,  # upgraded on load (see READABLE_SCHEMA_VERSIONS)
             )
         except (KeyError, TypeError) as err:
             raise TraceFormatError(f"not a valid trace: {err}") from err
 
     @classmethod
-    def from_json(cls, text: str) -> "RequestTrace":
+    def from_json(cls, text: str) -> RequestTrace:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:

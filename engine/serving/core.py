@@ -21,6 +21,7 @@ from ..generation import token_pieces
 from ..hf import device_clock, eos_ids
 from ..model import LoadedModel
 from ..prompts import extend_prompt, prompt_token_ids
+from ..provenance import this_machine
 from .block_manager import BlockManager, blocks_for
 from .metrics import compute_kv_memory, compute_serving_metrics
 from .runner import ModelRunner, new_store
@@ -199,7 +200,7 @@ def build_run(lm: LoadedModel, seqs: list[Sequence], iterations: list[Iteration]
         scenario=scenario, settings=settings, model=lm.info, requests=requests, iterations=iterations,
         metrics=compute_serving_metrics(requests, slo),
         memory=compute_kv_memory(iterations, requests, settings.block_size, lm.info.kv_bytes_per_token),
-        wall_ms=wall_ms, **extra,
+        wall_ms=wall_ms, provenance=this_machine(lm.device), **extra,
     )
 
 

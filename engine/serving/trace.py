@@ -54,6 +54,9 @@ when the engine began honouring arrivals; all are measured, none simulated):
           contiguous_utilization (tokens held / tokens reserved), and over the whole run
           mean_paged_utilization, mean_contiguous_utilization (sum held / sum reserved over passes)
       wall_ms (the whole run), notes (plain sentences: e.g. "workers pinned to cores 0 and 1")
+      provenance: engine.trace.Provenance | None   where and when it was measured (cpu, num_cores,
+          device, gpu, torch_version, transformers_version, recorded_at); None in older runs and
+          in runs observed from a client (engine/interop/)
 
 `ServingRun.to_json()` / `ServingRun.from_json(text)` round-trip exactly; derived
 values are properties, never stored twice (to_dict adds them under "derived" keys
@@ -69,7 +72,7 @@ import typing
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..trace import ModelInfo, TraceFormatError
+from ..trace import ModelInfo, Provenance, TraceFormatError
 
 SERVING_SCHEMA_VERSION = 1
 POLICIES = ("one-at-a-time", "prefill-first", "chunked", "disaggregated")
@@ -356,6 +359,7 @@ class ServingRun:
     notes: tuple[str, ...] = ()
     kind: str = "serving_run"
     schema_version: int = field(default=SERVING_SCHEMA_VERSION)
+    provenance: Provenance | None = None  # where and when it was measured (engine/provenance.py)
 
     def request(self, request_id: str) -> RequestRecord:
         return next(r for r in self.requests if r.request_id == request_id)
@@ -379,7 +383,7 @@ class ServingRun:
         return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ServingRun":
+    def from_dict(cls, data: dict[str, Any]) -> ServingRun:
         if not isinstance(data, dict) or data.get("kind") != "serving_run":
             raise TraceFormatError("not a serving run (kind must be 'serving_run')")
         if data.get("schema_version") != SERVING_SCHEMA_VERSION:
@@ -393,7 +397,7 @@ class ServingRun:
             raise TraceFormatError(f"not a valid serving run: {err}") from err
 
     @classmethod
-    def from_json(cls, text: str) -> "ServingRun":
+    def from_json(cls, text: str) -> ServingRun:
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
