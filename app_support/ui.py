@@ -116,10 +116,13 @@ def svg_figure(name: str, svg: str, lang: str, caption: str | None = None, *, al
 
 
 def metric_row(cards: list[MetricCard]) -> None:
-    """TTFT / TPOT / mean ITL / E2EL side by side, each with its definition."""
+    """TTFT / TPOT / ITL p99 / E2EL side by side: each value, what it is a median of (its range
+    and number of runs, lesson.views.metric_cards) and its definition."""
     for column, card in zip(st.columns(len(cards) or 1, border=True), cards):
         with column:
             st.metric(card.label, card.value, help=card.definition)
+            if card.spread:
+                st.caption(card.spread)  # our own words and numbers
             st.caption(card.definition)
 
 

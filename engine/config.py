@@ -127,6 +127,9 @@ MAX_NEW_TOKENS = Variable("PREFILL_DECODE_MAX_NEW_TOKENS", "int", 128, "the long
                           low=1, high=4096)
 MAX_PROMPT_CHARS = Variable("PREFILL_DECODE_MAX_PROMPT_CHARS", "int", 8000, "longer prompts are refused before "
                             "tokenizing", low=16, high=1_000_000)
+REPEATS = Variable("PREFILL_DECODE_REPEATS", "int", 5, "how many times the lesson runs each request: its "
+                   "headline numbers (Prefill, a Decode step, their ratio, TTFT, TPOT) are the median, with the "
+                   "fastest and slowest run", low=1, high=20)
 # The bottleneck lab
 PRESETS = Variable("PREFILL_DECODE_PRESETS", "flag", True, "off hides the real-size presets (random weights) from "
                    "the model picker")
@@ -163,7 +166,7 @@ VLLM_MAX_MB = Variable("PREFILL_DECODE_VLLM_MAX_MB", "megabytes", 20.0, "the lar
 
 VARIABLES = (
     MODELS_DIR, DEVICE, DTYPE, THREADS, ENGINE, ENGINE_TOKEN_FILE, ENGINE_TOKEN,
-    MAX_PROMPT_TOKENS, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, PRESETS,
+    MAX_PROMPT_TOKENS, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, REPEATS, PRESETS,
     COMPILE, SWEEP_MAX_POSITIONS, SWEEP_MAX_BATCH, SERVING_MAX_REQUESTS, SERVING_MAX_PROMPT_TOKENS,
     SERVING_MAX_NEW_TOKENS, SERVING_DISAGGREGATED, PROBE, PROBE_ALLOW, PROBE_KEY_VARS, PROBE_API_KEY, VLLM_MAX_MB,
 )
@@ -223,6 +226,7 @@ class ServerSettings:
     sweep_max_positions: int = SWEEP_MAX_POSITIONS.default
     sweep_max_batch: int = SWEEP_MAX_BATCH.default
     compile_mode: bool = COMPILE.default  # the lab's "compiled" engine mode (torch.compile)
+    repeats: int = REPEATS.default  # runs of each lesson request; the headline numbers are their medians
 
 
 def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings:
@@ -239,6 +243,7 @@ def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings
         sweep_max_positions=read_number(environ, SWEEP_MAX_POSITIONS),
         sweep_max_batch=read_number(environ, SWEEP_MAX_BATCH),
         compile_mode=read_flag(environ, COMPILE),
+        repeats=read_number(environ, REPEATS),
     )
 
 

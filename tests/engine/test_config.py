@@ -34,6 +34,7 @@ NUMBERS = {
     "PREFILL_DECODE_MAX_PROMPT_TOKENS": lambda env: settings_from_env(env).limits.max_prompt_tokens,
     "PREFILL_DECODE_MAX_NEW_TOKENS": lambda env: settings_from_env(env).limits.max_new_tokens,
     "PREFILL_DECODE_MAX_PROMPT_CHARS": lambda env: settings_from_env(env).limits.max_prompt_chars,
+    "PREFILL_DECODE_REPEATS": lambda env: settings_from_env(env).repeats,
     "PREFILL_DECODE_SWEEP_MAX_POSITIONS": lambda env: settings_from_env(env).sweep_max_positions,
     "PREFILL_DECODE_SWEEP_MAX_BATCH": lambda env: settings_from_env(env).sweep_max_batch,
     "PREFILL_DECODE_SERVING_MAX_REQUESTS": lambda env: ServingCaps.from_env(env).max_requests,

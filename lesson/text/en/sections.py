@@ -93,8 +93,19 @@ TEXT: dict = {
     ),
     "bottleneck_live": (
         "In this real run, Prefill took {prefill_ms} for {prompt_len} positions (about {per_position} per "
-        "position); one Decode step took {decode_ms} on average, for a single position."
+        "position); a Decode step took {decode_ms} (the median of its steps), for a single position."
     ),
+    "bottleneck_live_repeats": (
+        "Over {n} runs of this request (medians; the fastest and the slowest run in brackets), Prefill took "
+        "{prefill_ms} ({prefill_range}) for {prompt_len} positions (about {per_position} per position); a Decode "
+        "step took {decode_ms} ({decode_range}), for a single position."
+    ),
+    "bottleneck_ratio_range": "Run by run, Prefill ÷ a Decode step went from {low} to {high} over the {n} runs.",
+    "bottleneck_ratio_same": "Run by run, Prefill ÷ a Decode step was {low} in each of the {n} runs.",
+    "bottleneck_noise": "Measured on {device} ({dtype}) with model {model} ({params} parameters): here a Decode step took as long as Prefill or longer. That cannot be the lesson: Prefill computes all {prompt_len} positions of the prompt, a Decode step only one. It is this machine's noise: other programs held its cores while these passes ran. Measure again; the medians of several runs settle.",
+    "bottleneck_same_work": "Measured on {device} ({dtype}) with model {model} ({params} parameters): the prompt is a single position, so Prefill computes one position, as a Decode step does, and the two take about as long (Prefill {ratio}× a Decode step). Stretch the prompt to see them part.",
+    "bottleneck_measure_again": "Measure again",
+    "bottleneck_measure_again_help": "Runs the shown request again, {n} times, and quotes the medians.",
     "bottleneck_alike": "Measured on {device} ({dtype}) with model {model} ({params} parameters): here Prefill is only {ratio}× a Decode step. On a model this small each forward pass mostly pays a fixed cost (Python, launching the layers), so a short prompt makes the two phases look alike; the difference is in how the time grows: Prefill with the prompt, a Decode step hardly at all. Press the button below to see it.",
     "bottleneck_apart": "Measured on {device} ({dtype}) with model {model} ({params} parameters): here Prefill took {ratio}× a Decode step. Prefill grows with the prompt; a Decode step, one position, hardly grows with the context.",
     "show_difference": "Show the difference: run the lesson's example with a {num_tokens}-token prompt",
@@ -138,6 +149,8 @@ TEXT: dict = {
     "metric_e2el": "E2EL",
     "metric_e2el_def": "End-to-end latency: request start to the last token.",
     "metric_na": "—",
+    "metric_spread": "median of {n} runs ({low}–{high})",
+    "metric_this_run": "the run shown (one run)",
     "metric_tpot_one_token": "Only 1 output token so far: TPOT needs a gap after the first token.",
     "metric_itl_one_token": "Only 1 output token so far: no gap between consecutive tokens yet, so no ITL.",
     "latency_caption": (

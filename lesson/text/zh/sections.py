@@ -78,8 +78,19 @@ TEXT: dict = {
     ),
     "bottleneck_live": (
         "这次真实运行：Prefill 用 {prefill_ms} 处理了 {prompt_len} 个位置（每个位置约 {per_position}）；"
-        "一次 Decode 平均 {decode_ms}，只处理 1 个位置。"
+        "一次 Decode 用 {decode_ms}（各步的中位数），只处理 1 个位置。"
     ),
+    "bottleneck_live_repeats": (
+        "同一请求运行了 {n} 次（取中位数，括号里是最快与最慢的一次）：Prefill 用 {prefill_ms}（{prefill_range}）"
+        "处理了 {prompt_len} 个位置（每个位置约 {per_position}）；一次 Decode 用 {decode_ms}（{decode_range}），"
+        "只处理 1 个位置。"
+    ),
+    "bottleneck_ratio_range": "逐次来看，这 {n} 次运行中 Prefill ÷ 一次 Decode 在 {low} 到 {high} 之间。",
+    "bottleneck_ratio_same": "逐次来看，这 {n} 次运行中 Prefill ÷ 一次 Decode 每次都是 {low}。",
+    "bottleneck_noise": "测量环境：{device}（{dtype}），模型 {model}（{params} 参数）。这里一次 Decode 用时不少于 Prefill。这不是课程讲的规律：Prefill 要算提示词的全部 {prompt_len} 个位置，一次 Decode 只算 1 个。这是这台机器的噪声：这些前向运行时，别的程序也占着它的 CPU 核。再测一次，多次运行的中位数会稳定下来。",
+    "bottleneck_same_work": "测量环境：{device}（{dtype}），模型 {model}（{params} 参数）。提示词只有 1 个位置，所以 Prefill 和一次 Decode 一样只算 1 个位置，两者用时差不多（Prefill 是一次 Decode 的 {ratio} 倍）。把提示词拉长就能看到差别。",
+    "bottleneck_measure_again": "再测一次",
+    "bottleneck_measure_again_help": "把当前这个请求再运行 {n} 次，并给出中位数。",
     "bottleneck_alike": "测量环境：{device}（{dtype}），模型 {model}（{params} 参数）。这里 Prefill 只是一次 Decode 的 {ratio} 倍。模型这么小时，每次前向主要花在固定开销上（Python、逐层启动计算），所以提示词很短时两个阶段看起来差不多；真正的区别在于时间怎样增长：Prefill 随提示词变长，一次 Decode 几乎不变。点下面的按钮看看。",
     "bottleneck_apart": "测量环境：{device}（{dtype}），模型 {model}（{params} 参数）。这里 Prefill 用时是一次 Decode 的 {ratio} 倍。Prefill 随提示词变长；一次 Decode 只算 1 个位置，几乎不随上下文增长。",
     "show_difference": "看看差别：用 {num_tokens} 个 Token 的提示词运行本课的例子",
@@ -119,6 +130,8 @@ TEXT: dict = {
     "metric_e2el": "E2EL",
     "metric_e2el_def": "端到端延迟：从请求开始到最后一个 Token。",
     "metric_na": "—",
+    "metric_spread": "{n} 次运行的中位数（{low}–{high}）",
+    "metric_this_run": "所显示的这一次运行",
     "metric_tpot_one_token": "目前只有 1 个输出 Token：TPOT 要等首 Token 之后出现间隔才能算。",
     "metric_itl_one_token": "目前只有 1 个输出 Token：还没有相邻两个 Token 的间隔，所以没有 ITL。",
     "latency_caption": (

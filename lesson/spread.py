@@ -1,0 +1,181 @@
+"""The lesson's headline numbers over repeated runs: the median, with the fastest and the slowest run.
+
+One forward pass on a shared machine can take anything: another program (another visitor's
+page, the server's own work) may hold the cores in the middle of it. So the page runs the same
+request N times (engine.repeats) and quotes the median, with the range beside it:
+
+    runs = engine.repeats.measure(lm, prompt, cfg, repeats=5)   # runs[0] is the streamed one
+    numbers = headline(runs)                    # Headline: per run and across the runs
+    numbers.prefill_ms.median, numbers.prefill_ms.low, numbers.prefill_ms.high, numbers.n
+    numbers.ratio                               # median Prefill / median Decode step, per-run range
+    verdict(numbers, prompt_len)                # "noise", "same_work", "alike" or "apart"
+
+Per run: Prefill's pass, the median of its Decode steps (one slow step does not move it), TTFT
+and TPOT. Across runs: the median of each and its min..max (`Spread`). The ratio's median is
+median Prefill / median Decode step, so a sentence that quotes all three never contradicts
+itself; its range is the per-run ratios' min..max (which always holds that median: if every
+run's Prefill is at least r times its Decode step, so is the median's).
+
+`outlier_indices` flags the repeats of one measured point that sit far from the others (the
+bottleneck lab's sweeps). Pure: plain numbers in, plain numbers out; no streamlit, no torch.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+from engine.trace import RequestTrace, percentile
+
+ALIKE_BELOW = 3.0  # below ~3x the two phases look alike: a small model's fixed cost per pass dominates
+OUTLIER_IQR = 1.5  # Tukey's fences: beyond the quartiles by 1.5 x the interquartile range
+OUTLIER_MEDIAN_FACTOR = 2.0  # a repeat above twice the median is always flagged
+OUTLIER_MIN_SHARE = 0.1  # ...and none within 10 % of the median (a tight cluster's fences are sub-percent)
+SCHEMA = "prefill-decode.headline/1"
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One number over n runs: its median and the fastest and slowest run (low <= median <= high)."""
+
+    median: float
+    low: float
+    high: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        if not values:
+            raise ValueError("the spread of no values is undefined")
+        return cls(statistics.median(values), min(values), max(values), len(values))
+
+
+@dataclass(frozen=True)
+class RunNumbers:
+    """One run's headline numbers, in milliseconds (None where the run had no Decode step)."""
+
+    prefill_ms: float  # the Prefill pass
+    decode_ms: float | None  # the median of the run's Decode steps
+    ttft_ms: float
+    tpot_ms: float | None
+    num_passes: int  # Prefill and Decode steps: tells a whole run from a prefix of it
+
+    @property
+    def ratio(self) -> float | None:
+        """Prefill over a Decode step, for this run."""
+        return self.prefill_ms / self.decode_ms if self.decode_ms else None
+
+
+def run_numbers(trace: RequestTrace) -> RunNumbers:
+    """The headline numbers of one finished (or partial) trace. Raises ValueError without a Prefill."""
+    prefill, metrics = trace.prefill, trace.metrics
+    if prefill is None or metrics is None:
+        raise ValueError("a run without a Prefill pass has no headline numbers")
+    decodes = [s.duration_ms for s in trace.decode_steps]
+    return RunNumbers(prefill.duration_ms, statistics.median(decodes) if decodes else None, metrics.ttft_ms,
+                      metrics.tpot_ms, len(trace.steps))
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The headline numbers of N runs of one request; `runs[0]` is the run the page shows."""
+
+    runs: tuple[RunNumbers, ...]
+
+    def __post_init__(self) -> None:
+        if not self.runs:
+            raise ValueError("a headline needs at least one run")
+
+    @property
+    def n(self) -> int:
+        return len(self.runs)
+
+    @property
+    def prefill_ms(self) -> Spread:
+        return Spread.of([r.prefill_ms for r in self.runs])
+
+    @property
+    def ttft_ms(self) -> Spread:
+        return Spread.of([r.ttft_ms for r in self.runs])
+
+    @property
+    def decode_ms(self) -> Spread | None:
+        return _spread_or_none([r.decode_ms for r in self.runs])
+
+    @property
+    def tpot_ms(self) -> Spread | None:
+        return _spread_or_none([r.tpot_ms for r in self.runs])
+
+    @property
+    def ratio(self) -> Spread | None:
+        """Median Prefill / median Decode step, with the per-run ratios' min..max (see the module doc)."""
+        decode, ratios = self.decode_ms, [r.ratio for r in self.runs]
+        if decode is None or decode.median <= 0 or None in ratios:
+            return None
+        return Spread(self.prefill_ms.median / decode.median, min(ratios), max(ratios), self.n)
+
+    def belongs_to(self, trace: RequestTrace) -> bool:
+        """True when these runs were measured with `trace` as their first (the page's stored spread
+        is of the run it shows, never of a prefix of it or of another run)."""
+        try:
+            return run_numbers(trace) == self.runs[0]
+        except ValueError:
+            return False
+
+    def to_json(self) -> str:
+        return json.dumps({"schema": SCHEMA, "runs": [asdict(r) for r in self.runs]})
+
+    @classmethod
+    def from_json(cls, text: str) -> Headline:
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise ValueError(f"not a headline ({SCHEMA})")
+        return cls(tuple(RunNumbers(**r) for r in data["runs"]))
+
+
+def _spread_or_none(values: list[float | None]) -> Spread | None:
+    return None if None in values else Spread.of(values)
+
+
+def headline(traces: Sequence[RequestTrace]) -> Headline:
+    """The headline numbers of these runs of one request (the first is the one the page shows)."""
+    return Headline(tuple(run_numbers(t) for t in traces))
+
+
+def verdict(numbers: Headline, prompt_len: int) -> str | None:
+    """Which sentence the medians call for (None without a Decode step):
+
+    - "same_work": a one-position prompt: Prefill computes one position, as a Decode step does
+    - "noise": a Decode step took as long as Prefill or longer, which the lesson says it cannot
+      (Prefill computes every prompt position, a Decode step one): this machine's noise
+    - "alike": Prefill under ALIKE_BELOW times a Decode step (a small model's fixed cost per pass)
+    - "apart": at least that
+    """
+    ratio = numbers.ratio
+    if ratio is None:
+        return None
+    if prompt_len <= 1:
+        return "same_work"
+    if ratio.median <= 1.0:
+        return "noise"
+    return "alike" if ratio.median < ALIKE_BELOW else "apart"
+
+
+def fmt_ratio(ratio: float) -> str:
+    """1.5 -> "1.5", 100.5 -> "100.5"; two decimals just above 1, where one would read "1.0"."""
+    return f"{ratio:.2f}" if 1.0 < ratio < 1.05 else f"{ratio:.1f}"
+
+
+def outlier_indices(values: Sequence[float]) -> tuple[int, ...]:
+    """The repeats that sit far from the others: beyond Tukey's fences (1.5 x IQR past the
+    quartiles) and more than 10 % from the median, or above twice the median. Fewer than
+    three values have no "others" to be far from: none is flagged."""
+    if len(values) < 3:
+        return ()
+    q1, median, q3 = (percentile(values, p) for p in (25, 50, 75))
+    low, high = q1 - OUTLIER_IQR * (q3 - q1), q3 + OUTLIER_IQR * (q3 - q1)
+    return tuple(i for i, v in enumerate(values)
+                 if ((v < low or v > high) and abs(v - median) > OUTLIER_MIN_SHARE * median)
+                 or v > OUTLIER_MEDIAN_FACTOR * median)
