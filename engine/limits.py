@@ -30,6 +30,7 @@ MAX_JSON_DEPTH = 64  # nested lists/objects; a serving run nests 6 deep, so 64 i
 MAX_NUMBER_DIGITS = 100  # characters of one JSON number: a 5000-digit integer costs seconds to convert
 # --- times and counts read from a serving run, a vLLM result or a workload -------------------
 MAX_TIME_MS = 1e10  # any time or duration in a serving run, in ms (about 116 days): 1e308 overflows sums
+MAX_MAGNITUDE = 1e15  # any number in a saved serving run: sums and scales of numbers this size stay finite
 MAX_TIME_S = MAX_TIME_MS / 1e3  # the same bound for vLLM's seconds
 MAX_CLOCK_S = 1e12  # vLLM's start_times are a monotonic clock (time since boot): only their spread is bounded
 MAX_REQUEST_TOKENS = 16_777_216  # prompt or answer length of one request in an imported file (no context is longer)
@@ -38,7 +39,7 @@ MAX_IMPORT_TOKEN_TIMES = 4_000_000  # streamed chunks (itls entries) across one 
 MAX_ARRIVAL_MS = 60_000.0  # a workload's latest arrival: the engine really waits for it (a minute)
 MAX_WORKLOAD_PROMPT_CHARS = 65_536  # characters of one workload prompt, checked before it is tokenized
 # --- the CLI's numbers ------------------------------------------------------------------------
-MAX_CLI_PROMPT_TOKENS = 131_072  # --prompt-tokens, before the model's own context is checked
+MAX_STRETCH_TOKENS = 131_072  # --prompt-tokens (a prompt stretched with filler), before the model's context is checked
 MAX_SEED = 2**32 - 1  # --seed: numpy's and torch's generators both take it
 # --- a model config's declared shape, checked before one weight is allocated -----------------
 MAX_LAYERS = 1024  # num_hidden_layers (the largest published dense models have about 130)
@@ -81,6 +82,7 @@ LIMITS: tuple[Limit, ...] = (
     Limit("MAX_JSON_DEPTH", MAX_JSON_DEPTH, "JSON nested deeper (workload lines, vLLM results, serving runs)"),
     Limit("MAX_NUMBER_DIGITS", MAX_NUMBER_DIGITS, "a JSON number longer than this many characters"),
     Limit("MAX_TIME_MS", MAX_TIME_MS, "a time in a serving run beyond this many ms, or not finite"),
+    Limit("MAX_MAGNITUDE", MAX_MAGNITUDE, "a number in a saved serving run (--serving-run) beyond it, or not finite"),
     Limit("MAX_TIME_S", MAX_TIME_S, "a vLLM time or duration beyond this many seconds, or not finite"),
     Limit("MAX_CLOCK_S", MAX_CLOCK_S, "a vLLM start_times clock reading beyond this many seconds"),
     Limit("MAX_REQUEST_TOKENS", MAX_REQUEST_TOKENS, "a vLLM input_lens / output_lens entry above it"),
@@ -90,7 +92,7 @@ LIMITS: tuple[Limit, ...] = (
           "the line named, one line / one message"),
     Limit("MAX_WORKLOAD_PROMPT_CHARS", MAX_WORKLOAD_PROMPT_CHARS, "a workload prompt with more characters",
           "the line named, one line / one message"),
-    Limit("MAX_CLI_PROMPT_TOKENS", MAX_CLI_PROMPT_TOKENS, "--prompt-tokens above it (or above the model's context)",
+    Limit("MAX_STRETCH_TOKENS", MAX_STRETCH_TOKENS, "--prompt-tokens above it (or above the model's context)",
           "CLI: one line, exit 2"),
     Limit("MAX_SEED", MAX_SEED, "--seed below 0 or above it", "CLI: one line, exit 2"),
     Limit("MAX_LAYERS", MAX_LAYERS, "a model config declaring more layers", "before loading: one line / message"),
@@ -167,6 +169,24 @@ def check_bytes(name: str, need: int, free: int, fraction: float, **where: Any) 
                          need_gib=round(need / 2**30, 2), limit_gib=round(allowed / 2**30, 2), **where)
 
 
+def check_magnitudes(data: Any, limit: float = MAX_MAGNITUDE, name: str = "") -> None:
+    """Every number in parsed JSON `data` finite and within ±`limit`, else LimitError("limit_number")
+    naming where (requests[3].finish_ms). Walks without recursion, so any depth json.loads built is fine."""
+    stack = [(name, data)]
+    while stack:
+        path, value = stack.pop()
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(item, (dict, list)):
+                stack.append((_child(path, key), item))
+            elif is_number(item) and not (math.isfinite(item) and -limit <= item <= limit):
+                check_finite(_child(path, key), item, limit)
+
+
+def _child(path: str, key: Any) -> str:
+    return f"{path}[{key}]" if isinstance(key, int) else f"{path}.{key}" if path else str(key)
+
+
 def check_text(name: str, text: str, **where: Any) -> str:
     """`text` that can be written as UTF-8 (no lone surrogates, as argv's undecodable bytes become)."""
     try:
@@ -201,7 +221,8 @@ def check_json_shape(text: str, max_depth: int = MAX_JSON_DEPTH, max_digits: int
         if token in "[{":
             depth += 1
             if depth > max_depth:
-                raise _json_limit("limit_json_depth", "is nested deeper than", max_depth, text, match.start(), first_line)
+                raise _json_limit("limit_json_depth", "is nested deeper than", max_depth, text, match.start(),
+                                  first_line)
         elif token in "]}":
             depth -= 1
         elif token[0] != '"' and len(token) > max_digits:

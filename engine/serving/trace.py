@@ -20,7 +20,8 @@ when the engine began honouring arrivals; all are measured, none simulated):
           arrival_ms, first_scheduled_ms (its first pass started), first_token_ms,
           finish_ms, token_times_ms (when each output token was known on the host),
           itl_ms (gaps between consecutive tokens), stop_reason ("eos" | "length"),
-          num_preemptions
+          num_preemptions, prompt_count / output_count (observed runs: the token counts, ids empty;
+          older files wrote one -1 per token in the ids instead, and still read)
           derived: ttft_ms, tpot_ms, e2el_ms, queue_ms, prompt_len, num_output_tokens
       iterations: (Iteration, ...)   one per forward pass, in start order:
           index, worker ("engine" | "prefill" | "decode": disaggregated runs have two),
@@ -72,6 +73,7 @@ import typing
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..limits import check_magnitudes, dump_json, load_json
 from ..trace import ModelInfo, Provenance, TraceFormatError
 
 SERVING_SCHEMA_VERSION = 1
@@ -126,14 +128,25 @@ class RequestRecord:
     itl_ms: tuple[float, ...]  # token_times_ms[i+1] - token_times_ms[i]
     stop_reason: str  # "eos" or "length"
     num_preemptions: int = 0
+    # A run observed from a client knows how many tokens, not which: its prompt_ids / output_ids are ()
+    # and these hold the counts (a length, never a tuple of that many placeholders). None: count the ids.
+    prompt_count: int | None = None
+    output_count: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, ids in (("prompt_count", self.prompt_ids), ("output_count", self.output_ids)):
+            count = getattr(self, name)
+            if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0 or ids):
+                raise TraceFormatError(f"request {self.request_id!r}: {name} must be a whole number >= 0 "
+                                       "beside empty ids")
 
     @property
     def prompt_len(self) -> int:
-        return len(self.prompt_ids)
+        return len(self.prompt_ids) if self.prompt_count is None else self.prompt_count
 
     @property
     def num_output_tokens(self) -> int:
-        return len(self.output_ids)
+        return len(self.output_ids) if self.output_count is None else self.output_count
 
     @property
     def ttft_ms(self) -> float:
@@ -380,7 +393,8 @@ class ServingRun:
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+        """The run as JSON; a number that is not finite is refused (LimitError), never written as NaN."""
+        return dump_json(self.to_dict(), ensure_ascii=False, indent=indent)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServingRun:
@@ -398,10 +412,13 @@ class ServingRun:
 
     @classmethod
     def from_json(cls, text: str) -> ServingRun:
+        """Read a run, bounded (engine.limits): nesting, number lengths, NaN / Infinity and numbers beyond
+        MAX_MAGNITUDE are refused (LimitError) before any record is built."""
         try:
-            data = json.loads(text)
+            data = load_json(text)
         except json.JSONDecodeError as err:
             raise TraceFormatError(f"not JSON: {err}") from err
+        check_magnitudes(data)
         return cls.from_dict(data)
 
 
