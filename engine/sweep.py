@@ -5,8 +5,10 @@
     sweep = run_sweep(lm, "decode-batch", points=(1, 8, 64))       # one batched Decode step vs batch size
     sweep.points[0].median_ms, sweep.points[0].floor_ms; Sweep.from_json(sweep.to_json())
 
-Every point is measured: one warm-up pass, then `repeats` timed passes, median kept
-(a shared machine's noise lands in single passes; the median ignores a few). A
+Every point is measured: one warm-up pass, then `repeats` timed passes (5 by default), every
+one kept with their median (a shared machine's noise lands in single passes; the median ignores
+a few, and the figures draw the spread and flag the repeats far from the others; the sweep's
+provenance says when and where it was measured, so a kept one shows its age). A
 pass is one real forward with a real KV cache, timed from the host after the
 device finished (engine.hf.device_clock). The token ids are a fixed random draw:
 the time of a pass does not depend on which tokens it reads.
@@ -37,7 +39,7 @@ DEFAULT_POINTS = {
     "decode-batch": (1, 2, 4, 8, 16, 32, 64),
 }
 MAX_BATCH = 64
-DEFAULT_REPEATS = 3
+DEFAULT_REPEATS = 5  # a spread needs a few: the lab's sweeps take at least this many
 DEFAULT_BATCH_CONTEXT = 128  # positions every row of a batched Decode step has cached
 SCHEMA = "prefill-decode.sweep/1"
 

@@ -15,6 +15,7 @@ from engine.trace import RequestTrace
 
 from .diagrams.latency import spread_apart
 from .diagrams.roofline import bound_word, decade_range, fmt_share, fmt_time, si
+from .diagrams.sweep import OUTLIER_COLOR, point_spread
 from .diagrams.serving_gantt import gantt_segments, itl_spikes, policy_label, segment_title
 from .style import DEFAULT_STYLE, Style
 from .svgtext import fmt_bytes, fmt_ms, piece_label
@@ -78,7 +79,8 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
         ("legend_waiting", style.waiting, [p.lock_wait_ms + p.other_ms for p in parts]),
     ):
         fig.add_trace(go.Bar(x=names, y=values, marker_color=color, name=label(table, name_key),
-                             hovertemplate="%{x}: %{y:.3f} ms<extra>" + plain_label(label(table, name_key)) + "</extra>"))
+                             hovertemplate="%{x}: %{y:.3f} ms<extra>" + plain_label(label(table, name_key))
+                             + "</extra>"))
     if metrics and len(trace.steps) > 1:
         fig.add_trace(go.Scatter(
             x=names[1:], y=list(metrics.itl_ms), mode="markers", name="ITL",
@@ -220,9 +222,10 @@ def roofline_figure(floors, lang: str = "zh", style: Style | None = None) -> go.
             if kind == "measured":
                 steps = tuple(s for s in steps if s.measured_ms > 0)
             ys = [s.achieved_flops_per_s if kind == "measured" else s.flops / (s.floor_ms / 1e3) for s in steps]
-            words = [plain_label(label(table, "rf_point_title", name=_step_name(s, table), intensity=f"{s.intensity:,.2f}",
-                                  achieved=si(s.achieved_flops_per_s), floor=fmt_time(s.floor_ms),
-                                  measured=fmt_time(s.measured_ms), bound=bound_word(table, s.bound)))
+            words = [plain_label(label(table, "rf_point_title", name=_step_name(s, table),
+                                       intensity=f"{s.intensity:,.2f}", achieved=si(s.achieved_flops_per_s),
+                                       floor=fmt_time(s.floor_ms), measured=fmt_time(s.measured_ms),
+                                       bound=bound_word(table, s.bound)))
                      for s in steps]
             color = style.phase_color(phase)
             marker = dict(color=color, size=11 if phase == "prefill" else 8) if kind == "measured" else \
@@ -251,8 +254,9 @@ def step_floors_figure(floors, lang: str = "zh", style: Style | None = None) -> 
     data[0] the bars, data[1] the floors."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     names = [_step_name(s, table) for s in floors.steps]
-    words = [plain_label(label(table, "fl_bar_title", name=n, measured=fmt_time(s.measured_ms), floor=fmt_time(s.floor_ms),
-                          bound=bound_word(table, s.bound), eff=fmt_share(s.efficiency)))
+    words = [plain_label(label(table, "fl_bar_title", name=n, measured=fmt_time(s.measured_ms),
+                               floor=fmt_time(s.floor_ms), bound=bound_word(table, s.bound),
+                               eff=fmt_share(s.efficiency)))
              for n, s in zip(names, floors.steps)]
     fig = go.Figure()
     fig.add_trace(go.Bar(x=names, y=[s.measured_ms for s in floors.steps], hovertext=words, hoverinfo="text",
@@ -269,27 +273,31 @@ def step_floors_figure(floors, lang: str = "zh", style: Style | None = None) -> 
 
 def sweep_figure(sweep, lang: str = "zh", style: Style | None = None) -> go.Figure:
     """Two rows over the swept value (log x): time of one pass (log y: measured median with the
-    fastest..slowest repeat as error bars, the floor dashed) and positions per second.
-    data: time measured, time floor, rate measured, rate floor."""
+    fastest..slowest repeat that is not an outlier as error bars, the floor dashed) and positions
+    per second. data: time measured, time floor, rate measured, rate floor, then the outliers (red
+    rings on the time row, lesson.spread's rule; an empty trace when there are none)."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     key = sweep.kind.replace("-", "_")
     color = style.prefill if sweep.kind == "prefill" else style.decode
     xs = [p.value for p in sweep.points]
     fig = make_subplots(rows=2, cols=1, shared_xaxes=True, vertical_spacing=0.12,
                         subplot_titles=(label(table, "sw_time_axis"), label(table, "sw_rate_axis")))
-    medians = [p.median_ms for p in sweep.points]
-    hover = [f"{p.value:,}: {fmt_time(p.median_ms)} ({fmt_time(min(p.times_ms))}–{fmt_time(max(p.times_ms))}), "
-             f"{plain_label(label(table, 'sw_floor'))} {fmt_time(p.floor_ms)}" for p in sweep.points]
+    spreads = [point_spread(p.times_ms) for p in sweep.points]
+    hover = [f"{p.value:,}: {fmt_time(p.median_ms)} ({fmt_time(low)}–{fmt_time(high)}), "
+             f"{plain_label(label(table, 'sw_floor'))} {fmt_time(p.floor_ms)}"
+             for p, (low, high, _) in zip(sweep.points, spreads)]
     fig.add_trace(go.Scatter(
-        x=xs, y=medians, mode="lines+markers", line=dict(color=color, width=2),
+        x=xs, y=[p.median_ms for p in sweep.points], mode="lines+markers", line=dict(color=color, width=2),
         name=plain_label(label(table, "sw_measured")),
-        error_y=dict(type="data", symmetric=False, array=[max(p.times_ms) - p.median_ms for p in sweep.points],
-                     arrayminus=[p.median_ms - min(p.times_ms) for p in sweep.points], color=color),
+        error_y=dict(type="data", symmetric=False, array=[high - p.median_ms for p, (_, high, _) in
+                                                          zip(sweep.points, spreads)],
+                     arrayminus=[p.median_ms - low for p, (low, _, _) in zip(sweep.points, spreads)], color=color),
         hovertext=hover, hoverinfo="text"), row=1, col=1)
     hollow = dict(color=style.paper, size=8, line=dict(color=style.ink, width=1.5))
     fig.add_trace(go.Scatter(x=xs, y=[p.floor_ms for p in sweep.points], mode="lines+markers",
                              line=dict(color=style.ink, dash="dash"), marker=hollow,
-                             name=plain_label(label(table, "sw_floor")), hovertext=hover, hoverinfo="text"), row=1, col=1)
+                             name=plain_label(label(table, "sw_floor")), hovertext=hover, hoverinfo="text"),
+                  row=1, col=1)
     fig.add_trace(go.Scatter(x=xs, y=[p.tokens_per_s for p in sweep.points], mode="lines+markers",
                              line=dict(color=color, width=2), showlegend=False,
                              hovertemplate="%{x:,}: %{y:,.0f} /s<extra></extra>"), row=2, col=1)
@@ -297,6 +305,7 @@ def sweep_figure(sweep, lang: str = "zh", style: Style | None = None) -> go.Figu
                              mode="lines+markers", line=dict(color=style.ink, dash="dash"), showlegend=False,
                              marker=dict(color=style.paper, size=8, line=dict(color=style.ink, width=1.5)),
                              hovertemplate="%{x:,}: %{y:,.0f} /s<extra></extra>"), row=2, col=1)
+    _outlier_trace(fig, sweep, spreads, table)
     fig.update_xaxes(type="log", tickvals=xs, ticktext=[f"{v:,}" for v in xs])
     fig.update_xaxes(title=plain_label(label(table, f"sw_x_{key}", context=sweep.batch_context)), row=2, col=1)
     fig.update_yaxes(type="log")
@@ -305,6 +314,17 @@ def sweep_figure(sweep, lang: str = "zh", style: Style | None = None) -> go.Figu
     fig.update_layout(title=plain_label(label(table, f"sw_title_{key}")), font=dict(family=style.font_family),
                       plot_bgcolor=style.paper, height=560, legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0))
     return fig
+
+
+def _outlier_trace(fig: go.Figure, sweep, spreads, table: Table) -> None:
+    """Every repeat far from its point's others, a red ring on the time row (shown in the legend only if any)."""
+    rings = [(p, ms) for p, (_, _, outliers) in zip(sweep.points, spreads) for ms in outliers]
+    fig.add_trace(go.Scatter(
+        x=[p.value for p, _ in rings], y=[ms for _, ms in rings], mode="markers", showlegend=bool(rings),
+        marker=dict(symbol="circle-open", size=11, color=OUTLIER_COLOR, line=dict(width=2)),
+        name=plain_label(label(table, "sw_outlier")), hoverinfo="text",
+        hovertext=[plain_label(label(table, "sw_outlier_title", x=p.value, ms=fmt_time(ms),
+                                     median=fmt_time(p.median_ms))) for p, ms in rings]), row=1, col=1)
 
 
 # ---- serving lab: the Gantt with hover (lesson/diagrams/serving_gantt.py draws the same segments) ----
@@ -329,7 +349,8 @@ def serving_gantt_figure(run, lang: str = "zh", style: Style | None = None) -> g
             continue
         thin = kind in ("queue", "stall")
         fig.add_trace(go.Bar(
-            orientation="h", y=[row[s.request_id] for s in chosen], x=[max(s.end_ms - s.start_ms, 1e-3) for s in chosen],
+            orientation="h", y=[row[s.request_id] for s in chosen],
+            x=[max(s.end_ms - s.start_ms, 1e-3) for s in chosen],
             base=[s.start_ms for s in chosen], marker_color=colors[kind], opacity=0.55 if thin else 1.0,
             width=0.35 if thin else 0.7, name=plain_label(_segment_name(kind, lang)),
             hovertext=[plain_label(segment_title(s, lang)) for s in chosen], hoverinfo="text",

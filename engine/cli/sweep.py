@@ -7,7 +7,7 @@ import sys
 
 from .. import cost
 from ..errors import InputError
-from ..sweep import KINDS, MAX_BATCH, check_points, format_sweep, run_sweep
+from ..sweep import DEFAULT_REPEATS, KINDS, MAX_BATCH, check_points, format_sweep, run_sweep
 from .common import add_device_arguments
 from .cost import DEVICE_SPEC_CHOICES
 
@@ -23,7 +23,8 @@ def add_parser(sub) -> None:
     sweep.add_argument("--points", default=None, metavar="A,B,...",
                        help="the values to measure, comma-separated (default: prefill and decode-context 8..8192 "
                             f"in powers of two, as far as the model allows; decode-batch 1..{MAX_BATCH})")
-    sweep.add_argument("--repeats", type=int, default=3, help="timed passes per point (median kept), after a warm-up")
+    sweep.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
+                       help="timed passes per point (median kept), after a warm-up")
     sweep.add_argument("--context", type=int, default=128, metavar="C",
                        help="decode-batch: positions cached in every row")
     add_device_arguments(sweep)
@@ -59,7 +60,9 @@ def run_sweep_command(args: argparse.Namespace) -> str:
     longest = (max(points or (8192,)) + 1 if args.kind != "decode-batch"
                else (args.context + 1) * max(points or (64,)))  # a preset's memory check: every row's cache
     lm = load_model(args.model, device=args.device, dtype=args.dtype, max_context=longest)
-    done = (lambda i, total, p: print(f"  {i}/{total}: {p.value} -> {p.median_ms:.3f} ms", file=sys.stderr))
+    def done(i: int, total: int, p) -> None:
+        print(f"  {i}/{total}: {p.value} -> {p.median_ms:.3f} ms", file=sys.stderr)
+
     sweep = run_sweep(lm, args.kind, points, repeats=args.repeats, batch_context=args.context, device_spec=spec,
                       progress=done)
     return sweep.to_json() if args.json else format_sweep(sweep)

@@ -2,8 +2,10 @@
 
 Two panels share a log x axis (the swept value: prompt length, context or batch size):
 time of one pass on a log scale (measured median with a line from the fastest to the
-slowest repeat, the floor hollow and dashed), and positions per second (measured and
-the floor's best). Marks carry data-value, data-ms and data-floor-ms for tests.
+slowest repeat that is not an outlier, each outlier a red ring of its own: lesson.spread's
+rule, a repeat far from the others), the floor hollow and dashed; and positions per second
+(measured and the floor's best). Marks carry data-value, data-ms and data-floor-ms for
+tests; a spread line also data-low-ms and data-high-ms, an outlier ring data-ms.
 """
 
 from __future__ import annotations
@@ -11,12 +13,21 @@ from __future__ import annotations
 import math
 
 from ..layout import LogScale
+from ..spread import outlier_indices
 from ..text import label, table_for
 from ..style import DEFAULT_STYLE, Style
-from ._common import add_title, header, legend_item, new_drawing, notes, text, to_string
+from ._common import add_title, header, legend_item, legend_item_width, new_drawing, notes, text, to_string
 from .roofline import bound_word, decade_range, fmt_time, si
 
 PAD, Y_LABEL_W, PLOT_W, PANEL_H, PANEL_GAP, TOP = 32, 78, 680, 220, 70, 140
+OUTLIER_COLOR = "#dc2626"  # red, as the serving Gantt's ITL spikes: a time this machine's noise made
+
+
+def point_spread(times: tuple[float, ...]) -> tuple[float, float, tuple[float, ...]]:
+    """(fastest, slowest) of a point's repeats that are not outliers, and the outliers' times."""
+    flagged = set(outlier_indices(times))
+    kept = [v for i, v in enumerate(times) if i not in flagged] or list(times)
+    return min(kept), max(kept), tuple(times[i] for i in sorted(flagged))
 
 
 def _color(kind: str, style: Style) -> str:
@@ -31,74 +42,134 @@ def render_sweep(sweep, *, lang: str = "zh", style: Style | None = None) -> str:
     title = label(table, f"sw_title_{key}")
     left, right = PAD + Y_LABEL_W, PAD + Y_LABEL_W + PLOT_W
     width = right + PAD + 12
-    time_top, rate_top = TOP, TOP + PANEL_H + PANEL_GAP
-    height = rate_top + PANEL_H + 150
-    dwg = new_drawing(width, height, style, f"sweep {sweep.kind}", title)
+    rate_top = TOP + PANEL_H + PANEL_GAP
+    dwg = new_drawing(width, rate_top + PANEL_H + 150, style, f"sweep {sweep.kind}", title)
     header(dwg, style, title, label(table, "sw_subtitle", model=sweep.model_id, device=sweep.device, dtype=sweep.dtype,
                                     repeats=sweep.repeats, spec=sweep.device_spec))
-    color = _color(sweep.kind, style)
+    spreads = [point_spread(p.times_ms) for p in sweep.points]
+    num_outliers = sum(len(outliers) for _, _, outliers in spreads)
+    _legend(dwg, style, table, _color(sweep.kind, style), num_outliers > 0)
+    values = [p.value for p in sweep.points]
+    lo, hi = (min(values), max(values)) if len(values) > 1 else (values[0] / 2, values[0] * 2)
+    xs = LogScale(math.log10(lo) - 0.08, math.log10(hi) + 0.08, left + 10, right - 10)
+    _time_panel(dwg, style, table, sweep, xs, spreads)
+    _rate_panel(dwg, style, table, sweep, xs, rate_top)
+    x_axis = label(table, f"sw_x_{key}", context=sweep.batch_context)
+    dwg.add(text(dwg, x_axis, left, rate_top + PANEL_H + 38, size=style.small_size, fill=style.muted_ink,
+                 weight="bold", class_="axis-label"))
+    notes(dwg, style, _note_lines(sweep, table, num_outliers), PAD, rate_top + PANEL_H + 46, width - 2 * PAD)
+    return to_string(dwg)
+
+
+def _legend(dwg, style: Style, table, color: str, with_outliers: bool) -> None:
     x = legend_item(dwg, style, PAD, 108, color, label(table, "sw_measured"), "measured")
     group = dwg.g(class_="legend-item floor")
     group.add(dwg.circle((x + 7, 104), 6, fill=style.paper, stroke=style.ink, stroke_width=2))
     group.add(text(dwg, label(table, "sw_floor"), x + 20, 108, size=style.small_size, fill=style.ink))
     dwg.add(group)
+    if with_outliers:  # only a sweep that has one says what a red ring is
+        x += legend_item_width(style, label(table, "sw_floor"))
+        group = dwg.g(class_="legend-item outlier")
+        group.add(dwg.circle((x + 7, 104), 5, fill="none", stroke=OUTLIER_COLOR, stroke_width=2))
+        group.add(text(dwg, label(table, "sw_outlier"), x + 20, 108, size=style.small_size, fill=style.ink))
+        dwg.add(group)
 
-    values = [p.value for p in sweep.points]
-    lo, hi = (min(values), max(values)) if len(values) > 1 else (values[0] / 2, values[0] * 2)
-    xs = LogScale(math.log10(lo) - 0.08, math.log10(hi) + 0.08, left + 10, right - 10)
 
-    panels = (
-        ("time", time_top, [p.median_ms for p in sweep.points], [p.floor_ms for p in sweep.points],
-         [min(p.times_ms) for p in sweep.points], [max(p.times_ms) for p in sweep.points],
-         label(table, "sw_time_axis"), fmt_time),
-        ("rate", rate_top, [p.tokens_per_s for p in sweep.points],
-         [p.new_positions * p.batch / (p.floor_ms / 1e3) for p in sweep.points], None, None,
-         label(table, "sw_rate_axis"), lambda v: si(v).strip()),
-    )
-    for metric, top, measured, floor, low, high, axis, fmt in panels:
-        bottom = top + PANEL_H
-        y_lo, y_hi = decade_range(measured + floor + (low or []) + (high or []), pad=0.1)
-        ys = LogScale(y_lo, y_hi, bottom, top)
-        for value in ys.decades():
-            py = ys(value)
-            dwg.add(dwg.line((left, py), (right, py), stroke=style.grid, stroke_width=1, class_="grid"))
-            dwg.add(text(dwg, fmt(value), left - 8, py + 4, size=style.tiny_size, fill=style.muted_ink,
-                         anchor="end", class_="tick-label"))
-        dwg.add(dwg.rect((left, top), (PLOT_W, PANEL_H), fill="none", stroke=style.muted_ink, stroke_width=1,
-                         class_="frame"))
-        dwg.add(text(dwg, axis, PAD, top - 12, size=style.small_size, fill=style.muted_ink, weight="bold",
-                     class_="axis-label"))
-        marks = dwg.g(class_=f"panel {metric}")
-        marks.add(dwg.polyline([(xs(v), ys(m)) for v, m in zip(values, measured)], fill="none", stroke=color,
-                               stroke_width=2, class_="measured-line"))
-        marks.add(dwg.polyline([(xs(v), ys(f)) for v, f in zip(values, floor)], fill="none", stroke=style.ink,
-                               stroke_width=1.5, stroke_dasharray="5 4", class_="floor-line"))
-        for i, point in enumerate(sweep.points):
-            px = xs(point.value)
-            data = {"data-value": point.value, "data-ms": repr(point.median_ms), "data-floor-ms": repr(point.floor_ms)}
-            words = label(table, "sw_point_title", x=point.value, ms=fmt_time(point.median_ms),
-                          lo=fmt_time(min(point.times_ms)), hi=fmt_time(max(point.times_ms)),
-                          floor=fmt_time(point.floor_ms), bound=bound_word(table, point.bound),
-                          rate=si(point.tokens_per_s).strip())
-            if low is not None:
-                marks.add(dwg.line((px, ys(low[i])), (px, ys(high[i])), stroke=color, stroke_width=2,
-                                   class_="spread", **data))
-            marks.add(add_title(dwg.circle((px, ys(measured[i])), 5, fill=color, class_=f"measured {metric}",
-                                           **data), words))
-            marks.add(add_title(dwg.circle((px, ys(floor[i])), 5, fill=style.paper, stroke=style.ink,
-                                           stroke_width=1.5, class_=f"floor {metric}", **data), words))
-        dwg.add(marks)
-        for value in values:
-            dwg.add(text(dwg, f"{value:,}", xs(value), bottom + 16, size=style.tiny_size, fill=style.muted_ink,
-                         anchor="middle", class_="tick-label"))
-    x_axis = label(table, f"sw_x_{key}", context=sweep.batch_context)
-    dwg.add(text(dwg, x_axis, left, rate_top + PANEL_H + 38, size=style.small_size, fill=style.muted_ink,
-                 weight="bold", class_="axis-label"))
+def _frame(dwg, style: Style, top: float, values, fmt, axis: str) -> LogScale:
+    """A panel's frame, grid and y ticks (whole decades covering `values`); its y scale."""
+    left, right, bottom = PAD + Y_LABEL_W, PAD + Y_LABEL_W + PLOT_W, top + PANEL_H
+    y_lo, y_hi = decade_range(values, pad=0.1)
+    ys = LogScale(y_lo, y_hi, bottom, top)
+    for value in ys.decades():
+        py = ys(value)
+        dwg.add(dwg.line((left, py), (right, py), stroke=style.grid, stroke_width=1, class_="grid"))
+        dwg.add(text(dwg, fmt(value), left - 8, py + 4, size=style.tiny_size, fill=style.muted_ink,
+                     anchor="end", class_="tick-label"))
+    dwg.add(dwg.rect((left, top), (PLOT_W, PANEL_H), fill="none", stroke=style.muted_ink, stroke_width=1,
+                     class_="frame"))
+    dwg.add(text(dwg, axis, PAD, top - 12, size=style.small_size, fill=style.muted_ink, weight="bold",
+                 class_="axis-label"))
+    return ys
+
+
+def _lines(dwg, marks, style: Style, color: str, points: list[tuple[float, float]],
+           floors: list[tuple[float, float]]) -> None:
+    marks.add(dwg.polyline(points, fill="none", stroke=color, stroke_width=2, class_="measured-line"))
+    marks.add(dwg.polyline(floors, fill="none", stroke=style.ink, stroke_width=1.5, stroke_dasharray="5 4",
+                           class_="floor-line"))
+
+
+def _time_panel(dwg, style: Style, table, sweep, xs: LogScale, spreads) -> None:
+    """Time of one pass: each point's median, its spread line, its outliers, and its floor."""
+    every = [t for p in sweep.points for t in p.times_ms]
+    ys = _frame(dwg, style, TOP, every + [p.floor_ms for p in sweep.points], fmt_time, label(table, "sw_time_axis"))
+    color, marks = _color(sweep.kind, style), dwg.g(class_="panel time")
+    _lines(dwg, marks, style, color, [(xs(p.value), ys(p.median_ms)) for p in sweep.points],
+           [(xs(p.value), ys(p.floor_ms)) for p in sweep.points])
+    for point, (low, high, outliers) in zip(sweep.points, spreads):
+        px, data = xs(point.value), _data(point)
+        words = _point_words(table, point, low, high, len(outliers))
+        marks.add(dwg.line((px, ys(low)), (px, ys(high)), stroke=color, stroke_width=2, class_="spread",
+                           **data, **{"data-low-ms": repr(low), "data-high-ms": repr(high)}))
+        for ms in outliers:
+            marks.add(add_title(dwg.circle((px, ys(ms)), 5, fill="none", stroke=OUTLIER_COLOR, stroke_width=2,
+                                           class_="outlier", **{"data-value": point.value, "data-ms": repr(ms)}),
+                                label(table, "sw_outlier_title", x=point.value, ms=fmt_time(ms),
+                                      median=fmt_time(point.median_ms))))
+        marks.add(add_title(dwg.circle((px, ys(point.median_ms)), 5, fill=color, class_="measured time", **data),
+                            words))
+        marks.add(add_title(dwg.circle((px, ys(point.floor_ms)), 5, fill=style.paper, stroke=style.ink,
+                                       stroke_width=1.5, class_="floor time", **data), words))
+    dwg.add(marks)
+    _x_ticks(dwg, style, sweep, xs, TOP + PANEL_H)
+
+
+def _rate_panel(dwg, style: Style, table, sweep, xs: LogScale, top: float) -> None:
+    """Positions per second, measured (from the median) and at the floor."""
+    measured = [p.tokens_per_s for p in sweep.points]
+    floor = [p.new_positions * p.batch / (p.floor_ms / 1e3) for p in sweep.points]
+    ys = _frame(dwg, style, top, measured + floor, lambda v: si(v).strip(), label(table, "sw_rate_axis"))
+    color, marks = _color(sweep.kind, style), dwg.g(class_="panel rate")
+    _lines(dwg, marks, style, color, [(xs(p.value), ys(m)) for p, m in zip(sweep.points, measured)],
+           [(xs(p.value), ys(f)) for p, f in zip(sweep.points, floor)])
+    for point, m, f in zip(sweep.points, measured, floor):
+        px, data = xs(point.value), _data(point)
+        low, high, outliers = point_spread(point.times_ms)
+        words = _point_words(table, point, low, high, len(outliers))
+        marks.add(add_title(dwg.circle((px, ys(m)), 5, fill=color, class_="measured rate", **data), words))
+        marks.add(add_title(dwg.circle((px, ys(f)), 5, fill=style.paper, stroke=style.ink, stroke_width=1.5,
+                                       class_="floor rate", **data), words))
+    dwg.add(marks)
+    _x_ticks(dwg, style, sweep, xs, top + PANEL_H)
+
+
+def _data(point) -> dict:
+    return {"data-value": point.value, "data-ms": repr(point.median_ms), "data-floor-ms": repr(point.floor_ms)}
+
+
+def _point_words(table, point, low: float, high: float, num_outliers: int) -> str:
+    words = label(table, "sw_point_title", x=point.value, ms=fmt_time(point.median_ms), lo=fmt_time(low),
+                  hi=fmt_time(high), floor=fmt_time(point.floor_ms), bound=bound_word(table, point.bound),
+                  rate=si(point.tokens_per_s).strip())
+    if num_outliers:
+        words += " " + label(table, "sw_point_outliers", n=num_outliers, total=len(point.times_ms))
+    return words
+
+
+def _x_ticks(dwg, style: Style, sweep, xs: LogScale, bottom: float) -> None:
+    for point in sweep.points:
+        dwg.add(text(dwg, f"{point.value:,}", xs(point.value), bottom + 16, size=style.tiny_size,
+                     fill=style.muted_ink, anchor="middle", class_="tick-label"))
+
+
+def _note_lines(sweep, table, num_outliers: int) -> list[str]:
     first, last = sweep.points[0], sweep.points[-1]
     lines = [label(table, "sw_note", x0=f"{first.value:,}", x1=f"{last.value:,}",
                    measured_ratio=f"{last.median_ms / first.median_ms:.2g}",
                    floor_ratio=f"{last.floor_ms / first.floor_ms:.2g}")]
+    if num_outliers:
+        lines.append(label(table, "sw_outliers_note", n=num_outliers,
+                           total=sum(len(p.times_ms) for p in sweep.points)))
     if sweep.random_weights:
         lines.append(label(table, "random_weights"))
-    notes(dwg, style, lines, PAD, rate_top + PANEL_H + 46, width - 2 * PAD)
-    return to_string(dwg)
+    return lines

@@ -1,0 +1,72 @@
+"""A sweep's spread in its figures (lesson/diagrams/sweep.py, lesson/charts.py): each point's line
+runs over the repeats that are not outliers, every outlier is its own red ring, and an older sweep
+file (3 repeats, no provenance) still loads and draws."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import xml.etree.ElementTree as ET
+
+from engine.sweep import DEFAULT_REPEATS, Sweep
+from lesson.charts import sweep_figure
+from lesson.diagrams import render_sweep
+from lesson.text import TEXTS
+from tests.factories import make_sweep
+
+
+def noisy_sweep() -> Sweep:
+    """Three points of five repeats; the 64-position point has one repeat 3.4x its median."""
+    sweep = make_sweep("decode-context")
+    times = {8: (1.10, 1.20, 1.15, 1.30, 1.12), 64: (1.70, 1.75, 1.72, 5.90, 1.74), 512: (6.1, 6.2, 6.15, 6.3, 6.12)}
+    medians = {8: 1.15, 64: 1.74, 512: 6.15}
+    points = tuple(dataclasses.replace(p, times_ms=times[p.value], median_ms=medians[p.value]) for p in sweep.points)
+    return dataclasses.replace(sweep, points=points, repeats=5)
+
+
+def _marks(svg: str, cls: str) -> list[ET.Element]:
+    return [e for e in ET.fromstring(svg).iter() if cls in (e.get("class") or "").split()]
+
+
+def _rings(svg: str) -> list[ET.Element]:
+    return [e for e in _marks(svg, "outlier") if e.get("data-ms")]  # not the legend's sample ring
+
+
+def test_the_spread_line_leaves_the_outlier_out_and_a_red_ring_marks_it():
+    svg = render_sweep(noisy_sweep(), lang="en")
+    (ring,) = _rings(svg)
+    assert ring.get("data-value") == "64" and float(ring.get("data-ms")) == 5.90
+    spreads = {int(s.get("data-value")): s for s in _marks(svg, "spread")}
+    assert (float(spreads[64].get("data-low-ms")), float(spreads[64].get("data-high-ms"))) == (1.70, 1.75)
+    assert (float(spreads[8].get("data-low-ms")), float(spreads[8].get("data-high-ms"))) == (1.10, 1.30)
+    assert float(ring.get("cy")) < float(spreads[64].get("y2"))  # the slow repeat sits above its line
+    assert len(_marks(svg, "legend-item")) == 3 and len(_marks(svg, "outlier")) == 2  # the legend names the ring
+    assert "1 of 15 repeats far from the others" in "".join(ET.fromstring(svg).itertext())
+
+
+def test_a_sweep_without_outliers_draws_no_ring_and_no_ring_legend():
+    svg = render_sweep(make_sweep("prefill"), lang="zh")
+    assert not _marks(svg, "outlier") and len(_marks(svg, "legend-item")) == 2
+    assert TEXTS["zh"]["sw_outlier"] not in svg
+
+
+def test_the_plotly_sweep_has_the_same_spread_and_outliers():
+    sweep = noisy_sweep()
+    fig = sweep_figure(sweep, "en")
+    measured, rings = fig.data[0], fig.data[4]
+    assert list(measured.y) == [p.median_ms for p in sweep.points]
+    assert [round(v, 6) for v in measured.error_y.array] == [0.15, 0.01, 0.15]  # up to the slowest kept repeat
+    assert [round(v, 6) for v in measured.error_y.arrayminus] == [0.05, 0.04, 0.05]
+    assert list(rings.x) == [64] and list(rings.y) == [5.90] and rings.showlegend
+    quiet = sweep_figure(make_sweep("prefill"), "zh").data[4]
+    assert len(quiet.x) == 0 and not quiet.showlegend
+
+
+def test_an_older_sweep_file_still_loads_and_draws():
+    old = json.loads(make_sweep("decode-batch").to_json())
+    old.pop("provenance", None)  # written before sweeps said where and when
+    old["repeats"] = 3
+    sweep = Sweep.from_json(json.dumps(old))
+    assert sweep.provenance is None and sweep.repeats == 3
+    assert _marks(render_sweep(sweep, lang="en"), "spread") and sweep_figure(sweep, "zh").data
+    assert DEFAULT_REPEATS >= 5  # a new sweep measures at least five repeats per point
