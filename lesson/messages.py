@@ -44,7 +44,10 @@ SERVING_ERROR_KEYS = (
 WORKLOAD_ERROR_KEYS = ("bad_workload", "bad_workload_line")
 # Probe keys (engine.interop.probe.ProbeError) worded as err_<key> with their data fields.
 PROBE_KEYS = ("probe_endpoint", "probe_api_key_env", "probe_unreachable", "probe_model", "probe_http",
-              "probe_timeout", "probe_cut", "probe_bad_chunk", "probe_stream_error")
+              "probe_timeout", "probe_cut", "probe_bad_chunk", "probe_stream_error",
+              # a reply over one of the probe's bounds (engine.limits PROBE_*), or with a field of the wrong type
+              "probe_deadline", "probe_too_many_chunks", "probe_too_big", "probe_line_too_long", "probe_bad_field",
+              "probe_bad_count", "probe_chunk_depth", "probe_chunk_number", "probe_chunk_not_finite")
 # The keys of the errors whose key is its text key (engine.errors.CapError and RemoteError).
 CAP_KEYS = ("sl_cap_requests", "sl_cap_prompt", "sl_cap_answer")
 REFUSAL_KEYS = ("sl_err_probe_host", "sl_err_probe_key_name")

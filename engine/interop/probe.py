@@ -21,8 +21,9 @@ reports (`usage`, asked for with stream_options.include_usage) are kept beside t
 
 Observed from the client: no view inside the server's passes. Queueing and Prefill are one
 wait (TTFT); the result is a ServingRun with no iterations, so the serving figures and
-metrics apply unchanged. A client sees no token ids: `output_ids` holds -1 per streamed
-piece and `prompt_ids` -1 per prompt token the server reported (none when it did not).
+metrics apply unchanged. A client sees no token ids: `prompt_ids` and `output_ids` are empty, and
+the record's `output_count` is the number of streamed pieces, its `prompt_count` the prompt tokens
+the server reported (0 when it did not): counts, never a sequence of that many placeholders.
 The run's `settings.policy` is OBSERVED_POLICY ("observed"): the server's scheduling is not
 observable from here; block size and KV blocks are placeholders the record requires (notes say so).
 
@@ -35,15 +36,31 @@ sglang:num_running_reqs, sglang:num_queue_reqs, sglang:token_usage), summed over
 Bad input gives one message naming the request it hit (`ProbeError`, an EngineError with a
 key for the app's translation), and the other requests' results are kept: an unreachable
 URL, a model the server does not serve, an HTTP error, a stream cut before its end, a chunk
-that is not JSON, a server that sends nothing for `timeout_s` seconds. The API key is read
-only from the environment variable the user names; it is sent as a Bearer header and never
-stored, printed or written (any echo of it in a server's error text is masked).
+that is not JSON, a server that sends nothing for `timeout_s` seconds, a field of the wrong
+type (`choices[0].text` that is not a string, `usage` that is not an object, a token count
+that is not a whole number or is over engine.limits.PROBE_MAX_USAGE_TOKENS).
+
+A reply costs little whatever it says (the bounds are engine/limits.py's PROBE_*): each
+request has a deadline, `timeout_s` plus PROBE_SECONDS_PER_TOKEN per max_tokens, that holds
+however slowly the server trickles (a watchdog shuts the socket down, so a blocked read
+returns); its stream may have PROBE_CHUNKS_PER_TOKEN x max_tokens + PROBE_CHUNK_SLACK data
+chunks, PROBE_BYTES_PER_CHUNK bytes per allowed chunk (at most PROBE_MAX_STREAM_BYTES) and
+PROBE_MAX_LINE_BYTES per line, read one line at a time; past any of them the request is cut
+and its message says which bound and after how many pieces. GET /v1/models and each /metrics
+scrape have a deadline and a body cap of their own. A token count stays a count (the record's
+prompt length), never a sequence of that length.
+
+The API key is read only from the environment variable the user names; it is sent as a Bearer
+header and never stored, printed or written: KeyMask, applied where every reply is parsed,
+replaces it with *** in everything that came from the server before anything is kept (error
+text, every string of every JSON chunk, the streamed pieces, also a key split across pieces).
 
 Standard library only (http.client, threading): the probe runs wherever Python does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import http.client
 import json
@@ -59,7 +76,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..errors import EngineError, InputError
+from ..errors import EngineError, InputError, LimitError
+from ..limits import (MAX_MAGNITUDE, PROBE_BYTES_PER_CHUNK, PROBE_CHUNK_SLACK, PROBE_CHUNKS_PER_TOKEN,
+                      PROBE_MAX_ERROR_BYTES, PROBE_MAX_LINE_BYTES, PROBE_MAX_METRICS_BYTES, PROBE_MAX_MODELS_BYTES,
+                      PROBE_MAX_STREAM_BYTES, PROBE_MAX_USAGE_TOKENS, PROBE_METRICS_DEADLINE_S, PROBE_MODELS_DEADLINE_S,
+                      PROBE_SECONDS_PER_TOKEN, check_count, dump_json, load_json)
 from ..prompts import extend_prompt
 from ..serving.trace import SLO, RequestRecord, ServingRun
 from ..serving.workloads import WorkloadRequest
@@ -69,8 +90,9 @@ APIS = ("completions", "chat")
 PLACEHOLDER_NOTE = ("policy \"observed\"; block size and KV blocks are placeholders the serving record "
                     "requires: the server's scheduling and memory are not observable from the client")
 MAX_DETAIL_CHARS = 300  # of a server's error text, in a message
-MAX_ERROR_BODY = 4096
-MAX_LINE = 4 << 20  # one SSE line; a longer one is cut and then fails as a chunk that is not JSON
+MAX_SHOWN_CHARS = 80  # of a server's value (a chunk, a field), in a message
+MAX_REASON_CHARS = 100  # of a finish_reason kept
+MASK = "***"
 # Prometheus names -> the lesson's series (summed over label sets; *_usage averaged)
 SERVER_SERIES = {
     "running": ("vllm:num_requests_running", "sglang:num_running_reqs"),
@@ -152,7 +174,7 @@ class ProbeResult:
         }
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+        return dump_json(self.to_dict(), ensure_ascii=False, indent=indent)
 
     def server_samples(self) -> list[dict[str, Any]]:
         """For lesson.perfetto: [{"t_ms", "values"}, ...]."""
@@ -169,7 +191,7 @@ class Endpoint:
     base_path: str  # ".../v1"
 
     @classmethod
-    def parse(cls, url: str) -> "Endpoint":
+    def parse(cls, url: str) -> Endpoint:
         parts = urllib.parse.urlsplit(url.strip())
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ProbeError("probe_endpoint", f"the endpoint must be an http:// or https:// URL, got {_shown(url)!r}",
@@ -261,6 +283,170 @@ class ProbeConfig:
         return key
 
 
+# --- what one reply may cost -----------------------------------------------------
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """What one request's stream may cost: seconds in all, data chunks, bytes in all and per line."""
+
+    deadline_s: float
+    max_chunks: int
+    max_bytes: int
+    max_line: int
+
+
+def stream_limits(max_tokens: int, timeout_s: float) -> StreamLimits:
+    """The bounds of a request for `max_tokens` tokens (engine/limits.py's PROBE_*): `timeout_s` plus
+    PROBE_SECONDS_PER_TOKEN per token in all; PROBE_CHUNKS_PER_TOKEN chunks per token plus
+    PROBE_CHUNK_SLACK; PROBE_BYTES_PER_CHUNK bytes per allowed chunk, at most PROBE_MAX_STREAM_BYTES."""
+    chunks = PROBE_CHUNKS_PER_TOKEN * max_tokens + PROBE_CHUNK_SLACK
+    return StreamLimits(deadline_s=timeout_s + PROBE_SECONDS_PER_TOKEN * max_tokens, max_chunks=chunks,
+                        max_bytes=min(PROBE_MAX_STREAM_BYTES, PROBE_BYTES_PER_CHUNK * chunks),
+                        max_line=PROBE_MAX_LINE_BYTES)
+
+
+class Watchdog:
+    """Shuts a connection's socket down once `seconds` have passed, so a read blocked on a server that
+    trickles (each byte within the silence timeout) returns; `passed` then says the deadline is why.
+
+    The socket timeout bounds one silence; this bounds the whole exchange. Only the socket is shut
+    down (both ways), never closed under the reading thread: its read ends with an EOF or an error."""
+
+    def __init__(self, conn: http.client.HTTPConnection, seconds: float) -> None:
+        self.conn, self.seconds = conn, seconds
+        self.end = time.monotonic() + seconds
+        self._fired = False
+        self._timer = threading.Timer(seconds, self._cut)
+        self._timer.daemon = True
+
+    def __enter__(self) -> Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+
+    @property
+    def passed(self) -> bool:
+        return self._fired or time.monotonic() >= self.end
+
+    def _cut(self) -> None:
+        self._fired = True
+        sock = self.conn.sock
+        if sock is not None:
+            with contextlib.suppress(OSError):  # socket.socket's own shutdown: an SSL socket keeps its state
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def bounded_get(ep: Endpoint, path: str, headers: dict[str, str], deadline_s: float,
+                max_bytes: int) -> tuple[int, bytes | None]:
+    """GET `path` within `deadline_s` in all (a trickle included), reading at most `max_bytes` of body:
+    (status, body), the body None when it is longer. Raises TimeoutError past the deadline (or after
+    `deadline_s` of silence), OSError or http.client.HTTPException when the connection fails."""
+    conn = ep.connection(deadline_s)
+    with Watchdog(conn, deadline_s) as dog:
+        try:
+            conn.request("GET", path, headers=headers)
+            resp = conn.getresponse()
+            raw = resp.read(max_bytes + 1)
+        except (OSError, http.client.HTTPException):
+            if dog.passed:
+                raise TimeoutError(f"no answer within {deadline_s:g} s") from None
+            raise
+        finally:
+            conn.close()
+        if dog.passed:  # the cut ended the read early: what came is not the whole body
+            raise TimeoutError(f"no answer within {deadline_s:g} s")
+    return resp.status, raw if len(raw) <= max_bytes else None
+
+
+# --- the API key, masked in whatever a server sends --------------------------------
+
+class KeyMask:
+    """The one mask at the boundary where replies are parsed: the API key replaced by *** in
+    everything a server sent, before any of it is kept. Called on a string; `json` masks every
+    string (keys too) of a parsed JSON value; `pieces` masks the streamed pieces as one text, so a
+    key split across pieces is caught: "".join(mask.pieces(p)) == mask("".join(p)).
+    Without a key everything passes unchanged."""
+
+    def __init__(self, key: str | None) -> None:
+        self.key = key or None
+
+    def __call__(self, text: str) -> str:
+        return text.replace(self.key, MASK) if self.key else text
+
+    def json(self, value: Any) -> Any:
+        if not self.key or value is None or isinstance(value, (bool, int, float)):
+            return value
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, list):
+            return [self.json(v) for v in value]
+        return {self.json(k): self.json(v) for k, v in value.items()}  # a dict: parsed JSON holds nothing else
+
+    def pieces(self, pieces: list[str]) -> list[str]:
+        joined = "".join(pieces)
+        if not self.key or self.key not in joined:
+            return list(pieces)
+        spans, at = [], joined.find(self.key)
+        while at >= 0:
+            spans.append((at, at + len(self.key)))
+            at = joined.find(self.key, at + len(self.key))
+        out, start, k = [], 0, 0
+        for piece in pieces:
+            end, parts, cur = start + len(piece), [], start
+            while k < len(spans) and spans[k][0] < end:
+                a, b = spans[k]
+                parts.append(joined[cur:max(cur, a)])
+                if a >= start:
+                    parts.append(MASK)  # the key starts in this piece: its mask goes here
+                cur = min(b, end)
+                if b > end:
+                    break  # the key goes on into the next piece
+                k += 1
+            parts.append(joined[cur:end])
+            out.append("".join(parts))
+            start = end
+        return out
+
+
+# --- the fields of a reply -------------------------------------------------------------
+
+JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number",
+              type(None): "null"}
+
+
+def _shown_value(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, (dict, list)) else JSON_TYPES[type(value)]
+    return text[:MAX_SHOWN_CHARS]
+
+
+def typed(rid: str, name: str, value: Any, kind: type) -> Any:
+    """`value` when it is absent (None) or of JSON type `kind` (dict, list or str), else
+    ProbeError("probe_bad_field") naming the request and the field."""
+    if value is None or isinstance(value, kind):
+        return value
+    expected, got = JSON_TYPES[kind], JSON_TYPES.get(type(value), type(value).__name__)
+    shown = _shown_value(value)
+    raise ProbeError("probe_bad_field", f"{rid}: in a streamed chunk, {name} should be a JSON {expected}, got "
+                                        f"{got} {shown}", request_id=rid, field=name, expected=expected, got=got,
+                     value=shown)
+
+
+def token_count(rid: str, name: str, value: Any) -> int | None:
+    """A usage count: absent (None), or a whole number in 0..PROBE_MAX_USAGE_TOKENS, else
+    ProbeError("probe_bad_count") naming the request and the field."""
+    if value is None:
+        return None
+    try:
+        return check_count(name, value, PROBE_MAX_USAGE_TOKENS)
+    except LimitError as err:
+        shown = err.params["value"]
+        raise ProbeError("probe_bad_count", f"{rid}: in a streamed chunk, {name} should be a whole number from 0 "
+                                            f"to {PROBE_MAX_USAGE_TOKENS}, got {shown}", request_id=rid, field=name,
+                         value=shown, limit=PROBE_MAX_USAGE_TOKENS) from None
+
+
 # --- one request -------------------------------------------------------------------
 
 class _Stream:
@@ -271,8 +457,10 @@ class _Stream:
         self.times: list[float] = []
         self.pieces: list[str] = []
         self.finish_reason: str | None = None
-        self.usage: dict[str, Any] | None = None
+        self.prompt_tokens: int | None = None  # the server's usage counts (None: not reported)
+        self.completion_tokens: int | None = None
         self.events = 0
+        self.bytes = 0
 
 
 def _body(cfg: ProbeConfig, req: WorkloadRequest, prompt: str) -> dict[str, Any]:
@@ -291,55 +479,76 @@ def _detail(raw: bytes, mask) -> str:
     """A server's error body as one short line: its JSON message when it has one."""
     text = raw.decode("utf-8", "replace")
     try:
-        data = json.loads(text)
+        data = load_json(text)
         if isinstance(data, dict):
             err = data.get("error", data.get("detail", data.get("message", text)))
             text = err.get("message", json.dumps(err)) if isinstance(err, dict) else str(err)
         elif isinstance(data, str):  # {"error": "text"} as transformers serve streams it
             text = data
-    except json.JSONDecodeError:
+    except ValueError:  # not JSON, or JSON over a limit (LimitError): the text as it came
         pass
-    text = " ".join(mask(text).split())
+    text = " ".join(mask(str(text)).split())
     return text[:MAX_DETAIL_CHARS] + ("…" if len(text) > MAX_DETAIL_CHARS else "")
 
 
-def _stream_one(cfg: ProbeConfig, ep: Endpoint, rid: str, body: dict[str, Any], headers: dict[str, str],
-                stream: _Stream, mask) -> None:
-    """Send one request and read its Server-Sent Events; raises ProbeError naming `rid`."""
+def _past_deadline(rid: str, limits: StreamLimits, max_tokens: int, stream: _Stream) -> ProbeError:
+    n = len(stream.pieces)
+    return ProbeError("probe_deadline", f"{rid}: still not finished at its deadline of {limits.deadline_s:g} s "
+                                        f"(the timeout plus {PROBE_SECONDS_PER_TOKEN:g} s per max_tokens "
+                                        f"{max_tokens}); cut after {n} pieces", request_id=rid,
+                      deadline_s=limits.deadline_s, max_tokens=max_tokens, pieces=n)
+
+
+def _stream_one(cfg: ProbeConfig, ep: Endpoint, rid: str, req: WorkloadRequest, body: dict[str, Any],
+                headers: dict[str, str], stream: _Stream, mask: KeyMask) -> None:
+    """Send one request and read its Server-Sent Events within its StreamLimits; raises ProbeError naming `rid`."""
     path = ep.base_path + ("/chat/completions" if cfg.api == "chat" else "/completions")
+    limits = stream_limits(req.max_new_tokens, cfg.timeout_s)
     conn = ep.connection(cfg.timeout_s)
-    try:
+    stream.sent = time.perf_counter()
+    with Watchdog(conn, limits.deadline_s) as dog:
         try:
-            stream.sent = time.perf_counter()
-            conn.request("POST", path, body=json.dumps(body).encode("utf-8"), headers=headers)
-            resp = conn.getresponse()
-        except (socket.timeout, TimeoutError):
-            raise ProbeError("probe_timeout", f"{rid}: no answer within {cfg.timeout_s:g} s", request_id=rid,
-                             timeout_s=cfg.timeout_s) from None
-        except (OSError, http.client.HTTPException) as err:
-            reason = mask(str(err) or type(err).__name__)
-            raise ProbeError("probe_unreachable", f"{rid}: cannot reach {ep.shown} ({reason})", request_id=rid,
-                             endpoint=ep.shown, reason=reason, cause=connection_cause(err)) from None
-        if resp.status != 200:
-            detail = _detail(resp.read(MAX_ERROR_BODY), mask)
-            raise ProbeError("probe_http", f"{rid}: the server answered HTTP {resp.status}: {detail}",
-                             request_id=rid, status=resp.status, detail=detail)
-        _read_events(cfg, rid, resp, stream, mask)
-    finally:
-        conn.close()
+            resp = _send(cfg, ep, rid, conn, path, body, headers, mask, dog, lambda: _past_deadline(
+                rid, limits, req.max_new_tokens, stream))
+            if resp.status != 200:
+                try:
+                    raw = resp.read(PROBE_MAX_ERROR_BYTES)
+                except (OSError, http.client.HTTPException):  # cut, or past the deadline: the status says enough
+                    raw = b""
+                detail = _detail(raw, mask)
+                raise ProbeError("probe_http", f"{rid}: the server answered HTTP {resp.status}: {detail}",
+                                 request_id=rid, status=resp.status, detail=detail)
+            try:
+                _read_events(cfg, rid, resp, stream, mask, limits, dog, req.max_new_tokens)
+            finally:
+                stream.pieces = mask.pieces(stream.pieces)
+        finally:
+            conn.close()
 
 
-def _read_events(cfg: ProbeConfig, rid: str, resp, stream: _Stream, mask) -> None:
+def _send(cfg, ep, rid, conn, path, body, headers, mask, dog, past_deadline):
+    """POST the request and read the status line and headers (a trickle there meets the deadline too)."""
+    try:
+        conn.request("POST", path, body=json.dumps(body).encode("utf-8"), headers=headers)
+        return conn.getresponse()
+    except TimeoutError:
+        if dog.passed:
+            raise past_deadline() from None
+        raise ProbeError("probe_timeout", f"{rid}: no answer within {cfg.timeout_s:g} s", request_id=rid,
+                         timeout_s=cfg.timeout_s) from None
+    except (OSError, http.client.HTTPException) as err:
+        if dog.passed:
+            raise past_deadline() from None
+        reason = mask(str(err) or type(err).__name__)
+        raise ProbeError("probe_unreachable", f"{rid}: cannot reach {ep.shown} ({reason})", request_id=rid,
+                         endpoint=ep.shown, reason=reason, cause=connection_cause(err)) from None
+
+
+def _read_events(cfg: ProbeConfig, rid: str, resp, stream: _Stream, mask: KeyMask, limits: StreamLimits,
+                 dog: Watchdog, max_tokens: int) -> None:
     done = False
     while True:
-        try:
-            line = resp.readline(MAX_LINE)
-        except (socket.timeout, TimeoutError):
-            raise ProbeError("probe_timeout", f"{rid}: no answer within {cfg.timeout_s:g} s (after "
-                                              f"{len(stream.pieces)} pieces)", request_id=rid,
-                             timeout_s=cfg.timeout_s) from None
-        except (OSError, http.client.HTTPException):  # IncompleteRead, reset: the stream was cut
-            line = b""
+        line = _next_line(cfg, rid, resp, stream, limits, dog, max_tokens)
         now = time.perf_counter()
         if not line:
             break
@@ -351,31 +560,91 @@ def _read_events(cfg: ProbeConfig, rid: str, resp, stream: _Stream, mask) -> Non
             done = True
             break
         stream.events += 1
-        try:
-            chunk = json.loads(data)
-        except json.JSONDecodeError:
-            shown = mask(data)[:80]
-            raise ProbeError("probe_bad_chunk", f"{rid}: a streamed chunk is not JSON: {shown!r}", request_id=rid,
-                             chunk=shown) from None
-        if not isinstance(chunk, dict):
-            raise ProbeError("probe_bad_chunk", f"{rid}: a streamed chunk is not a JSON object", request_id=rid,
-                             chunk=mask(data)[:80])
-        if "error" in chunk:
-            detail = _detail(json.dumps(chunk["error"]).encode(), mask)
-            raise ProbeError("probe_stream_error", f"{rid}: the server reported an error in the stream: {detail}",
-                             request_id=rid, detail=detail)
-        if chunk.get("usage"):
-            stream.usage = chunk["usage"]
-        for choice in chunk.get("choices") or ():
-            piece = choice.get("text") if cfg.api == "completions" else (choice.get("delta") or {}).get("content")
-            if piece:
-                stream.times.append(now)
-                stream.pieces.append(piece)
-            if choice.get("finish_reason"):
-                stream.finish_reason = choice["finish_reason"]
+        if stream.events > limits.max_chunks:
+            n = len(stream.pieces)
+            raise ProbeError("probe_too_many_chunks", f"{rid}: more than {limits.max_chunks} chunks for max_tokens "
+                                                      f"{max_tokens}; cut after {n} pieces", request_id=rid,
+                             limit=limits.max_chunks, max_tokens=max_tokens, pieces=n)
+        _take_chunk(cfg.api, rid, _parse_chunk(rid, data, mask), stream, now)
     if stream.finish_reason is None and not done:
         raise ProbeError("probe_cut", f"{rid}: the stream ended before the answer did (after "
                                       f"{len(stream.pieces)} pieces)", request_id=rid, pieces=len(stream.pieces))
+
+
+def _next_line(cfg, rid, resp, stream: _Stream, limits: StreamLimits, dog: Watchdog, max_tokens: int) -> bytes:
+    """The next line of the stream, at most its line and byte bounds; b"" at its end (or where it was cut)."""
+    room = min(limits.max_line, limits.max_bytes - stream.bytes)
+    try:
+        line = resp.readline(room + 1)
+    except TimeoutError:
+        if dog.passed:
+            raise _past_deadline(rid, limits, max_tokens, stream) from None
+        raise ProbeError("probe_timeout", f"{rid}: no answer within {cfg.timeout_s:g} s (after "
+                                          f"{len(stream.pieces)} pieces)", request_id=rid,
+                         timeout_s=cfg.timeout_s) from None
+    except (OSError, http.client.HTTPException, ValueError):  # IncompleteRead, reset: the stream was cut
+        line = b""
+    if dog.passed:
+        raise _past_deadline(rid, limits, max_tokens, stream)
+    stream.bytes += len(line)
+    if len(line) > room:
+        n = len(stream.pieces)
+        if room == limits.max_line:
+            raise ProbeError("probe_line_too_long", f"{rid}: a streamed line is over {limits.max_line} bytes; cut "
+                                                    f"after {n} pieces", request_id=rid, limit=limits.max_line,
+                             pieces=n)
+        raise ProbeError("probe_too_big", f"{rid}: the stream is over {limits.max_bytes} bytes; cut after {n} "
+                                          "pieces", request_id=rid, limit=limits.max_bytes, pieces=n)
+    return line
+
+
+CHUNK_LIMIT_KEYS = {"limit_json_depth": "probe_chunk_depth", "limit_json_number": "probe_chunk_number",
+                    "limit_not_finite": "probe_chunk_not_finite"}
+
+
+def _parse_chunk(rid: str, data: str, mask: KeyMask) -> dict[str, Any]:
+    """One data line as a JSON object, bounded (engine.limits.load_json) and masked; an error chunk raised."""
+    try:
+        chunk = load_json(data)
+    except LimitError as err:
+        raise ProbeError(CHUNK_LIMIT_KEYS.get(err.key, "probe_chunk_depth"), f"{rid}: a streamed chunk is refused: "
+                         f"{mask(str(err)).removeprefix('line 1: ')}", request_id=rid,
+                         limit=err.params.get("limit", "")) from None
+    except ValueError:  # json.JSONDecodeError
+        shown = mask(data)[:MAX_SHOWN_CHARS]
+        raise ProbeError("probe_bad_chunk", f"{rid}: a streamed chunk is not JSON: {shown!r}", request_id=rid,
+                         chunk=shown) from None
+    chunk = mask.json(chunk)
+    if not isinstance(chunk, dict):
+        raise ProbeError("probe_bad_chunk", f"{rid}: a streamed chunk is not a JSON object", request_id=rid,
+                         chunk=mask(data)[:MAX_SHOWN_CHARS])
+    if "error" in chunk:
+        detail = _detail(json.dumps(chunk["error"]).encode(), mask)
+        raise ProbeError("probe_stream_error", f"{rid}: the server reported an error in the stream: {detail}",
+                         request_id=rid, detail=detail)
+    return chunk
+
+
+def _take_chunk(api: str, rid: str, chunk: dict[str, Any], stream: _Stream, now: float) -> None:
+    """Keep a chunk's text, finish reason and usage counts, each checked for its JSON type first."""
+    usage = chunk.get("usage")
+    if usage is not None and usage != {}:  # vLLM sends "usage": null until the last chunk
+        typed(rid, "usage", usage, dict)
+        stream.prompt_tokens = token_count(rid, "usage.prompt_tokens", usage.get("prompt_tokens"))
+        stream.completion_tokens = token_count(rid, "usage.completion_tokens", usage.get("completion_tokens"))
+    for i, choice in enumerate(typed(rid, "choices", chunk.get("choices"), list) or ()):
+        typed(rid, f"choices[{i}]", choice, dict)
+        if api == "completions":
+            piece = typed(rid, f"choices[{i}].text", choice.get("text"), str)
+        else:
+            delta = typed(rid, f"choices[{i}].delta", choice.get("delta"), dict) or {}
+            piece = typed(rid, f"choices[{i}].delta.content", delta.get("content"), str)
+        if piece:
+            stream.times.append(now)
+            stream.pieces.append(piece)
+        reason = typed(rid, f"choices[{i}].finish_reason", choice.get("finish_reason"), str)
+        if reason:
+            stream.finish_reason = reason[:MAX_REASON_CHARS]
 
 
 # --- Prometheus /metrics ---------------------------------------------------------
@@ -411,28 +680,20 @@ def server_values(parsed: dict[str, list[float]]) -> tuple[dict[str, str], dict[
             continue
         vals = [v for v in parsed[name] if math.isfinite(v)]
         names[series] = name
-        if not vals:
-            values[series] = None
-        else:
-            values[series] = sum(vals) / len(vals) if series == "kv_cache_usage" else sum(vals)
+        value = None if not vals else sum(vals) / len(vals) if series == "kv_cache_usage" else sum(vals)
+        # 1e308 + 1e308 is inf: a value that is not finite, or beyond what a saved run may hold, is no value
+        values[series] = value if value is not None and abs(value) <= MAX_MAGNITUDE else None
     return names, values
 
 
-def _scrape(ep: Endpoint, headers: dict[str, str], timeout_s: float) -> tuple[int, str]:
-    conn = ep.connection(timeout_s)
-    try:
-        conn.request("GET", "/metrics", headers=headers)
-        resp = conn.getresponse()
-        return resp.status, resp.read(4 << 20).decode("utf-8", "replace")
-    finally:
-        conn.close()
-
-
 class _Sampler:
-    """Samples /metrics on its own thread every `interval_s` while the run lasts."""
+    """Samples /metrics on its own thread every `interval_s` while the run lasts; each scrape within
+    its own deadline (8 intervals, at most PROBE_METRICS_DEADLINE_S) and PROBE_MAX_METRICS_BYTES."""
 
-    def __init__(self, ep: Endpoint, headers: dict[str, str], interval_s: float, t0: float) -> None:
+    def __init__(self, ep: Endpoint, headers: dict[str, str], interval_s: float, t0: float,
+                 mask: KeyMask | None = None) -> None:
         self.ep, self.headers, self.interval_s, self.t0 = ep, headers, interval_s, t0
+        self.mask = mask or KeyMask(None)
         self.url = f"{ep.scheme}://{ep.host}:{ep.port}/metrics"
         self.samples: list[ServerSample] = []
         self.names: dict[str, str] = {}
@@ -440,14 +701,23 @@ class _Sampler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def _scrape(self) -> tuple[int, str | None]:
+        """(status, the masked text, None when over PROBE_MAX_METRICS_BYTES)."""
+        status, raw = bounded_get(self.ep, "/metrics", self.headers, min(self.interval_s * 8, PROBE_METRICS_DEADLINE_S),
+                                  PROBE_MAX_METRICS_BYTES)
+        return status, None if raw is None else self.mask(raw.decode("utf-8", "replace"))
+
     def start(self) -> None:
         try:
-            status, text = _scrape(self.ep, self.headers, min(self.interval_s * 8, 5.0))
+            status, text = self._scrape()
         except (OSError, http.client.HTTPException) as err:
             self.reason = f"cannot read /metrics ({type(err).__name__})"
             return
         if status != 200:
             self.reason = f"HTTP {status}"
+            return
+        if text is None:
+            self.reason = f"/metrics is over {PROBE_MAX_METRICS_BYTES} bytes"
             return
         names, values = server_values(parse_prometheus(text))
         if not names:
@@ -467,10 +737,10 @@ class _Sampler:
 
     def _sample_once(self) -> None:
         try:
-            status, text = _scrape(self.ep, self.headers, min(self.interval_s * 8, 5.0))
+            status, text = self._scrape()
         except (OSError, http.client.HTTPException):
             return  # a missed sample is a gap, not a zero
-        if status == 200:
+        if status == 200 and text is not None:
             self.samples.append(ServerSample(self._ms(), server_values(parse_prometheus(text))[1]))
 
     def stop(self) -> ServerMetrics:
@@ -483,38 +753,56 @@ class _Sampler:
 
 # --- the run -----------------------------------------------------------------------
 
-def check_model(cfg: ProbeConfig, ep: Endpoint, headers: dict[str, str], mask) -> None:
+def check_model(cfg: ProbeConfig, ep: Endpoint, headers: dict[str, str], mask: KeyMask) -> str | None:
     """GET /v1/models: refuse a model the server does not list, and an unreachable server, before sending.
-    A server without the list (404) is probed anyway; the requests then say what went wrong."""
-    conn = ep.connection(min(cfg.timeout_s, 30.0))
+    A server without the list (404) is probed anyway; the requests then say what went wrong. A list that
+    cannot be read (not JSON, over PROBE_MAX_MODELS_BYTES, an id that is not a string) is probed anyway
+    too: the returned note says the model name was not checked (None when it was, or there is no list).
+    The whole exchange has a deadline: --timeout, at most PROBE_MODELS_DEADLINE_S."""
+    where, deadline = "GET /v1/models", min(cfg.timeout_s, PROBE_MODELS_DEADLINE_S)
     try:
-        conn.request("GET", ep.base_path + "/models", headers=headers)
-        resp = conn.getresponse()
-        status, raw = resp.status, resp.read(1 << 20)
-    except (socket.timeout, TimeoutError):
-        raise ProbeError("probe_timeout", f"GET /v1/models: no answer within {min(cfg.timeout_s, 30.0):g} s",
-                         request_id="GET /v1/models", timeout_s=min(cfg.timeout_s, 30.0)) from None
+        status, raw = bounded_get(ep, ep.base_path + "/models", headers, deadline, PROBE_MAX_MODELS_BYTES)
+    except TimeoutError:
+        raise ProbeError("probe_timeout", f"{where}: no answer within {deadline:g} s", request_id=where,
+                         timeout_s=deadline) from None
     except (OSError, http.client.HTTPException) as err:
         reason = mask(str(err) or type(err).__name__)
-        raise ProbeError("probe_unreachable", f"GET /v1/models: cannot reach {ep.shown} ({reason})",
-                         request_id="GET /v1/models", endpoint=ep.shown, reason=reason,
-                         cause=connection_cause(err)) from None
-    finally:
-        conn.close()
+        raise ProbeError("probe_unreachable", f"{where}: cannot reach {ep.shown} ({reason})", request_id=where,
+                         endpoint=ep.shown, reason=reason, cause=connection_cause(err)) from None
     if status in (401, 403):
-        detail = _detail(raw, mask)
-        raise ProbeError("probe_http", f"GET /v1/models: the server answered HTTP {status}: {detail}",
-                         request_id="GET /v1/models", status=status, detail=detail)
+        detail = _detail((raw or b"")[:PROBE_MAX_ERROR_BYTES], mask)
+        raise ProbeError("probe_http", f"{where}: the server answered HTTP {status}: {detail}", request_id=where,
+                         status=status, detail=detail)
     if status != 200:
-        return
-    try:
-        served = [m["id"] for m in json.loads(raw)["data"]]
-    except (ValueError, KeyError, TypeError):
-        return
+        return None
+    served, why = served_models(raw, mask)
+    if served is None:
+        return f"{where}: {why}; the model name was not checked"
     if served and cfg.model not in served:
-        shown = ", ".join(served[:8]) + (" …" if len(served) > 8 else "")
+        shown = ", ".join(s[:MAX_SHOWN_CHARS] for s in served[:8]) + (" …" if len(served) > 8 else "")
         raise ProbeError("probe_model", f"the server does not serve the model {cfg.model!r}; it serves: {shown}",
                          model=cfg.model, served=shown)
+    return None
+
+
+def served_models(raw: bytes | None, mask: KeyMask) -> tuple[list[str] | None, str]:
+    """The model ids a /v1/models body lists, masked, or (None, why the list cannot be read)."""
+    if raw is None:
+        return None, f"the list is over {PROBE_MAX_MODELS_BYTES} bytes"
+    try:
+        data = mask.json(load_json(raw.decode("utf-8", "replace")))
+    except ValueError:  # not JSON, or over a JSON limit
+        return None, "the list is not JSON"
+    entries = data.get("data") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        return None, "the list has no data array"
+    ids = []
+    for i, entry in enumerate(entries):
+        model_id = entry.get("id") if isinstance(entry, dict) else None
+        if not isinstance(model_id, str):
+            return None, f"data[{i}].id is not a string"
+        ids.append(model_id)
+    return ids, ""
 
 
 def _prompts(workload: tuple[WorkloadRequest, ...], tokenizer) -> list[str]:
@@ -537,14 +825,11 @@ def run_probe(cfg: ProbeConfig, workload: tuple[WorkloadRequest, ...], *, scenar
     count may differ: its usage is kept). `progress(done, total)` is called after each request."""
     ep = Endpoint.parse(cfg.endpoint)
     key = cfg.api_key()
-
-    def mask(text: str) -> str:
-        return text.replace(key, "***") if key else text
-
+    mask = KeyMask(key)
     headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
     if key:
         headers["Authorization"] = f"Bearer {key}"
-    check_model(cfg, ep, headers, mask)
+    model_note = check_model(cfg, ep, headers, mask)
     prompts = _prompts(workload, tokenizer)
     ids = [r.request_id or f"r{i}" for i, r in enumerate(workload)]
     streams = [_Stream() for _ in workload]
@@ -553,7 +838,7 @@ def run_probe(cfg: ProbeConfig, workload: tuple[WorkloadRequest, ...], *, scenar
 
     def one(i: int) -> None:
         try:
-            _stream_one(cfg, ep, ids[i], _body(cfg, workload[i], prompts[i]), headers, streams[i], mask)
+            _stream_one(cfg, ep, ids[i], workload[i], _body(cfg, workload[i], prompts[i]), headers, streams[i], mask)
         except ProbeError as err:
             errors[i] = err
         except Exception as err:  # noqa: BLE001 - a request's own failure, never the others'
@@ -566,7 +851,7 @@ def run_probe(cfg: ProbeConfig, workload: tuple[WorkloadRequest, ...], *, scenar
                 progress(finished[0], len(workload))
 
     t0 = time.perf_counter()
-    sampler = _Sampler(ep, headers, cfg.metrics_interval_s, t0)
+    sampler = _Sampler(ep, headers, cfg.metrics_interval_s, t0, mask)
     sampler.start()
     order = sorted(range(len(workload)), key=lambda i: workload[i].arrival_ms)
     with ThreadPoolExecutor(max_workers=cfg.concurrency or len(workload), thread_name_prefix="probe") as pool:
@@ -577,44 +862,46 @@ def run_probe(cfg: ProbeConfig, workload: tuple[WorkloadRequest, ...], *, scenar
             pool.submit(one, i)
     wall_ms = (time.perf_counter() - t0) * 1e3
     server = sampler.stop()
-    return _result(cfg, ep, workload, prompts, ids, streams, errors, t0, wall_ms, server, scenario)
+    return _result(cfg, ep, workload, prompts, ids, streams, errors, t0, wall_ms, server, scenario, model_note)
 
 
-def _result(cfg, ep, workload, prompts, ids, streams, errors, t0, wall_ms, server, scenario) -> ProbeResult:
+def _result(cfg, ep, workload, prompts, ids, streams, errors, t0, wall_ms, server, scenario,
+            model_note=None) -> ProbeResult:
     records, extras, failures = [], [], []
     for req, prompt, rid, s, err in zip(workload, prompts, ids, streams, errors):
         if err is not None:
             failures.append(ProbeFailure(rid, err.key, str(err), req.arrival_ms, len(s.pieces),
                                          {k: v for k, v in err.params.items()}))
             continue
-        usage = s.usage or {}
         records.append(_record(req, prompt, rid, s, t0))
-        extras.append(ProbeRequest(rid, req.arrival_ms, usage.get("prompt_tokens"), usage.get("completion_tokens"),
-                                   s.finish_reason, s.events))
+        extras.append(ProbeRequest(rid, req.arrival_ms, s.prompt_tokens, s.completion_tokens, s.finish_reason,
+                                   s.events))
     records.sort(key=lambda r: r.arrival_ms)
     notes = [OBSERVED_NOTE, PLACEHOLDER_NOTE, f"endpoint {ep.shown}, {cfg.api} API, "
              f"concurrency {cfg.concurrency or 'unlimited'}, timeout {cfg.timeout_s:g} s without a byte"]
+    if model_note:
+        notes.append(model_note)
     if failures:
         notes.append(f"{len(failures)} of {len(workload)} requests failed; metrics cover the others")
     if any(r.prompt_tokens for r in workload):
         notes.append("prompts stretched to prompt_tokens with the embedded model's tokenizer; the server's own "
-                     "count is in usage (prompt_ids holds one -1 per token it reported)")
+                     "count is in usage (the record's prompt_count is the count it reported)")
     run = observed_run(scenario, observed_model(cfg.model, "(remote server)", ep.shown), records, wall_ms=wall_ms,
                        notes=notes, slo=cfg.slo)
     return ProbeResult(ep.shown, cfg.api, cfg.model, run, tuple(extras), tuple(failures), server)
 
 
 def _record(req: WorkloadRequest, prompt: str, rid: str, s: _Stream, t0: float) -> RequestRecord:
-    """One measured stream as a RequestRecord: times in ms since `t0`, -1 for every id a client cannot see."""
+    """One measured stream as a RequestRecord: times in ms since `t0`; no ids (a client sees none), their counts."""
     def ms(t: float) -> float:
         return (t - t0) * 1e3
 
     times = [ms(t) for t in s.times]
-    prompt_n = (s.usage or {}).get("prompt_tokens")
+    prompt_n = s.prompt_tokens
     sent = ms(s.sent)
     return RequestRecord(
-        request_id=rid, prompt=prompt, prompt_ids=(-1,) * int(prompt_n or 0), prompt_pieces=(),
-        output_ids=(-1,) * len(times), output_pieces=tuple(s.pieces), output_text="".join(s.pieces),
+        request_id=rid, prompt=prompt, prompt_ids=(), prompt_count=prompt_n or 0, prompt_pieces=(),
+        output_ids=(), output_count=len(times), output_pieces=tuple(s.pieces), output_text="".join(s.pieces),
         max_new_tokens=req.max_new_tokens, ignore_eos=req.ignore_eos, arrival_ms=sent, first_scheduled_ms=sent,
         first_token_ms=times[0] if times else sent, finish_ms=times[-1] if times else sent,
         token_times_ms=tuple(times), itl_ms=tuple(b - a for a, b in zip(times, times[1:])),
