@@ -15,7 +15,7 @@ from lesson.text import t
 from lesson.views import (
     LAB_DEVICE_SPECS, LAB_DTYPES, cache_compare_alt, cache_compare_caption, download_stem,
     escape_markdown, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text, lab_sweep_caption,
-    trace_summary,
+    lab_sweep_kept_text, trace_summary,
 )
 
 from . import modes, resources, run_panel
@@ -24,7 +24,7 @@ from .ui import error_boundary, svg_figure
 # Widget keys of this page: app.py writes them back each run so they survive a visit to the lesson.
 LAB_WIDGET_KEYS = ("lab_device_spec", "lab_weight_dtype", "lab_kv_dtype", "lab_sweep_kind", "lab_sweep_up_to",
                    *modes.MODES_WIDGET_KEYS)
-SWEEP_REPEATS = 3  # timed passes per point, after a warm-up; the median is kept
+SWEEP_REPEATS = 5  # timed passes per point, after a warm-up: the median, the spread and its outliers are drawn
 SWEEP_BATCH_CONTEXT = 128  # positions each row has cached in the batch sweep
 SWEEP_KINDS = ("prefill", "decode-context", "decode-batch")
 
@@ -154,7 +154,7 @@ def sweep_points(kind: str, max_positions: int, settings: ServerSettings) -> tup
 def _sweeps(lang: str, lm, settings: ServerSettings) -> None:
     """Pick a sweep and how far; run it once (progress bar), then it is kept per model and device."""
     st.subheader(t(lang, "lab_sweep_title"), anchor="sweeps")
-    st.markdown(t(lang, "lab_sweep_intro"))
+    st.markdown(t(lang, "lab_sweep_intro", repeats=SWEEP_REPEATS))
     ss = st.session_state
     if ss.get("lab_sweep_kind") not in SWEEP_KINDS:
         ss.lab_sweep_kind = SWEEP_KINDS[0]
@@ -176,8 +176,15 @@ def _sweeps(lang: str, lm, settings: ServerSettings) -> None:
     key = (ss.model_choice, settings.device, settings.dtype, kind, points, SWEEP_REPEATS,  # the model measured: lm
            SWEEP_BATCH_CONTEXT if kind == "decode-batch" else 0)
     store = resources.sweep_store()
-    if st.button(t(lang, "lab_sweep_run", n=len(points)), key="lab_sweep_run", icon=":material/play_arrow:",
-                 disabled=key in store.results):
+    run_col, again_col = st.columns([1, 1])
+    clicked = run_col.button(t(lang, "lab_sweep_run", n=len(points)), key="lab_sweep_run",
+                             icon=":material/play_arrow:", disabled=key in store.results)
+    if key in store.results and again_col.button(  # a kept sweep looks noisy: measure it anew, for everyone
+            t(lang, "lab_sweep_again"), key="lab_sweep_again", icon=":material/refresh:",
+            help=t(lang, "lab_sweep_again_help", n=len(points), repeats=SWEEP_REPEATS)):
+        store.results.pop(key, None)
+        clicked = True
+    if clicked:
         with error_boundary(lang):
             _run_sweep(lang, lm, kind, points, key, store)
     sweep_json = store.results.get(key)
@@ -192,6 +199,7 @@ def _sweeps(lang: str, lm, settings: ServerSettings) -> None:
         st.plotly_chart(sweep_figure(sweep, lang), key=f"lab_sweep_{kind}", width="stretch",
                         config={"displaylogo": False})
         st.caption(lab_sweep_caption(sweep, lang))
+        st.caption(lab_sweep_kept_text(sweep, lang))  # when and where: a kept sweep says how old it is
         if sweep.random_weights:
             st.caption(t(lang, "random_weights_note"))
         from lesson.diagrams import render_sweep

@@ -15,8 +15,9 @@ from engine.trace import RequestTrace
 
 from .diagrams.latency import spread_apart
 from .diagrams.roofline import bound_word, decade_range, fmt_share, fmt_time, si
-from .diagrams.sweep import OUTLIER_COLOR, point_spread
+from .diagrams.sweep import OUTLIER_COLOR
 from .diagrams.serving_gantt import gantt_segments, itl_spikes, policy_label, segment_title
+from .spread import point_spread
 from .style import DEFAULT_STYLE, Style
 from .svgtext import fmt_bytes, fmt_ms, piece_label
 from .text import Table, check_language, label, t, table_for

@@ -179,3 +179,10 @@ def outlier_indices(values: Sequence[float]) -> tuple[int, ...]:
     return tuple(i for i, v in enumerate(values)
                  if ((v < low or v > high) and abs(v - median) > OUTLIER_MIN_SHARE * median)
                  or v > OUTLIER_MEDIAN_FACTOR * median)
+
+
+def point_spread(times: Sequence[float]) -> tuple[float, float, tuple[float, ...]]:
+    """(fastest, slowest) of one point's repeats that are not outliers, and the outliers' times in order."""
+    flagged = set(outlier_indices(times))
+    kept = [v for i, v in enumerate(times) if i not in flagged] or list(times)
+    return min(kept), max(kept), tuple(times[i] for i in sorted(flagged))

@@ -20,7 +20,7 @@ from pathlib import Path
 from engine.config import ServerSettings
 from engine.trace import STEP_TABLE_COLUMNS, RequestTrace, step_rows
 
-from .spread import Headline, Spread, fmt_ratio, headline, verdict
+from .spread import Headline, Spread, fmt_ratio, headline, point_spread, verdict
 from .svgtext import fmt_bytes, fmt_count, fmt_ms, visible
 from .text import device_label, t
 
@@ -458,11 +458,15 @@ def cache_compare_alt(comparison, lang: str) -> str:
 
 
 def cache_compare_caption(comparison, lang: str) -> str:
-    """One line under that figure: the totals off vs on and how many times more the cache-off run cost."""
+    """One line under that figure: the totals off vs on and how many times more the cache-off run cost
+    (and, when it cost no more time, why: a short run's fixed cost per pass, and noise)."""
     time_ratio = comparison.off_total_ms / comparison.on_total_ms if comparison.on_total_ms > 0 else math.inf
     flops_ratio = comparison.off_total_flops / comparison.on_total_flops if comparison.on_total_flops > 0 else math.inf
-    return t(lang, "cache_compare_caption", time_ratio=f"{time_ratio:.1f}", flops_ratio=f"{flops_ratio:.1f}",
-             **_compare_numbers(comparison))
+    words = t(lang, "cache_compare_caption", time_ratio=f"{time_ratio:.1f}", flops_ratio=f"{flops_ratio:.1f}",
+              **_compare_numbers(comparison))
+    if time_ratio <= 1.0:  # the cache-off run was as fast or faster: say why, or the ratio reads as nonsense
+        words += " " + t(lang, "cache_compare_no_saving")
+    return words
 
 
 def attention_alt(attention, lang: str) -> str:
@@ -557,19 +561,47 @@ def lab_dtype_rows(floors_by_dtype: dict[str, object], lang: str) -> list[dict]:
     return rows
 
 
+SWEEP_GROWS = 1.5  # last point over first: above it a sweep "grew", below it is "nearly flat"
+BATCH_PAYS = 1.2  # positions per second, largest batch over batch 1: above it batching paid
+
+
 def lab_sweep_caption(sweep, lang: str) -> str:
-    """First and last point of a sweep, measured and floor, in words."""
+    """First and last point of a sweep, measured and floor, in words that fit what was measured:
+    Prefill grew, hardly grew or (only noise can) did not; a Decode step stayed flat or grew with
+    the context; batching paid or did not. Then the outliers, if any, and the points left out."""
     from lesson.diagrams.roofline import fmt_time
 
     first, last = sweep.points[0], sweep.points[-1]
-    words = t(lang, f"lab_sweep_caption_{sweep.kind.replace('-', '_')}", x0=f"{first.value:,}", x1=f"{last.value:,}",
+    ratio, gain = last.median_ms / first.median_ms, last.tokens_per_s / first.tokens_per_s
+    key = f"lab_sweep_caption_{sweep.kind.replace('-', '_')}" + _sweep_variant(sweep.kind, ratio, gain)
+    words = t(lang, key, x0=f"{first.value:,}", x1=f"{last.value:,}",
               m0=fmt_time(first.median_ms), m1=fmt_time(last.median_ms), f0=fmt_time(first.floor_ms),
-              f1=fmt_time(last.floor_ms), ratio=f"{last.median_ms / first.median_ms:,.1f}",
-              r0=f"{first.tokens_per_s:,.0f}", r1=f"{last.tokens_per_s:,.0f}",
-              gain=f"{last.tokens_per_s / first.tokens_per_s:,.1f}")
+              f1=fmt_time(last.floor_ms), ratio=f"{ratio:,.1f}" if ratio >= 0.095 else f"{ratio:.2g}",
+              r0=f"{first.tokens_per_s:,.0f}", r1=f"{last.tokens_per_s:,.0f}", gain=f"{gain:,.1f}")
+    outliers = sum(len(point_spread(p.times_ms)[2]) for p in sweep.points)
+    if outliers:
+        words += " " + t(lang, "lab_sweep_outliers", n=outliers, total=sum(len(p.times_ms) for p in sweep.points))
     if sweep.skipped:
         words += " " + t(lang, "lab_sweep_skipped", values=", ".join(f"{v:,}" for v in sweep.skipped))
     return words
+
+
+def _sweep_variant(kind: str, ratio: float, gain: float) -> str:
+    """The caption key's ending for what the sweep measured (see lab_sweep_caption)."""
+    if kind == "prefill":
+        return "" if ratio >= SWEEP_GROWS else "_flat" if ratio > 1.0 else "_noise"
+    if kind == "decode-context":
+        return "_grows" if ratio >= SWEEP_GROWS else ""
+    return "" if gain >= BATCH_PAYS else "_flat"
+
+
+def lab_sweep_kept_text(sweep, lang: str) -> str:
+    """When and where a kept sweep was measured (its provenance), so a visitor knows how old it is."""
+    provenance = sweep.provenance
+    if provenance is None or not provenance.recorded_at:
+        return t(lang, "lab_sweep_kept_unknown")
+    when = provenance.recorded_at.replace("T", " ").replace("Z", " UTC")
+    return t(lang, "lab_sweep_kept", when=when, machine=escape_markdown(provenance.machine))
 
 
 # ---------------------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from ..layout import LogScale
-from ..spread import outlier_indices
+from ..spread import point_spread
 from ..text import label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ._common import add_title, header, legend_item, legend_item_width, new_drawing, notes, text, to_string
@@ -21,13 +21,6 @@ from .roofline import bound_word, decade_range, fmt_time, si
 
 PAD, Y_LABEL_W, PLOT_W, PANEL_H, PANEL_GAP, TOP = 32, 78, 680, 220, 70, 140
 OUTLIER_COLOR = "#dc2626"  # red, as the serving Gantt's ITL spikes: a time this machine's noise made
-
-
-def point_spread(times: tuple[float, ...]) -> tuple[float, float, tuple[float, ...]]:
-    """(fastest, slowest) of a point's repeats that are not outliers, and the outliers' times."""
-    flagged = set(outlier_indices(times))
-    kept = [v for i, v in enumerate(times) if i not in flagged] or list(times)
-    return min(kept), max(kept), tuple(times[i] for i in sorted(flagged))
 
 
 def _color(kind: str, style: Style) -> str:

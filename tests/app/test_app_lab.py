@@ -127,7 +127,9 @@ def test_a_sweep_runs_once_with_the_servers_caps_and_is_kept(app):
     assert_healthy(app)
     assert len(app.get("plotly_chart")) == 3
     caption = texts(app, "caption")
-    assert t("zh", "lab_sweep_caption_prefill").split("{")[0] in caption and "32" in caption
+    variants = ("lab_sweep_caption_prefill", "lab_sweep_caption_prefill_flat", "lab_sweep_caption_prefill_noise")
+    assert any(t("zh", key).split("{")[0] in caption for key in variants) and "32" in caption
+    assert t("zh", "lab_sweep_kept").split("{")[0] in caption  # a kept sweep says when it was measured
     app.run()
     assert app.button(key="lab_sweep_run").disabled  # kept: the next visitor does not measure again
     assert len(app.get("plotly_chart")) == 3
@@ -135,7 +137,13 @@ def test_a_sweep_runs_once_with_the_servers_caps_and_is_kept(app):
     from engine.sweep import Sweep
 
     (sweep_json,) = resources.sweep_store().results.values()
-    assert [p.value for p in Sweep.from_json(sweep_json).points] == [8, 16, 32]
+    kept = Sweep.from_json(sweep_json)
+    assert [p.value for p in kept.points] == [8, 16, 32] and kept.repeats >= 5
+    assert all(len(p.times_ms) == kept.repeats for p in kept.points)
+    app.button(key="lab_sweep_again").click().run()  # measure again: a new sweep replaces the kept one
+    assert_healthy(app)
+    (again,) = resources.sweep_store().results.values()
+    assert again != sweep_json and [p.value for p in Sweep.from_json(again).points] == [8, 16, 32]
     app.radio(key="lab_sweep_kind").set_value("decode-batch").run()
     assert app.select_slider(key="lab_sweep_up_to").options == ["1", "2", "4"]  # capped at batch 4
     assert not app.button(key="lab_sweep_run").disabled

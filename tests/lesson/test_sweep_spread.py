@@ -8,11 +8,14 @@ import dataclasses
 import json
 import xml.etree.ElementTree as ET
 
+import pytest
+
 from engine.sweep import DEFAULT_REPEATS, Sweep
 from lesson.charts import sweep_figure
 from lesson.diagrams import render_sweep
-from lesson.text import TEXTS
-from tests.factories import make_sweep
+from lesson.text import TEXTS, t
+from lesson.views import cache_compare_caption, lab_sweep_caption
+from tests.factories import fake_comparison, make_sweep
 
 
 def noisy_sweep() -> Sweep:
@@ -70,3 +73,52 @@ def test_an_older_sweep_file_still_loads_and_draws():
     assert sweep.provenance is None and sweep.repeats == 3
     assert _marks(render_sweep(sweep, lang="en"), "spread") and sweep_figure(sweep, "zh").data
     assert DEFAULT_REPEATS >= 5  # a new sweep measures at least five repeats per point
+
+
+# --- the lab's sweep sentence, over measured ratios 0.2x-100x ---------------------------------
+
+def two_point_sweep(kind: str, ratio: float) -> Sweep:
+    """First point 2 ms, last point 2 x `ratio` ms; a batch sweep's rows grow 1 -> 64."""
+    sweep = make_sweep(kind)
+    first, last = sweep.points[0], sweep.points[-1]
+    batch = 64 if kind == "decode-batch" else 1
+    points = (dataclasses.replace(first, times_ms=(2.0,) * 5, median_ms=2.0, batch=1),
+              dataclasses.replace(last, times_ms=(2.0 * ratio,) * 5, median_ms=2.0 * ratio, batch=batch))
+    return dataclasses.replace(sweep, points=points)
+
+
+# each variant's own words: the one chosen must be there, its siblings must not
+SWEEP_WORDS = {
+    "prefill": {"": ("grew from", "涨到"), "_flat": ("hardly longer", "几乎不变慢"),
+                "_noise": ("this machine's noise", "这台机器的噪声")},
+    "decode-context": {"": ("nearly flat", "几乎不随上下文变长"), "_grows": ("grows with the context", "随上下文增长")},
+    "decode-batch": {"": ("Batching pays", "批越大越划算"), "_flat": ("batching hardly paid", "几乎没有带来好处")},
+}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("ratio", [0.2, 0.5, 0.95, 1.0, 1.2, 1.49, 1.5, 3.0, 20.0, 100.0])
+@pytest.mark.parametrize("kind", ["prefill", "decode-context", "decode-batch"])
+def test_the_sweep_sentence_fits_what_was_measured(kind, ratio, lang):
+    sweep = two_point_sweep(kind, ratio)
+    words = lab_sweep_caption(sweep, lang)
+    gain = sweep.points[-1].tokens_per_s / sweep.points[0].tokens_per_s
+    if kind == "prefill":  # a longer prompt: grew, hardly grew, or (only noise can) did not
+        chosen = "" if ratio >= 1.5 else "_flat" if ratio > 1 else "_noise"
+    elif kind == "decode-context":
+        chosen = "_grows" if ratio >= 1.5 else ""
+    else:  # 64 rows: positions per second x64 / ratio
+        chosen = "" if gain >= 1.2 else "_flat"
+    phrase = 0 if lang == "en" else 1
+    for variant, phrases in SWEEP_WORDS[kind].items():
+        assert (phrases[phrase] in words) == (variant == chosen), (variant, words)
+    assert f"×{ratio:,.1f}" in words and "{" not in words  # the measured ratio, formatted; every field filled
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("time_ratio", [0.2, 0.9, 1.0, 1.5, 100.0])
+def test_the_cache_sentence_says_when_the_cache_saved_no_time(time_ratio, lang):
+    comparison = dataclasses.replace(fake_comparison(num_steps=5), on_ms=(2.0,) * 5, off_ms=(2.0 * time_ratio,) * 5)
+    words = cache_compare_caption(comparison, lang)
+    no_saving = t(lang, "cache_compare_no_saving")
+    assert (no_saving in words) == (time_ratio <= 1.0) and f"{time_ratio:.1f}" in words

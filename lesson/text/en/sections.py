@@ -114,6 +114,7 @@ TEXT: dict = {
     "cache_compare_running": "Running the answer twice, cache off then on…",
     "cache_compare_help": "Runs the shown run's prompt again, greedy, for {num_tokens} tokens: once with the cache off (every step recomputes all positions), once with it on (Prefill, then one new position per step). Takes a few seconds on a long prompt.",
     "cache_compare_caption": "Measured here, the same {num_tokens} tokens after a {prompt_len}-token prompt: cache off {off_ms} and {off_flops} FLOPs in total, cache on {on_ms} and {on_flops} FLOPs (with the cache off: {time_ratio}× the time, {flops_ratio}× the FLOPs). The FLOPs come from the cost model.",
+    "cache_compare_no_saving": "Here the cache saved no time: for so few positions each pass mostly pays its fixed cost, and this machine's noise can tip so small a difference either way; the FLOPs still show what the cache saves, and a longer prompt shows it in the times too.",
     "alt_cache_compare": "Bar chart, KV cache off vs on for the same {num_tokens} tokens after a {prompt_len}-token prompt: for each forward pass, measured time (top) and FLOPs (bottom). In total: off {off_ms}, {off_flops} FLOPs; on {on_ms}, {on_flops} FLOPs.",
     "attention_step": "Decode step whose attention is shown",
     "attention_step_help": "With the cache on, that step computes one new position, but its query still reads every cached position.",

@@ -99,6 +99,7 @@ TEXT: dict = {
     "cache_compare_running": "正在把同一个回答跑两遍：先关闭缓存，再开启缓存……",
     "cache_compare_help": "用当前这次运行的提示词再跑两遍（贪心），各生成 {num_tokens} 个 Token：一遍关闭缓存（每一步都把所有位置重算一遍），一遍开启缓存（先 Prefill，之后每一步只算一个新位置）。提示词很长时需要几秒钟。",
     "cache_compare_caption": "本机实测，{prompt_len} 个 Token 的提示词之后同样的 {num_tokens} 个 Token：关闭缓存合计 {off_ms}、{off_flops} FLOPs；开启缓存合计 {on_ms}、{on_flops} FLOPs（关闭缓存的用时是开启的 {time_ratio} 倍，FLOPs 是 {flops_ratio} 倍）。FLOPs 来自成本模型。",
+    "cache_compare_no_saving": "这里缓存没有省下时间：位置这么少时，每次前向主要花在固定开销上，这么小的差别也可能被这台机器的噪声左右；FLOPs 仍然显示出缓存省下的计算，换一个更长的提示词，时间上也能看出来。",
     "alt_cache_compare": "柱状图，KV Cache 关闭与开启，{prompt_len} 个 Token 的提示词之后同样的 {num_tokens} 个 Token：每一次前向的实测时间（上）和 FLOPs（下）。合计：关闭 {off_ms}、{off_flops} FLOPs；开启 {on_ms}、{on_flops} FLOPs。",
     "attention_step": "显示哪一个 Decode 步骤的注意力",
     "attention_step_help": "开启缓存时，这一步只计算一个新位置，但它的查询仍然要读取所有缓存的位置。",
