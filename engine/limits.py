@@ -221,7 +221,7 @@ def check_json_shape(text: str, max_depth: int = MAX_JSON_DEPTH, max_digits: int
         if token in "[{":
             depth += 1
             if depth > max_depth:
-                raise _json_limit("limit_json_depth", "is nested deeper than", max_depth, text, match.start(),
+                raise _json_limit("limit_json_depth", "is nested more levels deep than", max_depth, text, match.start(),
                                   first_line)
         elif token in "]}":
             depth -= 1

@@ -9,19 +9,20 @@
 
 Writes DIR/<diagram>.svg (standalone SVG 1.1 files) and, after a model run,
 DIR/trace.json, DIR/roofline.svg and DIR/step_floors.svg (every pass against the cost
-model's floor on this machine, measured once: engine.cost.measure_this_machine). Bad input gives one line on stderr and a non-zero exit:
-2 for bad arguments, 1 for a model or file problem.
+model's floor on this machine, measured once: engine.cost.measure_this_machine). Bad input gives one
+line on stderr and a non-zero exit: 2 for bad arguments, 1 for a model or file problem; a file that is
+refused leaves the output folder as it was (everything is made before the first file is written).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from engine.cost import trace_floors
 from engine.interop.vllm_import import format_comparison, load_vllm_result
+from engine.limits import dump_json
 
 from . import serving_export
 from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_roofline, render_step_floors
@@ -131,20 +132,20 @@ def run_engine(prompt: str, max_new_tokens: int, model: str | None):
 def export_vllm(out_dir: Path, result_path: Path, lang: str, perfetto: bool) -> list[Path]:
     """--from-vllm: the vLLM result as a ServingRun, its summary checked, the serving figures drawn."""
     imported = load_vllm_result(result_path)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    # Everything is made before the first file is written: a refusal leaves the folder as it was.
     files = {"serving_run.json": imported.run.to_json(), "vllm_comparison.txt": format_comparison(imported),
-             "vllm_comparison.json": json.dumps({k: v for k, v in imported.to_dict().items() if k != "run"},
-                                                ensure_ascii=False, indent=2)}
+             "vllm_comparison.json": dump_json({k: v for k, v in imported.to_dict().items() if k != "run"},
+                                               ensure_ascii=False, indent=2)}
+    svgs = {"serving_gantt": render_serving_gantt(imported.run, lang=lang),
+            "serving_metrics": render_serving_metrics([imported.run], lang=lang)}
+    if perfetto:
+        files["serving.perfetto.json"] = to_perfetto_json(imported.run)
+    out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in files.items():
         (out_dir / name).write_text(text + "\n", encoding="utf-8")
         written.append(out_dir / name)
-    svgs = {"serving_gantt": render_serving_gantt(imported.run, lang=lang),
-            "serving_metrics": render_serving_metrics([imported.run], lang=lang)}
-    written += write_files(out_dir, svgs)
-    if perfetto:
-        written.append(write_perfetto(out_dir, imported.run, name="serving"))
-    return written
+    return written + write_files(out_dir, svgs)
 
 
 def _export(args) -> list[Path]:

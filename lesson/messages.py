@@ -29,11 +29,15 @@ from engine.interop.probe import CONNECTION_CAUSES
 from .text import t
 from .views import escape_markdown
 
+# An input over one of engine.limits' bounds (engine.errors.LimitError), worded as err_<key> everywhere; a
+# refused workload line or vLLM file names the same key as its why.
+LIMIT_KEYS = ("limit_count", "limit_number", "limit_memory", "limit_json_depth", "limit_json_number",
+              "limit_not_finite", "limit_text")
 # Engine keys the lesson page words as err_<key> (lesson/text).
 ENGINE_ERROR_KEYS = (
     "empty_prompt", "prompt_too_long", "max_new_tokens_range", "sampling_range", "model_not_found",
     "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
-    "mode_unknown", "graph_needs_cuda", "preset_too_large",
+    "mode_unknown", "graph_needs_cuda", "preset_too_large", *LIMIT_KEYS,
 )
 # Keys the serving lab words as sl_err_<key>, with the engine's detail as code.
 SERVING_ERROR_KEYS = (
@@ -110,7 +114,9 @@ def refusal_reason(params: Mapping, prefix: str, lang: str, skip: tuple[str, ...
     a why it has no words for), filled with the error's data fields, each a number or inline code;
     never the engine's English (`reason`)."""
     key = f"{prefix}{params.get('why') or 'other'}"
-    if not _has_text(key):
+    if params.get("why") in LIMIT_KEYS:
+        key = f"err_{params['why']}"
+    elif not _has_text(key):
         key = f"{prefix}other"
     return t(lang, key, **data_fields(params, skip=skip))
 
@@ -155,6 +161,8 @@ def serving_message(err: BaseException, lang: str) -> str:
     params = data_fields(raw)
     if isinstance(err, CapError):
         return t(lang, key, **params)
+    if key in LIMIT_KEYS:
+        return t(lang, f"err_{key}", **params)
     if key == "bad_workload_line":
         return t(lang, "sl_err_bad_workload_line", line=params.get("line", "?"), reason=workload_reason(raw, lang))
     if key == "bad_workload":

@@ -25,9 +25,15 @@ How a request becomes a RequestRecord (all times ms, the run's clock at the firs
                   "" per chunk: the file has only the whole generated_text).
   finish_ms       arrival + latency (vLLM's E2EL, taken at the stream's end); without latencies, the
                   last chunk's time (a note says so).
-  output_ids      -1 per output token vLLM counted (output_lens), so TPOT = (E2EL - TTFT) / (tokens - 1)
-                  exactly as vLLM computes it; prompt_ids: -1 per input token.
+  token counts    output_count = the output tokens vLLM counted (output_lens), so TPOT = (E2EL - TTFT) /
+                  (tokens - 1) exactly as vLLM computes it; prompt_count = input_lens. The ids are not in the
+                  file: prompt_ids and output_ids stay empty (a count, never a tuple of that many -1s).
 Failed requests (a non-empty error) are left out of the run and counted, as vLLM does.
+
+Every size and time is checked against engine.limits before anything is built: the JSON's depth and
+number lengths, the number of requests and streamed chunks, each token count (MAX_REQUEST_TOKENS),
+each time (MAX_TIME_S; start_times' spread too) and the placed arrivals; max_concurrency beyond the
+number of requests replays as that many slots (more could never be busy).
 
 The percentiles are then recomputed from the per-request data (numpy, as vLLM) and set against the
 file's own summary: `VllmImport.comparisons` lists every summary number it could check and the
@@ -36,6 +42,7 @@ difference; `differing()` those beyond rounding.
 
 from __future__ import annotations
 
+import heapq
 import json
 import math
 import re
@@ -45,6 +52,8 @@ from typing import Any
 
 import numpy as np
 
+from .. import limits
+from ..errors import LimitError
 from ..serving.trace import OBSERVED_POLICY, RequestRecord, ServingRun
 from .observed import OBSERVED_NOTE, observed_model, observed_run
 
@@ -130,8 +139,17 @@ def load_vllm_result(path: str | Path) -> VllmImport:
 
 
 def read_vllm_result(text: str, name: str = "vllm") -> VllmImport:
+    """The file's run, or a VllmResultError saying why not; nothing is built before every size and time in
+    it is checked (engine.limits: a refused limit is the why `limit_*`, with the field and the limit)."""
     try:
-        data = json.loads(text)
+        return _read(text, name)
+    except LimitError as err:
+        raise VllmResultError(err.key, str(err), **err.params) from None
+
+
+def _read(text: str, name: str) -> VllmImport:
+    try:
+        data = limits.load_json(text, allow_nonfinite=True)  # vLLM may write request_rate as Infinity
     except json.JSONDecodeError as err:
         if err.msg == "Extra data":
             raise VllmResultError("appended", "the file holds several results (written with --append-result); "
@@ -171,7 +189,9 @@ def read_vllm_result(text: str, name: str = "vllm") -> VllmImport:
         notes.append(f"{len(failed)} of {n} requests failed in vLLM's run and are left out, as vLLM does")
     records.sort(key=lambda r: (r.arrival_ms, r.request_id))
     model = observed_model(str(data.get("model_id") or "unknown"), "(vLLM server)", str(data.get("backend") or "vllm"))
-    run = observed_run(f"vllm:{name}", model, records, wall_ms=float(data.get("duration") or 0.0) * 1e3, notes=notes)
+    duration = data.get("duration")
+    wall_ms = 0.0 if duration is None else limits.check_finite("duration", duration, limits.MAX_TIME_S, low=0) * 1e3
+    run = observed_run(f"vllm:{name}", model, records, wall_ms=wall_ms, notes=notes)
     known = set(PER_REQUEST) | set(OPTIONAL_PER_REQUEST) | set(SETUP) | set(SUMMARY)
     ignored = tuple(sorted(k for k in data if k not in known and not _STAT_KEY.match(k)
                            and not k.startswith(_OTHER_PREFIXES)))
@@ -205,6 +225,7 @@ def _per_request_lists(data: dict[str, Any]) -> dict[str, list]:
                                   f"{type(value).__name__}", field=key)
         lists[key] = value
     n = len(lists["ttfts"])
+    limits.check_count("requests", n, limits.MAX_IMPORT_REQUESTS)
     for key, value in lists.items():
         if len(value) != n:
             raise VllmResultError("length_mismatch", f"{key!r} has {len(value)} entries but ttfts has {n}",
@@ -214,9 +235,8 @@ def _per_request_lists(data: dict[str, Any]) -> dict[str, list]:
             if not _number(v) or v < 0 and key != "start_times":
                 raise VllmResultError("not_number", f"{key}[{i}] is {v!r}, not a number >= 0", field=key, index=i,
                                       value=repr(v)[:60])
-    for i, gaps in enumerate(lists["itls"]):
-        if not isinstance(gaps, list) or not all(_number(g) and g >= 0 for g in gaps):
-            raise VllmResultError("bad_itls", f"itls[{i}] should be a list of seconds >= 0", index=i)
+            limits.check_finite(f"{key}[{i}]", v, *_BOUNDS[key])
+    _check_gaps(lists["itls"])
     for key in ("generated_texts", "errors"):
         for i, v in enumerate(lists.get(key, ())):
             if v is not None and not isinstance(v, str):
@@ -225,16 +245,38 @@ def _per_request_lists(data: dict[str, Any]) -> dict[str, list]:
     return lists
 
 
+# field -> (limit, low) of each per-request number: token counts, seconds, a monotonic clock's readings
+_BOUNDS = {"input_lens": (limits.MAX_REQUEST_TOKENS, 0), "output_lens": (limits.MAX_REQUEST_TOKENS, 0),
+           "ttfts": (limits.MAX_TIME_S, 0), "latencies": (limits.MAX_TIME_S, 0), "queue_times": (limits.MAX_TIME_S, 0),
+           "start_times": (limits.MAX_CLOCK_S, None)}
+
+
+def _check_gaps(itls: list) -> None:
+    """Each request's ITLs a list of seconds in 0..MAX_TIME_S; all of them together at most MAX_IMPORT_TOKEN_TIMES."""
+    total = 0
+    for i, gaps in enumerate(itls):
+        if not isinstance(gaps, list) or not all(_number(g) and g >= 0 for g in gaps):
+            raise VllmResultError("bad_itls", f"itls[{i}] should be a list of seconds >= 0", index=i)
+        if gaps:
+            limits.check_finite(f"itls[{i}]", max(gaps), limits.MAX_TIME_S, low=0)
+        total += len(gaps)
+    limits.check_count("itls (streamed chunks in all)", total, limits.MAX_IMPORT_TOKEN_TIMES)
+
+
 def _arrivals(data: dict[str, Any], lists: dict[str, list], ok: list[int]) -> tuple[list[float], str, str]:
     n = len(lists["ttfts"])
     if "start_times" in lists:
         t0 = min(lists["start_times"][i] for i in ok)
+        spread = max(lists["start_times"]) - min(lists["start_times"])
+        limits.check_finite("start_times (last - first)", spread, limits.MAX_TIME_S, low=0)
         return ([(t - t0) * 1e3 for t in lists["start_times"]], "start_times",
                 MEASURED_ARRIVALS_NOTE)
     rate = data.get("request_rate", "inf")
     if rate in ("inf", None) or (_number(rate) and math.isinf(rate)):
         planned, placement, how = [0.0] * n, "burst", "request_rate inf: all sent at 0 ms"
     elif _number(rate) and rate > 0:
+        limits.check_finite("the last arrival placed at request_rate (ms)", (n - 1) / rate * 1e3, limits.MAX_TIME_MS,
+                            low=0)
         planned, placement = [i / rate * 1e3 for i in range(n)], "rate"
         how = (f"arrivals PLACED evenly at the request rate ({rate:g}/s); vLLM's real gaps were random "
                f"(burstiness {data.get('burstiness', 1.0)}) and are not in this file")
@@ -248,13 +290,15 @@ def _arrivals(data: dict[str, Any], lists: dict[str, list], ok: list[int]) -> tu
         raise VllmResultError("bad_concurrency", f"max_concurrency is {slots!r}, not a whole number >= 1",
                               value=repr(slots)[:60])
     # Replay the slots: a request is sent at its planned time or when a slot frees, whichever is later.
-    free = [0.0] * slots
+    # More slots than requests are never all busy: n of them replay the same. A heap of (free at, slot)
+    # picks the slot that frees first (the lowest-numbered on a tie) in log time.
+    free = [(0.0, k) for k in range(min(slots, n))]
     out = []
     for i in range(n):
-        k = min(range(slots), key=free.__getitem__)
-        start = max(planned[i], free[k])
+        at, k = heapq.heappop(free)
+        start = max(planned[i], at)
         out.append(start)
-        free[k] = start + _latency_s(lists, i) * 1e3
+        heapq.heappush(free, (start + _latency_s(lists, i) * 1e3, k))
     return out, placement + "+concurrency", how + f"; then replayed through max_concurrency={slots} slots"
 
 
@@ -273,8 +317,8 @@ def _record(i: int, arrival: float, lists: dict[str, list]) -> RequestRecord:
     n_out = max(int(lists["output_lens"][i]), 1)  # a successful request streamed at least one token
     text = (lists.get("generated_texts") or [""] * (i + 1))[i] or ""
     return RequestRecord(
-        request_id=f"r{i}", prompt="", prompt_ids=(-1,) * int(lists["input_lens"][i]), prompt_pieces=(),
-        output_ids=(-1,) * n_out, output_pieces=("",) * len(times), output_text=text, max_new_tokens=n_out,
+        request_id=f"r{i}", prompt="", prompt_ids=(), prompt_count=int(lists["input_lens"][i]), prompt_pieces=(),
+        output_ids=(), output_count=n_out, output_pieces=("",) * len(times), output_text=text, max_new_tokens=n_out,
         ignore_eos=False, arrival_ms=arrival, first_scheduled_ms=arrival, first_token_ms=times[0],
         finish_ms=max(finish, times[-1]) if "latencies" not in lists else finish, token_times_ms=tuple(times),
         itl_ms=tuple(b - a for a, b in zip(times, times[1:])), stop_reason="length",

@@ -1,0 +1,102 @@
+"""Run a hostile input in a child process under a memory ceiling and a clock, and report what it cost.
+
+The memory-heavy cases must not take the test machine down with them when a bound breaks, so each
+runs in its own process with RLIMIT_AS set (address space: what a few bytes of input may make the
+process reserve) and is killed at its deadline. The child's own peak resident memory comes from
+os.wait4's rusage of that one child, not from the test process.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MEMORY_MB = 2048  # the address-space ceiling of a child: a few KB of input must never need more
+TIMEOUT_S = 60.0  # the wall-clock ceiling of a child: imports of torch and transformers included
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the child did: its exit status (None: killed at the deadline), output, time and peak memory."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+    seconds: float
+    peak_mb: float
+
+    @property
+    def timed_out(self) -> bool:
+        return self.returncode is None
+
+    @property
+    def lines(self) -> list[str]:
+        """stderr's non-empty lines (a refusal is exactly one)."""
+        return [line for line in self.stderr.splitlines() if line.strip()]
+
+    def describe(self) -> str:
+        return (f"rc={self.returncode} in {self.seconds:.1f} s, peak {self.peak_mb:.0f} MB\n"
+                f"stdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-3000:]}")
+
+
+def _limit(memory_mb: int):
+    def apply() -> None:
+        ceiling = memory_mb * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
+        os.setsid()  # its own group, so a kill at the deadline reaches what it started
+    return apply
+
+
+def run_bounded(argv: list[str | bytes], *, memory_mb: int = MEMORY_MB, timeout_s: float = TIMEOUT_S,
+                env: dict[str, str] | None = None, cwd: Path = ROOT) -> Outcome:
+    """Run `argv` (bytes allowed: an argument that is not UTF-8) and wait at most `timeout_s`."""
+    child_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env or {})}
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=child_env,
+                                preexec_fn=_limit(memory_mb))
+        status, usage = _wait(proc.pid, start + timeout_s)
+        seconds = time.monotonic() - start
+        proc.returncode = 0  # reaped by os.wait4: keep Popen from waiting on it again
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
+    code = None if status is None else os.waitstatus_to_exitcode(status)
+    return Outcome(code, stdout, stderr, seconds, usage.ru_maxrss / 1024)
+
+
+def _wait(pid: int, deadline: float):
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done:
+            return status, usage
+        if time.monotonic() > deadline:
+            os.killpg(pid, signal.SIGKILL)
+            _, status, usage = os.wait4(pid, 0)
+            return None, usage
+        time.sleep(0.02)
+
+
+def python(*args: str | bytes, **kwargs) -> Outcome:
+    """`python ARGS...` in the repository root, bounded."""
+    return run_bounded([sys.executable, *args], **kwargs)
+
+
+def assert_one_line(outcome: Outcome, code: int, *words: str, seconds: float = TIMEOUT_S, peak_mb: float = 1024):
+    """A refusal: exit `code`, one line on stderr naming `words`, no traceback, within the bounds."""
+    assert not outcome.timed_out, outcome.describe()
+    assert outcome.returncode == code, outcome.describe()
+    assert "Traceback" not in outcome.stderr, outcome.describe()
+    assert len(outcome.lines) == 1, outcome.describe()
+    for word in words:
+        assert word in outcome.lines[0], outcome.describe()
+    assert outcome.seconds < seconds, outcome.describe()
+    assert outcome.peak_mb < peak_mb, outcome.describe()
