@@ -6,6 +6,7 @@ any object with those two attributes, such as a probe failure read back from JSO
 meet them, and each says the same key in its own words:
 
     error_message(err, lang)    the lesson page and the bottleneck lab: a model, a prompt, a setting
+                                (and recorded_message: a recorded run file, on any page)
     serving_message(err, lang)  the serving lab's runs: caps, workloads, the serving engine
     remote_message(err, lang)   the serving lab's probe of a real server and its vLLM file upload
 
@@ -147,9 +148,27 @@ def error_message(err: BaseException, lang: str) -> str:
     part; a load failure's raw reason stays in the server log.
     """
     key, raw = _key_and_params(err)
+    if key == "recorded_file":
+        return recorded_message(err, lang)
     if key in ENGINE_ERROR_KEYS:
         return t(lang, f"err_{key}", **{k: safe_param(k, v) for k, v in raw.items()})
     return internal_message(err, lang)
+
+
+def recorded_message(err: BaseException, lang: str) -> str:
+    """Why a recorded run file was refused (engine.recorded.RecordedFileError), in `lang`, on any page.
+
+    The `why` is worded as rec_why_<why> (rec_why_other for one it has no words for); a run's `kind`
+    and the `expected` kind or page (lesson, lab, serving) are said in words, other data as numbers
+    or inline code, so nothing from the file becomes markup."""
+    _, raw = _key_and_params(err)
+    params = data_fields(raw, skip=("why", "kind", "expected", "reason"))
+    for name in ("kind", "expected"):
+        value = str(raw.get(name, ""))
+        words = [f"{prefix}{value}" for prefix in ("rec_kind_", "rec_page_") if value and _has_text(prefix + value)]
+        params[name] = t(lang, words[0]) if words else data_field(value or "?")
+    why = f"rec_why_{raw.get('why')}"
+    return t(lang, "err_recorded_file", reason=t(lang, why if _has_text(why) else "rec_why_other", **params))
 
 
 def serving_message(err: BaseException, lang: str) -> str:

@@ -6,6 +6,7 @@
     python -m engine serve --scenario burst-16 --policy chunked        many requests on the serving engine
     python -m engine probe --endpoint URL --model NAME --scenario S    a real server, measured from the client
     python -m engine worker --token-file PATH                          the engine worker (docs/worker.md)
+    python -m engine record --out assets/gallery                       the gallery set, recorded on this machine
 
 A command is a module engine/cli/<name>.py with
 
@@ -35,6 +36,7 @@ COMMANDS = (  # engine/cli/<name>.py, in the order --help lists them
     "serve",
     "probe",
     "worker",
+    "record",
 )
 
 

@@ -102,4 +102,18 @@ TEXT: dict = {
     "sl_probe_cause_protocol": "the answer was not HTTP",
     "sl_probe_cause_other": "the connection failed",
     "sl_probe_technical": "Technical detail (for the operator)",
+    # a recorded run that cannot be opened (engine.recorded.RecordedFileError: rec_why_ + its why)
+    "err_recorded_file": "This file cannot be opened as a recorded run: {reason} The page keeps showing what it showed.",
+    "rec_why_too_large": "it has {mb} MB; at most {limit} MB are read.",
+    "rec_why_not_text": "it is not UTF-8 text (a JSON file is).",
+    "rec_why_not_json": "it is not JSON.",
+    "rec_why_too_deep": "its JSON is nested deeper than any run file.",
+    "rec_why_long_number": "it holds a number too long to read.",
+    "rec_why_not_finite": "it holds a number that is not finite (NaN or Infinity).",
+    "rec_why_unknown_kind": "it is JSON, but not a trace, a serving run, a sweep or a cache comparison written by this project.",
+    "rec_why_invalid": "it looks like {kind}, but a field is missing or holds the wrong kind of value.",
+    "rec_why_too_many": "it holds {n} items; at most {limit} are read.",
+    "rec_why_wrong_kind": "it is {kind}; {expected} opens it.",
+    "rec_why_missing": "the gallery's file cannot be read.",
+    "rec_why_other": "it is not a file this version reads.",
 }

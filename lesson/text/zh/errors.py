@@ -102,4 +102,18 @@ TEXT: dict = {
     "sl_probe_cause_protocol": "对方的回答不是 HTTP",
     "sl_probe_cause_other": "连接失败",
     "sl_probe_technical": "技术细节（给运维人员）",
+    # 无法打开的录制运行（engine.recorded.RecordedFileError：rec_why_ 加上它的原因）
+    "err_recorded_file": "这个文件无法作为录制的运行打开：{reason}页面仍然显示原来的内容。",
+    "rec_why_too_large": "它有 {mb} MB，最多只读取 {limit} MB。",
+    "rec_why_not_text": "它不是 UTF-8 文本（JSON 文件应当是）。",
+    "rec_why_not_json": "它不是 JSON。",
+    "rec_why_too_deep": "它的 JSON 嵌套得比任何运行文件都深。",
+    "rec_why_long_number": "它含有一个长得无法读取的数字。",
+    "rec_why_not_finite": "它含有一个不是有限值的数字（NaN 或 Infinity）。",
+    "rec_why_unknown_kind": "它是 JSON，但不是本项目写出的 Trace、服务运行、扫描或 KV 缓存对比。",
+    "rec_why_invalid": "它看起来是{kind}，但缺少某个字段，或某个字段的值类型不对。",
+    "rec_why_too_many": "它含有 {n} 项，最多读取 {limit} 项。",
+    "rec_why_wrong_kind": "它是{kind}；请在{expected}打开它。",
+    "rec_why_missing": "画廊中的这个文件无法读取。",
+    "rec_why_other": "这个版本读不了这个文件。",
 }

@@ -1,0 +1,121 @@
+"""Recorded runs in words and figures: the label that says a run was measured earlier (and where), the
+gallery's entries named, and the figure that draws each kind (engine.recorded.FIGURES names them).
+
+Pure: plain values in, Markdown / plain text / SVG out. Whatever a file says (a machine's name, a
+version) is data: Markdown-escaped where it is shown as Markdown, plain text in an alt text, and
+escaped by svgwrite in a figure.
+"""
+
+from __future__ import annotations
+
+import re
+
+from engine.recorded import GalleryEntry
+from engine.serving.trace import POLICIES
+from engine.trace import Provenance
+
+from .diagrams import DIAGRAMS, render_cache_compare, render_sweep
+from .diagrams.batch_composition import render_batch_composition
+from .diagrams.kv_blocks import render_kv_blocks
+from .diagrams.serving_gantt import policy_label, render_serving_gantt, scenario_label
+from .diagrams.serving_metrics import render_serving_metrics
+from .style import Style
+from .text import LANGUAGE_NAMES, t
+from .views import escape_markdown
+
+ISO_UTC = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z")
+SERVING_FIGURES = {"gantt": render_serving_gantt, "batch": render_batch_composition, "kv": render_kv_blocks}
+
+
+# --- when and where ------------------------------------------------------------------------
+
+def recorded_when(provenance: Provenance) -> str:
+    """"2025-06-01 14:03 UTC" from the ISO time the engine writes (anything else as it is)."""
+    match = ISO_UTC.fullmatch(provenance.recorded_at)
+    if not match:
+        return provenance.recorded_at
+    y, mo, d, h, mi, _ = match.groups()
+    return f"{y}-{mo}-{d} {h}:{mi} UTC"
+
+
+def recorded_stamp(provenance: Provenance | None) -> str:
+    """The recording's time as a download stamp, "YYYYmmdd-HHMMSS" (UTC); "recorded" when not known."""
+    match = ISO_UTC.fullmatch(provenance.recorded_at) if provenance else None
+    return "{}{}{}-{}{}{}".format(*match.groups()) if match else "recorded"
+
+
+def _where(provenance: Provenance, markdown: bool) -> dict[str, str]:
+    """The provenance's fields for a sentence: escaped for Markdown, or plain for an alt text."""
+    plain = {"machine": provenance.machine, "device": provenance.device, "torch": provenance.torch_version or "?",
+             "transformers": provenance.transformers_version or "?", "when": recorded_when(provenance),
+             "clock": recorded_when(provenance)[11:16]}
+    return {k: escape_markdown(v) for k, v in plain.items()} if markdown else plain
+
+
+def recorded_note(provenance: Provenance | None, lang: str) -> str:
+    """The run panel's label (Markdown): a recorded run, with its machine, device, versions and date."""
+    return t(lang, "rec_note", **_where(provenance, True)) if provenance else t(lang, "rec_note_unknown")
+
+
+def first_view_note(provenance: Provenance | None, lang: str) -> str:
+    """The label of the server's first view (Markdown): recorded at HH:MM on which machine, shown to all."""
+    return t(lang, "rec_first_view", **_where(provenance, True)) if provenance else t(lang, "rec_note_unknown")
+
+
+def figure_note(provenance: Provenance | None, lang: str) -> str:
+    """The caption line under each figure of a recorded run (Markdown)."""
+    return t(lang, "rec_figure", **_where(provenance, True)) if provenance else t(lang, "rec_figure_unknown")
+
+
+def recorded_alt(alt: str, provenance: Provenance | None, lang: str) -> str:
+    """A figure's alt text (plain), followed by where and when the run was recorded."""
+    if provenance is None:
+        return f"{alt} {t(lang, 'rec_figure_unknown')}"
+    return f"{alt} {t(lang, 'rec_alt', **_where(provenance, False))}"
+
+
+def recorded_stem(stem: str, provenance: Provenance | None) -> str:
+    """A download name that says the run is recorded, and on which device: "recorded-cpu_<stem>"."""
+    device = re.sub(r"[^a-z0-9]+", "-", provenance.device.lower()).strip("-") if provenance else ""
+    return f"recorded-{device or 'unknown'}_{stem}"
+
+
+def history_label(label: str, provenance: Provenance | None, lang: str) -> str:
+    """A run's label in the session's history, marked as recorded (plain text: a picker shows it as typed)."""
+    when = recorded_when(provenance) if provenance else "?"
+    return t(lang, "rec_history_label", when=when, label=label)
+
+
+# --- the gallery's entries -------------------------------------------------------------------
+
+def entry_label(entry: GalleryEntry, lang: str) -> str:
+    """One gallery entry in words for a picker (plain text): machine, date, and what the run is."""
+    prov = entry.provenance
+    facts = {k: str(v) for k, v in entry.about}
+    facts.update(machine=prov.machine if prov else "?", when=recorded_when(prov) if prov else "?")
+    language = facts.pop("lang", "?")  # the example's language ("lang" is t()'s own argument)
+    facts["language"] = LANGUAGE_NAMES.get(language, language)
+    if entry.kind == "serving_run":
+        policy = facts.get("policy", "")
+        facts["policy"] = policy_label(lang, policy) if policy in POLICIES else policy or "?"
+        facts["scenario"] = scenario_label(lang, facts.get("scenario", "")) if facts.get("scenario") else "?"
+    return t(lang, f"rec_entry_{entry.kind}", **facts)
+
+
+# --- the figures -------------------------------------------------------------------------------
+
+def render_recorded(kind: str, figure: str, run, *, lang: str, style: Style | None = None) -> str:
+    """The SVG of figure `figure` (engine.recorded.FIGURES[kind]) for a recorded run of `kind`:
+    a trace by lesson.diagrams.DIAGRAMS, a serving run by the serving lab's figures, a sweep by the
+    sweep figure, cache on vs off by its figure (`run` is then engine.recorded.RecordedComparison)."""
+    if kind == "trace":
+        return DIAGRAMS[figure](run, lang=lang, style=style)
+    if kind == "serving_run":
+        if figure == "metrics":
+            return render_serving_metrics([run], lang=lang, style=style)
+        return SERVING_FIGURES[figure](run, lang=lang, style=style)
+    if kind == "sweep" and figure == "sweep":
+        return render_sweep(run, lang=lang, style=style)
+    if kind == "cache_comparison" and figure == "cache_compare":
+        return render_cache_compare(run.comparison, lang=lang, style=style, model_id=run.model_id)
+    raise KeyError(f"no figure {figure!r} for a {kind}")

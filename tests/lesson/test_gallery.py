@@ -1,0 +1,50 @@
+"""The shipped gallery (assets/gallery/<machine>/index.json): every run loads through the engine's own
+readers and is drawn by every figure its index names, in Chinese and in English."""
+
+from __future__ import annotations
+
+import pytest
+
+from engine.recorded import FIGURES, KINDS, gallery_indexes, load_entry, read_index
+from lesson.charts import sweep_figure
+from lesson.diagrams import DIAGRAMS
+from lesson.recorded import entry_label, render_recorded
+from tests.factories import ROOT
+from tests.svg import SVG, all_text, parse
+
+GALLERY = ROOT / "assets" / "gallery"
+MAX_BYTES = 5_000_000
+ENTRIES = [entry for index in gallery_indexes(GALLERY) for entry in read_index(index)]
+
+
+def test_the_cpu_gallery_is_shipped_with_every_kind_and_stays_small():
+    cpu = [e for e in ENTRIES if e.folder.name == "cpu"]
+    assert {e.kind for e in cpu} == set(KINDS)
+    assert {e.name for e in cpu} >= {"lesson-zh-4", "lesson-zh-1024", "lesson-en-4", "lesson-en-1024"}
+    size = sum(p.stat().st_size for p in (GALLERY / "cpu").iterdir())
+    assert size < 700_000, f"the CPU gallery is {size:,} bytes"
+
+
+def test_every_file_of_a_gallery_folder_is_in_its_index():
+    for index in gallery_indexes(GALLERY):
+        listed = {e.file for e in read_index(index)} | {"index.json"}
+        assert {p.name for p in index.parent.iterdir()} == listed
+
+
+def test_a_trace_is_drawn_by_every_lesson_figure():
+    assert set(FIGURES["trace"]) == set(DIAGRAMS)
+
+
+@pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e.folder.name}/{e.name}")
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_gallery_run_loads_and_every_figure_draws(entry, lang):
+    recorded = load_entry(entry, MAX_BYTES)
+    assert recorded.provenance is not None and recorded.provenance == entry.provenance
+    assert entry.figures == FIGURES[entry.kind]
+    for figure in entry.figures:
+        root = parse(render_recorded(entry.kind, figure, recorded.run, lang=lang))
+        assert root.tag == f"{SVG}svg" and all_text(root).strip(), figure
+    if entry.kind == "sweep":  # the lab's interactive figure of the same sweep
+        assert sweep_figure(recorded.run, lang).data
+    assert entry_label(entry, lang) and "{" not in entry_label(entry, lang)
+
