@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from multiprocessing.connection import AuthenticationError
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import AuthenticationError
 from typing import Any
 
 from .. import config

@@ -8,8 +8,8 @@ message) and is raised again on the client as the same class (`error_from_wire`)
 
 from __future__ import annotations
 
-import importlib
 import math
+import sys
 from typing import Any
 
 from ..errors import EngineError, KeyedError
@@ -112,7 +112,8 @@ def plain_param(value: Any) -> Any:
 
 def error_from_wire(data: Any) -> KeyedError:
     """The exception the worker raised, as the same class where this side knows it (a KeyedError
-    subclass from an `engine` module), else an EngineError with the same key and params."""
+    subclass from an `engine` module it has imported), else an EngineError with the same key and
+    params (a page translates it by its key all the same)."""
     if not isinstance(data, dict) or not isinstance(data.get("key"), str):
         return ProtocolError("protocol_malformed", "an error message without a key", why="error")
     params = data.get("params") if isinstance(data.get("params"), dict) else {}
@@ -123,12 +124,10 @@ def error_from_wire(data: Any) -> KeyedError:
 
 
 def _error_class(name: Any) -> type[KeyedError]:
-    """The KeyedError subclass `module.Qualname` names, only from this package's own modules."""
-    if not isinstance(name, str) or not name.startswith("engine.") or "." not in name:
+    """The KeyedError subclass `module.Qualname` names, looked up only in this package's modules that
+    this process has imported already (a name from the wire never makes it import anything)."""
+    if not isinstance(name, str) or not name.startswith("engine."):
         return EngineError
     module_name, _, qualname = name.rpartition(".")
-    try:
-        cls = getattr(importlib.import_module(module_name), qualname, None)
-    except ImportError:  # a module this side does not have (an older client)
-        return EngineError
+    cls = getattr(sys.modules.get(module_name), qualname, None)
     return cls if isinstance(cls, type) and issubclass(cls, KeyedError) else EngineError

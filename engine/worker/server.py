@@ -24,6 +24,7 @@ import os
 import threading
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, Listener
 from typing import Any
 
@@ -227,7 +228,8 @@ class EngineWorker:
         try:
             message = channel.recv()
             method, args = message.get("method"), message.get("args", {})
-            if message["type"] != "call" or not isinstance(args, dict) or method not in self.measured.keys() | LIGHT.keys():
+            known = self.measured.keys() | LIGHT.keys()
+            if message["type"] != "call" or not isinstance(args, dict) or method not in known:
                 raise ProtocolError("protocol_malformed", f"not a call this worker knows: {method!r}", why="method",
                                     method=str(method))
         except (EOFError, OSError):
@@ -277,6 +279,30 @@ def _send_quietly(channel: Channel, kind: str, **fields: Any) -> None:
         channel.send(kind, **fields)
     except (OSError, EOFError):
         pass  # the client has gone
+
+
+@dataclass
+class ThreadedWorker:
+    """A worker served from threads of the calling process (tests, and a page's test suite that
+    wants one shared worker): `address` to connect to, `close()` to stop accepting connections."""
+
+    worker: EngineWorker
+    address: tuple[str, int]
+    listener: Listener
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def start_in_thread(authkey: bytes, settings: WorkerSettings | None = None, *,
+                    measured: dict[str, Callable] | None = None) -> ThreadedWorker:
+    """A worker on 127.0.0.1 (a free port) whose runner and acceptor are daemon threads of this process.
+    Its timings share this process's GIL: for tests of behaviour, never for measurements."""
+    worker = EngineWorker(ModelCache(settings or WorkerSettings.from_env()), authkey, measured=measured)
+    listener = Listener(("127.0.0.1", 0), family="AF_INET", backlog=64)
+    worker.start_runner()
+    threading.Thread(target=worker.serve, args=(listener,), name="engine-acceptor", daemon=True).start()
+    return ThreadedWorker(worker, listener.address, listener)
 
 
 def serve_worker(host: str, port: int, authkey: bytes, *, preload: tuple[ModelRef, ...] = (),

@@ -32,9 +32,9 @@ from engine.serving.workloads import WorkloadRequest, questions
 from engine.worker.client import Done, EngineClient, Pass, Progress, Queued, Started
 from engine.worker.errors import ProtocolVersionError, RunCancelled, WorkerAuthError
 from engine.worker.jobs import MEASURED
-from engine.worker.models import ModelCache, WorkerSettings
+from engine.worker.models import WorkerSettings
 from engine.worker.protocol import PROTOCOL_VERSION, WORKER_TYPES, Channel, ModelRef, connect, decode
-from engine.worker.server import EngineWorker
+from engine.worker.server import start_in_thread
 
 DEFAULT = ModelRef("default", "cpu", "auto")
 PROMPT = "法国的首都是"
@@ -64,15 +64,12 @@ def served(tiny_model_dirs):
     key = secrets.token_hex(16).encode()
     gate = Gate()
     settings = WorkerSettings(models_dir=tiny_model_dirs["llama"].parent, presets=False, max_prompt_tokens=64)
-    worker = EngineWorker(ModelCache(settings), key, measured={**MEASURED, "gate": gate})
-    listener = Listener(("127.0.0.1", 0), family="AF_INET", backlog=64)
-    worker.start_runner()
-    threading.Thread(target=worker.serve, args=(listener,), daemon=True).start()
-    client = EngineClient(listener.address, key)
+    running = start_in_thread(key, settings, measured={**MEASURED, "gate": gate})
+    client = EngineClient(running.address, key)
     client.load(DEFAULT)
-    yield SimpleNamespace(worker=worker, address=listener.address, key=key, gate=gate, client=client)
+    yield SimpleNamespace(worker=running.worker, address=running.address, key=key, gate=gate, client=client)
     gate.opened.set()
-    listener.close()
+    running.close()
 
 
 @pytest.fixture
