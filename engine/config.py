@@ -163,12 +163,17 @@ PROBE_API_KEY = Variable("PREFILL_DECODE_PROBE_API_KEY", "secret", "", "an API k
 VLLM_MAX_MB = Variable("PREFILL_DECODE_VLLM_MAX_MB", "megabytes", 20.0, "the largest vLLM result file read "
                        "(Streamlit's server.maxUploadSize in .streamlit/config.toml, also 20, caps the upload: "
                        "raise both)", low=0.01, high=1024.0)
+# Recorded runs (app_support/gallery.py): an uploaded or gallery file is read only up to this size
+RECORDED_MAX_MB = Variable("PREFILL_DECODE_RECORDED_MAX_MB", "megabytes", 5.0, "the largest recorded run file "
+                           "(trace, serving run, sweep) the app opens, uploaded or from assets/gallery/ (Streamlit's "
+                           "server.maxUploadSize, 20, also caps the upload)", low=0.01, high=1024.0)
 
 VARIABLES = (
     MODELS_DIR, DEVICE, DTYPE, THREADS, ENGINE, ENGINE_TOKEN_FILE, ENGINE_TOKEN,
     MAX_PROMPT_TOKENS, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, REPEATS, PRESETS,
     COMPILE, SWEEP_MAX_POSITIONS, SWEEP_MAX_BATCH, SERVING_MAX_REQUESTS, SERVING_MAX_PROMPT_TOKENS,
     SERVING_MAX_NEW_TOKENS, SERVING_DISAGGREGATED, PROBE, PROBE_ALLOW, PROBE_KEY_VARS, PROBE_API_KEY, VLLM_MAX_MB,
+    RECORDED_MAX_MB,
 )
 
 
@@ -227,6 +232,7 @@ class ServerSettings:
     sweep_max_batch: int = SWEEP_MAX_BATCH.default
     compile_mode: bool = COMPILE.default  # the lab's "compiled" engine mode (torch.compile)
     repeats: int = REPEATS.default  # runs of each lesson request; the headline numbers are their medians
+    recorded_max_mb: float = RECORDED_MAX_MB.default  # the largest recorded run file opened (app_support/gallery.py)
 
 
 def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings:
@@ -244,6 +250,7 @@ def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings
         sweep_max_batch=read_number(environ, SWEEP_MAX_BATCH),
         compile_mode=read_flag(environ, COMPILE),
         repeats=read_number(environ, REPEATS),
+        recorded_max_mb=read_number(environ, RECORDED_MAX_MB),
     )
 
 
