@@ -13,10 +13,12 @@ the settings and the model, so a second visitor with the same choices waits for 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import sys
 import types
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import asdict
 
@@ -24,6 +26,8 @@ import streamlit as st
 
 from engine.config import ServerSettings, ServingCaps
 from engine.errors import CapError
+from engine.limits import MAX_ARRIVAL_MS
+from engine import prompts
 from engine.serving.trace import ServingRun
 from lesson.messages import serving_message
 from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label
@@ -54,13 +58,20 @@ SERVING_WIDGET_KEYS = ("sl_source", "sl_scenario", "sl_scn_seed", "sl_num_chats"
 
 # --- server caps (engine.config.ServingCaps) -----------------------------------------
 
-def check_caps(workload, caps: ServingCaps) -> None:
-    """Raises CapError (engine.errors) for the first thing in `workload` over this server's caps."""
+def check_caps(workload, caps: ServingCaps, count_tokens: Callable[[str], int] | None = None) -> None:
+    """Raises CapError (engine.errors) for the first thing in `workload` over this server's caps.
+
+    A prompt's length is the longer of its stretch (prompt_tokens) and, given `count_tokens` (the
+    model's tokenizer), the prompt as typed: a long typed prompt is capped as a stretched one is.
+    Its characters were bounded by the workload parser before anything is tokenized."""
     if len(workload) > caps.max_requests:
         raise CapError("sl_cap_requests", n=len(workload), limit=caps.max_requests)
     for req in workload:
-        if req.prompt_tokens > caps.max_prompt_tokens:
-            raise CapError("sl_cap_prompt", n=req.prompt_tokens, limit=caps.max_prompt_tokens)
+        if req.arrival_ms > MAX_ARRIVAL_MS:
+            raise CapError("sl_cap_arrival", n=round(req.arrival_ms), limit=round(MAX_ARRIVAL_MS))
+        typed = count_tokens(req.prompt) if count_tokens is not None else 0
+        if max(req.prompt_tokens, typed) > caps.max_prompt_tokens:
+            raise CapError("sl_cap_prompt", n=max(req.prompt_tokens, typed), limit=caps.max_prompt_tokens)
         if req.max_new_tokens > caps.max_new_tokens:
             raise CapError("sl_cap_answer", n=req.max_new_tokens, limit=caps.max_new_tokens)
 
@@ -160,7 +171,7 @@ def serving_lab(lang: str, lm, settings: ServerSettings) -> None:
                  answer=caps.max_new_tokens, policies=", ".join(_policy(p, lang) for p in caps.policies)))
     if lm is None:
         return
-    workload, scenario = _workload_controls(lang, caps)
+    workload, scenario = _workload_controls(lang, caps, token_counter(lm))
     config = _engine_controls(lang)
     if st.button(t(lang, "sl_run"), key="sl_run", type="primary", icon=":material/play_arrow:"):
         if workload is None:
@@ -187,7 +198,13 @@ def _policy(policy: str, lang: str) -> str:
     return policy_label(lang, policy)
 
 
-def _workload_controls(lang: str, caps: ServingCaps):
+def token_counter(lm) -> Callable[[str], int] | None:
+    """The model's token count of a typed prompt (engine.prompts.count_tokens), for check_caps."""
+    tokenizer = getattr(lm, "tokenizer", None)
+    return None if tokenizer is None else functools.partial(prompts.count_tokens, tokenizer)
+
+
+def _workload_controls(lang: str, caps: ServingCaps, counter: Callable[[str], int] | None = None):
     """(workload, scenario name), or (None, a message) when it is over this server's caps or invalid."""
     from engine.serving.workloads import scenario
 
@@ -203,7 +220,7 @@ def _workload_controls(lang: str, caps: ServingCaps):
                 seed = int(st.number_input(t(lang, "sl_seed"), 0, 10_000, 0, key="sl_scn_seed"))
             st.caption(t(lang, f"sl_scn_{name.replace('-', '_')}"))
             workload = scenario(name, seed)
-            check_caps(workload, caps)
+            check_caps(workload, caps, counter)
             return workload, name
         if source == "jsonl":
             from engine.serving.workloads import parse_workload_lines
@@ -212,7 +229,7 @@ def _workload_controls(lang: str, caps: ServingCaps):
                                 help=t(lang, "sl_jsonl_help"))
             workload = parse_workload_lines(text.splitlines(), max_new_tokens=caps.max_new_tokens,
                                             max_prompt_tokens=caps.max_prompt_tokens)  # the caps it applies
-            check_caps(workload, caps)
+            check_caps(workload, caps, counter)
             return workload, "pasted"
         cols = st.columns(2)
         with cols[0]:
@@ -238,7 +255,7 @@ def _workload_controls(lang: str, caps: ServingCaps):
         if num_chats + (1 if long_tokens else 0) > caps.max_requests:
             num_chats = caps.max_requests - 1
         workload = custom_workload(num_chats, chat_tokens, answer, arrival, gap, rate, seed, long_tokens, long_at)
-        check_caps(workload, caps)
+        check_caps(workload, caps, counter)
         return workload, "custom"
     except Exception as err:  # noqa: BLE001 - a message, never a traceback
         return None, serving_message(err, lang)

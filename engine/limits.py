@@ -38,6 +38,7 @@ MAX_IMPORT_REQUESTS = 100_000  # requests in one vLLM result file (vLLM's benchm
 MAX_IMPORT_TOKEN_TIMES = 4_000_000  # streamed chunks (itls entries) across one vLLM result file
 MAX_ARRIVAL_MS = 60_000.0  # a workload's latest arrival: the engine really waits for it (a minute)
 MAX_WORKLOAD_PROMPT_CHARS = 65_536  # characters of one workload prompt, checked before it is tokenized
+MAX_WORKLOAD_BYTES = 64 * 2**20  # a workload file (serve --workload): its most requests times its longest prompts
 # --- the CLI's numbers ------------------------------------------------------------------------
 MAX_STRETCH_TOKENS = 131_072  # --prompt-tokens (a prompt stretched with filler), before the model's context is checked
 MAX_SEED = 2**32 - 1  # --seed: numpy's and torch's generators both take it
@@ -92,6 +93,7 @@ LIMITS: tuple[Limit, ...] = (
           "the line named, one line / one message"),
     Limit("MAX_WORKLOAD_PROMPT_CHARS", MAX_WORKLOAD_PROMPT_CHARS, "a workload prompt with more characters",
           "the line named, one line / one message"),
+    Limit("MAX_WORKLOAD_BYTES", MAX_WORKLOAD_BYTES, "a larger workload file (serve --workload), before it is read"),
     Limit("MAX_STRETCH_TOKENS", MAX_STRETCH_TOKENS, "--prompt-tokens above it (or above the model's context)",
           "CLI: one line, exit 2"),
     Limit("MAX_SEED", MAX_SEED, "--seed below 0 or above it", "CLI: one line, exit 2"),

@@ -54,7 +54,7 @@ PROBE_KEYS = ("probe_endpoint", "probe_api_key_env", "probe_unreachable", "probe
               "probe_deadline", "probe_too_many_chunks", "probe_too_big", "probe_line_too_long", "probe_bad_field",
               "probe_bad_count", "probe_chunk_depth", "probe_chunk_number", "probe_chunk_not_finite")
 # The keys of the errors whose key is its text key (engine.errors.CapError and RemoteError).
-CAP_KEYS = ("sl_cap_requests", "sl_cap_prompt", "sl_cap_answer")
+CAP_KEYS = ("sl_cap_requests", "sl_cap_prompt", "sl_cap_answer", "sl_cap_arrival")
 REFUSAL_KEYS = ("sl_err_probe_host", "sl_err_probe_key_name")
 
 

@@ -13,6 +13,8 @@ A workload file has one JSON object per line:
     {"arrival_ms": 0, "prompt": "法国的首都是", "max_new_tokens": 16}
 optional keys: "ignore_eos" (bool), "prompt_tokens" (int, stretch to N tokens),
 "request_id" (str). Blank lines are skipped; a bad line is refused with its number.
+Each line is read bounded (engine.limits): nesting, number lengths, a prompt's characters and
+text that cannot be written as UTF-8 are refused before anything is tokenized.
 
 Every refusal is a WorkloadError whose `params["why"]` names the failure (not_json,
 unknown_keys, arrival_range, ...) and whose other params hold only data (the line, a
@@ -29,13 +31,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import InputError
+from .. import limits
+from ..errors import InputError, LimitError
 
 CAPITALS_CSV = Path(__file__).resolve().parents[2] / "assets" / "data" / "capitals.csv"
 MAX_REQUESTS = 512  # a workload larger than this is refused (a classroom server, not a load test)
 MAX_PROMPT_TOKENS = 4096
-MAX_ARRIVAL_MS = 600_000.0  # ten minutes: the engine really waits for each arrival
+MAX_ARRIVAL_MS = limits.MAX_ARRIVAL_MS  # a minute: the engine really waits for each arrival
 MAX_NEW_TOKENS = 4096  # engine.generation.MAX_NEW_TOKENS (not imported: this module needs no torch)
+MAX_WORKLOAD_BYTES = limits.MAX_WORKLOAD_BYTES  # a file larger than this is refused before it is read
 
 
 class WorkloadError(InputError):
@@ -76,7 +80,7 @@ def poisson_workload(num_requests: int = 16, rate_per_s: float = 20.0, seed: int
                             n=num_requests, rate=rate_per_s, limit=MAX_REQUESTS)
     rng, qs, t = random.Random(seed), questions(), 0.0
     out = []
-    for i in range(num_requests):
+    for _ in range(num_requests):
         out.append(WorkloadRequest(round(t, 3), qs[rng.randrange(len(qs))], rng.randint(*max_new_tokens), ignore_eos,
                                    rng.randint(*prompt_tokens)))
         t += rng.expovariate(rate_per_s) * 1e3
@@ -126,20 +130,26 @@ def parse_workload_lines(lines: list[str], max_new_tokens: int = MAX_NEW_TOKENS,
                          max_prompt_tokens: int = MAX_PROMPT_TOKENS) -> tuple[WorkloadRequest, ...]:
     """The requests of a JSON Lines workload, sorted by arrival. A page that enforces lower caps passes
     them (`max_new_tokens`, `max_prompt_tokens`), so the refusal names the limit it really applies."""
+    count = sum(1 for line in lines if line.strip())
+    if count > MAX_REQUESTS:  # counted before any line is parsed
+        raise WorkloadError("bad_workload", f"the workload has {count} requests; at most {MAX_REQUESTS}", line=0,
+                            why="too_many", n=count, limit=MAX_REQUESTS)
     out = []
     for number, line in enumerate(lines, start=1):
         if line.strip():
             out.append(_parse_line(line, number, max_new_tokens, max_prompt_tokens))
     if not out:
         raise WorkloadError("bad_workload", "the workload has no requests", line=0, why="no_requests")
-    if len(out) > MAX_REQUESTS:
-        raise WorkloadError("bad_workload", f"the workload has {len(out)} requests; at most {MAX_REQUESTS}", line=0,
-                            why="too_many", n=len(out), limit=MAX_REQUESTS)
     return tuple(sorted(out, key=lambda r: r.arrival_ms))
 
 
 def load_workload_file(path: str | Path) -> tuple[WorkloadRequest, ...]:
+    """A JSON Lines file's requests; a file over MAX_WORKLOAD_BYTES is refused before it is read."""
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_WORKLOAD_BYTES:
+            raise WorkloadError("bad_workload", f"workload file {Path(path).name} has {size} bytes; at most "
+                                f"{MAX_WORKLOAD_BYTES}", line=0, why="too_large", n=size, limit=MAX_WORKLOAD_BYTES)
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise WorkloadError("bad_workload", f"cannot read workload file {path}: {err}", line=0, why="cannot_read",
@@ -156,7 +166,15 @@ def _bad(number: int, why: str, reason: str, **fields) -> WorkloadError:
 def _parse_line(line: str, number: int, max_new_tokens: int = MAX_NEW_TOKENS,
                 max_prompt_tokens: int = MAX_PROMPT_TOKENS) -> WorkloadRequest:
     try:
-        data = json.loads(line)
+        return _checked_line(line, number, max_new_tokens, max_prompt_tokens)
+    except LimitError as err:  # the limit's key is the why; the line is this line
+        fields = {k: v for k, v in err.params.items() if k != "line"}
+        raise _bad(number, err.key, str(err), **fields) from None
+
+
+def _checked_line(line: str, number: int, max_new_tokens: int, max_prompt_tokens: int) -> WorkloadRequest:
+    try:
+        data = limits.load_json(line, allow_nonfinite=True, first_line=number)  # NaN: arrival_range says it
     except json.JSONDecodeError as err:
         raise _bad(number, "not_json", f"not JSON ({err.msg})", column=err.colno) from err
     if not isinstance(data, dict):
@@ -177,6 +195,9 @@ def _parse_line(line: str, number: int, max_new_tokens: int = MAX_NEW_TOKENS,
     if not math.isfinite(arrival) or not 0 <= arrival <= MAX_ARRIVAL_MS:
         raise _bad(number, "arrival_range", f"arrival_ms must be a number in 0..{MAX_ARRIVAL_MS:.0f}, got "
                    f"{data['arrival_ms']}", value=data["arrival_ms"], limit=f"{MAX_ARRIVAL_MS:.0f}")
+    limits.check_count("prompt (characters)", len(prompt), limits.MAX_WORKLOAD_PROMPT_CHARS)
+    limits.check_text("prompt", prompt)
+    limits.check_text("request_id", data.get("request_id", ""))
     if not prompt.strip():
         raise _bad(number, "empty_prompt", "the prompt is empty")
     if not 1 <= max_new <= max_new_tokens:

@@ -75,6 +75,8 @@ TEXT: dict = {
     "sl_wl_why_prompt_tokens_range": "prompt_tokens must be from 0 to {limit} (this server's cap); here it is {value}",
     "sl_wl_why_no_requests": "it has no requests (write one JSON object per line)",
     "sl_wl_why_too_many": "it has {n} requests; at most {limit}",
+    "sl_wl_why_too_large": "the file has {n} bytes; at most {limit} are read",
+    "sl_cap_arrival": "A request arrives at {n} ms; this server waits at most {limit} ms for an arrival (engine.limits.MAX_ARRIVAL_MS).",
     "sl_wl_why_cannot_read": "the file {name} cannot be read",
     "sl_wl_why_poisson_range": "it needs 1 to {limit} requests and a positive arrival rate; here {n} at {rate} per second",
     "sl_wl_why_other": "it is not in the expected format",

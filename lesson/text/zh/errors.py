@@ -75,6 +75,8 @@ TEXT: dict = {
     "sl_wl_why_prompt_tokens_range": "prompt_tokens 必须在 0 到 {limit} 之间（本服务器的上限），这里是 {value}",
     "sl_wl_why_no_requests": "里面没有任何请求（每行写一个 JSON 对象）",
     "sl_wl_why_too_many": "它有 {n} 个请求，最多 {limit} 个",
+    "sl_wl_why_too_large": "文件有 {n} 字节，最多读取 {limit} 字节",
+    "sl_cap_arrival": "有一个请求在 {n} 毫秒时到达；本服务器最多等待 {limit} 毫秒（engine.limits.MAX_ARRIVAL_MS）。",
     "sl_wl_why_cannot_read": "读不了文件 {name}",
     "sl_wl_why_poisson_range": "需要 1 到 {limit} 个请求和一个正的到达速率，这里是 {n} 个、每秒 {rate} 个",
     "sl_wl_why_other": "格式不对",
