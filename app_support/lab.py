@@ -11,11 +11,11 @@ import streamlit as st
 
 from engine.config import ServerSettings
 from engine.trace import RequestTrace
-from lesson.text import t
+from lesson.text import device_label, t
 from lesson.views import (
     LAB_DEVICE_SPECS, LAB_DTYPES, cache_compare_alt, cache_compare_caption, download_stem,
     escape_markdown, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text, lab_sweep_caption,
-    lab_sweep_kept_text, trace_summary,
+    lab_prediction_only, lab_roofs_are_the_runs, lab_sweep_kept_text, trace_summary,
 )
 
 from . import modes, resources, run_panel
@@ -99,15 +99,20 @@ def _prediction(lang: str, lm, trace: RequestTrace):
         st.caption(t(lang, "lab_vs_datasheet", name=spec.spec.name,
                      copy=f"{spec.bandwidth_bytes_per_s / spec.spec.bandwidth_bytes_per_s:.0%}",
                      matmul=f"{spec.bf16_flops_per_s / spec.spec.bf16_flops_per_s:.0%}"))
-    st.markdown(lab_prediction_text(floors, lang))
-    st.table(lab_cost_table(floors, lang), hide_index=True)  # a static table wraps: every column stays on screen
     as_run = (ss.lab_weight_dtype, ss.lab_kv_dtype) == (ran_in, ran_in)  # else a preview, not a check
-    st.info(lab_agreement_text(floors, lang, measured_here, as_run=as_run), icon=":material/insights:")
+    # The roof rule: the run's times only under the roofs of the machine that measured them, in its dtypes.
+    compared = lab_roofs_are_the_runs(trace, ss.lab_device_spec, as_run)
+    st.markdown(lab_prediction_text(floors, lang))
+    st.table(lab_cost_table(floors, lang, compared=compared), hide_index=True)  # a static table wraps
+    st.info(lab_agreement_text(floors, lang, lab_roofs_are_the_runs(trace, ss.lab_device_spec, True), as_run=as_run),
+            icon=":material/insights:")
+    if not compared:
+        st.caption(t(lang, "lab_prediction_only", device=escape_markdown(device_label(floors.device_name, lang))))
     with st.expander(t(lang, "lab_dtype_preview")):
         by_dtype = {d: trace_floors(trace, shape, spec, weight_dtype=d, kv_dtype=ss.lab_kv_dtype) for d in LAB_DTYPES}
         st.table(lab_dtype_rows(by_dtype, lang), hide_index=True)
         st.caption(t(lang, "lab_dtype_note"))
-    return floors
+    return floors if compared else lab_prediction_only(floors)  # the figures draw what the roof rule allows
 
 
 def _spec_name(key: str) -> str:
@@ -191,6 +196,11 @@ def _sweeps(lang: str, lm, settings: ServerSettings) -> None:
     if sweep_json is None:
         st.caption(t(lang, "lab_sweep_not_run"))
         return
+    _kept_sweep(lang, kind, sweep_json)
+
+
+def _kept_sweep(lang: str, kind: str, sweep_json: str) -> None:
+    """A sweep measured on this server: its figure, its words, when it was measured, its downloads."""
     with error_boundary(lang, "err_diagram"):
         from engine.sweep import Sweep
         from lesson.charts import sweep_figure

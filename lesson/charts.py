@@ -14,7 +14,7 @@ from plotly.subplots import make_subplots
 from engine.trace import RequestTrace
 
 from .diagrams.latency import spread_apart
-from .diagrams.roofline import bound_word, decade_range, fmt_share, fmt_time, si
+from .diagrams.roofline import bound_word, decade_range, fmt_share, fmt_time, measured, predicted_title, si
 from .diagrams.sweep import OUTLIER_COLOR
 from .diagrams.serving_gantt import gantt_segments, itl_spikes, policy_label, segment_title
 from .spread import point_spread
@@ -101,13 +101,7 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
                           annotation_position="right", annotation_xanchor="left", annotation_yshift=shift,
                           annotation_font_color=color)
     if metrics:
-        prefill = trace.steps[0]
-        fig.add_annotation(xref="paper", yref="paper", x=0, y=1.0, yshift=6, xanchor="left", yanchor="bottom",
-                           showarrow=False, name="ttft",
-                           text=plain_label(label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms),
-                                             prefill=fmt_ms(prefill.duration_ms),
-                                             rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms))),
-                           font=dict(color=style.prefill))
+        _ttft_note(fig, trace, table, style)
     fig.update_layout(title=label(table, "lat_title"), yaxis_title=f"{label(table, 'lat_axis_y')} (ms)",
                       xaxis_title=label(table, "lat_axis_x"), **font_layout(style, classroom),
                       plot_bgcolor=style.paper, barmode="stack", bargap=0.3, showlegend=True,
@@ -121,6 +115,17 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
     if full is not None:
         _fix_axes(fig, full, table, max([p.total_ms for p in full.latency_parts()] + list(full.metrics.itl_ms)))
     return fig
+
+
+def _ttft_note(fig: go.Figure, trace: RequestTrace, table: Table, style: Style) -> None:
+    """TTFT and its parts, above the plot, left-aligned (no bar ever runs under it)."""
+    metrics, prefill = trace.metrics, trace.steps[0]
+    fig.add_annotation(xref="paper", yref="paper", x=0, y=1.0, yshift=6, xanchor="left", yanchor="bottom",
+                       showarrow=False, name="ttft",
+                       text=plain_label(label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms),
+                                              prefill=fmt_ms(prefill.duration_ms),
+                                              rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms))),
+                       font=dict(color=style.prefill))
 
 
 # Top: the title and the TTFT note. Bottom: one row of level tick labels, the axis title, then up to
@@ -208,7 +213,9 @@ def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None 
 def roofline_figure(floors, lang: str = "zh", style: Style | None = None) -> go.Figure:
     """Log-log roofline of `floors` (engine.cost.TraceFloors): the two roofs, each pass measured
     (filled) and at its floor (hollow, on the roof). data[0] is the roof; then Prefill / Decode
-    measured, then Prefill / Decode floors."""
+    measured, then Prefill / Decode floors. Floors with nothing measured (another device's
+    datasheet, other dtypes) draw the prediction alone: empty measured traces, out of the legend,
+    and the title says so."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     peak, bandwidth, ridge = floors.peak_flops_per_s, floors.bandwidth_bytes_per_s, floors.ridge_intensity
     x_lo, x_hi = decade_range([s.intensity for s in floors.steps] + [ridge])
@@ -233,15 +240,19 @@ def roofline_figure(floors, lang: str = "zh", style: Style | None = None) -> go.
                 dict(color=style.paper, size=10, line=dict(color=color, width=2))
             what = label(table, "rf_measured" if kind == "measured" else "rf_floor")
             name = f"{label(table, f'phase_{phase}')} · {what}"
+            if kind == "floor" and not measured(floors):
+                words = [plain_label(predicted_title(s, table)) for s in steps]
             fig.add_trace(go.Scatter(x=[s.intensity for s in steps], y=ys, mode="markers", marker=marker,
-                                     name=plain_label(name), hovertext=words, hoverinfo="text"))
+                                     name=plain_label(name), hovertext=words, hoverinfo="text",
+                                     showlegend=bool(steps)))
     fig.add_vline(x=ridge, line_dash="dot", line_color=style.muted_ink,
                   annotation_text=plain_label(label(table, "rf_ridge", ridge=f"{ridge:,.1f}")))
     achieved = [s.achieved_flops_per_s for s in floors.steps if s.measured_ms > 0]
     y_lo, y_hi = decade_range(achieved + [peak, bandwidth * 10.0 ** x_lo])
     fig.update_xaxes(type="log", title=label(table, "rf_x_axis"), range=[x_lo, x_hi])  # as the SVG: whole decades
     fig.update_yaxes(type="log", title=label(table, "rf_y_axis"), range=[y_lo, y_hi])
-    fig.update_layout(title=plain_label(label(table, "rf_title")), font=dict(family=style.font_family),
+    title = label(table, "rf_title") + ("" if measured(floors) else " · " + label(table, "rf_prediction_tag"))
+    fig.update_layout(title=plain_label(title), font=dict(family=style.font_family),
                       plot_bgcolor=style.paper, legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
     return fig
 
@@ -252,23 +263,29 @@ def _step_name(step, table: Table) -> str:
 
 def step_floors_figure(floors, lang: str = "zh", style: Style | None = None) -> go.Figure:
     """One bar per pass (measured ms, by phase) and its floor as a dark dash across it.
-    data[0] the bars, data[1] the floors."""
+    data[0] the bars, data[1] the floors. Floors with nothing measured (a prediction only) have no
+    bars: data[0] is empty and out of the legend, the title says the floors are a prediction."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     names = [_step_name(s, table) for s in floors.steps]
+    compared = measured(floors)
     words = [plain_label(label(table, "fl_bar_title", name=n, measured=fmt_time(s.measured_ms),
                                floor=fmt_time(s.floor_ms), bound=bound_word(table, s.bound),
-                               eff=fmt_share(s.efficiency)))
+                               eff=fmt_share(s.efficiency)) if compared else predicted_title(s, table))
              for n, s in zip(names, floors.steps)]
+    shown = floors.steps if compared else ()
     fig = go.Figure()
-    fig.add_trace(go.Bar(x=names, y=[s.measured_ms for s in floors.steps], hovertext=words, hoverinfo="text",
-                         marker_color=[style.phase_color(s.phase) for s in floors.steps],
-                         name=plain_label(label(table, "rf_measured"))))
+    fig.add_trace(go.Bar(x=names[:len(shown)], y=[s.measured_ms for s in shown], hovertext=words, hoverinfo="text",
+                         marker_color=[style.phase_color(s.phase) for s in shown],
+                         name=plain_label(label(table, "rf_measured")), showlegend=compared))
     fig.add_trace(go.Scatter(x=names, y=[s.floor_ms for s in floors.steps], mode="markers", hovertext=words,
                              hoverinfo="text", name=plain_label(label(table, "fl_floor_legend")),
                              marker=dict(symbol="line-ew", size=26, line=dict(color=style.ink, width=4))))
-    fig.update_layout(title=plain_label(label(table, "fl_title")), yaxis_title=f"{label(table, 'fl_y_axis')} (ms)",
+    title = label(table, "fl_title" if compared else "fl_title_prediction")
+    fig.update_layout(title=plain_label(title), yaxis_title=f"{label(table, 'fl_y_axis')} (ms)",
                       font=dict(family=style.font_family), plot_bgcolor=style.paper, bargap=0.3,
                       legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0))
+    if not compared:  # no bars to place the categories: keep every pass on the axis, in order
+        fig.update_xaxes(categoryorder="array", categoryarray=names)
     return fig
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.config import ServerSettings
+from engine.cost import DEVICE_SPECS, spec_for_device_name
 from engine.trace import STEP_TABLE_COLUMNS, RequestTrace, step_rows
 
 from .spread import Headline, Spread, fmt_ratio, headline, point_spread, verdict
@@ -484,21 +485,45 @@ LAB_DTYPES = ("fp32", "bf16", "int8", "int4")  # engine.cost.DTYPE_BYTES: 4, 2, 
 OVERHEAD_EFFICIENCY = 0.3  # a pass under 30 % of its floor spends most of its time on something else
 
 
+def lab_roofs_are_the_runs(trace: RequestTrace, spec_key: str, as_run: bool) -> bool:
+    """The roof rule: a measured pass is drawn only against the roofs of the machine that measured it,
+    in the dtypes it ran in. True for "this" (this machine's measured roofs) and for the datasheet of
+    the very chip the trace's provenance names (a run recorded on an H200 against H200's datasheet);
+    False for any other datasheet and for a preview in other dtypes: there the cost model's
+    prediction is drawn alone (lab_prediction_only) and the measurement stays this machine's."""
+    if not as_run:
+        return False
+    if spec_key == "this":
+        return True
+    provenance = trace.provenance
+    return bool(provenance and provenance.gpu) and spec_for_device_name(provenance.gpu) is DEVICE_SPECS.get(spec_key)
+
+
+def lab_prediction_only(floors):
+    """The same floors with no measured time (every measured_ms 0): the figures then draw the cost
+    model's prediction alone, and no ratio of a floor to another machine's time can be formed."""
+    return dataclasses.replace(floors, steps=tuple(dataclasses.replace(s, measured_ms=0.0) for s in floors.steps))
+
+
 def lab_median_decode(floors):
     """The Decode pass whose measured time is the median (a real pass), or None without Decode."""
     decode = sorted(floors.phase_steps("decode"), key=lambda s: s.measured_ms)
     return decode[(len(decode) - 1) // 2] if decode else None
 
 
-def lab_cost_table(floors, lang: str) -> list[dict]:
-    """One row for the run's Prefill and one for its median Decode step: the cost model beside the clock."""
+def lab_cost_table(floors, lang: str, compared: bool = True) -> list[dict]:
+    """One row for the run's Prefill and one for its median Decode step: the cost model beside the clock.
+
+    `compared` False (lab_roofs_are_the_runs: another device's datasheet, or other dtypes): the run's
+    time stays in the table, headed as this machine's measurement, and no floor ÷ measured is formed."""
     from lesson.diagrams.roofline import fmt_share, fmt_time, si
 
     rows = []
     picks = [s for s in (floors.steps[0] if floors.steps else None, lab_median_decode(floors)) if s is not None]
+    measured = t(lang, "lab_col_measured" if compared else "lab_col_measured_here")
     for step in picks:
         name = t(lang, "phase_prefill") if step.phase == "prefill" else f"{t(lang, 'phase_decode')} D{step.index}"
-        rows.append({
+        row = {
             t(lang, "lab_col_pass"): name,
             t(lang, "lab_col_positions"): t(lang, "lab_positions", n=step.new_positions, c=step.context),
             "FLOPs": si(step.flops).strip(),
@@ -506,9 +531,11 @@ def lab_cost_table(floors, lang: str) -> list[dict]:
             "FLOP/B": f"{step.intensity:,.2f}",
             t(lang, "lab_col_floor"): fmt_time(step.floor_ms),
             t(lang, "lab_col_bound"): t(lang, f"lab_bound_{step.bound}"),
-            t(lang, "lab_col_measured"): fmt_time(step.measured_ms),
-            t(lang, "lab_col_efficiency"): fmt_share(step.efficiency),
-        })
+            measured: fmt_time(step.measured_ms),
+        }
+        if compared:
+            row[t(lang, "lab_col_efficiency")] = fmt_share(step.efficiency)
+        rows.append(row)
     return rows
 
 

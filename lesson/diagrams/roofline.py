@@ -7,6 +7,11 @@
 - `render_step_floors`: one bar per pass (measured ms, coloured by phase) with the floor
   drawn in as a dark line across the bar.
 
+Floors with no measured time (lesson.views.lab_prediction_only: another device's datasheet, or a
+preview in other dtypes) are drawn as the cost model's prediction alone: hollow dots on the roofs,
+floor marks without bars, and a note that says so; nothing measured is put under roofs that did
+not measure it.
+
 Marks carry data-* attributes (data-phase, data-intensity, data-flops-per-s, data-ms,
 data-floor-ms) so tests check the picture against the numbers.
 """
@@ -134,11 +139,18 @@ def render_roofline(floors, *, lang: str = "zh", style: Style | None = None) -> 
                  weight="bold", class_="axis-label"))
     dwg.add(text(dwg, label(table, "rf_y_axis"), PAD, TOP - 12, size=style.small_size, fill=style.muted_ink,
                  weight="bold", class_="axis-label"))
-    lines = [_roofline_note(floors, table), label(table, "rf_gap_note")]
+    gap = label(table, "rf_gap_note") if measured(floors) else \
+        label(table, "rf_prediction_note", device=device_label(floors.device_name, lang))
+    lines = [_roofline_note(floors, table), gap]
     if floors.random_weights:
         lines.append(label(table, "random_weights"))
     notes(dwg, style, lines, PAD, bottom + 52, width - 2 * PAD)
     return to_string(dwg)
+
+
+def measured(floors) -> bool:
+    """Whether any pass of `floors` carries a measured time (else they are a prediction only)."""
+    return any(s.measured_ms > 0 for s in floors.steps)
 
 
 def _hollow_legend(dwg, style: Style, x: float, y: float, caption: str) -> None:
@@ -157,7 +169,8 @@ def _point(dwg, group, layout: RooflineLayout, step, table: Table, style: Style)
     data = {"data-phase": step.phase, "data-step": step.index, "data-intensity": repr(step.intensity)}
     words = label(table, "rf_point_title", name=name, intensity=f"{step.intensity:,.2f}",
                   achieved=si(step.achieved_flops_per_s), floor=fmt_time(step.floor_ms),
-                  measured=fmt_time(step.measured_ms), bound=bound_word(table, step.bound))
+                  measured=fmt_time(step.measured_ms), bound=bound_word(table, step.bound)) \
+        if step.measured_ms > 0 else predicted_title(step, table)
     if step.measured_ms > 0:
         measured_y = layout.y(step.achieved_flops_per_s)
         group.add(dwg.line((px, measured_y), (px, floor_y), stroke=color, stroke_width=1, stroke_dasharray="3 3",
@@ -169,6 +182,12 @@ def _point(dwg, group, layout: RooflineLayout, step, table: Table, style: Style)
     hollow = dwg.circle((px, floor_y), 6, fill=style.paper, stroke=color, stroke_width=2,
                         class_=f"floor {step.phase}", **data, **{"data-flops-per-s": repr(attainable)})
     group.add(add_title(hollow, words))
+
+
+def predicted_title(step, table: Table) -> str:
+    """A pass's hover words when only its floor is known: no measured time, no ratio."""
+    return label(table, "rf_point_title_prediction", name=_pass_name(step, table), intensity=f"{step.intensity:,.2f}",
+                 floor=fmt_time(step.floor_ms), bound=bound_word(table, step.bound))
 
 
 def _pass_name(step, table: Table) -> str:
@@ -233,11 +252,14 @@ def render_step_floors(floors, *, lang: str = "zh", style: Style | None = None) 
     left, right = PAD + Y_LABEL_W, PAD + Y_LABEL_W + PLOT_W
     bottom = TOP + PLOT_H * 0.7
     width = right + PAD + 12
-    dwg = new_drawing(width, bottom + 150, style, "step-floors", label(table, "fl_title"))
-    header(dwg, style, label(table, "fl_title"), label(table, "fl_subtitle", model=floors.model_id,
-                                                       device=device_label(floors.device_name, lang)))
-    x = legend_item(dwg, style, PAD, 108, style.prefill, label(table, "phase_prefill"), "prefill")
-    x = legend_item(dwg, style, x, 108, style.decode, label(table, "phase_decode"), "decode")
+    title = label(table, "fl_title" if measured(floors) else "fl_title_prediction")
+    dwg = new_drawing(width, bottom + 150, style, "step-floors", title)
+    header(dwg, style, title, label(table, "fl_subtitle", model=floors.model_id,
+                                    device=device_label(floors.device_name, lang)))
+    x = PAD
+    if measured(floors):  # a prediction only has no coloured bars to name
+        x = legend_item(dwg, style, x, 108, style.prefill, label(table, "phase_prefill"), "prefill")
+        x = legend_item(dwg, style, x, 108, style.decode, label(table, "phase_decode"), "decode")
     group = dwg.g(class_="legend-item floor")
     group.add(dwg.line((x, 104), (x + 18, 104), stroke=style.ink, stroke_width=3))
     group.add(text(dwg, label(table, "fl_floor_legend"), x + 24, 108, size=style.small_size, fill=style.ink))
@@ -256,10 +278,11 @@ def render_step_floors(floors, *, lang: str = "zh", style: Style | None = None) 
                 "data-floor-ms": repr(bar.floor_ms)}
         words = label(table, "fl_bar_title", name=_pass_name(step, table), measured=fmt_time(bar.measured_ms),
                       floor=fmt_time(bar.floor_ms), bound=bound_word(table, step.bound),
-                      eff=fmt_share(step.efficiency))
-        rect = dwg.rect((bar.x, bar.y), (bar.w, bar.h), fill=style.phase_color(bar.phase),
-                        class_=f"measured-bar {bar.phase}", **data)
-        marks.add(add_title(rect, words))
+                      eff=fmt_share(step.efficiency)) if bar.measured_ms > 0 else predicted_title(step, table)
+        if bar.measured_ms > 0:  # a prediction only: the floor marks stand alone
+            rect = dwg.rect((bar.x, bar.y), (bar.w, bar.h), fill=style.phase_color(bar.phase),
+                            class_=f"measured-bar {bar.phase}", **data)
+            marks.add(add_title(rect, words))
         line = dwg.line((bar.x - 3, bar.floor_y), (bar.x + bar.w + 3, bar.floor_y), stroke=style.ink,
                         stroke_width=3, class_=f"floor-mark {bar.phase}", **data)
         marks.add(add_title(line, words))
@@ -268,12 +291,17 @@ def render_step_floors(floors, *, lang: str = "zh", style: Style | None = None) 
             dwg.add(text(dwg, tick, bar.x + bar.w / 2, bottom + 16, size=style.tiny_size, fill=style.muted_ink,
                          anchor="middle", class_="tick-label"))
     dwg.add(marks)
-    prefill, decode = floors.phase_steps("prefill"), floors.phase_steps("decode")
-    lines = [label(table, "fl_note",
-                   prefill_eff=fmt_share(prefill[0].efficiency) if prefill else "—",
-                   decode_eff=fmt_share(statistics.median(s.efficiency for s in decode)) if decode else "—"),
-             _roofline_note(floors, table)]
+    lines = [_floor_note(floors, table, lang), _roofline_note(floors, table)]
     if floors.random_weights:
         lines.append(label(table, "random_weights"))
     notes(dwg, style, lines, PAD, bottom + 30, width - 2 * PAD)
     return to_string(dwg)
+
+
+def _floor_note(floors, table: Table, lang: str) -> str:
+    """How near each phase came to its floor, or (a prediction only) that nothing here was measured."""
+    if not measured(floors):
+        return label(table, "fl_prediction_note", device=device_label(floors.device_name, lang))
+    prefill, decode = floors.phase_steps("prefill"), floors.phase_steps("decode")
+    return label(table, "fl_note", prefill_eff=fmt_share(prefill[0].efficiency) if prefill else "—",
+                 decode_eff=fmt_share(statistics.median(s.efficiency for s in decode)) if decode else "—")

@@ -107,6 +107,29 @@ def test_the_dtype_knob_moves_the_floor_and_turns_the_check_into_a_preview(app):
 
 
 @needs_model
+def test_a_datasheet_device_or_a_preview_draws_the_prediction_alone(app):
+    import json
+
+    app.switch_page(LAB).run()
+    measured = t("zh", "lab_col_efficiency")
+    assert measured in app.table[0].value.columns  # this machine, the run's dtypes: measured vs floor
+    roofline = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert len(roofline["data"][1]["x"]) == 1  # this run's Prefill, under this machine's roofs
+    for key, value in (("lab_device_spec", "h100"), ("lab_device_spec", "this"), ("lab_weight_dtype", "int4")):
+        app.selectbox(key=key).set_value(value).run()
+        assert_healthy(app)
+        if (app.selectbox(key="lab_device_spec").value, app.selectbox(key="lab_weight_dtype").value) == ("this",
+                                                                                                        "fp32"):
+            continue
+        table = app.table[0].value
+        assert measured not in table.columns and t("zh", "lab_col_measured_here") in table.columns
+        roofline, bars = (json.loads(c.proto.spec) for c in app.get("plotly_chart")[:2])
+        assert not roofline["data"][1].get("x") and not roofline["data"][2].get("x")  # no measured point
+        assert not bars["data"][0].get("y")  # no measured bar beside the predicted floors
+        assert t("zh", "lab_prediction_only").split("{")[0] in texts(app, "caption")
+
+
+@needs_model
 def test_forged_knob_values_are_repaired_not_raised(app):
     app.session_state["lab_weight_dtype"] = "fp8"  # set before the lab's widgets exist, as a forged session would
     app.session_state["lab_device_spec"] = "../etc"

@@ -39,6 +39,8 @@ TEXT: dict = {
     "lab_col_bound": "Bound",
     "lab_col_measured": "Measured",
     "lab_col_efficiency": "Floor ÷ measured",
+    "lab_col_measured_here": "Measured on this machine (not these roofs)",
+    "lab_prediction_only": "The figures below draw only the cost model's prediction for {device}: this run was measured on another machine (or in other dtypes), so its times are not put under these roofs and no floor ÷ measured is formed. The table keeps them as this machine's measurement; pick “This machine” and the run's own dtypes to compare the two.",
     "lab_col_weights": "Weights",
     "lab_col_kv": "KV",
     "lab_agrees": "{phase}: measured {measured}, floor {floor}, {eff} of it: the measurement agrees, only {factor}× slower.",

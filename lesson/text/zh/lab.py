@@ -39,6 +39,8 @@ TEXT: dict = {
     "lab_col_bound": "受限于",
     "lab_col_measured": "实测",
     "lab_col_efficiency": "下限 ÷ 实测",
+    "lab_col_measured_here": "本机实测（不是这组屋顶）",
+    "lab_prediction_only": "下面的图只画成本模型对 {device} 的预测：这次运行是在另一台机器上（或用别的数据类型）测的，所以不把它的时间放在这组屋顶下，也不计算“下限 ÷ 实测”。表里保留它，标明是本机实测；想比较两者，请选“这台机器”和这次运行自己的数据类型。",
     "lab_col_weights": "权重",
     "lab_col_kv": "KV",
     "lab_agrees": "{phase}：实测 {measured}，下限 {floor}，达到 {eff}——和预测一致，只慢 {factor} 倍。",
