@@ -6,6 +6,7 @@
         if isinstance(event, Queued): ...     # event.ahead runs before this one
         elif isinstance(event, Pass): ...     # event.trace: the RequestTrace so far (token by token)
     trace = client.generate(model, prompt, cfg)              # the finished RequestTrace
+    client.stream_repeats(model, prompt, cfg, repeats=5)     # run 1 streamed, then Done(all 5 traces)
     client.sweep(model, "prefill", (16, 64), repeats=5)      # a Sweep; cache, attention, serving alike
 
 Each call opens its own connection (a key challenge, ~1 ms on this machine) and closes it when
@@ -165,6 +166,29 @@ class EngineClient:
                 trace = RequestTrace.from_dict(fields["result"])
                 yield Pass(trace)
                 yield Done(trace)
+            else:
+                yield _event(kind, fields)
+
+    def stream_repeats(self, model: ModelRef, prompt: str, config: GenerationConfig = GenerationConfig(), *,
+                       repeats: int, max_prompt_tokens: int | None = None, request_id: str = "r0"
+                       ) -> Iterator[Event]:
+        """The request `repeats` times in one queued call (engine.repeats): Queued / Started, run 1 as
+        stream_trace streams it (a Pass per forward pass, the last one finished), a Progress(done,
+        repeats) as each run finishes, then Done(every run's RequestTrace, run 1 first)."""
+        args = {"model": model.to_wire(), "prompt": prompt, "config": to_plain(config), "repeats": repeats,
+                "max_prompt_tokens": max_prompt_tokens, "request_id": request_id}
+        header: RequestTrace | None = None
+        steps: list = []
+        for kind, fields in self.call("trace_repeats", args):
+            if kind == "pass":
+                if fields.get("header") is not None:
+                    header = RequestTrace.from_dict({**fields["header"], "steps": []})
+                if header is None:
+                    raise ProtocolError("protocol_malformed", "a pass before the trace's header", why="pass")
+                steps.append(from_plain(Step, fields["step"]))
+                yield Pass(dataclasses.replace(header, steps=tuple(steps) if header.finished else StepsSoFar(steps)))
+            elif kind == "done":
+                yield Done(tuple(RequestTrace.from_dict(t) for t in fields["result"]["traces"]))
             else:
                 yield _event(kind, fields)
 

@@ -31,6 +31,7 @@ from ..generation import GenerationConfig, stream_trace, token_pieces
 from ..model import LoadedModel
 from ..overhead import count_decode_ops, per_op_host_us
 from ..prompts import extend_prompt, prompt_token_ids
+from ..repeats import check_repeats, stream_repeats
 from ..serving.engine import ServeConfig, run_workload
 from ..serving.workloads import WorkloadRequest
 from ..sweep import run_sweep
@@ -93,6 +94,30 @@ def run_trace(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
                 first = len(trace.steps) == 1
                 ctx.emit("pass", step=step_plain(trace.steps[-1]), header=trace_header(trace) if first else None)
     raise ProtocolError("protocol_malformed", "the trace ended without a finished step", why="trace")
+
+
+def run_trace_repeats(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    """One request `repeats` times back to back in one queued call (engine.repeats): run 1 streamed as
+    `trace` streams it, but its last pass too (with the finished trace's header, so the page shows the
+    answer before the repeats end), then a `progress` event as each run finishes. The result is
+    {"traces": [every run's RequestTrace.to_dict(), run 1 first]}."""
+    lm = ctx.lm(args)
+    cfg = GenerationConfig(**field_values(GenerationConfig, args.get("config", {}), "config"))
+    repeats = check_repeats(args.get("repeats", 1))
+    finished: list[dict[str, Any]] = []
+    traces = stream_repeats(lm, args.get("prompt"), cfg, repeats=repeats, max_prompt_tokens=args.get(
+        "max_prompt_tokens"), request_id=str(args.get("request_id", "r0")))
+    with closing(traces):
+        for trace in traces:
+            ctx.check_cancelled()
+            if not finished:  # run 1, pass by pass; its header again on the last pass (stop reason, text)
+                last = trace.finished
+                ctx.emit("pass", step=step_plain(trace.steps[-1]),
+                         header=trace_header(trace) if last or len(trace.steps) == 1 else None)
+            if trace.finished:
+                finished.append(trace.to_dict())
+                ctx.emit("progress", done=len(finished), total=repeats)
+    return {"traces": finished}
 
 
 def trace_header(trace: RequestTrace) -> dict[str, Any]:
@@ -225,7 +250,7 @@ MEASURED = {
     "trace": run_trace, "modes": run_modes, "compare_cache": run_compare_cache,
     "decode_attention": run_decode_attention, "sweep": run_sweep_job, "serve_workload": run_serve,
     "decode_ops": run_decode_ops, "host_us_per_call": run_host_us, "machine_spec": run_machine_spec,
-    "load": run_load,
+    "load": run_load, "trace_repeats": run_trace_repeats,
 }
 LIGHT = {
     "ping": run_ping, "describe": run_describe, "model_shape": run_model_shape,

@@ -59,7 +59,7 @@ HANDSHAKE_ERRORS = (AuthenticationError, AssertionError, EOFError, OSError)
 
 MEASURED_METHODS = frozenset({
     "trace", "modes", "compare_cache", "decode_attention", "sweep", "serve_workload", "decode_ops",
-    "host_us_per_call", "machine_spec", "load",
+    "host_us_per_call", "machine_spec", "load", "trace_repeats",
 })
 LIGHT_METHODS = frozenset({"ping", "describe", "model_shape", "model_choices", "token_preview"})
 METHODS = MEASURED_METHODS | LIGHT_METHODS

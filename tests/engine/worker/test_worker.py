@@ -112,6 +112,21 @@ def test_streamed_tokens_equal_the_in_process_engines(served, default_lm):
         assert not partial.finished and tuple(partial.steps) == final.steps[:n]
 
 
+def test_repeats_stream_run_one_then_give_every_run_in_one_call(served, default_lm):
+    cfg = GenerationConfig(max_new_tokens=4, ignore_eos=True)
+    events = list(served.client.stream_repeats(DEFAULT, PROMPT, cfg, repeats=3))
+    kinds = [type(e).__name__ for e in events]
+    assert kinds == ["Queued", "Started", "Pass", "Pass", "Pass", "Pass", "Progress", "Progress", "Progress", "Done"]
+    passes, runs = [e.trace for e in events if isinstance(e, Pass)], events[-1].result
+    assert passes[-1].finished and passes[-1] == runs[0]  # the page has run 1's answer before the repeats end
+    assert not any(p.finished for p in passes[:-1])
+    assert [(e.done, e.total) for e in events if isinstance(e, Progress)] == [(1, 3), (2, 3), (3, 3)]
+    expected = generate(default_lm, PROMPT, cfg).output_ids
+    assert len(runs) == 3 and all(r.finished and r.output_ids == expected for r in runs)
+    with pytest.raises(InputError):
+        list(served.client.stream_repeats(DEFAULT, PROMPT, cfg, repeats=0))
+
+
 def test_a_finished_trace_survives_the_wire_exactly(served):
     trace = served.client.generate(DEFAULT, "The capital of France is", GenerationConfig(max_new_tokens=6))
     assert type(trace).from_json(trace.to_json()) == trace
