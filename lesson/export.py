@@ -149,7 +149,7 @@ def export_vllm(out_dir: Path, result_path: Path, lang: str, perfetto: bool) -> 
 
 
 def _export(args) -> list[Path]:
-    if (serving := serving_export.export(args, write_files)) is not None:
+    if (serving := serving_export.export(args, write_files, write_perfetto if args.perfetto else None)) is not None:
         return serving
     if args.from_vllm is not None:
         if args.schematic:

@@ -28,10 +28,10 @@ slices come from the trace (token pieces, request ids) as JSON strings, never as
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from engine.limits import dump_json
 from engine.serving.trace import ServingRun
 from engine.trace import RequestTrace
 
@@ -144,7 +144,8 @@ def serving_run_events(run: ServingRun, server_samples: Sequence[Mapping[str, An
             for key, value in sample["values"].items():
                 if value is not None:
                     events.append(_counter(SERVER_PID, key, sample["t_ms"], {key: value}))
-    other = {"source": "prefill-decode ServingRun", "scenario": run.scenario, "policy": run.settings.policy if run.iterations else "not observable (client view)",
+    other = {"source": "prefill-decode ServingRun", "scenario": run.scenario,
+             "policy": run.settings.policy if run.iterations else "not observable (client view)",
              "model": run.model.model_id, "device": run.model.device, "requests": len(run.requests),
              "forward_passes": len(run.iterations), "notes": list(run.notes),
              "time_origin": "the run's clock start (ms 0 = when arrivals began)"}
@@ -232,8 +233,10 @@ def trace_events(trace: RequestTrace | ServingRun, server_samples: Sequence[Mapp
 
 
 def to_perfetto_json(trace: RequestTrace | ServingRun, server_samples: Sequence[Mapping[str, Any]] = ()) -> str:
-    """The Chrome Trace Event JSON text (save as NAME.perfetto.json; open in ui.perfetto.dev)."""
-    return json.dumps(trace_events(trace, server_samples), ensure_ascii=False, separators=(",", ":"))
+    """The Chrome Trace Event JSON text (save as NAME.perfetto.json; open in ui.perfetto.dev). A time that
+    is not finite is refused (engine.errors.LimitError), never written as NaN or Infinity, which the
+    format's JSON readers cannot parse."""
+    return dump_json(trace_events(trace, server_samples), ensure_ascii=False, separators=(",", ":"))
 
 
 def check_trace_events(doc: Any) -> list[str]:

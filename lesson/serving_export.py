@@ -6,8 +6,9 @@
 --serving runs a named scenario (engine.serving.workloads) under each policy on the real
 engine, one model loaded once, and writes DIR/serving_<policy>_{gantt,batch,kv}.svg,
 DIR/serving_<policy>.json and DIR/serving_metrics.svg (every policy side by side).
---serving-run draws a saved run (engine.serving.trace.ServingRun JSON): its Gantt, and its
-batch and KV figures when it has iterations (a run measured from a client has none).
+--serving-run draws a saved run (engine.serving.trace.ServingRun JSON, read bounded: engine.limits): its
+Gantt, and its batch and KV figures when it has iterations (a run measured from a client has none).
+With --perfetto, each run's Perfetto trace too (serving.perfetto.json; serving_<policy>.perfetto.json).
 """
 
 from __future__ import annotations
@@ -55,24 +56,27 @@ def render_serving_figures(run, lang: str, stem: str = "serving") -> dict[str, s
     return svgs
 
 
-def export(args, write_files: Callable[..., list[Path]]) -> list[Path] | None:
-    """The files written for --serving / --serving-run, or None when neither was asked for."""
+def export(args, write_files: Callable[..., list[Path]],
+           write_perfetto: Callable[..., Path] | None = None) -> list[Path] | None:
+    """The files written for --serving / --serving-run, or None when neither was asked for; with
+    `write_perfetto` (--perfetto), each run's Perfetto trace too."""
     if getattr(args, "serving_run", None) is not None:
-        return _saved_run(args, write_files)
+        return _saved_run(args, write_files, write_perfetto)
     if getattr(args, "serving", None):
-        return _scenario(args, write_files)
+        return _scenario(args, write_files, write_perfetto)
     return None
 
 
-def _saved_run(args, write_files) -> list[Path]:
+def _saved_run(args, write_files, write_perfetto=None) -> list[Path]:
     try:
         run = ServingRun.from_json(args.serving_run.read_text(encoding="utf-8"))
     except (TraceFormatError, UnicodeDecodeError) as err:
         raise ValueError(f"{args.serving_run.name}: {err}") from None
-    return write_files(args.out, render_serving_figures(run, args.lang))
+    written = write_files(args.out, render_serving_figures(run, args.lang))
+    return written + ([write_perfetto(args.out, run, name="serving")] if write_perfetto else [])
 
 
-def _scenario(args, write_files) -> list[Path]:
+def _scenario(args, write_files, write_perfetto=None) -> list[Path]:
     # torch and transformers: loaded only when a scenario runs on the real engine, never to draw a saved run
     from engine import load_model
     from engine.serving.engine import ServeConfig, run_workload
@@ -88,5 +92,7 @@ def _scenario(args, write_files) -> list[Path]:
         path = args.out / f"serving_{policy}.json"
         path.write_text(run.to_json() + "\n", encoding="utf-8")
         written.append(path)
+        if write_perfetto:
+            written.append(write_perfetto(args.out, run, name=f"serving_{policy}"))
     svgs["serving_metrics"] = render_serving_metrics(runs, lang=args.lang)
     return write_files(args.out, svgs) + written
