@@ -359,6 +359,7 @@ TABLE_HEADERS = {
     "consumer_ms": "page_drawing_ms",
 }
 CSV_BOM = "\ufeff"  # spreadsheet programs read UTF-8 (巴黎, ▁Paris) only when the file starts with it
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a cell as a formula
 
 
 def step_table(trace: RequestTrace) -> list[dict]:
@@ -366,13 +367,22 @@ def step_table(trace: RequestTrace) -> list[dict]:
     return [{TABLE_HEADERS.get(k, k): v for k, v in row.items()} for row in step_rows(trace)]
 
 
+def csv_cell(value):
+    """A text cell a spreadsheet will not read as a formula (OWASP, CSV injection): a text starting with
+    = + - @, a tab or a carriage return gets a leading quote; numbers are left as they are."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def trace_csv(trace: RequestTrace) -> str:
-    """The step table as CSV text, starting with a UTF-8 byte-order mark."""
+    """The step table as CSV text, starting with a UTF-8 byte-order mark; every text cell through csv_cell
+    (a prompt starting with = is shown as text, never run as a formula)."""
     buffer = io.StringIO()
     headers = [TABLE_HEADERS.get(k, k) for k in STEP_TABLE_COLUMNS]
     writer = csv.DictWriter(buffer, fieldnames=headers, lineterminator="\n")
     writer.writeheader()
-    writer.writerows(step_table(trace))
+    writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in step_table(trace))
     return CSV_BOM + buffer.getvalue()
 
 
@@ -566,7 +576,9 @@ def lab_agreement_text(floors, lang: str, measured_here: bool, as_run: bool = Tr
     for step in (prefill, decode):
         if step is None:
             continue
-        key = "lab_agrees" if step.efficiency >= OVERHEAD_EFFICIENCY else "lab_overhead"
+        # under its floor: the roofs were measured low (a busy machine), never "only 0.5x slower"
+        key = "lab_under_floor" if step.efficiency > 1 else \
+            "lab_agrees" if step.efficiency >= OVERHEAD_EFFICIENCY else "lab_overhead"
         parts.append(t(lang, key, phase=t(lang, f"phase_{step.phase}"), measured=fmt_time(step.measured_ms),
                        floor=fmt_time(step.floor_ms), eff=fmt_share(step.efficiency),
                        factor=f"{step.measured_ms / step.floor_ms:,.1f}" if step.floor_ms > 0 else "—"))

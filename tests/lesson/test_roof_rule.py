@@ -5,6 +5,7 @@ the cost model's prediction alone, and no floor ÷ measured ratio is formed."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -14,7 +15,7 @@ from engine.trace import Provenance
 from lesson.charts import roofline_figure, step_floors_figure
 from lesson.diagrams import render_roofline, render_step_floors
 from lesson.text import TEXTS, device_label, t
-from lesson.views import lab_cost_table, lab_prediction_only, lab_roofs_are_the_runs
+from lesson.views import lab_agreement_text, lab_cost_table, lab_prediction_only, lab_roofs_are_the_runs
 from tests.factories import default_shape, make_trace
 
 CPU = Provenance(cpu="AMD EPYC", num_cores=2, device="cpu", gpu="", torch_version="2", transformers_version="5",
@@ -80,3 +81,20 @@ def test_the_table_keeps_this_machines_time_as_its_own_and_forms_no_ratio(lang):
     assert all(row[t(lang, "lab_col_measured_here")] for row in rows)  # the time stays, named as this machine's
     assert not any("%" in str(v) for row in rows for v in row.values())
     assert all(t(lang, "lab_col_efficiency") in row for row in lab_cost_table(floors, lang))
+
+
+AGREEMENT_WORDS = {"under": {"en": "under its floor", "zh": "低于它的下限"},
+                   "agrees": {"en": "the measurement agrees", "zh": "和预测一致"},
+                   "overhead": {"en": "but the floor is only", "zh": "下限只有"}}
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("share", [0.05, 0.29, 0.3, 0.9, 1.0, 1.5, 5.0])
+def test_the_agreement_sentence_reads_sensibly_for_any_share_of_the_floor(share, lang):
+    floors = trace_floors(run(CPU), default_shape(), DEVICE_SPECS["h100"])
+    steps = tuple(dataclasses.replace(s, measured_ms=s.floor_ms / share) for s in floors.steps)
+    words = lab_agreement_text(dataclasses.replace(floors, steps=steps), lang, measured_here=True)
+    chosen = "under" if share > 1 else "agrees" if share >= 0.3 else "overhead"
+    for variant, phrases in AGREEMENT_WORDS.items():
+        assert (phrases[lang] in words) == (variant == chosen), (variant, words)
+    assert not re.search(r"only 0\.\d+× slower|慢 0\.\d+ 倍", words), words

@@ -45,6 +45,7 @@ TEXT: dict = {
     "lab_col_kv": "KV",
     "lab_agrees": "{phase}: measured {measured}, floor {floor}, {eff} of it: the measurement agrees, only {factor}× slower.",
     "lab_overhead": "{phase}: measured {measured}, but the floor is only {floor} ({eff}, {factor}× slower).",
+    "lab_under_floor": "{phase}: measured {measured}, under its floor of {floor}: no pass can beat its floor, so this machine's roofs were measured low (it was busy while they were benchmarked). Measure them again.",
     "lab_overhead_why": "The gap is neither bandwidth nor compute: for a model this small on a CPU each pass mostly pays a fixed cost (Python, launching every layer's operations, fetching the result) that the cost model leaves out. So here the measurement cannot show the memory bound; pick the 0.5B preset or stretch the prompt, and as the work grows the measurement closes in on the floor. The **engine modes** section further down counts those calls for one Decode step and measures what fusing them (compiled) saves.",
     "lab_other_device": "These floors are for {device}, not the machine that ran this: compare the shapes (which phase is bound by what), not the times.",
     "lab_other_dtype": "These floors assume {weights} weights and a {kv} KV cache, not the dtypes this run used: a preview, not compared with the measurement.",

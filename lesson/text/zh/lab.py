@@ -45,6 +45,7 @@ TEXT: dict = {
     "lab_col_kv": "KV",
     "lab_agrees": "{phase}：实测 {measured}，下限 {floor}，达到 {eff}——和预测一致，只慢 {factor} 倍。",
     "lab_overhead": "{phase}：实测 {measured}，下限只有 {floor}（{eff}，慢 {factor} 倍）。",
+    "lab_under_floor": "{phase}：实测 {measured}，低于它的下限 {floor}：任何前向都不可能快过下限，所以是这台机器的屋顶测低了（测量时机器正忙）。请重新测量。",
     "lab_overhead_why": "差距不是带宽也不是算力：这么小的模型在 CPU 上，每次前向主要花在固定开销上（Python、逐层启动运算、取回结果），成本模型不计这些。所以这里的实测看不出带宽瓶颈；换成 0.5B 的预设模型或把提示词拉长，算和搬的量变大，实测就会向下限靠拢。下面的**引擎模式**一节会数出一步 Decode 的这些调用，并实测把它们融合（compiled）能省下多少。",
     "lab_other_device": "这些下限是 {device} 的，不是跑这次运行的机器：比较的是形状（哪一阶段受什么限制），不是时间。",
     "lab_other_dtype": "这些下限是权重 {weights}、KV {kv} 时的预测，而这次运行用的是别的数据类型：这是预览，不和实测比较。",
