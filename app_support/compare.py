@@ -2,7 +2,9 @@
 
 Every finished run joins st.session_state.history (lesson.runs, at most HISTORY_LIMIT, newest
 first; app_support/run_panel.py adds it); the visitor pins two (`compare_pins`), and each figure
-draws both on the axes of the larger (lesson.runs.shared_extent).
+draws both on the axes of the larger (lesson.runs.shared_extent). A recorded run (opened from a file or
+the gallery, or the server's first view) is labelled as recorded in the picker, the alt texts and the
+download names (app_support/gallery.py), so it can be pinned beside a live run.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from lesson.runs import HISTORY_LIMIT, compare_table, keep_pins, run_label, shar
 from lesson.text import t
 from lesson.views import escape_markdown
 
-from . import resources
+from . import gallery, resources
 from .resources import parsed_trace
 from .ui import error_boundary, svg_figure
 
@@ -39,7 +41,8 @@ def section_compare(lang: str) -> None:
     if len(history) < 2:
         st.info(t(lang, "compare_need_two", count=len(history)), icon=":material/compare:")
         return
-    labels = {e.run_id: _history_label(e.trace_json, e.stamp, lang, e.number) for e in history}
+    labels = {e.run_id: gallery.history_entry_label(e, _history_label(e.trace_json, e.stamp, lang, e.number), lang)
+              for e in history}  # a recorded run (a file, the gallery, the first view) is labelled so
     pinned = _pick(lang, history, labels)
     if len(pinned) < 2:
         st.caption(t(lang, "compare_pick_two"))
@@ -75,7 +78,8 @@ def _figure_pair(lang: str, name: str, pinned: list, labels: dict[str, str], ext
     for run, entry, place in zip(("cmp_run_a", "cmp_run_b"), pinned, places):
         with place, error_boundary(lang, "err_diagram"):
             svg = resources.diagram_svg(name, entry.trace_json, lang, extent, classroom=classroom)
-            alt, stem = resources.diagram_words(name, entry.trace_json, lang, entry.stamp)
+            alt, stem = gallery.entry_words(lang, entry, *resources.diagram_words(name, entry.trace_json, lang,
+                                                                                  entry.stamp))
             words = escape_markdown(labels[entry.run_id])
             svg_figure(f"compare_{name}_{run[-1]}", svg, lang,
                        t(lang, "compare_run_caption", run=t(lang, run), label=words),

@@ -3,7 +3,9 @@
 A run's trace is stored in st.session_state.trace_json (one run shared by every page,
 with its arguments and a time stamp) and added to the session's history; the panel then
 returns the JSON the lesson's figures should show: the whole run, or the part the
-classroom or the replay has reached (app_support/stepping.py).
+classroom or the replay has reached (app_support/stepping.py). A recorded run opened from a file or
+the gallery (app_support/gallery.py: open_recorded_trace) is stored the same way; it, and the server's
+first view (measured once, cached for every visitor), are labelled as recorded (recorded_caption).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS
 from engine.trace import RequestTrace
 from lesson.messages import error_message
 from lesson.perfetto import to_perfetto_json
+from lesson.recorded import first_view_note, recorded_note, recorded_stamp, recorded_stem
 from lesson.runs import history_add, keep_pins
 from lesson.text import t
 from lesson.views import (
@@ -89,6 +92,7 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
     shown = stepping.classroom_view(trace_json)
     with result, error_boundary(lang):
         stale = effective is not None and st.session_state.trace_args != current_args(settings, effective)
+        stale = stale and not st.session_state.trace_recorded  # a recorded run is not this page's settings
         _shown_run(lang, parsed_trace(trace_json), parsed_trace(shown), ran=ran, stale=stale)
     stepping.replay_controls(lang)
     with st.expander(t(lang, "data_title")), error_boundary(lang):
@@ -117,6 +121,9 @@ def _shown_run(lang: str, trace: RequestTrace, shown: RequestTrace, ran: bool, s
     elif not ran:
         _result_box(lang, shown)
     st.caption(trace_summary(trace, lang))
+    note = recorded_caption(trace, lang)
+    if note:
+        st.caption(note)
     finished, st.session_state.replay_finished = st.session_state.replay_finished, None
     if finished:
         st.caption(t(lang, "replay_done", total=len(trace.steps)))
@@ -213,15 +220,35 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> bool:
     return True
 
 
-def _store_trace(trace_json: str, args: RunArgs, is_default: bool) -> None:
-    """The run every figure shows from now on, with when it ran (for download names)."""
+def _store_trace(trace_json: str, args: RunArgs, is_default: bool, recorded: bool = False) -> None:
+    """The run every figure shows from now on, with when it ran (for download names). `recorded`: a run
+    measured earlier, opened from a file or the gallery (stamped with its own UTC recording time)."""
     ss = st.session_state
-    ss.trace_json, ss.trace_args, ss.trace_is_default = trace_json, args, is_default
-    ss.trace_stamp = run_stamp(datetime.datetime.now())
-    ss.class_step = 1 if ss.classroom else len(parsed_trace(trace_json).steps)
-    ss.history = history_add(ss.history, trace_json, ss.trace_stamp)  # kept for the comparison
+    ss.trace_json, ss.trace_args, ss.trace_is_default, ss.trace_recorded = trace_json, args, is_default, recorded
+    trace = parsed_trace(trace_json)
+    ss.trace_stamp = recorded_stamp(trace.provenance) if recorded else run_stamp(datetime.datetime.now())
+    ss.class_step = 1 if ss.classroom else len(trace.steps)
+    # kept for the comparison; the first view, cached for every visitor, is a recorded run there too
+    ss.history = history_add(ss.history, trace_json, ss.trace_stamp, recorded=recorded or is_default)
     ss.compare_pins = keep_pins(ss.compare_pins, ss.history)  # a pinned run that just left the history
     ss.replay_from = None  # a replay is of the run it started on
+
+
+def open_recorded_trace(trace_json: str, args: RunArgs) -> None:
+    """Show a recorded trace (app_support/gallery.py) as the page's run: every figure draws it, labelled as
+    recorded, and it joins the history. `args`: what would measure it again here (the prompt and lengths)."""
+    _store_trace(trace_json, args, is_default=False, recorded=True)
+
+
+def recorded_caption(trace: RequestTrace, lang: str) -> str | None:
+    """The label of a run shown but not measured for this visitor now: an opened recorded run (its machine,
+    device, versions, date), or the server's first view, measured once and cached for every visitor
+    (resources.finished_trace_json): recorded at HH:MM on which machine. None for a run this visitor ran."""
+    if st.session_state.trace_recorded:
+        return recorded_note(trace.provenance, lang)
+    if st.session_state.trace_is_default:
+        return first_view_note(trace.provenance, lang)
+    return None
 
 
 def _result_box(lang: str, trace: RequestTrace) -> None:
@@ -287,6 +314,8 @@ def trace_to_show(lang: str, settings: ServerSettings) -> str | None:
 def _data_downloads(lang: str, trace: RequestTrace, stamp: str) -> None:
     st.dataframe(step_table(trace), hide_index=True, width="stretch", height=240)
     stem = download_stem(trace, stamp)
+    if st.session_state.trace_recorded:  # the file names say it too
+        stem = recorded_stem(stem, trace.provenance)
     left, right = st.columns(2)
     left.download_button(t(lang, "download_json"), data=trace.to_json(), file_name=f"{stem}_trace.json",
                          mime="application/json", key="download_json", on_click="ignore",

@@ -23,7 +23,7 @@ from lesson.views import (
     metric_gap_notes, page_drawing_note, schematic_alt, truncate_trace,
 )
 
-from . import resources, state
+from . import gallery, resources, state
 from .resources import parsed_trace
 from .stepping import stepping_full
 from .ui import error_boundary, metric_row, svg_figure
@@ -41,7 +41,8 @@ def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | No
     with error_boundary(lang, "err_diagram"):
         svg = resources.diagram_svg(name, trace_json, lang, stepping_full(), classroom=st.session_state.classroom)
         alt, stem = resources.diagram_words(name, trace_json, lang, st.session_state.trace_stamp)
-        svg_figure(name, svg, lang, caption, alt=alt, file_stem=stem)
+        alt, stem, note = gallery.figure_words(lang, trace_json, alt, stem)  # a recorded run says so
+        svg_figure(name, svg, lang, gallery.with_note(caption, note), alt=alt, file_stem=stem)
 
 
 def section_timeline(lang: str, trace_json: str | None) -> None:
@@ -141,7 +142,7 @@ def section_waits(lang: str, trace_json: str | None) -> None:
     with error_boundary(lang, "err_diagram"):
         figure = resources.latency_figure(trace_json, lang, stepping_full(), classroom=st.session_state.classroom)
         st.plotly_chart(figure, key="latency_chart", width="stretch", config={"displaylogo": False})
-        st.caption(t(lang, "latency_caption"))
+        st.caption(gallery.with_note(t(lang, "latency_caption"), gallery.figure_words(lang, trace_json, "", "")[2]))
     live_diagram("latency", trace_json, lang, t(lang, "latency_svg_caption"))
 
 
@@ -189,7 +190,8 @@ def section_animation(lang: str, trace_json: str | None) -> None:
         whole = stepping_full() or trace_json
         svg, alt = _animation_frame(trace_json, whole, step, lang, st.session_state.classroom, paused)
         stem = download_stem(parsed_trace(whole), st.session_state.trace_stamp)
-        svg_figure("animation", svg, lang, t(lang, "animation_caption"), alt=alt,
+        alt, stem, note = gallery.figure_words(lang, whole, alt, stem)  # a recorded run says so
+        svg_figure("animation", svg, lang, gallery.with_note(t(lang, "animation_caption"), note), alt=alt,
                    file_stem=f"{stem}_animation_{'pass' if paused else 'from_pass'}{step}")
 
 

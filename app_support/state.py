@@ -41,6 +41,7 @@ DEFAULTS: dict[str, Any] = {
     "trace_args": None,  # the plain arguments that produced it
     "trace_stamp": "",  # when it ran, "YYYYmmdd-HHMMSS": download names tell runs apart
     "trace_is_default": False,  # it is the page's own first view, not a run the visitor asked for
+    "trace_recorded": False,  # it is a recorded run opened from a file or the gallery (app_support/gallery.py)
     "class_step": 1,  # classroom: forward passes shown so far
     "flash": [],  # (text key, params) shown once at the top
     "reset_model_choice": False,  # a listed model failed to load: back to the default
@@ -62,6 +63,10 @@ DEFAULTS: dict[str, Any] = {
     "modes_results": {},  # engine modes measured, by (model, prompt, lengths, modes): app_support.modes
     "sl_runs": None,  # the serving lab's last runs, one ServingRun JSON per policy
     "sl_probe": None,  # the last probe of a real server (engine.interop.probe.ProbeResult JSON)
+    # ---- recorded runs opened (app_support/gallery.py) ----
+    "recorded_notice": None,  # (page, "success" | "error", Markdown): what opening a file did, said once there
+    "recorded_lab": None,  # a recorded sweep or cache comparison opened in the bottleneck lab: (kind, its JSON)
+    "recorded_serving": None,  # recorded serving runs opened in the serving lab: their JSONs
     KEPT: {},  # a plain copy of every widget's value: see keep_widget_values
 }
 

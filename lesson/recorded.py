@@ -88,17 +88,30 @@ def history_label(label: str, provenance: Provenance | None, lang: str) -> str:
 
 # --- the gallery's entries -------------------------------------------------------------------
 
-def entry_label(entry: GalleryEntry, lang: str) -> str:
-    """One gallery entry in words for a picker (plain text): machine, date, and what the run is."""
+def _facts(entry: GalleryEntry, lang: str) -> dict[str, str]:
+    """An entry's facts (its index's `about`), with its machine and date, each ready for a sentence."""
     prov = entry.provenance
     facts = {k: str(v) for k, v in entry.about}
     facts.update(machine=prov.machine if prov else "?", when=recorded_when(prov) if prov else "?")
+    facts["scenario"] = scenario_label(lang, facts["scenario"]) if facts.get("scenario") else "?"
     language = facts.pop("lang", "?")  # the example's language ("lang" is t()'s own argument)
     facts["language"] = LANGUAGE_NAMES.get(language, language)
+    return facts
+
+
+def entries_label(entries: tuple[GalleryEntry, ...], lang: str) -> str:
+    """A picker's words for one choice: one run (entry_label), or a scenario's policies opened together."""
+    if len(entries) == 1:
+        return entry_label(entries[0], lang)
+    return t(lang, "rec_entry_serving_set", n=len(entries), **_facts(entries[0], lang))
+
+
+def entry_label(entry: GalleryEntry, lang: str) -> str:
+    """One gallery entry in words for a picker (plain text): machine, date, and what the run is."""
+    facts = _facts(entry, lang)
     if entry.kind == "serving_run":
         policy = facts.get("policy", "")
         facts["policy"] = policy_label(lang, policy) if policy in POLICIES else policy or "?"
-        facts["scenario"] = scenario_label(lang, facts.get("scenario", "")) if facts.get("scenario") else "?"
     return t(lang, f"rec_entry_{entry.kind}", **facts)
 
 

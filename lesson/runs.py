@@ -23,8 +23,9 @@ class HistoryEntry:
     """One finished run kept in the session: plain values only."""
 
     run_id: str  # unique within the session: "<stamp>-<n>"
-    stamp: str  # when it ran, "YYYYmmdd-HHMMSS" (lesson.views.run_stamp)
+    stamp: str  # when it ran, "YYYYmmdd-HHMMSS" (lesson.views.run_stamp; a recorded run's UTC recording time)
     trace_json: str
+    recorded: bool = False  # measured earlier (an opened file, the gallery, the server's first view), not live
 
     @property
     def number(self) -> int:
@@ -33,8 +34,9 @@ class HistoryEntry:
 
 
 def history_add(history: list[HistoryEntry], trace_json: str, stamp: str,
-                limit: int = HISTORY_LIMIT) -> list[HistoryEntry]:
-    """A new history with this run first, at most `limit` runs, newest first.
+                limit: int = HISTORY_LIMIT, recorded: bool = False) -> list[HistoryEntry]:
+    """A new history with this run first, at most `limit` runs, newest first; `recorded`: a run
+    measured earlier (it is labelled so wherever the history shows it).
 
     The same trace (the page's first view drawn again) is not kept twice: the
     entry already there moves to the front, keeping its id (a pin stays valid).
@@ -43,7 +45,7 @@ def history_add(history: list[HistoryEntry], trace_json: str, stamp: str,
         if entry.trace_json == trace_json:
             return [entry] + [e for e in history if e is not entry][: limit - 1]
     serial = 1 + max((e.number for e in history), default=0)
-    return [HistoryEntry(f"{stamp}-{serial}", stamp, trace_json), *history][:limit]
+    return [HistoryEntry(f"{stamp}-{serial}", stamp, trace_json, recorded), *history][:limit]
 
 
 def keep_pins(pins: object, history: list[HistoryEntry], most: int = 2) -> list[str]:

@@ -48,3 +48,9 @@ def test_every_gallery_run_loads_and_every_figure_draws(entry, lang):
         assert sweep_figure(recorded.run, lang).data
     assert entry_label(entry, lang) and "{" not in entry_label(entry, lang)
 
+
+
+def test_the_gallery_folder_is_where_the_app_looks():
+    from app_support.gallery import GALLERY_ROOT  # the app's module: streamlit, imported by this test only
+
+    assert GALLERY_ROOT == GALLERY

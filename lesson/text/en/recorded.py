@@ -33,4 +33,7 @@ TEXT: dict = {
     "rec_sweep_title": "Recorded sweep",
     "rec_serving_title": "Recorded serving runs",
     "rec_close": "Close the recorded runs",
+    "rec_sweep_alt": "A recorded {kind} sweep of {model}: {n} points, each pass's median time beside the cost model's floor.",
+    "rec_cache_title": "Recorded: cache on vs off",
+    "rec_entry_serving_set": "{machine} · {when} · {n} policies side by side on {scenario} · {requests} requests · {model}",
 }

@@ -33,4 +33,7 @@ TEXT: dict = {
     "rec_sweep_title": "录制的扫描",
     "rec_serving_title": "录制的服务运行",
     "rec_close": "关闭录制的运行",
+    "rec_sweep_alt": "录制的 {kind} 扫描（{model}）：{n} 个测量点，每个点的中位时间与成本模型的下限并列。",
+    "rec_cache_title": "录制的开/关 KV 缓存对比",
+    "rec_entry_serving_set": "{machine} · {when} · {n} 种调度策略并排，场景 {scenario} · {requests} 个请求 · {model}",
 }

@@ -1,0 +1,140 @@
+"""Recorded runs in the app: the server's first view says it was recorded (when, on which machine); a
+gallery run or an uploaded file opens, drawn by the same figures and labelled as recorded wherever it
+appears, and can be pinned beside a live run; a malformed or hostile file is one message in the page's
+language and the page keeps what it showed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app_support.gallery import GALLERY_ROOT
+from engine.recorded import RecordedFileError, gallery_indexes, load_entry, read_index
+from lesson.messages import error_message
+from lesson.recorded import figure_note, first_view_note, recorded_note
+from lesson.text import t
+from tests.app.apptest import APP, LAB, SERVING_LAB, assert_healthy, needs_model, shown_trace, texts
+from tests.factories import make_run, make_trace
+
+ENTRIES = {f"{e.folder.name}/{e.name}": e for index in gallery_indexes(GALLERY_ROOT) for e in read_index(index)}
+
+
+@pytest.fixture
+def app(monkeypatch):
+    monkeypatch.setenv("PREFILL_DECODE_MAX_PROMPT_TOKENS", "1024")
+    monkeypatch.setenv("PREFILL_DECODE_RECORDED_MAX_MB", "0.2")  # the 1024-token traces fit, a 300 KB file does not
+    return AppTest.from_file(APP, default_timeout=300).run()
+
+
+def images(at) -> list[str]:
+    return [img.proto.imgs[0].alt for img in at.get("image")]
+
+
+def open_gallery(at, page: str, name: str):
+    at.selectbox(key=f"rec_pick_{page}").set_value(name)
+    return at.button(key=f"rec_open_{page}").click().run()
+
+
+@needs_model
+def test_the_first_view_says_when_and_on_which_machine_it_was_recorded(app):
+    assert_healthy(app)
+    assert not app.session_state["trace_recorded"] and app.session_state["trace_is_default"]
+    provenance = json.loads(app.session_state["trace_json"])["provenance"]
+    assert provenance["device"] == "cpu" and provenance["recorded_at"].endswith("Z")
+    trace = shown_trace_object(app)
+    assert first_view_note(trace.provenance, "zh") in texts(app, "caption")  # under the run panel's answer
+    assert figure_note(trace.provenance, "zh") in texts(app, "caption")  # under each figure
+    alts = images(app)
+    assert sum(t("zh", "rec_alt").split("{")[0] in alt for alt in alts) == 6  # every figure of the run, not the sketch
+    assert app.session_state["history"][0].recorded
+
+
+@needs_model
+def test_a_gallery_trace_becomes_the_pages_run_labelled_and_pins_beside_another_run(app):
+    at = open_gallery(app, "lesson", "cpu/lesson-zh-1024")
+    assert_healthy(at)
+    recorded = load_entry(ENTRIES["cpu/lesson-zh-1024"], 1_000_000).run
+    assert shown_trace(at)["prompt_ids"] == list(recorded.prompt_ids) and at.session_state["trace_recorded"]
+    assert recorded_note(recorded.provenance, "zh") in texts(at, "caption")
+    assert t("zh", "stale_note") not in texts(at, "info")  # a recorded run is not the page's settings
+    assert at.success and sum(t("zh", "rec_alt").split("{")[0] in alt for alt in images(at)) == 6
+    history = at.session_state["history"]
+    assert [e.recorded for e in history] == [True, True]  # the opened run, and the first view before it
+    at.multiselect(key="compare_pins").set_value([e.run_id for e in history]).run()
+    assert_healthy(at)
+    labels = at.multiselect(key="compare_pins").options
+    assert all(label.startswith("录制于") for label in labels)
+    run_a = [alt for alt in images(at) if alt.startswith(t("zh", "cmp_run_a"))]
+    assert len(run_a) == 3 and all(t("zh", "rec_alt").split("{")[0] in alt for alt in run_a)
+
+
+@needs_model
+def test_a_live_run_after_a_recorded_one_is_the_visitors_own(app):
+    at = open_gallery(app, "lesson", "cpu/lesson-zh-4")
+    at.button(key="run").click().run()
+    assert_healthy(at)
+    assert not at.session_state["trace_recorded"] and not at.session_state["trace_is_default"]
+    assert "录制" not in texts(at, "caption")
+    assert not at.session_state["history"][0].recorded
+
+
+def shown_trace_object(at):
+    from engine.trace import RequestTrace
+
+    return RequestTrace.from_json(at.session_state["trace_json"])
+
+
+BAD_FILES = {
+    "not_json": b"{ this is not json",
+    "script": b"<script>alert('x')</script>",
+    "wrong_kind": make_run().to_json().encode("utf-8"),  # a serving run: the serving lab opens it
+    "too_large": b" " * 300_000 + make_trace().to_json().encode("utf-8"),
+    "invalid": json.dumps({**json.loads(make_trace().to_json()), "tokenize_ms": "<b>soon</b>"}).encode("utf-8"),
+}
+WHY = {"not_json": "not_json", "script": "not_json", "wrong_kind": "wrong_kind", "too_large": "too_large",
+       "invalid": "invalid"}
+
+
+@needs_model
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_malformed_or_hostile_file_is_one_message_and_the_page_keeps_its_run(app, lang):
+    if lang != "zh":
+        app.radio(key="lang").set_value(lang).run()
+    before = app.session_state["trace_json"]
+    for name, data in BAD_FILES.items():
+        app.file_uploader(key="rec_upload_lesson").set_value((f"{name}.json", data, "application/json")).run()
+        assert not app.exception, [e.value for e in app.exception]
+        errors = [e.value for e in app.error]
+        assert len(errors) == 1, (name, errors)
+        assert t(lang, f"rec_why_{WHY[name]}").split("{")[0] in errors[0], (name, errors)
+        assert "<script>" not in errors[0] and "<b>" not in errors[0]
+        assert app.session_state["trace_json"] == before and not app.session_state["trace_recorded"]
+    expected = error_message(RecordedFileError("not_json", "x"), lang)
+    app.file_uploader(key="rec_upload_lesson").set_value(("again.json", b"nope", "application/json")).run()
+    assert [e.value for e in app.error] == [expected]
+
+
+@needs_model
+@pytest.mark.slow
+def test_the_labs_open_a_recorded_sweep_cache_comparison_and_serving_runs(app):
+    at = app.switch_page(LAB).run()
+    at = open_gallery(at, "lab", "cpu/sweep-prefill-preset-qwen2-5-0-5b")
+    assert_healthy(at)
+    assert any(c.key == "rec_sweep_chart" for c in at.get("plotly_chart"))
+    sweep = load_entry(ENTRIES["cpu/sweep-prefill-preset-qwen2-5-0-5b"], 1_000_000).run
+    assert recorded_note(sweep.provenance, "zh") in texts(at, "markdown")
+    at = open_gallery(at, "lab", "cpu/cache-on-off-zh-1024")
+    assert_healthy(at)
+    assert any(alt.startswith(t("zh", "alt_cache_compare").split("{")[0]) for alt in images(at))
+    at = at.switch_page(SERVING_LAB).run()
+    options = at.selectbox(key="rec_pick_serving").options
+    assert len(options) == 1 and "4" in options[0]  # one machine, one scenario, its four policies together
+    at = at.button(key="rec_open_serving").click().run()
+    assert_healthy(at)
+    recorded = [alt for alt in images(at) if t("zh", "rec_alt").split("{")[0] in alt]
+    assert len(recorded) == 1 + 3 * 4  # the metric table, then Gantt, batch and KV blocks of each policy
+    at.file_uploader(key="rec_upload_serving").set_value(("t.json", make_trace().to_json().encode(), "x/json")).run()
+    assert [e.value for e in at.error] == [error_message(
+        RecordedFileError("wrong_kind", "x", kind="trace", expected="lesson"), "zh")]
