@@ -149,7 +149,8 @@ class EngineClient:
 
     def stream_trace(self, model: ModelRef, prompt: str, config: GenerationConfig = GenerationConfig(), *,
                      max_prompt_tokens: int | None = None, request_id: str = "r0") -> Iterator[Event]:
-        """Queued / Started, then a Pass per forward pass (the last one finished), then Done(trace)."""
+        """Queued / Started, then a Pass per forward pass (the last one finished), then Done(trace).
+        The worker sends the Prefill's pass at once and later passes a few at a time (every 50 ms)."""
         args = {"model": model.to_wire(), "prompt": prompt, "config": to_plain(config), "stream": True,
                 "max_prompt_tokens": max_prompt_tokens, "request_id": request_id}
         header: RequestTrace | None = None
@@ -160,10 +161,14 @@ class EngineClient:
                     header = RequestTrace.from_dict({**fields["header"], "steps": []})
                 if header is None:
                     raise ProtocolError("protocol_malformed", "a pass before the trace's header", why="pass")
-                steps.append(from_plain(Step, fields["step"]))
-                yield Pass(dataclasses.replace(header, steps=StepsSoFar(steps)))
+                for step in fields["steps"]:  # the passes since the last event: one Pass each
+                    steps.append(from_plain(Step, step))
+                    yield Pass(dataclasses.replace(header, steps=StepsSoFar(steps)))
             elif kind == "done":
                 trace = RequestTrace.from_dict(fields["result"])
+                every = list(trace.steps)
+                for n in range(len(steps) + 1, len(every)):  # passes the worker had gathered, not yet sent
+                    yield Pass(dataclasses.replace(header, steps=StepsSoFar(every, n)))
                 yield Pass(trace)
                 yield Done(trace)
             else:
@@ -185,8 +190,10 @@ class EngineClient:
                     header = RequestTrace.from_dict({**fields["header"], "steps": []})
                 if header is None:
                     raise ProtocolError("protocol_malformed", "a pass before the trace's header", why="pass")
-                steps.append(from_plain(Step, fields["step"]))
-                yield Pass(dataclasses.replace(header, steps=tuple(steps) if header.finished else StepsSoFar(steps)))
+                for step in fields["steps"]:  # one event carries one pass here (run 1, pass by pass)
+                    steps.append(from_plain(Step, step))
+                    yield Pass(dataclasses.replace(header, steps=tuple(steps) if header.finished else
+                                                   StepsSoFar(steps)))
             elif kind == "done":
                 yield Done(tuple(RequestTrace.from_dict(t) for t in fields["result"]["traces"]))
             else:

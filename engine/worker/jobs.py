@@ -16,6 +16,7 @@ import dataclasses
 import os
 import platform
 import sys
+import time
 from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass
@@ -42,6 +43,7 @@ from .models import ModelCache, model_choices
 from .protocol import PROTOCOL_VERSION, ModelRef
 
 SERVE_PROGRESS_EVERY = 8  # serving iterations between two progress events (a run has hundreds)
+STREAM_INTERVAL_S = 0.05  # streamed passes are sent at most this often (the page redraws at most every 0.1 s)
 
 
 @dataclass
@@ -78,21 +80,28 @@ def field_values(cls: type, data: Any, what: str) -> dict[str, Any]:
 # --- measured: one at a time ------------------------------------------------------------
 
 def run_trace(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
-    """One request through stream_trace; with `stream`, a `pass` event after every pass but the last.
-    The result is the finished trace (RequestTrace.to_dict)."""
+    """One request through stream_trace. With `stream`, `pass` events carry its steps: the Prefill's at
+    once (with the trace's header), later ones gathered and sent at most every STREAM_INTERVAL_S, so
+    the page's process is woken a few times a second, not after every ~2 ms pass (each wake-up took a
+    core from the next pass). The result is the finished trace (RequestTrace.to_dict)."""
     lm = ctx.lm(args)
     cfg = GenerationConfig(**field_values(GenerationConfig, args.get("config", {}), "config"))
     stream = bool(args.get("stream", True))
     traces = stream_trace(lm, args.get("prompt"), cfg, request_id=str(args.get("request_id", "r0")),
                           max_prompt_tokens=args.get("max_prompt_tokens"))
+    unsent, sent_at = [], 0.0
     with closing(traces):
         for trace in traces:
             if trace.finished:
-                return trace.to_dict()
+                return trace.to_dict()  # carries every step: nothing still unsent is lost
             ctx.check_cancelled()
-            if stream:
-                first = len(trace.steps) == 1
-                ctx.emit("pass", step=step_plain(trace.steps[-1]), header=trace_header(trace) if first else None)
+            if not stream:
+                continue
+            unsent.append(step_plain(trace.steps[-1]))
+            first = len(trace.steps) == 1
+            if first or time.perf_counter() - sent_at >= STREAM_INTERVAL_S:
+                ctx.emit("pass", steps=unsent, header=trace_header(trace) if first else None)
+                unsent, sent_at = [], time.perf_counter()
     raise ProtocolError("protocol_malformed", "the trace ended without a finished step", why="trace")
 
 
@@ -112,7 +121,7 @@ def run_trace_repeats(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
             ctx.check_cancelled()
             if not finished:  # run 1, pass by pass; its header again on the last pass (stop reason, text)
                 last = trace.finished
-                ctx.emit("pass", step=step_plain(trace.steps[-1]),
+                ctx.emit("pass", steps=[step_plain(trace.steps[-1])],
                          header=trace_header(trace) if last or len(trace.steps) == 1 else None)
             if trace.finished:
                 finished.append(trace.to_dict())

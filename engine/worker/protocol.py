@@ -22,8 +22,9 @@ queued call leaves the queue, a running one stops at its next forward pass.
                        cancel     {}                               stop this connection's call
     worker -> client   queued     {"ahead": N}                     N runs before this one (the running one counted)
                        started    {}                               this call's measured run has begun
-                       pass       {"step": {...}, "header": {...}} stream_trace: one forward pass (a Step); the
-                                                                   first pass also carries the trace without steps
+                       pass       {"steps": [...], "header": {...}}  stream_trace: the passes since the last
+                                                                   event (Steps; the Prefill's at once, then every
+                                                                   50 ms); the first also carries the trace header
                        progress   {"done": i, "total": n}          sweeps (points), modes, serving (requests)
                        done       {"result": ...}                  plain JSON; engine/worker/client.py rebuilds it
                        error      {"error": {"class", "key", "params", "message"}}
