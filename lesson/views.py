@@ -380,7 +380,9 @@ def trace_csv(trace: RequestTrace) -> str:
     (a prompt starting with = is shown as text, never run as a formula)."""
     buffer = io.StringIO()
     headers = [TABLE_HEADERS.get(k, k) for k in STEP_TABLE_COLUMNS]
-    writer = csv.DictWriter(buffer, fieldnames=headers, lineterminator="\n")
+    # CRLF, as RFC 4180 and spreadsheets write it: a cell holding a lone CR (a token piece can) is then
+    # quoted, so no program splits the row there and reads what follows as a new cell
+    writer = csv.DictWriter(buffer, fieldnames=headers, lineterminator="\r\n")
     writer.writeheader()
     writer.writerows({k: csv_cell(v) for k, v in row.items()} for row in step_table(trace))
     return CSV_BOM + buffer.getvalue()
