@@ -167,7 +167,11 @@ def _open(page: str, kind: str, jsons: tuple[str, ...], settings: ServerSettings
                                 expected=PAGE_OF[kind])
     ss = st.session_state
     if page == "lesson":
-        run_panel.open_recorded_trace(jsons[0], rerun_args(parsed_trace(jsons[0]), settings))
+        trace = parsed_trace(jsons[0])
+        if trace.prompt_len > settings.limits.max_prompt_tokens:  # the labs measure the shown run's prompt again
+            raise RecordedFileError("over_cap", "the prompt is over this server's cap", n=trace.prompt_len,
+                                    limit=settings.limits.max_prompt_tokens)
+        run_panel.open_recorded_trace(jsons[0], rerun_args(trace, settings))
     elif page == "lab":
         ss.recorded_lab = (kind, jsons[0])
     else:

@@ -56,7 +56,8 @@ LIMIT_WHYS = {"limit_json_depth": "too_deep", "limit_json_number": "long_number"
 class RecordedFileError(InputError):
     """A file that is not a recorded run this build can open. key "recorded_file"; `why` is one of
     too_large, not_text, not_json, too_deep, long_number, not_finite, unknown_kind, invalid, too_many,
-    wrong_kind, missing; other params: `kind`, `expected`, `mb`, `limit`, `n`."""
+    wrong_kind, missing (and over_cap: a page's own cap, app_support/gallery.py); other params: `kind`,
+    `expected`, `mb`, `limit`, `n`."""
 
     def __init__(self, why: str, message: str, **params: Any) -> None:
         super().__init__("recorded_file", message, why=why, **params)

@@ -116,6 +116,7 @@ TEXT: dict = {
     "rec_why_invalid": "it looks like {kind}, but a field is missing or holds the wrong kind of value.",
     "rec_why_too_many": "it holds {n} items; at most {limit} are read.",
     "rec_why_wrong_kind": "it is {kind}; {expected} opens it.",
+    "rec_why_over_cap": "its prompt has {n} tokens, more than this server runs ({limit}, PREFILL_DECODE_MAX_PROMPT_TOKENS): the labs would measure it again here.",
     "rec_why_missing": "the gallery's file cannot be read.",
     "rec_why_other": "it is not a file this version reads.",
 }

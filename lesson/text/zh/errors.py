@@ -116,6 +116,7 @@ TEXT: dict = {
     "rec_why_invalid": "它看起来是{kind}，但缺少某个字段，或某个字段的值类型不对。",
     "rec_why_too_many": "它含有 {n} 项，最多读取 {limit} 项。",
     "rec_why_wrong_kind": "它是{kind}；请在{expected}打开它。",
+    "rec_why_over_cap": "它的提示词有 {n} 个 Token，超过本服务器的上限 {limit}（PREFILL_DECODE_MAX_PROMPT_TOKENS）：实验室会在这里重新测量它。",
     "rec_why_missing": "画廊中的这个文件无法读取。",
     "rec_why_other": "这个版本读不了这个文件。",
 }
