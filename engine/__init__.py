@@ -7,19 +7,18 @@ Depends on torch and transformers only. Public surface:
     for partial in stream_trace(lm, prompt, cfg): ...   # one trace per forward pass
 
 Names are imported lazily, so `from engine.trace import RequestTrace` (what the
-renderers need) does not pull in torch.
+renderers need) and `from engine import GenerationConfig` (what a client of the
+engine worker sends) do not pull in torch.
 """
 
 import importlib
 
 _EXPORTS = {
     "errors": ("EngineError", "InputError", "ModelLoadError", "PhaseError"),
-    "generation": (
-        "MAX_NEW_TOKENS", "GenerationConfig", "decode_step", "generate", "generate_ids",
-        "generate_ids_no_cache", "prefill", "stream_trace",
-    ),
+    "generation": ("decode_step", "generate", "generate_ids", "generate_ids_no_cache", "prefill", "stream_trace"),
     "hf": ("new_cache",),
     "model": ("DEFAULT_MODEL_DIR", "LoadedModel", "load_model"),
+    "results": ("MAX_NEW_TOKENS", "GenerationConfig"),  # plain: a client builds a request without torch
     "trace": ("Metrics", "ModelInfo", "RequestTrace", "Sampling", "Step", "compute_metrics"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}

@@ -7,12 +7,10 @@ and what the new position of one Decode step reads from the cache.
                   cached position plus itself, per layer (eager attention, that step only)
 
 The cache saves recomputing K and V of old positions; the new query still reads all
-of them. Results are frozen dataclasses of plain values (no tensors).
+of them. Results are frozen dataclasses of plain values (no tensors; engine/results.py).
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import torch
 
@@ -22,48 +20,11 @@ from .errors import PhaseError
 from .generation import GenerationConfig, no_cache_passes, passes, prefill, token_pieces
 from .hf import new_cache
 from .model import LoadedModel
+from .results import CacheComparison, DecodeAttention
 
 
 class TokensDifferError(RuntimeError):
     """Cache off and cache on chose different tokens: one of the two loops is wrong."""
-
-
-@dataclass(frozen=True)
-class CacheComparison:
-    """Per-step times (ms) and FLOPs of one greedy answer, cache off and on.
-
-    Index t is the pass that chose output token t: pass 0 is the Prefill (the same
-    work with or without a cache), pass t > 0 a Decode step.
-    """
-
-    prompt_len: int
-    output_ids: tuple[int, ...]
-    off_ms: tuple[float, ...]       # cache off: pass t recomputes prompt_len + t positions
-    on_ms: tuple[float, ...]        # cache on: Prefill, then one position per pass
-    off_flops: tuple[float, ...]
-    on_flops: tuple[float, ...]
-    off_positions: tuple[int, ...]  # positions computed in each pass
-    on_positions: tuple[int, ...]
-
-    @property
-    def num_steps(self) -> int:
-        return len(self.output_ids)
-
-    @property
-    def off_total_ms(self) -> float:
-        return sum(self.off_ms)
-
-    @property
-    def on_total_ms(self) -> float:
-        return sum(self.on_ms)
-
-    @property
-    def off_total_flops(self) -> float:
-        return sum(self.off_flops)
-
-    @property
-    def on_total_flops(self) -> float:
-        return sum(self.on_flops)
 
 
 def step_flops(shape: ModelShape, prompt_len: int, num_steps: int) -> tuple[tuple[float, ...], tuple[float, ...]]:
@@ -110,28 +71,6 @@ def compare_cache(lm: LoadedModel, prompt_ids: list[int], max_new_tokens: int) -
 # ---------------------------------------------------------------------------
 # What one Decode step reads: its attention weights over the cache
 # ---------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class DecodeAttention:
-    """The new position's attention in Decode step `decode_index` (D1 = the first Decode).
-
-    Over positions 0 .. context: the `context` positions before it, then the new one itself.
-    `per_head[layer][head][position]`, `mean[layer][position]` (mean over query heads).
-    """
-
-    decode_index: int
-    context: int                    # cached positions the new query reads
-    token_ids: tuple[int, ...]      # the context + 1 tokens at those positions (the last is the new input)
-    pieces: tuple[str, ...]         # their readable text (raw: renderers escape it)
-    per_head: tuple[tuple[tuple[float, ...], ...], ...]
-    mean: tuple[tuple[float, ...], ...]
-    num_read: tuple[int, ...] = ()  # per layer: positions its cache held, plus the new one (< context + 1
-                                    # for a sliding window, whose dropped positions are 0 in the rows)
-
-    @property
-    def num_layers(self) -> int:
-        return len(self.per_head)
-
 
 def decode_attention(lm: LoadedModel, prompt_ids: list[int], output_ids: list[int] | tuple[int, ...],
                      decode_index: int) -> DecodeAttention:

@@ -30,47 +30,9 @@ from .hf import Cache, device_clock, eos_ids
 from .model import LoadedModel
 from .prompts import prompt_token_ids
 from .provenance import this_machine
+from .results import GenerationConfig
 from .runners import Runner, bucket_length
-from .trace import ENGINE_MODES, RequestTrace, Sampling, Step, StepsSoFar
-
-MAX_NEW_TOKENS = 4096  # hard engine cap; apps set lower caps of their own
-
-
-@dataclass(frozen=True)
-class GenerationConfig:
-    """How long to write and how to choose each token (temperature 0 = greedy)."""
-
-    max_new_tokens: int = 16
-    temperature: float = 0.0
-    top_k: int = 0  # keep the k most likely tokens; 0 = off
-    top_p: float = 1.0  # keep the smallest set with this much probability; 1.0 = off
-    seed: int = 0  # makes sampling repeat exactly
-    ignore_eos: bool = False  # keep writing past EOS (benchmarks want fixed lengths)
-    mode: str = "eager"  # the runner: "eager" (growing cache), "static", "graph" (CUDA), "compiled" (runners.py)
-
-    def __post_init__(self) -> None:
-        if self.mode not in ENGINE_MODES:
-            raise InputError("mode_unknown", f"mode must be one of {', '.join(ENGINE_MODES)}, got {self.mode!r}",
-                             value=self.mode, choices=", ".join(ENGINE_MODES))
-        if not isinstance(self.max_new_tokens, int) or not 1 <= self.max_new_tokens <= MAX_NEW_TOKENS:
-            raise InputError(
-                "max_new_tokens_range",
-                f"max-new-tokens must be between 1 and {MAX_NEW_TOKENS}, got {self.max_new_tokens}",
-                value=self.max_new_tokens, low=1, high=MAX_NEW_TOKENS,
-            )
-        for name, ok in (
-            ("temperature", 0.0 <= self.temperature <= 10.0),
-            ("top_k", isinstance(self.top_k, int) and self.top_k >= 0),
-            ("top_p", 0.0 < self.top_p <= 1.0),
-        ):
-            if not ok:
-                value = getattr(self, name)
-                raise InputError("sampling_range", f"{name}={value} is out of range", name=name, value=value)
-
-    @property
-    def sampling(self) -> Sampling:
-        return Sampling(temperature=self.temperature, top_k=self.top_k, top_p=self.top_p, seed=self.seed)
-
+from .trace import RequestTrace, Step, StepsSoFar
 
 # ---------------------------------------------------------------------------
 # The two phases

@@ -20,7 +20,6 @@ from __future__ import annotations
 import statistics
 import time
 from collections import Counter
-from dataclasses import dataclass
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -28,20 +27,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from .generation import decode_step, prefill
 from .hf import new_cache
 from .model import LoadedModel
-
-
-@dataclass(frozen=True)
-class DecodeOps:
-    """The operator calls of one eager Decode step, counted as PyTorch dispatched them."""
-
-    calls: int  # every call, views included
-    kernels: int  # calls that run a kernel: views and calls that hand back their input unchanged are free
-    top: tuple[tuple[str, int], ...]  # the most frequent calls that run a kernel, e.g. ("mul", 41)
-    layers: int  # the model's layers, so a page can say "about N per layer"
-
-    @property
-    def per_layer(self) -> float:
-        return self.kernels / max(1, self.layers)
+from .results import DecodeOps
 
 
 class OpCounter(TorchDispatchMode):

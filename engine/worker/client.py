@@ -25,15 +25,13 @@ import dataclasses
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from contextlib import closing
 from multiprocessing.connection import AuthenticationError
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import config
-from ..compare import CacheComparison, DecodeAttention
 from ..cost import DeviceSpec, ModelShape
-from ..generation import GenerationConfig
-from ..overhead import DecodeOps
-from ..serving.engine import ServeConfig
+from ..results import CacheComparison, DecodeAttention, DecodeOps, GenerationConfig
 from ..serving.trace import ServingRun
 from ..serving.workloads import WorkloadRequest
 from ..sweep import Sweep
@@ -47,6 +45,9 @@ from .protocol import (
     FINAL_TYPES, HANDSHAKE_TIMEOUT_S, WORKER_TYPES, Channel, ModelRef, connect, format_address,
     parse_address, read_token,
 )
+
+if TYPE_CHECKING:  # engine.serving.core imports torch: this module never does (a page imports it)
+    from ..serving.core import ServeConfig
 
 
 # --- events -------------------------------------------------------------------------
@@ -85,7 +86,14 @@ class Done:
     result: Any
 
 
-Event = Queued | Started | Pass | Progress | Done
+@dataclass(frozen=True)
+class Waiting:
+    """Nothing came from the worker for the client's `heartbeat_s` (the call is queued, or in a long
+    pass). Only a client made with `heartbeat_s` sends it: a page redraws on it, and Streamlit stops
+    a script whose page was rerun or closed only at a redraw, so a queued call is cancelled at once."""
+
+
+Event = Queued | Started | Pass | Progress | Done | Waiting
 OnEvent = Callable[[Event], None] | None
 
 
@@ -117,23 +125,25 @@ class EngineClient:
     """Calls to one engine worker. Thread-safe: every call has a connection of its own."""
 
     def __init__(self, address: tuple[str, int] | None, authkey: bytes | None, *, local: LocalWorker | None = None,
-                 connect_timeout_s: float = HANDSHAKE_TIMEOUT_S) -> None:
+                 connect_timeout_s: float = HANDSHAKE_TIMEOUT_S, heartbeat_s: float | None = None) -> None:
         if local is None and (address is None or not authkey):
             raise WorkerSetupError("engine_no_token", "a remote engine worker needs its address and token",
                                    host=address[0] if address else "")
         self._address, self._authkey, self.local = address, authkey, local
         self.connect_timeout_s = connect_timeout_s
+        self.heartbeat_s = heartbeat_s  # a Waiting event after this long without a message; None: never
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] = os.environ) -> EngineClient:
+    def from_env(cls, environ: Mapping[str, str] = os.environ, *, heartbeat_s: float | None = None) -> EngineClient:
         """PREFILL_DECODE_ENGINE=HOST:PORT: that worker, with the token of PREFILL_DECODE_ENGINE_TOKEN_FILE
         (or PREFILL_DECODE_ENGINE_TOKEN); unset: a local worker, started on the first call."""
         address = config.read_text(environ, config.ENGINE)
         if not address:
             settings = config.settings_from_env(environ)
-            return cls(None, None, local=LocalWorker(device=settings.device, dtype=settings.dtype, environ=environ))
+            return cls(None, None, local=LocalWorker(device=settings.device, dtype=settings.dtype, environ=environ),
+                       heartbeat_s=heartbeat_s)
         token = read_token(config.read_text(environ, config.ENGINE_TOKEN_FILE) or None, environ)
-        return cls(parse_address(address), token)
+        return cls(parse_address(address), token, heartbeat_s=heartbeat_s)
 
     @property
     def address(self) -> tuple[str, int]:
@@ -233,10 +243,14 @@ class EngineClient:
                 "repeats": repeats, "batch_context": batch_context, "cap": cap, "seed": seed}
         return Sweep.from_json(self._result("sweep", args, on_event))
 
-    def serve_workload(self, model: ModelRef, requests: Sequence[WorkloadRequest], config: ServeConfig = ServeConfig(),
-                       *, scenario: str = "custom", on_event: OnEvent = None) -> ServingRun:
-        """engine.serving.run_workload in the worker; Progress events as requests finish."""
-        args = {"model": model.to_wire(), "requests": [to_plain(r) for r in requests], "config": to_plain(config),
+    def serve_workload(self, model: ModelRef, requests: Sequence[WorkloadRequest],
+                       config: ServeConfig | Mapping[str, Any] | None = None, *, scenario: str = "custom",
+                       on_event: OnEvent = None) -> ServingRun:
+        """engine.serving.run_workload in the worker; Progress events as requests finish. `config`: a
+        ServeConfig, or its fields as plain values (`slo` as {"ttft_ms", "tpot_ms"}), checked in the
+        worker (a bad setting raises its InputError here); None: the defaults."""
+        plain = to_plain(config) if dataclasses.is_dataclass(config) else dict(config or {})
+        args = {"model": model.to_wire(), "requests": [to_plain(r) for r in requests], "config": plain,
                 "scenario": scenario}
         return ServingRun.from_json(self._result("serve_workload", args, on_event))
 
@@ -283,6 +297,9 @@ class EngineClient:
         try:
             channel.send("call", method=method, args=args)
             while True:
+                if not self._arrived(channel):
+                    yield "waiting", {}
+                    continue
                 message = self._receive(channel, where, since)
                 kind = message.pop("type")
                 message.pop("v", None)
@@ -297,12 +314,22 @@ class EngineClient:
             channel.close()
 
     def _result(self, method: str, args: dict[str, Any], on_event: OnEvent = None) -> Any:
-        for kind, fields in self.call(method, args):
-            if kind == "done":
-                return fields.get("result")
-            if on_event is not None:
-                on_event(_event(kind, fields))
+        with closing(self.call(method, args)) as events:  # on_event may raise (a page stopped): cancel at once
+            for kind, fields in events:
+                if kind == "done":
+                    return fields.get("result")
+                if on_event is not None:
+                    on_event(_event(kind, fields))
         raise ProtocolError("protocol_malformed", "the call ended without a result", why="result")
+
+    def _arrived(self, channel: Channel) -> bool:
+        """Whether a message (or the end of the connection) is there to read, waiting at most heartbeat_s."""
+        if self.heartbeat_s is None:
+            return True
+        try:
+            return channel.conn.poll(self.heartbeat_s)
+        except (OSError, EOFError):
+            return True  # the read that follows says what happened
 
     def _check_local(self) -> int | None:
         """The local worker's generation this call runs on (restarting a dead one raises first)."""
@@ -347,6 +374,8 @@ def _event(kind: str, fields: dict[str, Any]) -> Event:
         return Started()
     if kind == "progress":
         return Progress(int(fields["done"]), int(fields["total"]))
+    if kind == "waiting":
+        return Waiting()
     raise ProtocolError("protocol_malformed", f"unexpected event {kind!r}", why="type", type=kind)
 
 

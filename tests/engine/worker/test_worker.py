@@ -29,7 +29,7 @@ from engine.overhead import count_decode_ops
 from engine.prompts import extend_prompt, prompt_token_ids
 from engine.serving.engine import ServeConfig, run_workload
 from engine.serving.workloads import WorkloadRequest, questions
-from engine.worker.client import Done, EngineClient, Pass, Progress, Queued, Started
+from engine.worker.client import Done, EngineClient, Pass, Progress, Queued, Started, Waiting
 from engine.worker.errors import ProtocolVersionError, RunCancelled, WorkerAuthError
 from engine.worker.jobs import MEASURED
 from engine.worker.models import WorkerSettings
@@ -261,6 +261,27 @@ def test_a_cancel_message_takes_a_queued_call_out_and_says_so(served, gate):
     assert channel.recv()["type"] == "cancelled"
     channel.close()
     wait_for(lambda: len(served.worker.queue) == 1)
+
+
+def test_a_heartbeat_client_hears_waiting_while_queued_and_a_raising_listener_cancels(served, gate):
+    hold_runner(served)
+    client = EngineClient(served.address, served.key, heartbeat_s=0.02)
+    heard = []
+
+    def listener(event):  # a page that is rerun while it waits: Streamlit raises from its next redraw
+        heard.append(event)
+        if heard.count(Waiting()) == 3 and Queued(ahead=1) in heard:
+            raise KeyboardInterrupt("the page stopped")
+
+    with pytest.raises(KeyboardInterrupt):
+        client.sweep(DEFAULT, "decode-context", (8,), repeats=1, on_event=listener)
+    assert [e for e in heard if e != Waiting()] == [Queued(ahead=1)]  # then nothing but heartbeats
+    wait_for(lambda: len(served.worker.queue) == 1)  # the sweep left the queue; only the gate is left
+    stream = client.stream_trace(DEFAULT, PROMPT, GenerationConfig(max_new_tokens=2))
+    assert next(e for e in stream if e != Waiting()) == Queued(ahead=1)  # a heartbeat may come before it
+    assert next(stream) == Waiting()  # held behind the gate: only heartbeats
+    stream.close()
+    assert served.client.heartbeat_s is None  # a client made without one never says Waiting
 
 
 def test_a_running_call_stops_at_its_next_pass_when_its_client_leaves(served, gate):
