@@ -186,7 +186,7 @@ def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, con
                 show_remote_error(err, lang)
                 return
     bar.progress(1.0, text=t(lang, "sl_probe_done", n=len(result.run.requests), failed=len(result.failures)))
-    st.session_state.sl_probe = result.to_json(indent=None)  # holds no key: the probe never stores it
+    st.session_state.sl_probe = result.to_json(indent=None)  # no key: masked in all a server sent (KeyMask)
 
 
 def show_remote_error(err: BaseException, lang: str) -> None:

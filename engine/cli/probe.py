@@ -12,6 +12,7 @@ import sys
 
 from ..interop.observed import OBSERVED_NOTE
 from ..interop.probe import APIS, ProbeConfig, ProbeResult, run_probe
+from ..limits import PROBE_SECONDS_PER_TOKEN
 from ..serving.workloads import SCENARIOS, load_workload_file, scenario
 from .common import add_slo_arguments, check_positive, dist, ms, shown, slo_from_args, table
 
@@ -33,7 +34,9 @@ def add_parser(sub) -> None:
     probe.add_argument("--api-key-env", default=None, metavar="VAR",
                        help="the NAME of an environment variable holding the API key (never the key itself)")
     probe.add_argument("--timeout", type=float, default=60.0, metavar="S",
-                       help="seconds without a byte from the server before a request fails (default 60)")
+                       help="seconds without a byte from the server before a request fails (default 60); each "
+                            f"request also ends at this plus {PROBE_SECONDS_PER_TOKEN:g} s per max_tokens, however "
+                            "the server trickles")
     probe.add_argument("--no-ignore-eos", action="store_true",
                        help="do not send vLLM's ignore_eos field (transformers serve refuses unknown fields)")
     probe.add_argument("--metrics-interval", type=float, default=0.25, metavar="S",

@@ -252,7 +252,7 @@ class ProbeConfig:
     model: str
     api: str = "completions"
     concurrency: int | None = None  # most requests in flight; None: no limit
-    timeout_s: float = 60.0  # seconds without a byte from the server before a request fails
+    timeout_s: float = 60.0  # seconds without a byte before a request fails (its deadline: stream_limits)
     api_key_env: str | None = None  # the NAME of the environment variable holding the key
     send_ignore_eos: bool = True  # vLLM / SGLang accept ignore_eos; transformers serve refuses unknown fields
     metrics_interval_s: float = 0.25
@@ -417,8 +417,8 @@ JSON_TYPES = {dict: "object", list: "array", str: "string", bool: "boolean", int
 
 
 def _shown_value(value: Any) -> str:
-    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, (dict, list)) else JSON_TYPES[type(value)]
-    return text[:MAX_SHOWN_CHARS]
+    text = json.dumps(value, ensure_ascii=False)  # a value of a parsed line: at most PROBE_MAX_LINE_BYTES
+    return text if len(text) <= MAX_SHOWN_CHARS else text[:MAX_SHOWN_CHARS - 1] + "…"
 
 
 def typed(rid: str, name: str, value: Any, kind: type) -> Any:
@@ -494,7 +494,7 @@ def _detail(raw: bytes, mask) -> str:
 def _past_deadline(rid: str, limits: StreamLimits, max_tokens: int, stream: _Stream) -> ProbeError:
     n = len(stream.pieces)
     return ProbeError("probe_deadline", f"{rid}: still not finished at its deadline of {limits.deadline_s:g} s "
-                                        f"(the timeout plus {PROBE_SECONDS_PER_TOKEN:g} s per max_tokens "
+                                        f"(the timeout plus {PROBE_SECONDS_PER_TOKEN:g} s per token, max_tokens "
                                         f"{max_tokens}); cut after {n} pieces", request_id=rid,
                       deadline_s=limits.deadline_s, max_tokens=max_tokens, pieces=n)
 
@@ -598,8 +598,10 @@ def _next_line(cfg, rid, resp, stream: _Stream, limits: StreamLimits, dog: Watch
     return line
 
 
-CHUNK_LIMIT_KEYS = {"limit_json_depth": "probe_chunk_depth", "limit_json_number": "probe_chunk_number",
-                    "limit_not_finite": "probe_chunk_not_finite"}
+# engine.limits.load_json's refusals -> the probe's key and words (a chunk's own limit, its request named)
+CHUNK_LIMITS = {"limit_json_depth": ("probe_chunk_depth", "is nested deeper than {limit} levels"),
+                "limit_json_number": ("probe_chunk_number", "has a number longer than {limit} characters"),
+                "limit_not_finite": ("probe_chunk_not_finite", "holds a number that is not finite")}
 
 
 def _parse_chunk(rid: str, data: str, mask: KeyMask) -> dict[str, Any]:
@@ -607,9 +609,10 @@ def _parse_chunk(rid: str, data: str, mask: KeyMask) -> dict[str, Any]:
     try:
         chunk = load_json(data)
     except LimitError as err:
-        raise ProbeError(CHUNK_LIMIT_KEYS.get(err.key, "probe_chunk_depth"), f"{rid}: a streamed chunk is refused: "
-                         f"{mask(str(err)).removeprefix('line 1: ')}", request_id=rid,
-                         limit=err.params.get("limit", "")) from None
+        key, words = CHUNK_LIMITS.get(err.key, CHUNK_LIMITS["limit_json_depth"])
+        limit = err.params.get("limit", "")
+        raise ProbeError(key, f"{rid}: a streamed chunk {words.format(limit=limit)}", request_id=rid,
+                         limit=limit) from None
     except ValueError:  # json.JSONDecodeError
         shown = mask(data)[:MAX_SHOWN_CHARS]
         raise ProbeError("probe_bad_chunk", f"{rid}: a streamed chunk is not JSON: {shown!r}", request_id=rid,
