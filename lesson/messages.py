@@ -6,7 +6,8 @@ any object with those two attributes, such as a probe failure read back from JSO
 meet them, and each says the same key in its own words:
 
     error_message(err, lang)    the lesson page and the bottleneck lab: a model, a prompt, a setting
-                                (and recorded_message: a recorded run file, on any page)
+                                (and recorded_message: a recorded run file, on any page; worker_message:
+                                the engine process that measures, on any page)
     serving_message(err, lang)  the serving lab's runs: caps, workloads, the serving engine
     remote_message(err, lang)   the serving lab's probe of a real server and its vLLM file upload
 
@@ -39,6 +40,13 @@ ENGINE_ERROR_KEYS = (
     "empty_prompt", "prompt_too_long", "max_new_tokens_range", "sampling_range", "model_not_found",
     "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
     "mode_unknown", "graph_needs_cuda", "preset_too_large", *LIMIT_KEYS,
+)
+# The engine worker's keys (engine/worker/errors.py), worded as err_<key> on every page: the process that
+# measures could not be reached, refused this server, or stopped (and was started again).
+WORKER_ERROR_KEYS = (
+    "engine_restarted", "engine_unreachable", "engine_refused", "engine_start", "engine_internal", "engine_busy",
+    "engine_no_token", "engine_address", "engine_token_file", "engine_token_short", "protocol_version",
+    "protocol_malformed", "run_cancelled",
 )
 # Keys the serving lab words as sl_err_<key>, with the engine's detail as code.
 SERVING_ERROR_KEYS = (
@@ -150,9 +158,23 @@ def error_message(err: BaseException, lang: str) -> str:
     key, raw = _key_and_params(err)
     if key == "recorded_file":
         return recorded_message(err, lang)
+    if key in WORKER_ERROR_KEYS:
+        return worker_message(err, lang)
     if key in ENGINE_ERROR_KEYS:
         return t(lang, f"err_{key}", **{k: safe_param(k, v) for k, v in raw.items()})
     return internal_message(err, lang)
+
+
+def worker_message(err: BaseException, lang: str) -> str:
+    """What went wrong with the engine worker (engine/worker/errors.py), in `lang`, on any page: a stop
+    during this run or before it (engine_restarted's `during_run`), a worker that cannot be reached or
+    refused this server, a version mismatch. Only data fields are shown; never a token, never `reason`."""
+    key, raw = _key_and_params(err)
+    params = {k: safe_param(k, v) for k, v in raw.items() if k not in ("reason", "during_run")}
+    if key == "engine_restarted":
+        params["exit_code"] = safe_param("exit_code", "?" if raw.get("exit_code") is None else raw["exit_code"])
+        return t(lang, "err_engine_restarted_run" if raw.get("during_run") else "err_engine_restarted", **params)
+    return t(lang, f"err_{key}", **params)
 
 
 def recorded_message(err: BaseException, lang: str) -> str:
@@ -178,6 +200,8 @@ def serving_message(err: BaseException, lang: str) -> str:
     engine's own detail is shown as code."""
     key, raw = _key_and_params(err)
     params = data_fields(raw)
+    if key in WORKER_ERROR_KEYS:
+        return worker_message(err, lang)
     if isinstance(err, CapError):
         return t(lang, key, **params)
     if key in LIMIT_KEYS:

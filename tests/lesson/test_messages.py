@@ -12,10 +12,11 @@ import pytest
 
 from engine.errors import CapError, EngineError, InputError, KeyedError, ModelLoadError, RemoteError
 from engine.interop.probe import CONNECTION_CAUSES, ProbeError
+from engine.worker.errors import EngineWorkerError, WorkerRestarted
 from lesson import messages
 from lesson.messages import (
-    CAP_KEYS, ENGINE_ERROR_KEYS, PROBE_KEYS, REFUSAL_KEYS, SERVING_ERROR_KEYS, as_error, code_span, data_field,
-    error_message, failure_message, remote_message, serving_message, technical_detail,
+    CAP_KEYS, ENGINE_ERROR_KEYS, PROBE_KEYS, REFUSAL_KEYS, SERVING_ERROR_KEYS, WORKER_ERROR_KEYS, as_error, code_span,
+    data_field, error_message, failure_message, remote_message, serving_message, technical_detail,
 )
 from lesson.text import LANGUAGES, TEXTS, t
 
@@ -64,6 +65,27 @@ def test_every_engine_key_is_worded_on_the_lesson_page(key):
         for value in params_for(f"err_{key}").values():
             assert value in words, (key, value)
         assert "the engine's English" not in words
+
+
+@pytest.mark.parametrize("key", WORKER_ERROR_KEYS)
+def test_every_engine_worker_key_is_worded_on_every_page(key):
+    text_key = "err_engine_restarted_run" if key == "engine_restarted" else f"err_{key}"
+    params = params_for(text_key)
+    err = EngineWorkerError(key, "the worker's English", **params, reason="the OS's words", during_run=True)
+    for translate in (error_message, serving_message, remote_message):
+        zh, en = translate(err, "zh"), translate(err, "en")
+        for lang, words, other in (("zh", zh, en), ("en", en, zh)):
+            check(words, lang, other)
+            assert all(value in words for value in params.values()), (key, words)
+            assert "English" not in words and "the OS" not in words
+
+
+def test_a_restarted_worker_says_whether_this_run_was_lost():
+    for lang in LANGUAGES:
+        during = error_message(WorkerRestarted(-9, True), lang)
+        before = error_message(WorkerRestarted(None, False), lang)
+        assert during == t(lang, "err_engine_restarted_run", exit_code=r"\-9")
+        assert before == t(lang, "err_engine_restarted", exit_code="?")
 
 
 def test_lesson_page_values_are_escaped_and_paths_cut():
