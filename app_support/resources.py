@@ -17,6 +17,7 @@ import streamlit as st
 
 from engine.config import ServerSettings, settings_from_env
 from engine.trace import RequestTrace
+from lesson.spread import headline
 from lesson.views import PRESET_PREFIX, resolve_model_choice
 
 log = logging.getLogger("prefill_decode.app")
@@ -66,17 +67,21 @@ def preset_choices(device: str, dtype: str) -> tuple[str, ...]:
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
-def finished_trace_json(
+def finished_runs_json(
     model_choice: str, device: str, dtype: str, prompt: str, max_new_tokens: int,
     temperature: float, top_k: int, top_p: float, seed: int, max_prompt_tokens: int, ignore_eos: bool = False,
-) -> str:
-    """A whole request's trace as JSON (used for the first view, before any Run)."""
-    from engine import GenerationConfig, generate
+    repeats: int = 1,
+) -> tuple[str, str]:
+    """A whole request run `repeats` times (engine.repeats; the first view, before any Run): run 1's
+    trace as JSON, and the runs' headline numbers (lesson.spread.Headline JSON: medians and ranges)."""
+    from engine import GenerationConfig
+    from engine.repeats import measure
 
     lm = get_model(model_choice, device, dtype)
     cfg = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
                            seed=seed, ignore_eos=ignore_eos)
-    return generate(lm, prompt, cfg, max_prompt_tokens=max_prompt_tokens).to_json(indent=None)
+    runs = measure(lm, prompt, cfg, repeats=repeats, max_prompt_tokens=max_prompt_tokens)
+    return runs[0].to_json(indent=None), headline(runs).to_json()
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -24,6 +24,7 @@ from lesson.messages import error_message
 from lesson.perfetto import to_perfetto_json
 from lesson.recorded import first_view_note, recorded_note, recorded_stamp, recorded_stem
 from lesson.runs import history_add, keep_pins
+from lesson.spread import headline
 from lesson.text import t
 from lesson.views import (
     DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, default_prompt, download_stem, format_ms, queue_note,
@@ -60,7 +61,7 @@ class RunArgs:
     ignore_eos: bool = False  # keep writing past end of sequence: the length slider is then exact
 
     def plain(self) -> tuple:
-        """The arguments in resources.finished_trace_json's order."""
+        """The arguments in resources.finished_runs_json's order."""
         return (self.model_choice, self.device, self.dtype, self.prompt, self.max_new_tokens, self.temperature,
                 self.top_k, self.top_p, self.seed, self.max_prompt_tokens, self.ignore_eos)
 
@@ -81,7 +82,8 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
     ran = False  # a new run drew its own answer; otherwise the box shows the run the figures show
     if clicked and effective is not None:
         with result, error_boundary(lang):
-            ran = _stream_run(lang, lm, current_args(settings, effective), num_prompt_tokens=preview[1])
+            ran = _stream_run(lang, lm, current_args(settings, effective), num_prompt_tokens=preview[1],
+                              repeats=settings.repeats)
     trace_json = trace_to_show(lang, settings)
     st.session_state.replay_shown = stepping.replay_step(trace_json)
     is_stepping = st.session_state.classroom or st.session_state.replay_shown is not None
@@ -176,11 +178,13 @@ def current_args(settings: ServerSettings, prompt: str) -> RunArgs:
     )
 
 
-def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> bool:
-    """Run the model, drawing Prefill and then each Decode token as it arrives.
+def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int, repeats: int = 1) -> bool:
+    """Run the model, drawing Prefill and then each Decode token as it arrives; then run the same
+    request `repeats` - 1 more times (engine.repeats), so the headline numbers are medians.
 
     Returns whether a finished run was stored (and its answer drawn)."""
-    from engine import GenerationConfig, stream_trace  # late: keeps torch out of the import of this module
+    from engine import GenerationConfig  # late: keeps torch out of the import of this module
+    from engine.repeats import stream_repeats
 
     cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
                            top_k=args.top_k, top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos)
@@ -189,9 +193,12 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> bool:
         queued.info(t(lang, "queued"), icon=":material/hourglass_top:")
     progress = st.progress(0.0, text=t(lang, "running_prefill", num_positions=num_prompt_tokens))
     answer, log_box = st.empty(), st.empty()
-    trace, last_draw = None, 0.0
+    last_draw, runs = 0.0, []
     try:
-        for trace in stream_trace(lm, args.prompt, cfg, max_prompt_tokens=args.max_prompt_tokens):
+        for trace in stream_repeats(lm, args.prompt, cfg, repeats=repeats, max_prompt_tokens=args.max_prompt_tokens):
+            if trace.finished:  # run 1's answer at once, then each repeat, whole (nothing drawn inside one)
+                _repeat_done(lang, trace, runs, repeats, progress, answer, log_box)
+                continue
             # The model waits while the page draws, and that wait lands in the next ITL; so draw
             # Prefill at once, then at most every UI_REFRESH_S (measured: drawing every step of a
             # 6 ms decode made TPOT about 10 ms). The engine records each hold as the next step's
@@ -211,19 +218,31 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int) -> bool:
     finally:
         queued.empty()
         progress.empty()
-    if trace is None:
+    if not runs:
         return False
-    _store_trace(trace.to_json(indent=None), args, is_default=False)
+    _store_trace(runs[0].to_json(indent=None), args, is_default=False, spread_json=headline(runs).to_json())
     shown = parsed_trace(stepping.classroom_view(st.session_state.trace_json))
     answer_and_log(lang, shown, answer, log_box)
     _done_notes(lang, shown)
     return True
 
 
-def _store_trace(trace_json: str, args: RunArgs, is_default: bool, recorded: bool = False) -> None:
+def _repeat_done(lang: str, trace: RequestTrace, runs: list, repeats: int, progress, answer, log_box) -> None:
+    """A finished run: run 1's answer is drawn in full; each run counts on the progress bar."""
+    runs.append(trace)
+    if len(runs) == 1:
+        answer_and_log(lang, trace, answer, log_box, tail=6)
+    if repeats > 1:
+        progress.progress(len(runs) / repeats, text=t(lang, "repeats_progress", done=len(runs), total=repeats))
+
+
+def _store_trace(trace_json: str, args: RunArgs, is_default: bool, recorded: bool = False,
+                 spread_json: str | None = None) -> None:
     """The run every figure shows from now on, with when it ran (for download names). `recorded`: a run
-    measured earlier, opened from a file or the gallery (stamped with its own UTC recording time)."""
+    measured earlier, opened from a file or the gallery (stamped with its own UTC recording time).
+    `spread_json`: the headline numbers of its repeats (lesson.spread.Headline JSON), if it had any."""
     ss = st.session_state
+    ss.trace_spread = spread_json
     ss.trace_json, ss.trace_args, ss.trace_is_default, ss.trace_recorded = trace_json, args, is_default, recorded
     trace = parsed_trace(trace_json)
     ss.trace_stamp = recorded_stamp(trace.provenance) if recorded else run_stamp(datetime.datetime.now())
@@ -243,7 +262,7 @@ def open_recorded_trace(trace_json: str, args: RunArgs) -> None:
 def recorded_caption(trace: RequestTrace, lang: str) -> str | None:
     """The label of a run shown but not measured for this visitor now: an opened recorded run (its machine,
     device, versions, date), or the server's first view, measured once and cached for every visitor
-    (resources.finished_trace_json): recorded at HH:MM on which machine. None for a run this visitor ran."""
+    (resources.finished_runs_json): recorded at HH:MM on which machine. None for a run this visitor ran."""
     if st.session_state.trace_recorded:
         return recorded_note(trace.provenance, lang)
     if st.session_state.trace_is_default:
@@ -302,12 +321,12 @@ def trace_to_show(lang: str, settings: ServerSettings) -> str | None:
                    min(DEFAULT_OUTPUT_LEN, settings.limits.max_new_tokens), 0.0, 0, 1.0, 0,
                    settings.limits.max_prompt_tokens)
     try:
-        trace_json = resources.finished_trace_json(*args.plain())
+        trace_json, spread_json = resources.finished_runs_json(*args.plain(), settings.repeats)
     except Exception as err:  # noqa: BLE001
         log.warning("default trace failed: %s", err)
         st.error(error_message(err, lang))
         return None
-    _store_trace(trace_json, args, is_default=True)
+    _store_trace(trace_json, args, is_default=True, spread_json=spread_json)
     return trace_json
 
 

@@ -19,14 +19,14 @@ from lesson.diagrams.animation import render_animation
 from lesson.style import DEFAULT_STYLE
 from lesson.text import label, t, table_for
 from lesson.views import (
-    bottleneck_live_text, download_stem, engine_caption, figure_alt, markdown_table, metric_cards,
-    metric_gap_notes, page_drawing_note, schematic_alt, truncate_trace,
+    bottleneck_contradicts, bottleneck_live_text, download_stem, engine_caption, figure_alt, markdown_table,
+    metric_cards, metric_gap_notes, page_drawing_note, schematic_alt, truncate_trace,
 )
 
 from . import gallery, resources, state
 from .resources import parsed_trace
 from .stepping import stepping_full
-from .ui import error_boundary, metric_row, svg_figure
+from .ui import error_boundary, metric_row, shown_spread, svg_figure
 
 
 def intro(lang: str) -> None:
@@ -113,9 +113,13 @@ def section_bottleneck(lang: str, trace_json: str | None, settings: ServerSettin
     st.markdown(markdown_table(t(lang, "bottleneck_table")))
     st.markdown(t(lang, "bottleneck_2"))
     if trace_json is not None:
-        live = bottleneck_live_text(parsed_trace(trace_json), lang)
+        trace = parsed_trace(trace_json)
+        live = bottleneck_live_text(trace, lang, shown_spread(trace))  # the medians of the run's repeats
         if live:
             st.info(live, icon=":material/speed:")
+        if bottleneck_contradicts(trace, shown_spread(trace)):  # this machine's noise: offer a fresh measurement
+            st.button(t(lang, "bottleneck_measure_again"), key="bottleneck_measure_again", icon=":material/refresh:",
+                      on_click=state.run_again, help=t(lang, "bottleneck_measure_again_help", n=settings.repeats))
     st.button(t(lang, "show_difference", num_tokens=settings.limits.max_prompt_tokens), key="show_difference",
               icon=":material/compare_arrows:", on_click=state.show_the_difference, args=(settings.limits,),
               help=t(lang, "show_difference_help"))
@@ -132,7 +136,7 @@ def section_waits(lang: str, trace_json: str | None) -> None:
         return
     with error_boundary(lang):
         trace = parsed_trace(trace_json)
-        metric_row(metric_cards(trace, lang))
+        metric_row(metric_cards(trace, lang, shown_spread(trace)))  # medians of the run's repeats, if any
         st.caption(engine_caption(trace, lang))  # which engine mode and attention kernel ran
         for note in metric_gap_notes(trace, lang):  # the pass times (timeline) beside the waits (cards)
             st.caption(note)

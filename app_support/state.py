@@ -42,6 +42,7 @@ DEFAULTS: dict[str, Any] = {
     "trace_stamp": "",  # when it ran, "YYYYmmdd-HHMMSS": download names tell runs apart
     "trace_is_default": False,  # it is the page's own first view, not a run the visitor asked for
     "trace_recorded": False,  # it is a recorded run opened from a file or the gallery (app_support/gallery.py)
+    "trace_spread": None,  # its repeats' headline numbers (lesson.spread.Headline JSON); None: one run only
     "class_step": 1,  # classroom: forward passes shown so far
     "flash": [],  # (text key, params) shown once at the top
     "reset_model_choice": False,  # a listed model failed to load: back to the default
@@ -151,6 +152,12 @@ def show_the_difference(limits: Limits) -> None:
     ss.prompt_len = limits.max_prompt_tokens
     ss.ignore_eos = False
     ss.run_requested = True
+
+
+def run_again() -> None:
+    """The "measure again" button's callback (the bottleneck section, when this machine's noise made a
+    Decode step look as slow as Prefill): the run panel runs its request again, repeats and all."""
+    st.session_state.run_requested = True
 
 
 def flash(key: str, **params: Any) -> None:

@@ -16,7 +16,9 @@ from pathlib import Path
 
 import streamlit as st
 
+from engine.trace import RequestTrace
 from lesson.messages import error_message
+from lesson.spread import Headline
 from lesson.text import t
 from lesson.views import MetricCard
 
@@ -113,6 +115,16 @@ def svg_figure(name: str, svg: str, lang: str, caption: str | None = None, *, al
     )
     if right.toggle(t(lang, "raw_svg"), key=f"raw_svg_{name}"):
         st.code(svg, language="xml", height=320, wrap_lines=True)
+
+
+def shown_spread(trace: RequestTrace) -> Headline | None:
+    """The headline numbers of the shown run's repeats (st.session_state.trace_spread, set with the run),
+    only if they are of `trace` itself (not of a prefix the classroom shows, nor of another run)."""
+    stored = st.session_state.get("trace_spread")
+    if not stored:
+        return None
+    numbers = Headline.from_json(stored)
+    return numbers if numbers.belongs_to(trace) else None
 
 
 def metric_row(cards: list[MetricCard]) -> None:

@@ -409,7 +409,7 @@ def test_a_one_token_answer_shows_a_dash_and_a_reason(app):
 
 @needs_model
 def test_run_is_off_while_the_prompt_cannot_run_and_the_answer_stays(app, monkeypatch):
-    import engine
+    import engine.repeats
 
     answer = shown_trace(app)["output_text"]
     assert not app.button(key="run").disabled
@@ -435,7 +435,7 @@ def test_run_is_off_while_the_prompt_cannot_run_and_the_answer_stays(app, monkey
         raise RuntimeError("the model fell over")
         yield
 
-    monkeypatch.setattr(engine, "stream_trace", failing_run)
+    monkeypatch.setattr(engine.repeats, "stream_repeats", failing_run)  # the run panel's loop
     app.button(key="run").click().run()  # a run that fails keeps the last answer next to its figures
     assert "RuntimeError" in texts(app, "error") and [c.value for c in app.code if c.language != "xml"][-1] == answer
     assert not app.get("progress")  # nor a progress bar stuck at Prefill

@@ -1,0 +1,70 @@
+"""The lesson's headline numbers through AppTest: every run (the first view too) is repeated
+PREFILL_DECODE_REPEATS times, the cards and the bottleneck sentence quote the medians with their
+range and number of runs, and a run whose medians contradict the lesson offers to measure again."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from engine.config import REPEATS
+from lesson.spread import Headline, headline
+from lesson.text import t
+from tests.app.apptest import assert_healthy, needs_model, texts
+from tests.factories import make_trace
+
+
+@needs_model
+def test_the_first_view_and_a_run_quote_the_median_of_the_repeats(app):
+    assert_healthy(app)
+    numbers = Headline.from_json(app.session_state["trace_spread"])
+    assert numbers.n == REPEATS.default and numbers.belongs_to(_shown(app))
+    captions = texts(app, "caption")
+    assert t("zh", "metric_spread", n=numbers.n, low="§").split("§")[0] in captions  # "5 次运行的中位数（"
+    assert t("zh", "metric_this_run") in captions
+    app.slider(key="output_len").set_value(4)
+    app.checkbox(key="ignore_eos").check()
+    app.button(key="run").click().run()
+    assert_healthy(app)
+    numbers = Headline.from_json(app.session_state["trace_spread"])
+    assert numbers.n == REPEATS.default and numbers.belongs_to(_shown(app))
+    assert all(r.num_passes == 4 for r in numbers.runs)  # the same request, every time
+    assert t("zh", "bottleneck_live_repeats", n=numbers.n).split("（")[0] in texts(app, "info")
+
+
+@needs_model
+def test_the_repeats_follow_the_operators_setting(monkeypatch, app):
+    from streamlit.testing.v1 import AppTest
+
+    from app_support import resources
+    from tests.app.apptest import APP
+
+    monkeypatch.setenv("PREFILL_DECODE_REPEATS", "2")
+    resources.server_settings.clear()
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    assert_healthy(at)
+    assert Headline.from_json(at.session_state["trace_spread"]).n == 2
+    resources.server_settings.clear()
+
+
+@needs_model
+def test_medians_that_contradict_the_lesson_offer_to_measure_again(app):
+    noisy = dataclasses.replace(make_trace(decode_ms=9.0), model=_shown(app).model)  # Decode 9 ms, Prefill 3 ms
+    app.session_state["trace_json"] = noisy.to_json(indent=None)
+    app.session_state["trace_spread"] = headline([noisy, noisy]).to_json()
+    app.run()
+    assert_healthy(app)
+    words = texts(app, "info")
+    assert t("zh", "bottleneck_noise", prompt_len=4).split("。")[1][:8] in words  # the noise sentence, its spread
+    assert t("zh", "bottleneck_ratio_same", n=2, low="0.3").split("，")[0] in words
+    before = app.session_state["trace_json"]
+    app.button(key="bottleneck_measure_again").click().run()  # runs the request in the run panel again
+    assert_healthy(app)
+    assert app.session_state["trace_json"] != before
+    assert Headline.from_json(app.session_state["trace_spread"]).belongs_to(_shown(app))
+
+
+def _shown(app):
+    from engine.trace import RequestTrace
+
+    return RequestTrace.from_json(app.session_state["trace_json"])
+
