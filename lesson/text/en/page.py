@@ -51,6 +51,8 @@ TEXT: dict = {
     "run": "Run",
     "queued": "The model is busy with another visitor's forward pass. Your request is queued and starts automatically when it is your turn…",
     "queued_for": "This request queued {ms} in total for the model (another visitor's forward pass was running), {prefill_ms} of it before its Prefill; queueing counts in TTFT and ITL.",
+    "engine_queue_place": "{ahead} runs are ahead of yours in the engine's queue; yours starts by itself when they are done…",
+    "engine_queue_place_one": "1 run is ahead of yours in the engine's queue; yours starts by itself when it is done…",
     "loading_model": "Loading the model (once per server process)…",
     "running_prefill": "Prefill: reading {num_positions} prompt positions in one pass…",
     "progress": "Forward pass {step} · {num_tokens} / {max_tokens} tokens generated",
