@@ -23,12 +23,13 @@ app: setup
 	$(BIN)/streamlit run app.py
 
 # Browser tests need Debian's chromium, CJK fonts and colour emoji (🚀 🇫🇷 in figures); never a downloaded browser.
-# The "compiled" engine mode (torch.compile, Inductor) needs a C++ compiler.
+# The "compiled" engine mode (torch.compile, Inductor) needs a C++ compiler; the slide kit's PNGs (CairoSVG) cairo.
 browser-deps:
 	@if { [ ! -x /usr/bin/chromium ] || [ ! -e /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] \
-		|| ! command -v g++ >/dev/null; } && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		|| ! command -v g++ >/dev/null || ! ldconfig -p 2>/dev/null | grep -q 'libcairo\.so\.2'; } \
+		&& [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-cjk \
-		fonts-noto-color-emoji g++; fi
+		fonts-noto-color-emoji g++ libcairo2; fi
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 PYTEST = $(BIN)/python -m pytest

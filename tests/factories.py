@@ -427,3 +427,16 @@ def make_sweep(kind: str = "prefill", random_weights: bool = False) -> Sweep:
                               flops=2e6 * v, bytes=1e6) for v in (8, 64, 512))
     return Sweep(kind=kind, model_id="default", random_weights=random_weights, device="cpu", dtype="float32",
                  device_spec="spec", weight_dtype="fp32", kv_dtype="fp32", repeats=3, batch_context=0, points=points)
+
+
+def make_sweep_at(kind: str, medians_ms: dict[int, float]) -> Sweep:
+    """A sweep of `kind` whose point `value` has the median `medians_ms[value]` (its repeats that and ±1 %)."""
+    batch, prefill = kind == "decode-batch", kind == "prefill"
+    points = tuple(SweepPoint(value=v, new_positions=v if prefill else 1, context=0 if prefill else 128 if batch else v,
+                              batch=v if batch else 1, times_ms=(ms * 0.99, ms, ms * 1.01), median_ms=ms,
+                              floor_ms=ms / 10, compute_ms=ms / 10, memory_ms=ms / 20, bound="memory", flops=2e6 * v,
+                              bytes=1e6)
+                   for v, ms in sorted(medians_ms.items()))
+    return Sweep(kind=kind, model_id="default", random_weights=False, device="cpu", dtype="float32",
+                 device_spec="spec", weight_dtype="fp32", kv_dtype="fp32", repeats=3,
+                 batch_context=128 if batch else 0, points=points)
