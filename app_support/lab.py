@@ -45,6 +45,9 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
         return
     trace = resources.parsed_trace(trace_json)
     st.caption(t(lang, "lab_shared_run", summary=trace_summary(trace, lang)))
+    recorded = run_panel.recorded_caption(trace, lang)  # a recorded run, or the server's first view, says so here too
+    if recorded:
+        st.caption(recorded)
     stem = download_stem(trace, st.session_state.trace_stamp)
     floors = None
     if trace.model.model_id != lm.info.model_id:  # the picker changed since the run: its shape is not lm's
