@@ -310,12 +310,15 @@ class Watchdog:
     trickles (each byte within the silence timeout) returns; `passed` then says the deadline is why.
 
     The socket timeout bounds one silence; this bounds the whole exchange. Only the socket is shut
-    down (both ways), never closed under the reading thread: its read ends with an EOF or an error."""
+    down (both ways), never closed under the reading thread: its read ends with an EOF or an error.
+    `connect()` opens the connection and keeps its socket: http.client lets go of its own reference
+    once a reply says "Connection: close", while the reply's reads still use it."""
 
     def __init__(self, conn: http.client.HTTPConnection, seconds: float) -> None:
         self.conn, self.seconds = conn, seconds
         self.end = time.monotonic() + seconds
         self._fired = False
+        self._sock: socket.socket | None = None
         self._timer = threading.Timer(seconds, self._cut)
         self._timer.daemon = True
 
@@ -330,9 +333,15 @@ class Watchdog:
     def passed(self) -> bool:
         return self._fired or time.monotonic() >= self.end
 
+    def connect(self) -> None:
+        self.conn.connect()  # within the socket timeout, which is never longer than the deadline
+        self._sock = self.conn.sock
+        if self._fired:  # the deadline passed while connecting
+            self._cut()
+
     def _cut(self) -> None:
         self._fired = True
-        sock = self.conn.sock
+        sock = self._sock or self.conn.sock
         if sock is not None:
             with contextlib.suppress(OSError):  # socket.socket's own shutdown: an SSL socket keeps its state
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
@@ -346,6 +355,7 @@ def bounded_get(ep: Endpoint, path: str, headers: dict[str, str], deadline_s: fl
     conn = ep.connection(deadline_s)
     with Watchdog(conn, deadline_s) as dog:
         try:
+            dog.connect()
             conn.request("GET", path, headers=headers)
             resp = conn.getresponse()
             raw = resp.read(max_bytes + 1)
@@ -529,6 +539,7 @@ def _stream_one(cfg: ProbeConfig, ep: Endpoint, rid: str, req: WorkloadRequest, 
 def _send(cfg, ep, rid, conn, path, body, headers, mask, dog, past_deadline):
     """POST the request and read the status line and headers (a trickle there meets the deadline too)."""
     try:
+        dog.connect()
         conn.request("POST", path, body=json.dumps(body).encode("utf-8"), headers=headers)
         return conn.getresponse()
     except TimeoutError:

@@ -7,7 +7,7 @@ models list and /metrics by the server's own setting (MODELS, METRICS):
 
     ok              3 pieces (巴 黎 。), finish "length", usage {prompt 4, completion 3}, [DONE]
     endless         a piece every 5 ms, never a finish
-    trickle         one byte every 0.2 s (inside an SSE comment): never silent for a 0.5 s timeout
+    trickle         one byte every 0.2 s of a data line that never ends: never silent for a 0.5 s timeout
     trickle-head    the status line and headers one byte every 0.2 s
     huge-line       one data line of 200 MB, never a newline
     huge-body       data chunks of 64 KB of text each, fast: 200 MB in all
@@ -106,7 +106,8 @@ class Hostile(BaseHTTPRequestHandler):
                 self._write(b"")
                 time.sleep(0.05)
         if mode == "trickle":
-            self._write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+            self._write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n"
+                        b"Connection: close\r\n\r\n")
             self._slowly(b" " * 100000, 0.1)
         ids = {"ok": ["toy"], "huge": ["toy"] + ["m" * 1000] * 2000, "id-int": ["toy", 123],
                "echo-key": ["toy", f"listed {self._key()}"]}[mode]
@@ -115,7 +116,7 @@ class Hostile(BaseHTTPRequestHandler):
     def _metrics(self, mode: str) -> None:
         text = "vllm:num_requests_running 1.0\nvllm:num_requests_waiting 0.0\nvllm:kv_cache_usage_perc 0.1\n"
         if mode in ("hang", "trickle"):
-            self._write(f"HTTP/1.1 200 OK\r\nContent-Length: {10 * MB}\r\n\r\n".encode())
+            self._write(f"HTTP/1.1 200 OK\r\nContent-Length: {10 * MB}\r\nConnection: close\r\n\r\n".encode())
             while True:
                 self._write(b"#" if mode == "trickle" else b"")
                 time.sleep(0.2)
@@ -162,8 +163,7 @@ class Hostile(BaseHTTPRequestHandler):
 
     def _trickle(self) -> None:
         self._event(self._chunk(PIECES[0]))
-        while True:
-            self._slowly(b": waiting\n")
+        self._slowly(b'data: {"choices": [{"text": "' + b"x" * 100_000)  # one line, never its newline
 
     def _huge_line(self) -> None:
         self._write(b'data: {"choices": [{"text": "')

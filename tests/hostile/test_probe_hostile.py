@@ -69,14 +69,15 @@ def test_an_endless_stream_is_cut_at_its_chunk_cap(api):
 def test_a_trickling_stream_is_cut_at_its_deadline(prompt):
     """One byte every 0.2 s is never silent for the 0.5 s timeout (before: alive until the server quit);
     the request's deadline (the timeout plus a second per max_tokens) holds, in the body or the headers."""
-    deadline = stream_limits(3, TIMEOUT_S).deadline_s
-    assert deadline == pytest.approx(3.5)
+    deadline = stream_limits(1, TIMEOUT_S).deadline_s
+    assert deadline == pytest.approx(1.5)
     with hostile(lifetime_s=LIFETIME_S) as url:
-        result, seconds = _probe(url, "ok", prompt, "ok")
+        result, seconds = _probe(url, "ok", prompt, "ok", max_tokens=1)
     failure = _only_r1_failed(result, "probe_deadline")
-    assert failure.message.startswith("r1: still not finished at its deadline of 3.5 s")
-    assert "cut after" in failure.message and failure.params["deadline_s"] == deadline
-    assert deadline - 0.1 <= seconds < deadline + 6
+    assert failure.message.startswith("r1: still not finished at its deadline of 1.5 s (the timeout plus 1 s per "
+                                      "token, max_tokens 1); cut after ")
+    assert failure.params["deadline_s"] == deadline and failure.params["max_tokens"] == 1
+    assert deadline - 0.1 <= seconds < deadline + 3
 
 
 def test_endless_keep_alive_comments_are_cut_at_the_stream_byte_cap():
