@@ -12,9 +12,8 @@ then every value against its field's type (a string where a time belongs would o
 inside a figure). Each refusal is one RecordedFileError: key "recorded_file", `why` names the
 step, and the page words it in its language (lesson.messages).
 
-No torch: a run recorded on a GPU machine is drawn on a laptop. The one exception is a cache
-comparison, whose class lives in engine.compare (which imports torch); only reading such a file
-imports it.
+No torch: a run recorded on a GPU machine is drawn on a laptop (a cache comparison's class is one of
+engine.results' plain types).
 """
 
 from __future__ import annotations
@@ -30,6 +29,7 @@ from typing import Any
 
 from .errors import InputError, LimitError
 from .limits import load_json
+from .results import CacheComparison
 from .serving.trace import ServingRun
 from .sweep import SCHEMA as SWEEP_SCHEMA
 from .sweep import Sweep
@@ -65,10 +65,10 @@ class RecordedFileError(InputError):
 
 @dataclass(frozen=True)
 class RecordedComparison:
-    """Cache on vs off as recorded (engine.compare.CacheComparison), with its model and provenance."""
+    """Cache on vs off as recorded (engine.results.CacheComparison), with its model and provenance."""
 
     model_id: str
-    comparison: Any  # engine.compare.CacheComparison
+    comparison: CacheComparison
     provenance: Provenance | None = None
 
     def to_json(self, indent: int | None = 2) -> str:
@@ -79,8 +79,6 @@ class RecordedComparison:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecordedComparison:
-        from .compare import CacheComparison  # torch: only a cache comparison file needs this class
-
         if data.get("schema") != COMPARISON_SCHEMA or not isinstance(data.get("comparison"), dict):
             raise TraceFormatError(f"not a cache comparison ({COMPARISON_SCHEMA})")
         fields = {f.name for f in dataclasses.fields(CacheComparison)}

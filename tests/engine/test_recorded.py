@@ -108,3 +108,12 @@ def test_an_index_names_files_in_its_own_folder_only(tmp_path):
 def test_a_run_read_back_equals_the_trace_written():
     trace = dataclasses.replace(make_trace(), provenance=PROV)
     assert RequestTrace.from_json(read_recorded(trace.to_json(), LIMIT).json) == trace
+
+
+def test_reading_a_recorded_run_needs_no_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, engine.recorded, lesson.recorded; "
+            "assert 'torch' not in sys.modules and 'streamlit' not in sys.modules")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0
