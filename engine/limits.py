@@ -49,6 +49,11 @@ MAX_INTERMEDIATE_SIZE = 262_144  # intermediate_size (Llama 3.1 405B: 53248)
 MAX_HEADS = 1024  # query or K/V heads per layer
 MAX_VOCAB_SIZE = 1_048_576  # vocab_size (Gemma 3: 262144)
 MAX_POSITIONS = 16_777_216  # max_position_embeddings (Llama 4 Scout: 10M)
+MAX_EXPERTS = 1024  # num_local_experts / num_experts (DeepSeek-V3: 256)
+MAX_CONFIG_BYTES = 4 * 2**20  # a model's config.json, read before anything else of the folder
+MAX_INDEX_BYTES = 64 * 2**20  # a model.safetensors.index.json (a 400B model's lists some 2000 tensors)
+MAX_SAFETENSORS_HEADER = 100 * 2**20  # a safetensors file's JSON header (the format's own limit)
+HUB_FETCH_TIMEOUT_S = 1800.0  # a model fetched from the Hugging Face Hub (the CLI only): the whole download
 MEMORY_FRACTION = 0.9  # a model's weights may take at most this share of the device's free memory
 # --- the serving engine's KV store -----------------------------------------------------------
 MAX_BLOCK_SIZE = 4096  # tokens per KV block
@@ -103,6 +108,13 @@ LIMITS: tuple[Limit, ...] = (
     Limit("MAX_HEADS", MAX_HEADS, "more query or K/V heads", "before loading"),
     Limit("MAX_VOCAB_SIZE", MAX_VOCAB_SIZE, "a larger vocabulary", "before loading"),
     Limit("MAX_POSITIONS", MAX_POSITIONS, "a longer declared context", "before loading"),
+    Limit("MAX_EXPERTS", MAX_EXPERTS, "more experts per layer", "before loading"),
+    Limit("MAX_CONFIG_BYTES", MAX_CONFIG_BYTES, "a larger config.json", "before loading"),
+    Limit("MAX_INDEX_BYTES", MAX_INDEX_BYTES, "a larger model.safetensors.index.json", "before loading"),
+    Limit("MAX_SAFETENSORS_HEADER", MAX_SAFETENSORS_HEADER,
+          "a safetensors header declaring more bytes, or tensors past the file's end", "before loading"),
+    Limit("HUB_FETCH_TIMEOUT_S", HUB_FETCH_TIMEOUT_S, "a hub download (CLI: --model org/name) taking longer",
+          "stopped: one line, exit 2"),
     Limit("MEMORY_FRACTION", MEMORY_FRACTION, "weights the config implies beyond this share of free memory",
           "before loading"),
     Limit("MAX_BLOCK_SIZE", MAX_BLOCK_SIZE, "serve --block-size / the lab's block size above it"),

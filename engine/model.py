@@ -4,9 +4,18 @@ or a real-size shape with random weights ("preset:NAME", engine/presets.py).
 Safety rules, because a classroom server loads folders it did not make:
 only safetensors weights (pickle checkpoints can run code when loaded), never
 remote code, never a network fetch unless the caller allows one (`allow_hub=True`,
-the CLI only) and names a hub id that is not a local folder. A caller that
+the CLI only) and names a hub id that is not a local folder; a fetch has one
+deadline for the whole download (engine.limits.HUB_FETCH_TIMEOUT_S). A caller that
 lists its own folders (the app) passes `within=`, and a folder or file that
-resolves outside it (a symlink pointing elsewhere) is refused.
+resolves outside it (a symlink pointing elsewhere) is refused. Without `within`,
+every file loading reads (the folder's entries, the shards a safetensors index
+names) must resolve inside the chosen folder itself (a hub cache snapshot: its
+repository's cache, where the snapshot's links point). A refusal names the entry,
+never where it points.
+
+Sizes first (engine.limits): the config.json's declared shape is checked against
+the limits and its weights against the device's free memory, and every safetensors
+header against its file, before one weight is allocated.
 """
 
 from __future__ import annotations
@@ -14,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import threading
+from pathlib import PurePosixPath
 import time
 import urllib.error
 import urllib.request
@@ -21,17 +31,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-from huggingface_hub import constants, is_offline_mode
+from huggingface_hub import constants, is_offline_mode, snapshot_download
+from huggingface_hub import utils as hub_utils
+from safetensors import SafetensorError
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
-from . import attention, presets
+from . import attention, limits, presets
 from .attention import KernelLog
 from .config import EngineSettings
-from .errors import ModelLoadError
+from .errors import LimitError, ModelLoadError
 from .prompts import prompt_token_ids
 from .runners import EagerRunner, RunnerPool
-from .shape import ConfigReader
+from .shape import ConfigReader, declared_params
 from .trace import ModelInfo
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parent.parent / "assets" / "default_model"
@@ -40,6 +52,8 @@ DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch
 DEVICES = ("auto", "cpu", "cuda", "mps")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 HUB_PROBE_TIMEOUT_S = 3.0  # offline, huggingface_hub's own retries take ~26 s to give up
+# What a hub fetch downloads: configs, tokenizers and safetensors weights, never pickle checkpoints
+HUB_FILES = ("*.json", "*.safetensors", "*.model", "*.txt", "*.tiktoken", "tokenizer*")
 
 
 @dataclass(frozen=True)
@@ -106,10 +120,11 @@ def resolve_dtype(dtype: str, device: torch.device) -> torch.dtype:
 
 
 def check_model_folder(path: Path, within: Path | None = None) -> None:
-    """Refuse folders that are not a safetensors causal-LM checkpoint, and, given
-    `within`, any folder or file in it that resolves outside `within` (symlinks)."""
+    """Refuse folders that are not a safetensors causal-LM checkpoint, and any folder or file loading
+    would read that resolves outside `within` (the app's models folder) or, without it, outside the
+    folder itself (confinement_root); every safetensors header is checked against its file."""
     if within is not None:
-        _check_inside(path, within)
+        _check_inside(path, within.resolve(), "the models folder")
     if not path.exists():
         raise ModelLoadError("model_not_found", f"model folder not found: {path}", path=str(path))
     if not path.is_dir() or not (path / "config.json").is_file():
@@ -122,17 +137,104 @@ def check_model_folder(path: Path, within: Path | None = None) -> None:
                 path=str(path),
             )
         raise ModelLoadError("not_a_model", f"no *.safetensors weights in {path}", path=str(path))
+    root = within.resolve() if within is not None else confinement_root(path)
+    _check_inside(path, root, "the models folder" if within is not None else "the model folder")
+    for shard in {*path.glob("*.safetensors"), *index_shards(path, root)}:
+        check_safetensors(shard, path)
 
 
-def _check_inside(path: Path, within: Path) -> None:
-    """`path` and the files directly in it must resolve to places inside `within`."""
-    root = within.resolve()
+def confinement_root(folder: Path) -> Path:
+    """Where a folder's files may resolve to: the folder itself; for a hub cache snapshot
+    (models--org--name/snapshots/REV, whose files link to ../../blobs), that repository's cache."""
+    resolved = folder.resolve()
+    return resolved.parent.parent if resolved.parent.name == "snapshots" else resolved
+
+
+def _check_inside(path: Path, root: Path, what: str) -> None:
+    """`path` and the entries directly in it must resolve inside `root` (the folder may be `root` itself
+    only when it is the model folder); the refusal names the entry, not its target."""
     for entry in [path, *(path.iterdir() if path.is_dir() else ())]:
         target = entry.resolve()
-        if root not in target.parents:
-            raise ModelLoadError(
-                "model_not_found", f"refusing {entry}: it resolves to {target}, outside {root}", path=str(path),
-            )
+        if root not in target.parents and not (target == root and entry == path and what == "the model folder"):
+            raise ModelLoadError("model_not_found", f"refusing {entry.name or entry}: it resolves outside {what}",
+                                 path=str(path))
+
+
+def index_shards(folder: Path, root: Path) -> list[Path]:
+    """The weight files every *.safetensors.index.json names, each a plain relative name that resolves to
+    an existing file inside `root`; else ModelLoadError("not_a_model") naming the entry as written."""
+    shards = []
+    for index in folder.glob("*.safetensors.index.json"):
+        if index.stat().st_size > limits.MAX_INDEX_BYTES:
+            limits.check_count(index.name + " (bytes)", index.stat().st_size, limits.MAX_INDEX_BYTES)
+        try:
+            weight_map = limits.load_json(index.read_text(encoding="utf-8")).get("weight_map") or {}
+        except (ValueError, AttributeError, OSError):  # JSONDecodeError, a LimitError, not an object
+            raise ModelLoadError("not_a_model", f"{index.name} is not a readable index", path=str(folder)) from None
+        for name in {str(v) for v in (weight_map.values() if isinstance(weight_map, dict) else ())}:
+            shards.append(_shard(folder, root, index.name, name))
+    return shards
+
+
+def _shard(folder: Path, root: Path, index_name: str, name: str) -> Path:
+    parts = PurePosixPath(name)
+    target = (folder / name).resolve()
+    if not name or parts.is_absolute() or ".." in parts.parts or root not in target.parents:
+        raise ModelLoadError("not_a_model", f"{index_name} names {name[:80]!r}, outside the model folder",
+                             path=str(folder))
+    if not target.is_file() or not name.endswith(".safetensors"):
+        raise ModelLoadError("not_a_model", f"{index_name} names {parts.name[:80]!r}, which is not a safetensors "
+                             "file in the folder", path=str(folder))
+    return target
+
+
+def check_safetensors(path: Path, folder: Path) -> None:
+    """A safetensors file's header (8 bytes of length, then JSON) must fit in the file, parse within
+    engine.limits, and place every tensor inside the file: a corrupt file is one ModelLoadError."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        head = f.read(8)
+        length = int.from_bytes(head, "little") if len(head) == 8 else -1
+        why = "too short" if length < 0 else "its header is larger than the file" if length > size - 8 else \
+            "its header is over the format's limit" if length > limits.MAX_SAFETENSORS_HEADER else ""
+        try:
+            header = {} if why else limits.load_json(f.read(length).decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):  # JSONDecodeError or a LimitError: a header no writer makes
+            why = "its header is not JSON"
+    why = why or _tensor_problem(header, size - 8 - max(length, 0))
+    if why:
+        raise ModelLoadError("model_load_failed", f"{path.name} is not a valid safetensors file: {why}",
+                             path=str(folder), reason=f"{path.name}: {why}")
+
+
+def _tensor_problem(header, data_bytes: int) -> str:
+    if not isinstance(header, dict):
+        return "its header is not an object"
+    for name, tensor in header.items():
+        if name == "__metadata__":
+            continue
+        offsets = tensor.get("data_offsets") if isinstance(tensor, dict) else None
+        if not (isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets)
+                and 0 <= offsets[0] <= offsets[1] <= data_bytes):
+            return f"tensor {str(name)[:60]!r} lies outside the file"
+    return ""
+
+
+def check_declared_shape(folder: Path, model_id: str, device: torch.device, dtype: torch.dtype) -> None:
+    """The shape config.json declares, within engine.limits, and its weights within MEMORY_FRACTION of the
+    device's free memory: refused (LimitError) before transformers allocates anything from it."""
+    config_path = folder / "config.json"
+    limits.check_count("config.json (bytes)", config_path.stat().st_size, limits.MAX_CONFIG_BYTES)
+    try:
+        config = limits.load_json(config_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as err:
+        if isinstance(err, LimitError):
+            raise
+        raise ModelLoadError("not_a_model", f"config.json of {model_id} is not JSON", path=str(folder)) from None
+    if not isinstance(config, dict):
+        raise ModelLoadError("not_a_model", f"config.json of {model_id} is not an object", path=str(folder))
+    need = declared_params(config, model_id) * torch.empty((), dtype=dtype).element_size()
+    limits.check_bytes("the model's weights", need, presets.available_memory_bytes(device), limits.MEMORY_FRACTION)
 
 
 def hub_id_for(path: str | Path | None) -> str | None:
@@ -164,20 +266,51 @@ def hub_reachable(timeout_s: float = HUB_PROBE_TIMEOUT_S) -> bool:
     return bool(answered and answered[0])
 
 
-def _locate(path: str | Path | None, allow_hub: bool, within: Path | None) -> tuple[str, str, bool]:
-    """(source for from_pretrained, model id for traces, local_files_only)."""
+def fetch_from_hub(hub_id: str, timeout_s: float = limits.HUB_FETCH_TIMEOUT_S) -> Path:
+    """The local folder of a hub model's configs, tokenizer and safetensors weights (HUB_FILES): downloaded,
+    or, when the hub does not answer a short probe, taken from the local cache only. The whole fetch has
+    `timeout_s`: a hub that answers and then stalls costs that, never forever (the download's thread is
+    left behind, a daemon)."""
+    local_only = not hub_reachable()  # offline: only the local hub cache, so the failure takes seconds
+    done: list = []
+
+    def fetch() -> None:
+        try:
+            done.append(Path(snapshot_download(hub_id, allow_patterns=list(HUB_FILES), local_files_only=local_only)))
+        except Exception as err:  # noqa: BLE001 - any failure of the download is reported in the caller's thread
+            done.append(err)
+
+    hub_utils.disable_progress_bars()
+    worker = threading.Thread(target=fetch, daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    if done and isinstance(done[0], Path):
+        return done[0]
+    if not done:
+        reason = f"the Hugging Face Hub did not finish sending it within {timeout_s:g} s"
+    else:
+        reason = str(done[0]).strip().splitlines()[0] if str(done[0]).strip() else type(done[0]).__name__
+        if local_only:
+            reason = f"the Hugging Face Hub cannot be reached (offline?) and it is not in the local cache ({reason})"
+    raise ModelLoadError("model_load_failed", f"could not load {hub_id}: {reason}", path=hub_id, reason=reason)
+
+
+def _locate(path: str | Path | None, allow_hub: bool, within: Path | None, hub_timeout_s: float) -> tuple[str, str]:
+    """(a local folder or preset for from_pretrained, model id for traces); a hub id is fetched first."""
     name = presets.preset_name(path)
     if name is not None:  # built in code: nothing on disk to check, nothing to fetch
-        return str(path), presets.get_preset(name).model_id, True
+        return str(path), presets.get_preset(name).model_id
     if path is None or str(path) == DEFAULT_MODEL_ID:
         check_model_folder(DEFAULT_MODEL_DIR)
-        return str(DEFAULT_MODEL_DIR), DEFAULT_MODEL_ID, True
+        return str(DEFAULT_MODEL_DIR), DEFAULT_MODEL_ID
     hub_id = hub_id_for(path) if allow_hub and within is None else None
-    if hub_id:  # offline: only the local hub cache, so the failure takes seconds, not retries
-        return hub_id, hub_id, not hub_reachable()
+    if hub_id:
+        folder = fetch_from_hub(hub_id, hub_timeout_s)
+        check_model_folder(folder)
+        return str(folder), hub_id
     folder = Path(path).expanduser()
     check_model_folder(folder, within)
-    return str(folder.resolve()), folder.resolve().name, True
+    return str(folder.resolve()), folder.resolve().name
 
 
 def load_model(
@@ -190,23 +323,27 @@ def load_model(
     allow_hub: bool = False,
     within: Path | None = None,
     max_context: int = presets.DEFAULT_CONTEXT,
+    hub_timeout_s: float = limits.HUB_FETCH_TIMEOUT_S,
 ) -> LoadedModel:
     """Load tokenizer + model, move to device/dtype, run one warm-up pass.
 
     `path`: None (the embedded default), a local folder, or, only with
-    `allow_hub=True`, a hub id that is not a local folder. `within`: refuse a
-    folder that resolves outside this one (the app's models folder).
+    `allow_hub=True`, a hub id that is not a local folder (fetched within `hub_timeout_s`).
+    `within`: refuse a folder that resolves outside this one (the app's models folder).
     `path` may also be "preset:NAME": a published shape with random weights, refused
-    before allocation unless it and a KV cache of `max_context` positions fit.
+    before allocation unless it and a KV cache of `max_context` positions fit. A folder's
+    declared shape is checked first (check_declared_shape).
     """
     start = time.perf_counter()
     hf_logging.disable_progress_bar()  # no "Loading weights" bars in a CLI table or a server log
     set_num_threads(num_threads)
-    source, model_id, local_only = _locate(path, allow_hub, within)
+    source, model_id = _locate(path, allow_hub, within, hub_timeout_s)
     dev = resolve_device(device)
     torch_dtype = resolve_dtype(dtype, dev)
-    kwargs = dict(local_files_only=local_only, trust_remote_code=False)
+    kwargs = dict(local_files_only=True, trust_remote_code=False)  # a hub model was fetched by _locate
     preset = presets.preset_name(source)
+    if preset is None:
+        check_declared_shape(Path(source), model_id, dev, torch_dtype)
     try:
         if preset is not None:  # the default model's tokenizer: its ids fit every preset's vocabulary
             config, model = presets.build_model(preset, dev, torch_dtype, max_context)
@@ -215,16 +352,15 @@ def load_model(
             config = AutoConfig.from_pretrained(source, **kwargs)
             tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
             model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, use_safetensors=True, **kwargs)
+        model.to(dev).eval()
+        info = describe(model, config, model_id, torch_dtype, dev)
     except ModelLoadError:
         raise  # already says what went wrong (a preset too large for this device)
-    except (OSError, ValueError, KeyError, RuntimeError) as err:  # RuntimeError: out of memory too
+    except (OSError, ValueError, KeyError, RuntimeError, SafetensorError) as err:  # RuntimeError: out of memory too
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        if source == hub_id_for(path) and local_only:
-            reason = f"the Hugging Face Hub cannot be reached (offline?) and it is not in the local cache ({reason})"
         raise ModelLoadError("model_load_failed", f"could not load {path}: {reason}", path=str(path),
                              reason=reason) from err
-    model.to(dev).eval()
-    info = dataclasses.replace(describe(model, config, model_id, torch_dtype, dev), random_weights=preset is not None)
+    info = dataclasses.replace(info, random_weights=preset is not None)
     draft = LoadedModel(model=model, tokenizer=tokenizer, info=info, path=source, load_ms=0.0,
                         kernels=attention.install(model))
     if warmup:

@@ -9,6 +9,10 @@ ModelLoadError naming the model and the fields tried, instead of guessing a shap
     num_heads = fields.required("num_attention_heads", "n_head", "num_heads")
     fields.num_kv_heads(num_heads), fields.head_dim(hidden, num_heads)
 
+`declared_params(config_dict, name)` checks the shape a config.json declares against engine.limits
+(layers, widths, heads, vocabulary, context, experts) and estimates its weights, before a loader
+allocates anything from it: a config declaring a million layers is refused in microseconds.
+
 Pure Python: no torch, no transformers.
 """
 
@@ -18,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import limits
 from .errors import ModelLoadError
 
 # The fields config families use for K/V heads per layer, in the order they are tried.
@@ -105,3 +110,37 @@ class ConfigReader:
         count = num_layers if layer_types is None else \
             sum(kind in ("sliding_attention", "chunked_attention") for kind in layer_types)
         return (int(window), count) if count else (None, 0)
+
+
+# (the fields a config family may use, the most it may declare, the least): each checked before loading
+DECLARED_LIMITS = (
+    (("num_hidden_layers", "n_layer", "num_layers"), limits.MAX_LAYERS, 1),
+    (("hidden_size", "n_embd", "d_model"), limits.MAX_HIDDEN_SIZE, 1),
+    (("num_attention_heads", "n_head", "num_heads"), limits.MAX_HEADS, 1),
+    (KV_HEAD_FIELDS, limits.MAX_HEADS, 1),
+    (("head_dim",), limits.MAX_HIDDEN_SIZE, 1),
+    (("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner"), limits.MAX_INTERMEDIATE_SIZE, 1),
+    (("vocab_size",), limits.MAX_VOCAB_SIZE, 1),
+    (("max_position_embeddings", "n_positions", "n_ctx", "seq_length"), limits.MAX_POSITIONS, 1),
+    (("num_local_experts", "num_experts", "n_routed_experts"), limits.MAX_EXPERTS, 0),
+)
+
+
+def declared_params(config: Mapping, model_name: str) -> int:
+    """An upper estimate of the weights a config.json (as a dict) declares, after every number its shape
+    reads is checked against engine.limits (LimitError naming the field). Per layer: the attention's
+    four matrices and three MLP matrices per expert; the embedding and an untied LM head."""
+    fields = ConfigReader.of(config, model_name)
+    for names, limit, low in DECLARED_LIMITS:
+        for name in names:
+            value = fields.first(name)
+            if value is not None:
+                limits.check_count(name, value, limit, low=low)
+    layers = fields.required("num_hidden_layers", "n_layer", "num_layers")
+    hidden = fields.required("hidden_size", "n_embd", "d_model")
+    heads = fields.required("num_attention_heads", "n_head", "num_heads")
+    kv_heads, head_dim = fields.num_kv_heads(heads), fields.head_dim(hidden, heads)
+    mlp = fields.first("intermediate_size", "ffn_hidden_size", "ffn_dim", "n_inner") or 4 * hidden
+    experts = max(1, fields.first("num_local_experts", "num_experts", "n_routed_experts") or 1)
+    attention = hidden * head_dim * (2 * heads + 2 * kv_heads)
+    return layers * (attention + 3 * hidden * mlp * experts) + 2 * fields.required("vocab_size") * hidden
