@@ -249,12 +249,22 @@ def roofline_figure(floors, lang: str = "zh", style: Style | None = None) -> go.
                   annotation_text=plain_label(label(table, "rf_ridge", ridge=f"{ridge:,.1f}")))
     achieved = [s.achieved_flops_per_s for s in floors.steps if s.measured_ms > 0]
     y_lo, y_hi = decade_range(achieved + [peak, bandwidth * 10.0 ** x_lo])
-    fig.update_xaxes(type="log", title=label(table, "rf_x_axis"), range=[x_lo, x_hi])  # as the SVG: whole decades
-    fig.update_yaxes(type="log", title=label(table, "rf_y_axis"), range=[y_lo, y_hi])
+    # as the SVG: whole decades, each named in one format (plotly's own mixes "100T" with "10^16")
+    fig.update_xaxes(title=label(table, "rf_x_axis"), **decade_axis(x_lo, x_hi, lambda v: si(v).strip()))
+    fig.update_yaxes(title=label(table, "rf_y_axis"), **decade_axis(y_lo, y_hi, lambda v: si(v).strip()))
     title = label(table, "rf_title") + ("" if measured(floors) else " · " + label(table, "rf_prediction_tag"))
     fig.update_layout(title=plain_label(title), font=dict(family=style.font_family),
                       plot_bgcolor=style.paper, legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
     return fig
+
+
+def decade_axis(lo_exp: int, hi_exp: int, fmt) -> dict:
+    """A log axis from 10**lo_exp to 10**hi_exp, ticked at whole decades only, each tick's words `fmt(value)`:
+    plotly's own log ticks label the 2s and 5s between decades too (they collide with "1000/s" and
+    "10k/s") and switch format past 10**15."""
+    values = [10.0 ** e for e in range(lo_exp, hi_exp + 1)]
+    return {"type": "log", "range": [lo_exp, hi_exp], "tickmode": "array", "tickvals": values,
+            "ticktext": [fmt(v) for v in values]}
 
 
 def _step_name(step, table: Table) -> str:
@@ -326,9 +336,10 @@ def sweep_figure(sweep, lang: str = "zh", style: Style | None = None) -> go.Figu
     _outlier_trace(fig, sweep, spreads, table)
     fig.update_xaxes(type="log", tickvals=xs, ticktext=[f"{v:,}" for v in xs])
     fig.update_xaxes(title=plain_label(label(table, f"sw_x_{key}", context=sweep.batch_context)), row=2, col=1)
-    fig.update_yaxes(type="log")
-    fig.update_yaxes(ticksuffix=" ms", row=1, col=1)
-    fig.update_yaxes(ticksuffix="/s", row=2, col=1)
+    every_ms = [ms for p in sweep.points for ms in p.times_ms] + [p.floor_ms for p in sweep.points]
+    rates = list(fig.data[2].y) + list(fig.data[3].y)
+    fig.update_yaxes(**decade_axis(*decade_range(every_ms, pad=0.1), fmt_time), row=1, col=1)
+    fig.update_yaxes(**decade_axis(*decade_range(rates, pad=0.1), lambda v: si(v).strip() + "/s"), row=2, col=1)
     fig.update_layout(title=plain_label(label(table, f"sw_title_{key}")), font=dict(family=style.font_family),
                       plot_bgcolor=style.paper, height=560, legend=dict(orientation="h", yanchor="bottom", y=1.04, x=0))
     return fig

@@ -134,3 +134,28 @@ def test_a_measured_machine_is_named_in_the_figures_language():
     assert device_label(name, "zh") == "这台机器（实测）：CPU (2 cores; torch threads: 1)"
     assert device_label(name, "en") == "this machine (measured): CPU (2 cores; torch threads: 1)"
     assert device_label("NVIDIA H200 SXM (spec)", "zh") == "NVIDIA H200 SXM (spec)"  # a datasheet keeps its name
+
+
+def _decade_ticks(axis) -> list[str]:
+    """An axis' tick words, after checking it is ticked at whole decades only (no 2s and 5s between)."""
+    assert axis.type == "log" and axis.tickvals, "log axis left to plotly's own ticks"
+    for value in axis.tickvals:
+        assert math.log10(value) == pytest.approx(round(math.log10(value)))
+    assert len(axis.ticktext) == len(axis.tickvals)
+    return list(axis.ticktext)
+
+
+def test_plotly_log_axes_name_whole_decades_in_one_format():
+    import re
+
+    from lesson.charts import roofline_figure, sweep_figure
+
+    fig = roofline_figure(make_floors("h200", weight_dtype="bf16"), "en")
+    words = _decade_ticks(fig.layout.xaxis) + _decade_ticks(fig.layout.yaxis)
+    assert all(re.fullmatch(r"\d+(\.\d+)? ?[kMGTP]?", w) for w in words), words  # never "10^16" beside "100T"
+    assert any(w.endswith("P") for w in _decade_ticks(fig.layout.yaxis))  # the H200's roof is past 10^15
+    sweep = sweep_figure(make_sweep("decode-batch"), "zh")
+    times, rates = _decade_ticks(sweep.layout.yaxis), _decade_ticks(sweep.layout.yaxis2)
+    assert all(re.fullmatch(r"\d+ (ns|µs|ms|s)", w) for w in times), times
+    assert all(re.fullmatch(r"\d+ ?[kMGTP]?/s", w) for w in rates), rates
+    assert sweep.layout.yaxis2.range[0] <= math.log10(min(sweep.data[2].y))
