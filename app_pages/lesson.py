@@ -7,7 +7,7 @@ in lesson/messages, drawings in lesson/diagrams; this file only wires them up.
 
 import streamlit as st
 
-from app_support import compare, frame, gallery, resources, run_panel, sections, stepping
+from app_support import compare, frame, gallery, resources, run_panel, sections, slide_kit, stepping
 
 lang = st.session_state.lang
 settings = resources.server_settings()
@@ -16,6 +16,7 @@ sections.intro(lang)
 
 lm = frame.load_model(lang, settings)  # None (with a message) when it cannot load
 trace_json = run_panel.run_panel(lang, lm, settings)
+slide_kit.lesson_button(lang)  # every figure of this run for slides, in one zip (built when clicked)
 gallery.open_panel(lang, "lesson", settings)  # a recorded run: the gallery or an upload (opened before this draw)
 
 sections.section_timeline(lang, trace_json)

@@ -31,10 +31,11 @@ from engine import prompts
 from engine.serving.trace import ServingRun
 from lesson.messages import serving_message
 from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label
+from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t
 from lesson.views import escape_markdown
 
-from . import resources, serving_remote
+from . import resources, serving_remote, slide_kit
 from .ui import error_boundary, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
@@ -322,8 +323,9 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
     st.dataframe(records, hide_index=True, width="stretch", height=35 * (len(records) + 1) + 3)  # every row shown
     classroom = bool(st.session_state.get("classroom"))
     with st.expander(t(lang, "sl_table_svg")):
+        tag = run_set_tag(jsons)  # download names say the scenario and the run set: never another's name
         svg_figure("serving_metrics", metrics_svg(jsons, lang, classroom), lang, alt=metrics_alt(runs, lang),
-                   file_stem="serving_metrics")
+                   file_stem=serving_stem(runs[0], "metrics", tag))
     names = {"gantt": t(lang, "sl_tab_gantt"), "batch": t(lang, "sl_tab_batch"), "kv": t(lang, "sl_tab_kv")}
     tabs = st.tabs([names[f] for f in FIGURES])
     for tab, figure in zip(tabs, FIGURES):
@@ -344,10 +346,11 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
                     st.markdown(f"**{escape_markdown(run_label(run, lang))}**")
                     svg_figure(f"serving_{figure}_{run.settings.policy}",
                                serving_svg(figure, run_json, lang, classroom), lang,
-                               alt=figure_alt(figure, run, lang), file_stem=f"serving_{figure}_{run.settings.policy}")
+                               alt=figure_alt(figure, run, lang), file_stem=serving_stem(run, figure, tag))
     st.download_button(t(lang, "sl_download_runs"), data="[" + ",".join(jsons) + "]", file_name="serving_runs.json",
                        mime="application/json", key="sl_download_runs", on_click="ignore",
                        icon=":material/download:")
+    slide_kit.serving_button(lang, runs, jsons)  # every figure above for slides, in one zip (built when clicked)
     columns = st.columns(min(len(runs), 2))  # a Perfetto trace of every run (lesson.perfetto)
     for k, (run, run_json) in enumerate(zip(runs, jsons)):
         with columns[k % len(columns)]:

@@ -320,16 +320,17 @@ def slides_html(slides: Sequence[Slide], *, lang: str, title: str, subtitle: str
 # --- the zip ------------------------------------------------------------------------
 
 def slide_kit(slides: Sequence[Slide], *, lang: str, title: str, subtitle: str = "", png_width: int = PNG_WIDTH,
-              rasterize: Callable[[str, int], bytes] = svg_to_png) -> bytes:
+              rasterize: Callable[[str, int], bytes] | None = svg_to_png) -> bytes:
     """The zip: `<name>.svg` and `<name>.png` (`png_width` px wide) of every slide, names made unique,
-    and slides.html showing them all."""
+    and slides.html showing them all. `rasterize=None`: no PNGs (a server without cairo)."""
     names = unique_names([s.name for s in slides])
     named = [replace(s, name=n) for s, n in zip(slides, names)]
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for slide in named:
             _write(archive, f"{slide.name}.svg", slide.svg.encode("utf-8"))
-            _write(archive, f"{slide.name}.png", rasterize(slide.png_source, png_width), compress=False)
+            if rasterize is not None:
+                _write(archive, f"{slide.name}.png", rasterize(slide.png_source, png_width), compress=False)
         _write(archive, "slides.html", slides_html(named, lang=lang, title=title, subtitle=subtitle).encode("utf-8"))
     return buffer.getvalue()
 

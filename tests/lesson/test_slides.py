@@ -206,3 +206,9 @@ def test_user_text_in_slides_html_stays_text():
 def test_lesson_markdown_becomes_plain_text():
     markdown = "**TTFT** is [[2]](#references) and *this* [a link](https://x.y)"
     assert plain_text(markdown) == "TTFT is [2] and this a link"
+
+
+def test_without_a_renderer_the_zip_holds_the_svgs_and_the_slides():
+    slides = lesson_slides(TRACE, lang="zh", run_name="run2")
+    names = zipfile.ZipFile(io.BytesIO(slide_kit(slides, lang="zh", title="t", rasterize=None))).namelist()
+    assert sorted(names) == sorted([f"{s.name}.svg" for s in slides] + ["slides.html"])

@@ -17,7 +17,7 @@ TEXT: dict = {
     "ex_next": "Next exercise",
     "ex_unavailable": "this server's caps leave this exercise out",
     "ex_unavailable_note": "This server's caps leave this exercise out (they are lower than it needs).",
-    "ex_not_gradable": "The measured runs cannot answer this question: {why}.",
+    "ex_not_gradable": "The measured runs cannot answer this question (a run too short, or a point missing).",
     "ex_download_sheet": "Question sheet for a lecturer (Markdown)",
     "ex_download_sheet_help": "Every question with its options or a blank, what the app measures for it, and an answer key: how each is graded and the lesson's sentence behind it. The numbers are this server's caps.",
     "ex_lesson_says": "The lesson:",

@@ -17,7 +17,7 @@ TEXT: dict = {
     "ex_next": "下一题",
     "ex_unavailable": "这台服务器的上限放不下这道题",
     "ex_unavailable_note": "这台服务器的上限放不下这道题（比它需要的低）。",
-    "ex_not_gradable": "测得的结果回答不了这道题：{why}。",
+    "ex_not_gradable": "测得的结果回答不了这道题（运行太短，或缺少需要的点）。",
     "ex_download_sheet": "给讲师的题目单（Markdown）",
     "ex_download_sheet_help": "每道题的题干、选项或填空、应用为它测量什么，以及答案说明：每题如何评分、依据课文哪一句。数字按这台服务器的上限填写。",
     "ex_lesson_says": "课文：",

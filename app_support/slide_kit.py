@@ -1,0 +1,120 @@
+"""The slide kit's download buttons: every figure of the run shown (the lesson page) or of the serving
+runs shown (the serving lab) in one zip of SVGs, projector PNGs and an offline slides.html (lesson/slides.py).
+
+The zip is built only when the button is clicked: Streamlit calls the button's `data` then, on a
+thread of its own, outside the page's script (drawing fifteen PNGs takes seconds, and a page run
+must not pay for that each time). So the callable holds plain values only (the run's JSON, the
+language, the style) and never touches the session.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+import streamlit as st
+
+from engine.serving.trace import ServingRun
+from engine.trace import RequestTrace
+from lesson.diagrams.serving_gantt import policy_label, scenario_label
+from lesson.slides import PNG_WIDTH, lesson_slides, run_set_tag, safe_name, serving_slides, slide_kit, svg_to_png
+from lesson.style import DEFAULT_STYLE, classroom_style
+from lesson.svgtext import visible
+from lesson.text import t
+
+log = logging.getLogger("prefill_decode.app")
+
+QUOTE_CHARS = 60  # the prompt and answer on the title slide keep at most this many characters
+
+
+@functools.cache
+def png_problem() -> str | None:
+    """Why this server cannot draw PNGs (CairoSVG or the system's cairo library missing), or None."""
+    try:
+        import cairosvg  # noqa: F401 - loads the system's cairo library
+    except (ImportError, OSError) as err:
+        log.warning("slide kit without PNGs: %s", err)
+        return type(err).__name__
+    return None
+
+
+def _quote(text: str) -> str:
+    shown = " ".join(visible(text).split())
+    return shown if len(shown) <= QUOTE_CHARS else shown[: QUOTE_CHARS - 1] + "…"
+
+
+def _zip(slides, lang: str, title: str, subtitle: str) -> bytes:
+    """The zip with PNGs where this server can draw them; if drawing fails, without them (logged)."""
+    if png_problem() is None:
+        try:
+            return slide_kit(slides, lang=lang, title=title, subtitle=subtitle, rasterize=svg_to_png)
+        except Exception:  # noqa: BLE001 - a figure cairo cannot draw must not lose the whole download
+            log.exception("slide kit: PNGs failed, zipping the SVGs alone")
+    return slide_kit(slides, lang=lang, title=title, subtitle=subtitle, rasterize=None)
+
+
+@functools.lru_cache(maxsize=4)
+def lesson_zip(trace_json: str, lang: str, run_name: str, classroom: bool, sketch: tuple[int, int],
+               when: str) -> bytes:
+    """Every lesson figure of the run `trace_json` (the whole run, in the page's style)."""
+    trace = RequestTrace.from_json(trace_json)
+    style = classroom_style() if classroom else DEFAULT_STYLE
+    slides = lesson_slides(trace, lang=lang, run_name=run_name, style=style, sketch=sketch)
+    answer = trace.output_text if trace.finished else "".join(trace.output_pieces)
+    subtitle = t(lang, "kit_deck_subtitle", prompt=_quote(trace.prompt), answer=_quote(answer),
+                 model=trace.model.model_id, when=when)
+    return _zip(slides, lang, t(lang, "kit_deck_title"), subtitle)
+
+
+@functools.lru_cache(maxsize=4)
+def serving_zip(run_jsons: tuple[str, ...], lang: str, classroom: bool) -> bytes:
+    """The serving lab's figures of these runs (one per policy, one workload)."""
+    runs = [ServingRun.from_json(j) for j in run_jsons]
+    style = classroom_style() if classroom else DEFAULT_STYLE
+    slides = serving_slides(runs, lang=lang, tag=run_set_tag(run_jsons), style=style)
+    policies = ", ".join(policy_label(lang, r.settings.policy) for r in runs)
+    subtitle = t(lang, "kit_deck_serving_subtitle", scenario=scenario_label(lang, runs[0].scenario),
+                 policies=policies, model=runs[0].model.model_id)
+    return _zip(slides, lang, t(lang, "kit_deck_serving_title"), subtitle)
+
+
+def run_number(trace_json: str) -> int | None:
+    """The shown run's number in this session's history (lesson.runs.HistoryEntry.number), if it is there."""
+    for entry in st.session_state.history:
+        if entry.trace_json == trace_json:
+            return entry.number
+    return None
+
+
+def lesson_button(lang: str) -> None:
+    """The lesson page's "all figures for slides" download, for the whole run the page shows."""
+    ss = st.session_state
+    trace_json = ss.stepping_full_json or ss.trace_json
+    if trace_json is None:
+        return
+    number = run_number(trace_json)
+    run_name = f"run{number}" if number else "run"
+    sketch = (int(ss.demo_prompt_len), int(ss.demo_output_len))
+    data = functools.partial(lesson_zip, trace_json, lang, run_name, bool(ss.classroom), sketch, ss.trace_stamp)
+    st.download_button(t(lang, "kit_download"), data=data, file_name=f"prefill-decode_{run_name}_slides_{lang}.zip",
+                       mime="application/zip", key="kit_download", on_click="ignore", icon=":material/slideshow:",
+                       help=t(lang, "kit_download_help", width=PNG_WIDTH))
+    _png_note(lang)
+
+
+def serving_button(lang: str, runs: list[ServingRun], run_jsons: tuple[str, ...]) -> None:
+    """The serving lab's "all figures for slides" download, for the runs it shows (`runs`: `run_jsons` parsed)."""
+    if not run_jsons:
+        return
+    name = f"prefill-decode_serving_{safe_name(runs[0].scenario)}_{run_set_tag(run_jsons)}_slides_{lang}.zip"
+    data = functools.partial(serving_zip, tuple(run_jsons), lang, bool(st.session_state.classroom))
+    st.download_button(t(lang, "kit_download"), data=data, file_name=name, mime="application/zip",
+                       key="kit_download_serving", on_click="ignore", icon=":material/slideshow:",
+                       help=t(lang, "kit_download_serving_help", width=PNG_WIDTH))
+    _png_note(lang)
+
+
+def _png_note(lang: str) -> None:
+    problem = png_problem()
+    if problem is not None:
+        st.caption(t(lang, "kit_no_png", why=problem))
