@@ -68,6 +68,7 @@ class Row:
     time_label: str
     time_label_x: float
     time_label_anchor: str
+    time_label_above: bool = False  # lifted over the wait bar it would otherwise be drawn across
     time_y: float = -1.0  # middle of the row's time marks: beside the row, or below the table when folded
 
     @property
@@ -192,10 +193,12 @@ def _time_row(trace: RequestTrace, slot: Slot, scale: LinearScale, style: Style,
         words = f"{slot.count} × " + label(table, "itl", ms=fmt_ms(mean))
     else:
         words = label(table, "itl", ms=fmt_ms(last.end_ms - prev_end))
-    x, anchor = _label_place(bar, text_width(words, style.tiny_size), scale)
+    label_w = text_width(words, style.tiny_size)
+    x, anchor = _label_place(bar, label_w, scale)
     wait_ms = first.start_ms - (prev_end or 0.0)
+    above = anchor == "end" and any(span and span[0] < x and span[1] > x - label_w for span in (wait, page))
     return {"bar": bar, "wait": wait, "page": page, "wait_ms": wait_ms, "itl": itl, "time_label": words,
-            "time_label_x": x, "time_label_anchor": anchor}
+            "time_label_x": x, "time_label_anchor": anchor, "time_label_above": above}
 
 
 def _slice(scale: LinearScale, start_ms: float, end_ms: float) -> tuple[float, float] | None:
@@ -297,7 +300,8 @@ def _draw_chip(dwg, chip: Chip, phase: str, style: Style):
         fill, stroke, weight, ink = style.panel, style.grid, None, style.muted_ink
     else:
         fill, stroke, weight, ink = style.phase_light(phase), style.phase_color(phase), None, style.ink
-    group = dwg.g(class_=f"chip {chip.kind} {phase}", **({"data-position": chip.position} if chip.position >= 0 else {}))
+    position = {"data-position": chip.position} if chip.position >= 0 else {}
+    group = dwg.g(class_=f"chip {chip.kind} {phase}", **position)
     chip_h = _chip_h(style)
     group.add(dwg.rect((chip.x, chip.y), (chip.w, chip_h), rx=6, fill=fill, stroke=stroke, stroke_width=1.5))
     group.add(text(dwg, chip.text, chip.x + chip.w / 2, chip.y + chip_h / 2 + style.small_size * 0.36,
@@ -358,7 +362,10 @@ def _time_marks(dwg, row: Row, step, style: Style):
                            stroke=style.muted_ink, stroke_width=1, class_="itl"))
     # on a full-colour bar itself: light text on its dark colour (a folded gap's bar is faded: dark text)
     inside = row.time_label_anchor == "middle" and row.slot.kind == "pass"
-    group.add(text(dwg, row.time_label, row.time_label_x, cy + style.tiny_size * 0.36, size=style.tiny_size,
+    # beside the bar, centred on the row; or, where a wait bar lies under it, just above that bar
+    # (its descenders clear the 6-unit bar's top edge by 4 units)
+    label_y = cy - 4 - style.tiny_size * 0.2 if row.time_label_above else cy + style.tiny_size * 0.36
+    group.add(text(dwg, row.time_label, row.time_label_x, label_y, size=style.tiny_size,
                    fill=style.paper if inside else style.ink, anchor=row.time_label_anchor, class_="time-label",
                    **({} if inside else halo(style))))
     return group

@@ -84,6 +84,33 @@ def test_timeline_folds_hundreds_of_passes(long_trace):
     assert shown + hidden == long_trace.prompt_len  # every prompt piece is shown or counted
 
 
+def _text_box(el) -> tuple[float, float, float, float]:
+    """(x0, x1, top, bottom) of one <text>, from its anchor, estimated width and font size."""
+    from lesson.layout import text_width
+
+    x, y, size = float(el.get("x")), float(el.get("y")), float(el.get("font-size"))
+    width = text_width("".join(el.itertext()), size)
+    x0 = {"end": x - width, "middle": x - width / 2}.get(el.get("text-anchor"), x)
+    return x0, x0 + width, y - 0.75 * size, y + 0.2 * size
+
+
+@pytest.mark.parametrize("style", [DEFAULT_STYLE, classroom_style()], ids=["normal", "classroom"])
+def test_a_time_label_left_of_its_bar_is_never_drawn_across_the_wait_bar(style):
+    """A short run behind a long wait (the default 巴黎。 run: tokenizing and the queue, then a short
+    Prefill near the axis' end): "TTFT …" goes left of its bar, where the wait bar is; it sits above it."""
+    trace = make_trace(tokenize_ms=50.0, output_pieces=("巴黎", "。", "x"))
+    root = parse(render_timeline(trace, lang="en", style=style))
+    for time in with_class(root, "time"):
+        label = with_class(time, "time-label")[0]
+        x0, x1, top, bottom = _text_box(label)
+        for wait in with_class(time, "wait"):
+            wx, wy = float(wait.get("x")), float(wait.get("y"))
+            across_x = x0 < wx + float(wait.get("width")) and x1 > wx
+            assert not (across_x and top < wy + float(wait.get("height")) and bottom > wy), label.text
+    ttft = with_class(with_class(root, "time", "prefill")[0], "time-label")[0]
+    assert ttft.text.startswith("TTFT") and ttft.get("text-anchor") == "end"  # the case the test is about
+
+
 def _computed_per_column(root):
     return {col.get("data-pass"): sum(int(c.get("data-count")) for c in col
                                       if c.get("class", "").split()[:2] in (["pos", "prefill"], ["pos", "decode"]))
