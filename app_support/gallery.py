@@ -33,6 +33,7 @@ from lesson.messages import code_span, error_message
 from lesson.recorded import entries_label, figure_note, history_label, recorded_alt, recorded_note, recorded_stem
 from lesson.runs import HistoryEntry
 from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label
+from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t
 from lesson.views import cache_compare_alt, escape_markdown, lab_sweep_caption
 
@@ -296,10 +297,10 @@ def _recorded_serving(lang: str, jsons: tuple[str, ...], runs: list[ServingRun])
     for line in findings(runs, lang):
         st.markdown("- " + line)
     st.dataframe(metric_records(runs, lang), hide_index=True, width="stretch")
-    prov = runs[0].provenance
+    prov, tag = runs[0].provenance, run_set_tag(jsons)  # download names: scenario, run set, policy, figure
     svg_figure("rec_serving_metrics", serving.metrics_svg(jsons, lang, classroom), lang, figure_note(prov, lang),
                alt=recorded_alt(metrics_alt(runs, lang), prov, lang),
-               file_stem=recorded_stem("serving_metrics", prov))
+               file_stem=recorded_stem(serving_stem(runs[0], "metrics", tag), prov))
     tabs = st.tabs([t(lang, f"sl_tab_{figure}") for figure in SERVING_FIGURES])
     for tab, figure in zip(tabs, SERVING_FIGURES):
         with tab:
@@ -308,4 +309,4 @@ def _recorded_serving(lang: str, jsons: tuple[str, ...], runs: list[ServingRun])
                 svg_figure(f"rec_serving_{figure}_{k}", serving.serving_svg(figure, run_json, lang, classroom), lang,
                            figure_note(run.provenance, lang), alt=recorded_alt(figure_alt(figure, run, lang),
                                                                                run.provenance, lang),
-                           file_stem=recorded_stem(f"serving_{figure}_{run.settings.policy}", run.provenance))
+                           file_stem=recorded_stem(serving_stem(run, figure, tag), run.provenance))
