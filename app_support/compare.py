@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from lesson.layout import figures_per_row
 from lesson.runs import HISTORY_LIMIT, compare_table, keep_pins, run_label, shared_extent
 from lesson.text import t
 from lesson.views import escape_markdown
@@ -71,16 +72,23 @@ def _pick(lang: str, history: list, labels: dict[str, str]) -> list:
 
 
 def _figure_pair(lang: str, name: str, pinned: list, labels: dict[str, str], extent: str) -> None:
-    """One figure of both runs: side by side, or one above the other (a timeline is wide; classroom type)."""
+    """One figure of both runs: side by side only where both keep readable labels in half the column
+    (lesson.layout.figures_per_row; the lesson's figures are too wide for it), else one above the
+    other, their shared time axes aligned. Classroom type: always one above the other."""
     classroom = st.session_state.classroom
-    side_by_side = name != "timeline" and not classroom
+    svgs = {}
+    for run, entry in zip(("cmp_run_a", "cmp_run_b"), pinned):
+        with error_boundary(lang, "err_diagram"):
+            svgs[run] = resources.diagram_svg(name, entry.trace_json, lang, extent, classroom=classroom)
+    side_by_side = not classroom and len(svgs) == 2 and figures_per_row(list(svgs.values())) == 2
     places = st.columns(2) if side_by_side else (st.container(), st.container())
     for run, entry, place in zip(("cmp_run_a", "cmp_run_b"), pinned, places):
+        if run not in svgs:
+            continue
         with place, error_boundary(lang, "err_diagram"):
-            svg = resources.diagram_svg(name, entry.trace_json, lang, extent, classroom=classroom)
             alt, stem = gallery.entry_words(lang, entry, *resources.diagram_words(name, entry.trace_json, lang,
                                                                                   entry.stamp))
             words = escape_markdown(labels[entry.run_id])
-            svg_figure(f"compare_{name}_{run[-1]}", svg, lang,
+            svg_figure(f"compare_{name}_{run[-1]}", svgs[run], lang,
                        t(lang, "compare_run_caption", run=t(lang, run), label=words),
                        alt=t(lang, "compare_alt", run=t(lang, run), alt=alt), file_stem=stem)

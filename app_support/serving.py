@@ -29,6 +29,7 @@ from engine.errors import CapError
 from engine.limits import MAX_ARRIVAL_MS
 from engine import prompts
 from engine.serving.trace import ServingRun
+from lesson.layout import figures_per_row
 from lesson.messages import serving_message
 from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label
 from lesson.slides import run_set_tag, serving_stem
@@ -339,13 +340,15 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
                     st.plotly_chart(classroom_fonts(serving_gantt_figure(run, lang), classroom),
                                     key=f"sl_plotly_{run.settings.policy}")
                 continue
-            per_row = 1 if classroom else 2  # on a projector: one figure per row
+            svgs = [serving_svg(figure, run_json, lang, classroom) for run_json in jsons]
+            # policy beside policy only if their labels stay readable at half the column (they do not at
+            # 860 units wide: one above the other, time axes aligned); on a projector: one per row
+            per_row = 1 if classroom else figures_per_row(svgs)
             columns = st.columns(per_row)
-            for k, (run, run_json) in enumerate(zip(runs, jsons)):
+            for k, (run, svg) in enumerate(zip(runs, svgs)):
                 with columns[k % per_row]:
                     st.markdown(f"**{escape_markdown(run_label(run, lang))}**")
-                    svg_figure(f"serving_{figure}_{run.settings.policy}",
-                               serving_svg(figure, run_json, lang, classroom), lang,
+                    svg_figure(f"serving_{figure}_{run.settings.policy}", svg, lang,
                                alt=figure_alt(figure, run, lang), file_stem=serving_stem(run, figure, tag))
     st.download_button(t(lang, "sl_download_runs"), data="[" + ",".join(jsons) + "]", file_name="serving_runs.json",
                        mime="application/json", key="sl_download_runs", on_click="ignore",

@@ -13,6 +13,7 @@ Three ideas keep big requests readable and small files light:
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from dataclasses import dataclass
 
@@ -142,6 +143,33 @@ def byte_ticks(max_bytes: int, target_ticks: int = 5) -> tuple[int, ...]:
     while max_bytes / unit >= 1024 and unit < 1024**3:
         unit *= 1024
     return tuple(int(round(t * unit)) for t in nice_ticks(0, max(max_bytes / unit, 1e-9), target_ticks))
+
+
+# --- figures on the page ---
+
+# The app's main column at its widest (app_support/ui.py BASE_CSS: a 1180 px block less its padding,
+# as measured in chromium at 1440x900), and the smallest label a reader should meet there.
+MAIN_COLUMN_PX, MIN_LABEL_PX = 1100.0, 10.0
+
+
+def figure_size(svg: str) -> tuple[float, float]:
+    """(width of the viewBox, the smallest font size used) of one of the figures' SVGs."""
+    width = float(re.search(r'<svg[^>]*?\swidth="([\d.]+)"', svg).group(1))
+    sizes = [float(v) for v in re.findall(r'font-size="([\d.]+)"', svg)]
+    return width, min(sizes, default=width)
+
+
+def figures_per_row(svgs: list[str], column_px: float = MAIN_COLUMN_PX, gap_px: float = 16.0,
+                    min_label_px: float = MIN_LABEL_PX) -> int:
+    """2 if every figure, shown in half the column, keeps its smallest label at least `min_label_px`
+    (a figure is scaled to its box's width); else 1: one above the other at the column's full width.
+    Two 860-unit Gantts with 11-unit ticks side by side are drawn at 6-7 px: one per row."""
+    half = (column_px - gap_px) / 2
+    for svg in svgs:
+        width, smallest = figure_size(svg)
+        if smallest * min(half / width, 1.0) < min_label_px:
+            return 1
+    return 2
 
 
 # --- grouping ---

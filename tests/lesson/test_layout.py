@@ -196,3 +196,26 @@ def test_pass_ticks_thin_out_for_big_type():
 
 def test_the_font_stack_has_colour_emoji():
     assert "'Noto Color Emoji'" in FONT_STACK and FONT_STACK.rstrip().endswith("sans-serif")
+
+
+def test_wide_figures_go_one_per_row_and_keep_their_labels_readable():
+    """Two Gantts (or two compared runs' figures) side by side in the app's widest column were drawn
+    with 6-7 px labels: such figures go one per row; a narrow one may still share a row."""
+    from lesson.diagrams import render_kv_growth, render_latency, render_timeline
+    from lesson.diagrams.batch_composition import render_batch_composition
+    from lesson.diagrams.kv_blocks import render_kv_blocks
+    from lesson.diagrams.serving_gantt import render_serving_gantt
+    from lesson.layout import MAIN_COLUMN_PX, MIN_LABEL_PX, figure_size, figures_per_row
+    from tests.factories import make_run, make_trace
+
+    runs = [make_run(policy=p) for p in ("one-at-a-time", "prefill-first", "chunked", "disaggregated")]
+    trace = make_trace()
+    for render in (render_serving_gantt, render_batch_composition, render_kv_blocks):
+        assert figures_per_row([render(r, lang="zh") for r in runs]) == 1, render.__name__
+    for render in (render_timeline, render_latency, render_kv_growth):
+        svgs = [render(trace, lang="en")] * 2
+        assert figures_per_row(svgs) == 1, render.__name__
+        width, smallest = figure_size(svgs[0])
+        assert smallest * min(MAIN_COLUMN_PX / width, 1.0) >= MIN_LABEL_PX  # one per row: readable
+    narrow = '<svg width="400" height="100"><text font-size="13">a</text></svg>'
+    assert figure_size(narrow) == (400.0, 13.0) and figures_per_row([narrow, narrow]) == 2
