@@ -56,7 +56,7 @@ MAX_SAFETENSORS_HEADER = 100 * 2**20  # a safetensors file's JSON header (the fo
 HUB_FETCH_TIMEOUT_S = 1800.0  # a model fetched from the Hugging Face Hub (the CLI only): the whole download
 MEMORY_FRACTION = 0.9  # a model's weights may take at most this share of the device's free memory
 # --- the serving engine's KV store -----------------------------------------------------------
-MAX_BLOCK_SIZE = 4096  # tokens per KV block
+MAX_BLOCK_SIZE = 1024  # tokens per KV block
 MAX_KV_BLOCKS = 1_048_576  # blocks in one KV store
 KV_MEMORY_FRACTION = 0.5  # a serving run's KV store may take at most this share of free memory
 # --- a server's replies to the probe (engine/interop/probe.py): one request fails, the others are kept ---

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from engine.cost import trace_floors
 from engine.interop.vllm_import import format_comparison, load_vllm_result
-from engine.limits import dump_json
+from engine.errors import LimitError
+from engine.limits import check_text, dump_json
 
 from . import serving_export
 from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_roofline, render_step_floors
@@ -176,8 +177,19 @@ def write_perfetto(out_dir: Path, trace, name: str = "trace") -> Path:
     return path
 
 
+def _check_argv(argv: list[str]) -> None:
+    """Every argument writable as UTF-8: bytes that are not UTF-8 arrive as lone surrogates (a usage error)."""
+    for number, text in enumerate(argv, start=1):
+        try:
+            check_text(f"argument {number}", text)
+        except LimitError as err:
+            raise _UsageError(str(err)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     try:
+        _check_argv(argv)
         args = build_parser().parse_args(argv)
         for path in _export(args):
             print(path)

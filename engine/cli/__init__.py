@@ -27,6 +27,7 @@ import importlib
 import sys
 
 from ..errors import EngineError
+from ..limits import check_text
 from .common import Parser
 
 COMMANDS = (  # engine/cli/<name>.py, in the order --help lists them
@@ -51,8 +52,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
     try:
+        for number, text in enumerate(argv, start=1):  # bytes that are not UTF-8 arrive as lone surrogates
+            check_text(f"argument {number}", text)
+        args = build_parser().parse_args(argv)
         return args.handler(args)
     except EngineError as err:
         print(f"error: {err}", file=sys.stderr)

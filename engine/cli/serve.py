@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from .. import limits
 from ..serving.trace import POLICIES, ServingRun
 from ..serving.workloads import SCENARIOS, load_workload_file, scenario
 from .common import add_device_arguments, add_slo_arguments, dist, ms, shown, slo_from_args, table
@@ -58,6 +59,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> str:
+    limits.check_count("--seed", args.seed, limits.MAX_SEED)
     # torch loads here, when the engine runs, not when the parser is built
     from ..model import load_model
     from ..serving.engine import ServeConfig, run_workload

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .. import limits
 from ..errors import InputError
 from ..prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
 from ..trace import ENGINE_MODES, RANDOM_WEIGHTS_NOTE, RequestTrace, attention_kernels
@@ -54,15 +55,18 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_trace(args: argparse.Namespace) -> RequestTrace:
+    for name, value, low in (("prompt-tokens", args.prompt_tokens, 0),
+                             ("max-prompt-tokens", args.max_prompt_tokens, 1)):
+        if value < low:
+            raise InputError("length_range", f"--{name} must be at least {low}, got {value}", name=name, value=value)
+        limits.check_count(f"--{name}", value, limits.MAX_STRETCH_TOKENS, low=low)
+    limits.check_count("--seed", args.seed, limits.MAX_SEED)
+    check_stretch(args.prompt_tokens, args.max_prompt_tokens)  # the sizes first, before torch is imported
     # torch and transformers load here, when a trace runs, not when the parser is built
     from ..generation import GenerationConfig, check_prompt_text, generate
     from ..model import hub_id_for, load_model
 
     check_prompt_text(args.prompt)  # before the model loads: bad input should fail fast
-    for name, value, low in (("prompt-tokens", args.prompt_tokens, 0),
-                             ("max-prompt-tokens", args.max_prompt_tokens, 1)):
-        if value < low:
-            raise InputError("length_range", f"--{name} must be at least {low}, got {value}", name=name, value=value)
     cfg = GenerationConfig(
         max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
         top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos, mode=args.mode,
@@ -72,8 +76,18 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
         print(f"note: no local folder {args.model!r}; fetching {hub_id} from the Hugging Face Hub", file=sys.stderr)
     longest = max(args.prompt_tokens, args.max_prompt_tokens) + args.max_new_tokens  # a preset's memory check
     lm = load_model(args.model, device=args.device, dtype=args.dtype, allow_hub=True, max_context=longest)
+    check_stretch(args.prompt_tokens, lm.info.max_positions - args.max_new_tokens)  # before any filler is tokenized
     prompt = extend_prompt(lm.tokenizer, args.prompt, args.prompt_tokens) if args.prompt_tokens else args.prompt
     return generate(lm, prompt, cfg, max_prompt_tokens=args.max_prompt_tokens)
+
+
+def check_stretch(prompt_tokens: int, limit: int) -> None:
+    """--prompt-tokens beyond `limit` (--max-prompt-tokens, or the model's context less the answer) is
+    refused before the prompt is stretched: tokenizing a million tokens of filler took minutes."""
+    if prompt_tokens > limit:
+        raise InputError("prompt_too_long", f"--prompt-tokens asks for {prompt_tokens} tokens; at most "
+                         f"{max(limit, 0)} fit (--max-prompt-tokens, or the model's context less the answer)",
+                         num_tokens=prompt_tokens, limit=max(limit, 0))
 
 
 # --- the readable table ------------------------------------------------------

@@ -16,10 +16,12 @@ import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import limits
 from ..errors import InputError
 from ..generation import token_pieces
 from ..hf import device_clock, eos_ids
 from ..model import LoadedModel
+from ..presets import available_memory_bytes
 from ..prompts import extend_prompt, prompt_token_ids
 from ..provenance import this_machine
 from .block_manager import BlockManager, blocks_for
@@ -34,7 +36,7 @@ from .workloads import WorkloadRequest
 
 DEFAULT_TOKEN_BUDGET = 64  # positions per pass under chunked prefill (small: a CPU pass of 64 costs ~ a Decode step)
 DEFAULT_BLOCK_SIZE = 16
-MAX_KV_BLOCKS = 1 << 20
+MAX_KV_BLOCKS = limits.MAX_KV_BLOCKS
 
 
 @dataclass(frozen=True)
@@ -56,8 +58,8 @@ class ServeConfig:
             raise bad("policy", f"must be one of {', '.join(POLICIES)}, got {self.policy!r}")
         if self.token_budget is not None and not 1 <= self.token_budget <= 1 << 16:
             raise bad("token-budget", f"must be 1..65536, got {self.token_budget}")
-        if not 1 <= self.block_size <= 1024:
-            raise bad("block-size", f"must be 1..1024, got {self.block_size}")
+        if not 1 <= self.block_size <= limits.MAX_BLOCK_SIZE:
+            raise bad("block-size", f"must be 1..{limits.MAX_BLOCK_SIZE}, got {self.block_size}")
         if self.num_kv_blocks is not None and not 1 <= self.num_kv_blocks <= MAX_KV_BLOCKS:
             raise bad("kv-blocks", f"must be 1..{MAX_KV_BLOCKS}, got {self.num_kv_blocks}")
         if self.on_kv_full not in ON_KV_FULL:
@@ -113,6 +115,7 @@ def _check_fits(lm: LoadedModel, seqs: list[Sequence], config: ServeConfig) -> N
     if len({s.request_id for s in seqs}) != len(seqs):
         raise InputError("bad_workload", "two requests have the same request_id")
     num_blocks = config.blocks_for_run(seqs)
+    check_kv_memory(lm, num_blocks, config)
     for s in seqs:
         if s.max_num_tokens + 1 > lm.info.max_positions:
             raise InputError("prompt_too_long", f"request {s.request_id}: {len(s.prompt_ids)} prompt tokens + "
@@ -124,6 +127,16 @@ def _check_fits(lm: LoadedModel, seqs: list[Sequence], config: ServeConfig) -> N
                                            f"{config.block_size} tokens ({s.max_num_tokens} positions) and the KV "
                                            f"budget is {num_blocks} blocks", request_id=s.request_id, need=need,
                              num_blocks=num_blocks)
+
+
+def check_kv_memory(lm: LoadedModel, num_blocks: int, config: ServeConfig) -> None:
+    """The KV store every worker allocates (blocks x block size x the model's K/V bytes per token; two
+    stores when disaggregated) within KV_MEMORY_FRACTION of the device's free memory, checked before any
+    store exists: `serve --kv-blocks 1048576 --block-size 1024` is one line, not 256 GiB asked of torch."""
+    stores = 2 if config.policy == "disaggregated" else 1
+    need = stores * num_blocks * config.block_size * lm.info.kv_bytes_per_token
+    limits.check_bytes(f"the KV store ({num_blocks} blocks x {config.block_size} tokens)", need,
+                       available_memory_bytes(lm.device), limits.KV_MEMORY_FRACTION)
 
 
 # --- one worker's engine --------------------------------------------------------

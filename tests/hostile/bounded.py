@@ -3,13 +3,12 @@
 The memory-heavy cases must not take the test machine down with them when a bound breaks, so each
 runs in its own process with RLIMIT_AS set (address space: what a few bytes of input may make the
 process reserve) and is killed at its deadline. The child's own peak resident memory comes from
-os.wait4's rusage of that one child, not from the test process.
+os.wait4's rusage of that one child, taken by a small launcher (see LAUNCH), not from the test process.
 """
 
 from __future__ import annotations
 
 import os
-import resource
 import signal
 import subprocess
 import sys
@@ -47,42 +46,45 @@ class Outcome:
                 f"stdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-3000:]}")
 
 
-def _limit(memory_mb: int):
-    def apply() -> None:
-        ceiling = memory_mb * 2**20
-        resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
-        os.setsid()  # its own group, so a kill at the deadline reaches what it started
-    return apply
+# A small launcher sets the ceiling, runs the command as its own child and reports that child's peak
+# resident memory (os.wait4). Linux carries a process's peak across fork and exec, so a child of this
+# (large) test process would report the test's own size; a child of the small launcher reports its own.
+LAUNCH = """
+import os, resource, subprocess, sys
+ceiling, report = int(sys.argv[1]), sys.argv[2]
+resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
+child = subprocess.Popen(sys.argv[3:])
+_, status, usage = os.wait4(child.pid, 0)
+child.returncode = 0
+with open(report, "w") as f:
+    f.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+sys.exit(code if code >= 0 else 128 - code)
+"""
 
 
 def run_bounded(argv: list[str | bytes], *, memory_mb: int = MEMORY_MB, timeout_s: float = TIMEOUT_S,
                 env: dict[str, str] | None = None, cwd: Path = ROOT) -> Outcome:
     """Run `argv` (bytes allowed: an argument that is not UTF-8) and wait at most `timeout_s`."""
     child_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env or {})}
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err, \
+            tempfile.NamedTemporaryFile("r", suffix=".rss") as report:
         start = time.monotonic()
-        proc = subprocess.Popen(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd, env=child_env,
-                                preexec_fn=_limit(memory_mb))
-        status, usage = _wait(proc.pid, start + timeout_s)
+        launcher = [sys.executable, "-c", LAUNCH, str(memory_mb * 2**20), report.name]
+        proc = subprocess.Popen([*launcher, *argv], stdout=out, stderr=err, stdin=subprocess.DEVNULL, cwd=cwd,
+                                env=child_env, start_new_session=True)  # its own group: a kill reaches all of it
+        try:
+            code = proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            code = None
         seconds = time.monotonic() - start
-        proc.returncode = 0  # reaped by os.wait4: keep Popen from waiting on it again
+        peak_kb = float(report.read() or "nan")  # nan: killed at the deadline before it could say
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace")
-    code = None if status is None else os.waitstatus_to_exitcode(status)
-    return Outcome(code, stdout, stderr, seconds, usage.ru_maxrss / 1024)
-
-
-def _wait(pid: int, deadline: float):
-    while True:
-        done, status, usage = os.wait4(pid, os.WNOHANG)
-        if done:
-            return status, usage
-        if time.monotonic() > deadline:
-            os.killpg(pid, signal.SIGKILL)
-            _, status, usage = os.wait4(pid, 0)
-            return None, usage
-        time.sleep(0.02)
+    return Outcome(code, stdout, stderr, seconds, peak_kb / 1024)
 
 
 def python(*args: str | bytes, **kwargs) -> Outcome:
