@@ -81,13 +81,13 @@ class Limit:
     name: str
     value: float
     refused: str
-    how: str = "CLI: one line, exit 2; app: one message"
+    how: str = "one line (python -m engine: exit 2, python -m lesson.export: exit 1); the app: one message"
 
 
 LIMITS: tuple[Limit, ...] = (
     Limit("MAX_JSON_DEPTH", MAX_JSON_DEPTH, "JSON nested deeper (workload lines, vLLM results, serving runs)"),
     Limit("MAX_NUMBER_DIGITS", MAX_NUMBER_DIGITS, "a JSON number longer than this many characters"),
-    Limit("MAX_TIME_MS", MAX_TIME_MS, "a time in a serving run beyond this many ms, or not finite"),
+    Limit("MAX_TIME_MS", MAX_TIME_MS, "a vLLM arrival placed (at request_rate) beyond this many ms"),
     Limit("MAX_MAGNITUDE", MAX_MAGNITUDE, "a number in a saved serving run (--serving-run) beyond it, or not finite"),
     Limit("MAX_TIME_S", MAX_TIME_S, "a vLLM time or duration beyond this many seconds, or not finite"),
     Limit("MAX_CLOCK_S", MAX_CLOCK_S, "a vLLM start_times clock reading beyond this many seconds"),
@@ -284,7 +284,8 @@ def markdown_table() -> str:
     """The operators' table of every limit (docs/operators.md, "Limits")."""
     rows = ["| limit | value | what is refused | how |", "|---|---|---|---|"]
     for limit in LIMITS:
-        value = f"{limit.value:,}" if isinstance(limit.value, int) else f"{limit.value:g}"
+        whole = isinstance(limit.value, int) or float(limit.value).is_integer() and abs(limit.value) < 1e9
+        value = f"{int(limit.value):,}" if whole else f"{limit.value:g}"
         rows.append(f"| `{limit.name}` | {value} | {limit.refused} | {limit.how} |")
     return "\n".join(rows)
 
