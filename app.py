@@ -19,8 +19,8 @@ state.init_session()
 # the lesson's prompt and lengths (and the labs' knobs) survive a visit to the other page.
 state.keep_widget_values((*state.WIDGET_KEYS, *lab.LAB_WIDGET_KEYS, *serving.SERVING_WIDGET_KEYS))
 settings = resources.server_settings()
-presets = resources.preset_choices(settings.device, settings.dtype)  # the real-size shapes this machine can hold
-state.repair_session(settings.limits, settings.models_dir, presets)
+# what the engine worker offers (the first visitor's call starts a local worker): default, folders, presets
+state.repair_session(settings.limits, resources.model_choices(settings.device, settings.dtype))
 lang = st.session_state.lang
 
 st.set_page_config(page_title=t(lang, "page_title"), page_icon="🧭", layout="wide")

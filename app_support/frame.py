@@ -1,8 +1,10 @@
-"""What every page shares around its body: the header, the one-shot messages, the sidebar, the model.
+"""What every page shares around its body: the header, the one-shot messages, the sidebar, the model,
+and the place of a page's call in the engine worker's queue.
 
 app.py draws the header, the messages and the sidebar before the page's body; each page's
-body starts by loading its model (load_model), which also shows the model's caption in the
-sidebar.
+body starts by loading its model (load_model, in the engine worker), which also shows the model's
+caption in the sidebar. A page whose call waits for other visitors' runs says how many are ahead
+(QueuePlace).
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from pathlib import Path
 import streamlit as st
 
 from engine.config import ServerSettings
+from engine.worker.client import Queued, Started, Waiting
+from engine.worker.errors import EngineWorkerError
 from lesson.messages import error_message
 from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
-from lesson.views import escape_markdown, format_bytes, format_count, list_model_choices
+from lesson.views import escape_markdown, format_bytes, format_count
 
 from . import resources, state
 
@@ -61,9 +65,10 @@ def sidebar(lang: str, settings: ServerSettings, contents: bool = True):
     with st.sidebar:
         classroom_slot = st.container()
         st.subheader(t(lang, "sidebar_title"))
+        choices = resources.model_choices(settings.device, settings.dtype)  # what the engine worker offers
         presets = resources.preset_choices(settings.device, settings.dtype)
         st.selectbox(
-            t(lang, "model"), list_model_choices(settings.models_dir, presets), key="model_choice",
+            t(lang, "model"), list(choices), key="model_choice",
             help=t(lang, "model_help"),  # options are folder names (language-neutral; "default" = embedded)
             format_func=lambda c: t(lang, "preset_choice", name=c) if c in presets else c,
         )
@@ -91,9 +96,11 @@ def _sampling(lang: str, locked: bool) -> None:
 
 
 def load_model(lang: str, settings: ServerSettings):
-    """The model for this run, shown with its caption, or None (with a message) when it cannot be loaded.
+    """The model for this run (loaded in the engine worker: resources.EngineModel), shown with its caption,
+    or None (with a message) when it cannot be loaded.
 
-    A listed folder that fails to load sends the picker back to the default.
+    A listed folder that fails to load sends the picker back to the default; a worker that cannot be
+    reached (or was started again) leaves the picker alone: the message says what happened.
     """
     choice = st.session_state.model_choice
     try:
@@ -101,7 +108,7 @@ def load_model(lang: str, settings: ServerSettings):
             lm = resources.get_model(choice, settings.device, settings.dtype)
     except Exception as err:  # noqa: BLE001 - becomes a message, never a traceback
         log.warning("model %r failed to load: %s", choice, err)
-        if choice != "default":
+        if choice != "default" and not isinstance(err, EngineWorkerError):
             state.flash(f"err_{err.key}" if getattr(err, "key", None) else "err_internal",
                         **_flash_params(err))
             st.session_state.reset_model_choice = True  # applied before the picker is drawn again
@@ -134,3 +141,29 @@ def model_caption(lang: str, lm) -> None:
         if info.sliding_window is not None:  # the per-token figure above holds only until the window is full
             st.markdown(t(lang, "kv_sliding_window", sliding=info.num_sliding_layers, layers=info.num_layers,
                           window=f"{info.sliding_window:,}"))
+
+
+class QueuePlace:
+    """An engine call's place in the worker's queue, said in `slot` while it waits ("2 runs are ahead of
+    yours") and cleared when it starts. Give it every event of the call (an EngineClient `on_event`):
+    on each heartbeat (Waiting) it redraws, and Streamlit stops a page that was rerun or closed at a
+    redraw, which closes the call and takes it out of the queue. `waited`: the most runs that were ahead."""
+
+    def __init__(self, lang: str, slot=None) -> None:
+        self.lang = lang
+        self.slot = st.empty() if slot is None else slot
+        self.ahead = self.waited = 0
+
+    def __call__(self, event) -> None:
+        if isinstance(event, Queued):
+            self.ahead = event.ahead
+            self.waited = max(self.waited, event.ahead)
+        elif isinstance(event, Started):
+            self.ahead = 0
+        elif not isinstance(event, Waiting):
+            return  # a pass or progress: the caller draws it
+        if self.ahead:
+            key = "engine_queue_place_one" if self.ahead == 1 else "engine_queue_place"
+            self.slot.info(t(self.lang, key, ahead=self.ahead), icon=":material/hourglass_top:")
+        else:
+            self.slot.empty()

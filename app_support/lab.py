@@ -11,6 +11,7 @@ import streamlit as st
 
 from engine.config import ServerSettings
 from engine.trace import RequestTrace
+from engine.worker.client import Progress
 from lesson.text import device_label, t
 from lesson.views import (
     LAB_DEVICE_SPECS, LAB_DTYPES, cache_compare_alt, cache_compare_caption, download_stem,
@@ -18,7 +19,7 @@ from lesson.views import (
     lab_prediction_only, lab_roofs_are_the_runs, lab_sweep_kept_text, trace_summary,
 )
 
-from . import modes, resources, run_panel
+from . import frame, modes, resources, run_panel
 from .ui import error_boundary, svg_figure
 
 # Widget keys of this page: app.py writes them back each run so they survive a visit to the lesson.
@@ -69,7 +70,7 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
 
 def _prediction(lang: str, lm, trace: RequestTrace):
     """The dtype and device knobs, the cost model's table for this run, and what it predicts."""
-    from engine.cost import TORCH_DTYPES, ModelShape, trace_floors
+    from engine.cost import TORCH_DTYPES, trace_floors
 
     st.subheader(t(lang, "lab_prediction_title"), anchor="prediction")
     ran_in = TORCH_DTYPES.get(lm.info.dtype, "fp32")
@@ -88,7 +89,7 @@ def _prediction(lang: str, lm, trace: RequestTrace):
     measured_here = ss.lab_device_spec == "this"
     with st.spinner(t(lang, "lab_measuring")):
         spec = resources.device_spec(ss.lab_device_spec, lm.info.device)
-    shape = ModelShape.from_config(lm.model.config, name=lm.info.model_id)
+    shape = resources.model_shape(lm.ref.choice, lm.ref.device, lm.ref.dtype)  # read in the engine worker
     floors = trace_floors(trace, shape, spec, weight_dtype=ss.lab_weight_dtype, kv_dtype=ss.lab_kv_dtype)
     if measured_here:  # the roofs themselves: a machine busy while it was measured gets low ones
         from lesson.diagrams.roofline import si
@@ -228,22 +229,24 @@ def _kept_sweep(lang: str, kind: str, sweep_json: str) -> None:
 
 
 def _run_sweep(lang: str, lm, kind: str, points: tuple[int, ...], key: tuple, store) -> None:
-    from engine.sweep import run_sweep
+    """Measure the sweep in the engine worker (one measured call at a time there: other visitors' runs
+    ahead of it are counted on the page), a progress step per point; kept for every visitor."""
+    place = frame.QueuePlace(lang)
+    bar = st.progress(0.0, text=t(lang, "lab_sweep_running", done=0, total=len(points)))
 
-    waiting = store.lock.locked()  # another visitor's sweep is measuring: say so while this one waits
-    bar = st.progress(0.0, text=t(lang, "lab_sweep_queued" if waiting else "lab_sweep_running", done=0,
-                                  total=len(points)))
-
-    def progress(done: int, total: int, point) -> None:
-        bar.progress(done / total, text=t(lang, "lab_sweep_running", done=done, total=total))
+    def on_event(event) -> None:
+        if isinstance(event, Progress):
+            bar.progress(event.done / event.total, text=t(lang, "lab_sweep_running", done=event.done,
+                                                          total=event.total))
+        else:
+            place(event)
 
     try:
-        with store.lock:  # one sweep at a time on this server: a class cannot stack them up
-            if key not in store.results:
-                sweep = run_sweep(lm, kind, points, repeats=SWEEP_REPEATS, batch_context=SWEEP_BATCH_CONTEXT,
-                                  progress=progress)
-                store.put(key, sweep.to_json())
+        sweep = resources.client().sweep(lm.ref, kind, points, repeats=SWEEP_REPEATS,
+                                         batch_context=SWEEP_BATCH_CONTEXT, on_event=on_event)
+        store.put(key, sweep.to_json())
     finally:
+        place.slot.empty()
         bar.empty()
 
 

@@ -5,8 +5,8 @@ issues, and the host time of one tiny call; their product estimates, as a lower 
 the step's call overhead. Then, on a button press, the prompt the lesson shows runs once
 in each mode the learner picked (eager, static, graph, compiled: engine/static.py), one
 after another, greedy and past end of sequence so every mode writes the same tokens;
-the runs are kept in st.session_state per (model, prompt, lengths, modes) and drawn by
-lesson/diagrams/modes.py (SVG) and lesson/modes_charts.py (plotly).
+all in one queued call of the engine worker. The runs are kept in st.session_state per (model,
+prompt, lengths, modes) and drawn by lesson/diagrams/modes.py (SVG) and lesson/modes_charts.py (plotly).
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ import streamlit as st
 
 from engine.config import ServerSettings
 from engine.trace import ENGINE_MODES, RequestTrace
+from engine.worker.protocol import ModelRef
 from lesson.text import device_label, t
 from lesson.views import (
     MODES_MAX_NEW_TOKENS, download_stem, escape_markdown, format_ms, modes_explanations,
     modes_table, offered_modes,
 )
 
-from . import resources
+from . import frame, resources
 from .ui import error_boundary
 
 MODES_WIDGET_KEYS = tuple(f"modes_pick_{mode}" for mode in ENGINE_MODES)  # one checkbox per mode
@@ -33,18 +34,16 @@ MAX_KEPT = 4  # comparisons kept per session; the oldest goes first
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def decode_ops(model_choice: str, device: str, dtype: str):
-    """The operator calls of one eager Decode step of that model (engine.overhead.DecodeOps), counted once."""
-    from engine.overhead import count_decode_ops
-
-    return count_decode_ops(resources.get_model(model_choice, device, dtype))
+    """The operator calls of one eager Decode step of that model (engine.overhead.DecodeOps), counted
+    once, in the engine worker."""
+    return resources.client().decode_ops(ModelRef(model_choice, device, dtype))
 
 
 @st.cache_resource(show_spinner=False, max_entries=4)
 def host_us_per_call(device: str) -> float:
-    """Microseconds of host time one tiny operator call costs on `device`, measured once per process."""
-    from engine.overhead import per_op_host_us
-
-    return per_op_host_us(device)
+    """Microseconds of host time one tiny operator call costs on `device`, measured once per process,
+    in the engine worker (the process that runs the model)."""
+    return resources.client().host_us_per_call(device)
 
 
 def engine_modes(lang: str, lm, trace: RequestTrace, settings: ServerSettings) -> None:
@@ -63,7 +62,7 @@ def _call_overhead(lang: str, lm) -> float:
     ss = st.session_state
     with st.spinner(t(lang, "lab_measuring")):
         ops = decode_ops(ss.model_choice, resources.server_settings().device, resources.server_settings().dtype)
-        us = host_us_per_call(str(lm.device))
+        us = host_us_per_call(lm.device)
     estimate_ms = ops.kernels * us / 1e3
     cards = ((t(lang, "modes_metric_calls"), f"{ops.calls:,}"), (t(lang, "modes_metric_kernels"), f"{ops.kernels:,}"),
              (t(lang, "modes_metric_us"), f"{us:.1f} µs"),
@@ -75,7 +74,7 @@ def _call_overhead(lang: str, lm) -> float:
     top = ", ".join(f"{escape_markdown(name)} {count}" for name, count in ops.top)
     st.markdown(t(lang, "modes_ops", model=escape_markdown(lm.info.model_id), calls=f"{ops.calls:,}",
                   kernels=f"{ops.kernels:,}", per_layer=f"{ops.per_layer:.0f}", layers=ops.layers, top=top))
-    st.markdown(t(lang, "modes_host_us", device=escape_markdown(str(lm.device)), us=f"{us:.1f}"))
+    st.markdown(t(lang, "modes_host_us", device=escape_markdown(lm.device), us=f"{us:.1f}"))
     st.markdown(t(lang, "modes_estimate", kernels=f"{ops.kernels:,}", us=f"{us:.1f}", est=format_ms(estimate_ms)))
     return estimate_ms
 
@@ -83,7 +82,7 @@ def _call_overhead(lang: str, lm) -> float:
 def _pick_modes(lang: str, lm, settings: ServerSettings) -> tuple[str, ...]:
     """One checkbox per mode offered here; graph is greyed out off CUDA with the reason under it."""
     ss = st.session_state
-    offered = offered_modes(lm.device.type, settings, lang)
+    offered = offered_modes(lm.device_type, settings, lang)
     st.markdown(f"**{t(lang, 'modes_pick')}**")
     for column, (mode, reason) in zip(st.columns(len(offered)), offered):
         key = f"modes_pick_{mode}"
@@ -118,7 +117,7 @@ def _comparison(lang: str, lm, trace: RequestTrace, settings: ServerSettings, es
         if "compiled" in chosen:
             words += t(lang, "modes_running_compile")
         with st.spinner(words):
-            runs = _run_modes(lm, args.prompt, args.max_prompt_tokens, num_tokens, chosen)
+            runs = _run_modes(lang, lm, args.prompt, args.max_prompt_tokens, num_tokens, chosen)
         results.pop(key, None)
         results[key] = {"runs": runs, "when": datetime.datetime.now().strftime("%H:%M:%S")}
         while len(results) > MAX_KEPT:
@@ -130,22 +129,26 @@ def _comparison(lang: str, lm, trace: RequestTrace, settings: ServerSettings, es
     _show(lang, lm, trace, entry, num_tokens, estimate_ms)
 
 
-def _run_modes(lm, prompt: str, max_prompt_tokens: int, num_tokens: int, modes: tuple[str, ...]) -> dict[str, str]:
-    """The prompt once per mode, one after another: {mode asked: its trace as JSON}. Greedy and past
-    end of sequence, so every mode writes `num_tokens` tokens and the tokens can be compared."""
-    from engine import GenerationConfig, generate
-
-    return {mode: generate(lm, prompt, GenerationConfig(max_new_tokens=num_tokens, ignore_eos=True, mode=mode),
-                           max_prompt_tokens=max_prompt_tokens).to_json(indent=None)
-            for mode in modes}
+def _run_modes(lang: str, lm, prompt: str, max_prompt_tokens: int, num_tokens: int,
+               modes: tuple[str, ...]) -> dict[str, str]:
+    """The prompt once per mode, one after another in one queued call of the engine worker (no other
+    visitor's run between two modes): {mode asked: its trace as JSON}. Greedy and past end of sequence,
+    so every mode writes `num_tokens` tokens and the tokens can be compared."""
+    place = frame.QueuePlace(lang)
+    try:
+        runs = resources.client().modes(lm.ref, prompt, num_tokens=num_tokens, modes=modes,
+                                        max_prompt_tokens=max_prompt_tokens, on_event=place)
+    finally:
+        place.slot.empty()
+    return {mode: run.to_json(indent=None) for mode, run in runs.items()}
 
 
 def _floors_ms(lm, trace: RequestTrace) -> tuple[tuple[float, ...] | None, str]:
     """Each step's floor on this machine's measured roofs (the runs are measured here), and its name."""
-    from engine.cost import ModelShape, trace_floors
+    from engine.cost import trace_floors
 
     spec = resources.device_spec("this", lm.info.device)
-    floors = trace_floors(trace, ModelShape.from_config(lm.model.config, name=lm.info.model_id), spec)
+    floors = trace_floors(trace, resources.model_shape(lm.ref.choice, lm.ref.device, lm.ref.dtype), spec)
     return tuple(step.floor_ms for step in floors.steps), spec.name
 
 
@@ -173,7 +176,7 @@ def _show(lang: str, lm, trace: RequestTrace, entry: dict, num_tokens: int, esti
         if row.note:
             st.warning(escape_markdown(t(lang, "modes_note_fallback", asked=row.asked, ran=row.ran, note=row.note)),
                        icon=":material/warning:")
-    for words in modes_explanations(rows, runs, lm.device.type, lang, estimate_ms):
+    for words in modes_explanations(rows, runs, lm.device_type, lang, estimate_ms):
         st.markdown(words)
     svg = render_modes(runs, floors_ms=floors_ms, lang=lang, style=resources.figure_style(ss.classroom))
     stem = download_stem(trace, ss.trace_stamp)

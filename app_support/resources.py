@@ -1,26 +1,48 @@
-"""What the page caches: the model (one per process) and data derived from it.
+"""What the page caches, and its one way to the engine: the engine worker's client.
 
-- `get_model`: `st.cache_resource`, loaded and warmed up once per process and
-  shared by every visitor; never mutated (the engine's `lm.lock` serialises
-  forward passes).
-- traces, token splits and SVGs: `st.cache_data`, keyed by plain arguments
-  (strings and numbers), so repeated demos cost nothing.
+- `client()`: one EngineClient per server process (`engine_client`, st.cache_resource), shared by
+  every session (thread-safe: each call opens a connection of its own). PREFILL_DECODE_ENGINE=HOST:PORT
+  names a worker started elsewhere (its token from PREFILL_DECODE_ENGINE_TOKEN_FILE or _TOKEN);
+  unset, the app starts a local worker on its first call and stops it at exit. Every forward pass a
+  page shows runs there, one at a time (docs/worker.md): this process never imports torch.
+- `get_model`: the page's view of a model the worker holds (EngineModel: the ModelRef a call names it
+  by, its ModelInfo and device), loaded and warmed there once; `model_choices`: what the worker offers.
+- traces, token splits, comparisons and SVGs: `st.cache_data`, keyed by plain arguments (strings and
+  numbers), so repeated demos cost nothing. They are this process's: a worker that dies and is started
+  again takes none of them (nor any session's runs) with it.
 - `parsed_trace`: a trace's JSON parsed once (`st.cache_resource`: the same frozen
   object to every caller), so a page run never parses one run twice.
+
+Nothing cached here draws: Streamlit replays a cached function's elements, so a call that shows its
+queue place (the lesson's run, the lab's sweep and modes) is made by the page (`client()`), not here.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import closing
+from dataclasses import dataclass
 
 import streamlit as st
 
-from engine.config import ServerSettings, settings_from_env
-from engine.trace import RequestTrace
+from engine import config, cost
+from engine.config import EngineSettings, ServerSettings, settings_from_env
+from engine.results import GenerationConfig
+from engine.trace import ModelInfo, RequestTrace
+from engine.worker.client import Done, EngineClient, Event
+from engine.worker.protocol import ModelRef
 from lesson.spread import headline
-from lesson.views import PRESET_PREFIX, resolve_model_choice
+from lesson.views import DEFAULT_MODEL_CHOICE, PRESET_PREFIX
 
 log = logging.getLogger("prefill_decode.app")
+
+# A call that has heard nothing for this long tells its page (Waiting), which redraws: Streamlit stops a
+# script whose page was rerun or closed only at a redraw, so its queued call is cancelled within this time.
+HEARTBEAT_S = 0.25
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
@@ -36,34 +58,97 @@ def server_settings() -> ServerSettings:
     return settings_from_env()
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
-def get_model(model_choice: str, device: str, dtype: str):
-    """Load (and warm up) a model once per process. Raises EngineError on bad folders."""
-    from engine import load_model  # late: keeps torch out of the import of this module
+# --- the engine worker ---------------------------------------------------------------
 
-    models_dir = server_settings().models_dir
-    path = resolve_model_choice(model_choice, models_dir, preset_choices(device, dtype))
-    log.info("loading model %r from %s on %s/%s", model_choice, path or "<default>", device, dtype)
-    # Never the network, never a folder (or a file in it) that a symlink takes outside models_dir.
-    folder = path is not None and not path.startswith(PRESET_PREFIX)
-    return load_model(path, device=device, dtype=dtype, allow_hub=False, within=models_dir if folder else None)
+def worker_key(settings: ServerSettings) -> tuple:
+    """What decides which worker the app talks to, and what a local one reads from the environment: the
+    remote address (or "" for a local worker) and its token (the file's path, a fingerprint of the
+    variable's value: never the token), the models folder, presets on or off, device, dtype and torch
+    threads. One value per server process; tests change them, and each gets its own client."""
+    engine = EngineSettings.from_env()
+    token = hashlib.sha256(config.read_text(os.environ, config.ENGINE_TOKEN).encode()).hexdigest()[:16]
+    return (engine.address, config.read_text(os.environ, config.ENGINE_TOKEN_FILE), token,
+            str(settings.models_dir or ""), settings.presets, settings.device, settings.dtype, engine.num_threads)
 
 
-@st.cache_resource(show_spinner=False)
-def preset_choices(device: str, dtype: str) -> tuple[str, ...]:
-    """The real-size presets (random weights) this machine could load now, as picker choices;
-    none when the operator set PREFILL_DECODE_PRESETS=0. Checked once per process."""
-    if not server_settings().presets:
-        return ()
-    from engine.model import resolve_device, resolve_dtype
-    from engine.presets import presets_that_fit
+@st.cache_resource(show_spinner=False, max_entries=2, on_release=EngineClient.close)
+def engine_client(key: tuple) -> EngineClient:
+    """The process's client (for `key`: worker_key): a remote worker's, or a local worker's, started on the
+    first call and stopped when the app exits (or when this entry is released)."""
+    log.info("engine worker: %s", key[0] or "local (started by the app)")
+    return EngineClient.from_env(heartbeat_s=HEARTBEAT_S)
 
+
+def client() -> EngineClient:
+    """The engine worker's client every page calls (thread-safe; see engine_client)."""
+    return engine_client(worker_key(server_settings()))
+
+
+@dataclass(frozen=True)
+class EngineModel:
+    """A model the engine worker holds, as a page knows it: the name its calls give it (`ref`), its
+    ModelInfo, the device it runs on (torch's name: "cpu", "cuda:0") and its load time. The weights
+    and the tokenizer stay in the worker."""
+
+    ref: ModelRef
+    info: ModelInfo
+    device: str
+    load_ms: float
+
+    @property
+    def device_type(self) -> str:
+        return self.device.split(":")[0]
+
+
+def get_model(model_choice: str, device: str, dtype: str) -> EngineModel:
+    """The model, loaded and warmed in the engine worker (through its queue) once per process and
+    worker setting. Raises EngineError: a folder the worker refuses, a worker that cannot be reached."""
+    return _loaded(worker_key(server_settings()), model_choice, device, dtype)
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _loaded(key: tuple, model_choice: str, device: str, dtype: str) -> EngineModel:
+    log.info("loading model %r on %s/%s in the engine worker", model_choice, device, dtype)
+    ref = ModelRef(model_choice, device, dtype)
+    described = client().load(ref)
+    return EngineModel(ref, described.info, described.device, described.load_ms)
+
+
+def model_choices(device: str, dtype: str) -> tuple[str, ...]:
+    """The models the engine worker offers ("default", its folders, the presets it can hold), presets
+    left out when this server's PREFILL_DECODE_PRESETS=0. Only "default" while the worker cannot be
+    asked (the model's load then says why); a failure is not kept, the next page asks again."""
     try:
-        dev = resolve_device(device)
-        return tuple(presets_that_fit(dev, resolve_dtype(dtype, dev)))
-    except Exception as err:  # noqa: BLE001 - no presets is a safe answer; the log says why
-        log.warning("presets not offered: %s", err)
-        return ()
+        offered = _offered(worker_key(server_settings()), device, dtype)
+    except Exception as err:  # noqa: BLE001 - the default alone is a safe answer; the load shows the message
+        log.warning("model choices not available: %s", err)
+        return (DEFAULT_MODEL_CHOICE,)
+    presets = server_settings().presets
+    return tuple(c for c in offered if presets or not c.startswith(PRESET_PREFIX))
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _offered(key: tuple, device: str, dtype: str) -> tuple[str, ...]:
+    return client().model_choices(device, dtype)
+
+
+def preset_choices(device: str, dtype: str) -> tuple[str, ...]:
+    """The real-size presets (random weights) among model_choices, as picker choices."""
+    return tuple(c for c in model_choices(device, dtype) if c.startswith(PRESET_PREFIX))
+
+
+def generation_config(max_new_tokens: int, temperature: float, top_k: int, top_p: float, seed: int,
+                      ignore_eos: bool) -> GenerationConfig:
+    return GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
+                            seed=seed, ignore_eos=ignore_eos)
+
+
+def stream_runs(ref: ModelRef, prompt: str, cfg: GenerationConfig, *, repeats: int,
+                max_prompt_tokens: int) -> Iterator[Event]:
+    """One request `repeats` times in one queued call: Queued / Started / Waiting, run 1's Pass per
+    forward pass, a Progress per finished run, then Done(every run's trace). Close it (a page that
+    stops) and the call leaves the worker's queue, or stops at its next pass."""
+    return client().stream_repeats(ref, prompt, cfg, repeats=repeats, max_prompt_tokens=max_prompt_tokens)
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
@@ -72,15 +157,12 @@ def finished_runs_json(
     temperature: float, top_k: int, top_p: float, seed: int, max_prompt_tokens: int, ignore_eos: bool = False,
     repeats: int = 1,
 ) -> tuple[str, str]:
-    """A whole request run `repeats` times (engine.repeats; the first view, before any Run): run 1's
-    trace as JSON, and the runs' headline numbers (lesson.spread.Headline JSON: medians and ranges)."""
-    from engine import GenerationConfig
-    from engine.repeats import measure
-
-    lm = get_model(model_choice, device, dtype)
-    cfg = GenerationConfig(max_new_tokens=max_new_tokens, temperature=temperature, top_k=top_k, top_p=top_p,
-                           seed=seed, ignore_eos=ignore_eos)
-    runs = measure(lm, prompt, cfg, repeats=repeats, max_prompt_tokens=max_prompt_tokens)
+    """A whole request run `repeats` times (engine.repeats, in the worker; the first view, before any
+    Run): run 1's trace as JSON, and the runs' headline numbers (lesson.spread.Headline JSON)."""
+    cfg = generation_config(max_new_tokens, temperature, top_k, top_p, seed, ignore_eos)
+    with closing(stream_runs(ModelRef(model_choice, device, dtype), prompt, cfg, repeats=repeats,
+                             max_prompt_tokens=max_prompt_tokens)) as events:
+        runs = next(event.result for event in events if isinstance(event, Done))
     return runs[0].to_json(indent=None), headline(runs).to_json()
 
 
@@ -90,20 +172,24 @@ def prompt_preview(
 ) -> tuple[str, tuple[str, ...], int]:
     """(the prompt the model will get, its real token pieces, the typed prompt's token count).
 
-    Counts and pieces are the engine's own (engine.prompts.prompt_token_ids),
+    Counts and pieces are the engine's own (engine.prompts.prompt_token_ids, in the worker),
     so a tokenizer's BOS shows in the split and counts toward the target.
     A target above the typed prompt's length extends it with filler text
     (engine.prompts.extend_prompt); otherwise the prompt is used as typed.
     """
-    from engine.generation import token_pieces
-    from engine.prompts import extend_prompt, prompt_token_ids
+    preview = client().token_preview(ModelRef(model_choice, device, dtype), prompt, target_tokens)
+    return preview.prompt, preview.pieces, preview.natural
 
-    tokenizer = get_model(model_choice, device, dtype).tokenizer
-    natural = len(prompt_token_ids(tokenizer, prompt)) if prompt.strip() else 0
-    extend = prompt.strip() and target_tokens > natural
-    effective = extend_prompt(tokenizer, prompt, target_tokens) if extend else prompt
-    ids = prompt_token_ids(tokenizer, effective) if effective.strip() else []
-    return effective, token_pieces(tokenizer, ids), natural
+
+def count_tokens(lm: EngineModel, text: str) -> int:
+    """The tokens the model gets for `text` (engine.prompts.count_tokens, in the worker; cached)."""
+    return prompt_preview(lm.ref.choice, lm.ref.device, lm.ref.dtype, text, 0)[2]
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def model_shape(model_choice: str, device: str, dtype: str):
+    """The model's shape for the cost model (engine.cost.ModelShape, read from its config in the worker)."""
+    return client().model_shape(ModelRef(model_choice, device, dtype))
 
 
 def figure_style(classroom: bool):
@@ -154,10 +240,8 @@ def latency_figure(trace_json: str, lang: str, full_json: str | None = None, cla
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def cache_comparison(model_choice: str, device: str, dtype: str, prompt_ids: tuple[int, ...], max_new_tokens: int):
-    """The same greedy answer with the KV cache off, then on (engine.compare.CacheComparison)."""
-    from engine.compare import compare_cache
-
-    return compare_cache(get_model(model_choice, device, dtype), list(prompt_ids), max_new_tokens)
+    """The same greedy answer with the KV cache off, then on (engine.compare.CacheComparison, in the worker)."""
+    return client().compare_cache(ModelRef(model_choice, device, dtype), list(prompt_ids), max_new_tokens)
 
 
 @st.cache_data(show_spinner=False, max_entries=32)
@@ -176,12 +260,11 @@ def decode_attention_svg(model_choice: str, device: str, dtype: str, prompt_ids:
                          output_ids: tuple[int, ...], decode_index: int, lang: str,
                          classroom: bool = False) -> tuple[str, str]:
     """(the attention map of Decode step `decode_index` of that answer, its alt text)."""
-    from engine.compare import decode_attention
     from lesson.diagrams import render_attention
     from lesson.views import attention_alt
 
     lm = get_model(model_choice, device, dtype)
-    attention = decode_attention(lm, list(prompt_ids), output_ids, decode_index)
+    attention = client().decode_attention(lm.ref, list(prompt_ids), output_ids, decode_index)  # in the worker
     svg = render_attention(attention, lang=lang, model_id=lm.info.model_id, style=figure_style(classroom))
     return svg, attention_alt(attention, lang)
 
@@ -190,39 +273,58 @@ def decode_attention_svg(model_choice: str, device: str, dtype: str, prompt_ids:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def device_spec(key: str, device: str):
-    """A datasheet (engine.cost.DEVICE_SPECS), or "this": the machine the model runs on, measured
-    once per process (a short copy and matmul benchmark, engine.cost.measure_this_machine)."""
-    from engine import cost
-
+    """A datasheet (engine.cost.DEVICE_SPECS), or "this": the machine the model runs on (the engine
+    worker's), measured there once per worker (a short copy and matmul benchmark,
+    engine.cost.measure_this_machine), anew after "measure again"."""
     if key == "this":
-        return cost.measure_this_machine(device)
+        return client().machine_spec(device, fresh=roofs_asked_again().consume())
     return cost.DEVICE_SPECS[key]
 
 
-def measure_again() -> None:
-    """The lab's "measure again" callback: this machine's roofs are benchmarked anew (about a second)
-    on the next draw, for every visitor of this process (a busy moment measures them low)."""
-    from engine import cost
+class AskedAgain:
+    """A flag set by a callback and taken by the next measurement (shared by every session)."""
 
-    cost.measure_this_machine.cache_clear()
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._set = False
+
+    def set(self) -> None:
+        with self._lock:
+            self._set = True
+
+    def consume(self) -> bool:
+        with self._lock:
+            was, self._set = self._set, False
+            return was
+
+
+@st.cache_resource(show_spinner=False)
+def roofs_asked_again() -> AskedAgain:
+    return AskedAgain()
+
+
+def measure_again() -> None:
+    """The lab's "measure again" callback: this machine's roofs are benchmarked anew in the worker
+    (about a second) on the next draw, for every visitor of this process (a busy moment measures them low)."""
+    roofs_asked_again().set()
     device_spec.clear()
 
 
 class SweepStore:
     """Finished sweeps as JSON, keyed by (model, device, dtype, kind, points, repeats, context);
-    the oldest is dropped past `max_entries`. `lock`: one sweep at a time on this server."""
+    the oldest is dropped past `max_entries`. Sessions put from their own threads (`lock`); the
+    measuring itself is queued in the engine worker, one measured call at a time."""
 
     def __init__(self, max_entries: int = 24) -> None:
-        import threading
-
         self.results: dict[tuple, str] = {}
         self.lock = threading.Lock()
         self.max_entries = max_entries
 
     def put(self, key: tuple, sweep_json: str) -> None:
-        self.results[key] = sweep_json
-        while len(self.results) > self.max_entries:
-            self.results.pop(next(iter(self.results)))
+        with self.lock:
+            self.results[key] = sweep_json
+            while len(self.results) > self.max_entries:
+                self.results.pop(next(iter(self.results)))
 
 
 @st.cache_resource(show_spinner=False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime
 import logging
 import time
+from contextlib import closing
 from dataclasses import dataclass
 
 import streamlit as st
@@ -20,6 +21,7 @@ import streamlit as st
 from engine.config import ServerSettings
 from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS
 from engine.trace import RequestTrace
+from engine.worker.client import Done, Pass, Progress
 from lesson.messages import error_message
 from lesson.perfetto import to_perfetto_json
 from lesson.recorded import first_view_note, recorded_note, recorded_stamp, recorded_stem
@@ -31,7 +33,7 @@ from lesson.views import (
     run_stamp, step_log_line, step_table, stop_reason_text, token_split_text, trace_csv, trace_summary,
 )
 
-from . import resources, stepping
+from . import frame, resources, stepping
 from .resources import parsed_trace
 from .ui import error_boundary
 
@@ -179,44 +181,25 @@ def current_args(settings: ServerSettings, prompt: str) -> RunArgs:
 
 
 def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int, repeats: int = 1) -> bool:
-    """Run the model, drawing Prefill and then each Decode token as it arrives; then run the same
-    request `repeats` - 1 more times (engine.repeats), so the headline numbers are medians.
+    """Run the request in the engine worker, drawing Prefill and then each Decode token as its pass
+    arrives; the worker then runs the same request `repeats` - 1 more times (engine.repeats), so the
+    headline numbers are medians. While other visitors' runs are ahead in its queue, the page says
+    its place; a page rerun or closed meanwhile takes this run out of the queue.
 
     Returns whether a finished run was stored (and its answer drawn)."""
-    from engine import GenerationConfig  # late: keeps torch out of the import of this module
-    from engine.repeats import stream_repeats
-
-    cfg = GenerationConfig(max_new_tokens=args.max_new_tokens, temperature=args.temperature,
-                           top_k=args.top_k, top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos)
-    queued = st.empty()
-    if lm.lock.locked():  # another visitor's forward pass is running: say so while we wait
-        queued.info(t(lang, "queued"), icon=":material/hourglass_top:")
+    cfg = resources.generation_config(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed,
+                                      args.ignore_eos)
+    place = frame.QueuePlace(lang)
     progress = st.progress(0.0, text=t(lang, "running_prefill", num_positions=num_prompt_tokens))
     answer, log_box = st.empty(), st.empty()
-    last_draw, runs = 0.0, []
     try:
-        for trace in stream_repeats(lm, args.prompt, cfg, repeats=repeats, max_prompt_tokens=args.max_prompt_tokens):
-            if trace.finished:  # run 1's answer at once, then each repeat, whole (nothing drawn inside one)
-                _repeat_done(lang, trace, runs, repeats, progress, answer, log_box)
-                continue
-            # The model waits while the page draws, and that wait lands in the next ITL; so draw
-            # Prefill at once, then at most every UI_REFRESH_S (measured: drawing every step of a
-            # 6 ms decode made TPOT about 10 ms). The engine records each hold as the next step's
-            # consumer_ms, so the waits section shows it as its own slice, never hidden in a metric.
-            if len(trace.steps) > 1 and time.perf_counter() - last_draw < UI_REFRESH_S:
-                continue
-            queued.empty()
-            done = len(trace.steps)
-            progress.progress(min(1.0, done / cfg.max_new_tokens), text=t(
-                lang, "progress", step=done, num_tokens=done, max_tokens=cfg.max_new_tokens))
-            answer_and_log(lang, trace, answer, log_box, tail=6)
-            last_draw = time.perf_counter()
+        runs = _follow_runs(lang, lm, args, cfg, repeats, place, (progress, answer, log_box))
     except Exception:
         answer.empty()  # no half answer left behind: the box shows the run the figures show
         log_box.empty()
         raise
     finally:
-        queued.empty()
+        place.slot.empty()
         progress.empty()
     if not runs:
         return False
@@ -224,16 +207,45 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int, repeats: i
     shown = parsed_trace(stepping.classroom_view(st.session_state.trace_json))
     answer_and_log(lang, shown, answer, log_box)
     _done_notes(lang, shown)
+    if place.waited:  # the wait was the queue's, before the run: in no time shown
+        st.caption(t(lang, "engine_queue_waited", ahead=place.waited))
     return True
 
 
-def _repeat_done(lang: str, trace: RequestTrace, runs: list, repeats: int, progress, answer, log_box) -> None:
-    """A finished run: run 1's answer is drawn in full; each run counts on the progress bar."""
-    runs.append(trace)
-    if len(runs) == 1:
-        answer_and_log(lang, trace, answer, log_box, tail=6)
-    if repeats > 1:
-        progress.progress(len(runs) / repeats, text=t(lang, "repeats_progress", done=len(runs), total=repeats))
+def _follow_runs(lang: str, lm, args: RunArgs, cfg, repeats: int, place, slots) -> tuple[RequestTrace, ...]:
+    """Draw the repeated run's events as they come (`slots`: the progress bar, the answer, the log);
+    returns every finished run, run 1 first (none if the call ended without them)."""
+    progress, answer, log_box = slots
+    last_draw = 0.0
+    events = resources.stream_runs(lm.ref, args.prompt, cfg, repeats=repeats, max_prompt_tokens=args.max_prompt_tokens)
+    with closing(events):  # Streamlit stops a rerun page inside this loop: closing cancels the call in the worker
+        for event in events:
+            if isinstance(event, Done):
+                return tuple(event.result)
+            if isinstance(event, Pass):
+                last_draw = _draw_pass(lang, event.trace, cfg.max_new_tokens, last_draw, slots)
+            elif isinstance(event, Progress):
+                if repeats > 1:  # each finished run counts on the progress bar
+                    progress.progress(event.done / event.total, text=t(lang, "repeats_progress", done=event.done,
+                                                                       total=event.total))
+            else:
+                place(event)  # Queued / Started / Waiting: the queue place, or a redraw
+    return ()
+
+
+def _draw_pass(lang: str, trace: RequestTrace, max_tokens: int, last_draw: float, slots) -> float:
+    """Run 1 so far: Prefill at once, then at most every UI_REFRESH_S, its finished pass in full.
+    Returns when it last drew. The worker never waits for the page (its passes are timed there);
+    the redraw limit keeps this process's work off the cores the worker measures on."""
+    progress, answer, log_box = slots
+    if not trace.finished and len(trace.steps) > 1 and time.perf_counter() - last_draw < UI_REFRESH_S:
+        return last_draw
+    if not trace.finished:
+        done = len(trace.steps)
+        progress.progress(min(1.0, done / max_tokens), text=t(lang, "progress", step=done, num_tokens=done,
+                                                               max_tokens=max_tokens))
+    answer_and_log(lang, trace, answer, log_box, tail=6)
+    return time.perf_counter()
 
 
 def _store_trace(trace_json: str, args: RunArgs, is_default: bool, recorded: bool = False,

@@ -2,7 +2,7 @@
 
 A workload (a named scenario, or one made with sliders), the KV block settings and
 SLOs go in; one button runs every policy on that same workload with the real engine
-(engine.serving.run_workload), one after another with a progress bar; the figures
+(engine.serving.run_workload, in the engine worker), one after another with a progress bar; the figures
 (lesson/diagrams/serving_*.py, kv_blocks, batch_composition) and the metric table
 come out, policy beside policy, with what the measured numbers say.
 
@@ -16,10 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import sys
-import types
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import asdict
 
 import streamlit as st
@@ -27,8 +24,8 @@ import streamlit as st
 from engine.config import ServerSettings, ServingCaps
 from engine.errors import CapError
 from engine.limits import MAX_ARRIVAL_MS
-from engine import prompts
 from engine.serving.trace import ServingRun
+from engine.worker.protocol import ModelRef
 from lesson.layout import figures_per_row
 from lesson.messages import serving_message
 from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label
@@ -107,41 +104,18 @@ def workload_json(workload) -> str:
 def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, scenario: str, policy: str,
                      token_budget: int, block_size: int, kv_blocks: int, on_kv_full: str, slo_ttft_ms: float,
                      slo_tpot_ms: float) -> str:
-    """One policy's run of the workload (as JSON), on the process's shared model."""
-    from engine.serving.engine import ServeConfig, run_workload
-    from engine.serving.trace import SLO
+    """One policy's run of the workload (as JSON), in the engine worker (engine.serving.run_workload
+    there: a disaggregated run's two processes are the worker's children, never this page's)."""
     from engine.serving.workloads import WorkloadRequest
 
     requests = tuple(WorkloadRequest(**r) for r in json.loads(workload))
-    slo = SLO(ttft_ms=slo_ttft_ms or None, tpot_ms=slo_tpot_ms or None)
-    config = ServeConfig(policy=policy, token_budget=token_budget if policy == "chunked" else None,
-                         block_size=block_size, num_kv_blocks=kv_blocks or None, on_kv_full=on_kv_full, slo=slo)
-    lm = resources.get_model(model_choice, device, dtype)
+    config = {"policy": policy, "token_budget": token_budget if policy == "chunked" else None,
+              "block_size": block_size, "num_kv_blocks": kv_blocks or None, "on_kv_full": on_kv_full,
+              "slo": {"ttft_ms": slo_ttft_ms or None, "tpot_ms": slo_tpot_ms or None}}  # a ServeConfig's fields
     log.info("serving lab: %s, %d requests, %s", policy, len(requests), scenario)
-    with spawn_without_page_script():  # the disaggregated policy starts two worker processes
-        return run_workload(lm, requests, config, scenario=scenario).to_json(indent=None)
-
-
-@contextmanager
-def spawn_without_page_script():
-    """While starting processes, hide the page script from multiprocessing's "spawn".
-
-    Streamlit runs the page as the module `__main__` (with its `__file__`), and a spawned child
-    re-runs the parent's `__main__` by path before its target: each disaggregated worker ran the
-    whole app in bare mode, outside any session, and flooded the log with "missing ScriptRunContext"
-    and "No runtime found" warnings. A `__main__` with no file makes the child import only the
-    worker's own module (engine.serving.disaggregated)."""
-    main = sys.modules.get("__main__")
-    if main is None or getattr(main, "__spec__", None) is not None or not getattr(main, "__file__", None):
-        yield  # a `python -m` or interactive parent: spawn already runs no script
-        return
-    bare = types.ModuleType("__main__")
-    sys.modules["__main__"] = bare
-    try:
-        yield
-    finally:
-        if sys.modules.get("__main__") is bare:  # another session's script may have replaced it since
-            sys.modules["__main__"] = main
+    run = resources.client().serve_workload(ModelRef(model_choice, device, dtype), requests, config,
+                                            scenario=scenario)
+    return run.to_json(indent=None)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -201,9 +175,9 @@ def _policy(policy: str, lang: str) -> str:
 
 
 def token_counter(lm) -> Callable[[str], int] | None:
-    """The model's token count of a typed prompt (engine.prompts.count_tokens), for check_caps."""
-    tokenizer = getattr(lm, "tokenizer", None)
-    return None if tokenizer is None else functools.partial(prompts.count_tokens, tokenizer)
+    """The model's token count of a typed prompt (engine.prompts.count_tokens, in the engine worker), for
+    check_caps."""
+    return None if lm is None else functools.partial(resources.count_tokens, lm)
 
 
 def _workload_controls(lang: str, caps: ServingCaps, counter: Callable[[str], int] | None = None):

@@ -7,6 +7,7 @@ that is no longer listed) is repaired with a message instead of an exception.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import streamlit as st
@@ -16,7 +17,7 @@ from lesson.runs import DEFAULT_REPLAY_PACE, REPLAY_PACES, keep_pins
 from lesson.text import LANGUAGES
 from lesson.views import (
     DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, as_int_in_range, default_prompt,
-    is_default_prompt, list_model_choices,
+    is_default_prompt,
 )
 
 DEMO_MAX_PROMPT = 64
@@ -68,6 +69,9 @@ DEFAULTS: dict[str, Any] = {
     "recorded_notice": None,  # (page, "success" | "error", Markdown): what opening a file did, said once there
     "recorded_lab": None,  # a recorded sweep or cache comparison opened in the bottleneck lab: (kind, its JSON)
     "recorded_serving": None,  # recorded serving runs opened in the serving lab: their JSONs
+    # ---- predict, then measure (app_support/exercises.py) ----
+    "ex_answers": {},  # exercise key -> the answer the student locked before its run
+    "ex_results": {},  # exercise key -> lesson.exercises.Grade: measured, right or not
     KEPT: {},  # a plain copy of every widget's value: see keep_widget_values
 }
 
@@ -169,8 +173,9 @@ def pop_flash() -> list[tuple[str, dict]]:
     return messages
 
 
-def repair_session(limits: Limits, models_dir, presets: tuple[str, ...] = ()) -> None:
-    """Bring every widget value into its legal range before the widgets exist."""
+def repair_session(limits: Limits, model_choices: Sequence[str] = (DEFAULT_MODEL_CHOICE,)) -> None:
+    """Bring every widget value into its legal range before the widgets exist. `model_choices`: the
+    models the engine worker offers (app_support.resources.model_choices)."""
     ss = st.session_state
     if ss.lang not in LANGUAGES:
         ss.lang = DEFAULTS["lang"]
@@ -186,7 +191,7 @@ def repair_session(limits: Limits, models_dir, presets: tuple[str, ...] = ()) ->
     ss.ignore_eos = ss.ignore_eos is True
     if ss.reset_model_choice:
         ss.model_choice, ss.reset_model_choice = DEFAULT_MODEL_CHOICE, False
-    if ss.model_choice not in list_model_choices(models_dir, presets):
+    if ss.model_choice not in model_choices:
         flash("err_unknown_model", path=str(ss.model_choice)[:80])
         ss.model_choice = DEFAULT_MODEL_CHOICE
     ranges = {

@@ -15,7 +15,8 @@ from outside a server: requests only, no iterations. Their numbers are synthetic
 only to check the drawings' structure.
 
 Also: cache on/off comparisons, one prompt run in several engine modes, cost floors and
-sweeps, and the vLLM result file that the import and the serving lab read.
+sweeps, the vLLM result file that the import and the serving lab read, and a Gate: a measured
+method for an engine worker that holds its runner until a test opens it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -440,3 +442,22 @@ def make_sweep_at(kind: str, medians_ms: dict[int, float]) -> Sweep:
     return Sweep(kind=kind, model_id="default", random_weights=False, device="cpu", dtype="float32",
                  device_spec="spec", weight_dtype="fp32", kv_dtype="fp32", repeats=3,
                  batch_context=128 if batch else 0, points=points)
+
+
+class Gate:
+    """A measured method for an engine worker (start_in_thread(measured={..., "gate": gate})) that holds
+    the worker's runner until the test opens it, so queue tests do not depend on the machine's speed.
+    It honours cancellation."""
+
+    def __init__(self) -> None:
+        self.entered, self.opened = threading.Event(), threading.Event()
+
+    def reset(self) -> None:
+        self.entered.clear()
+        self.opened.clear()
+
+    def __call__(self, ctx, args):
+        self.entered.set()
+        while not self.opened.wait(0.005):
+            ctx.check_cancelled()
+        return "opened"

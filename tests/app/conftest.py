@@ -1,7 +1,9 @@
 """The lesson page through AppTest on a server whose models folder holds one real and one broken model.
 
 Modules that need other server settings define their own `app` fixture, which takes the place
-of this one in that module."""
+of this one in that module. The pages run no model here: the app starts a local engine worker (a
+child process) on its first call, one per worker setting (app_support.resources.worker_key), and
+every forward pass runs there."""
 
 from __future__ import annotations
 
@@ -24,10 +26,12 @@ def link_or_copy(src: str, dst: str) -> None:
         shutil.copy2(src, dst)
 
 
-@pytest.fixture
-def app(monkeypatch, tmp_path):
-    """A fresh page on a server whose models folder holds one real and one broken model."""
-    models = tmp_path / "models"
+@pytest.fixture(scope="session")
+def served_models(tmp_path_factory):
+    """One models folder for the whole session, so every page in it talks to one engine worker (the
+    app's client is keyed by the worker's settings, the models folder among them: a folder per test
+    would start a worker per test, about 10 s each here)."""
+    models = tmp_path_factory.mktemp("served") / "models"
     models.mkdir()
     # hard links (or a copy): a symlink out of the models folder is refused, by design
     shutil.copytree(DEFAULT_MODEL_DIR, models / "copy_of_default", copy_function=link_or_copy)
@@ -36,7 +40,13 @@ def app(monkeypatch, tmp_path):
     (models / "broken_weights").mkdir()  # looks like a model, but its files are garbage
     (models / "broken_weights" / "config.json").write_text("{not json")
     (models / "broken_weights" / "model.safetensors").write_bytes(b"\0" * 16)
-    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(models))
+    return models
+
+
+@pytest.fixture
+def app(monkeypatch, served_models):
+    """A fresh page on a server whose models folder holds one real and one broken model."""
+    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(served_models))
     monkeypatch.setenv("PREFILL_DECODE_MAX_NEW_TOKENS", "32")
     monkeypatch.setenv("PREFILL_DECODE_MAX_PROMPT_TOKENS", "256")
     resources.server_settings.clear()

@@ -409,8 +409,6 @@ def test_a_one_token_answer_shows_a_dash_and_a_reason(app):
 
 @needs_model
 def test_run_is_off_while_the_prompt_cannot_run_and_the_answer_stays(app, monkeypatch):
-    import engine.repeats
-
     answer = shown_trace(app)["output_text"]
     assert not app.button(key="run").disabled
     app.text_area(key="prompt").input("").run()
@@ -435,7 +433,7 @@ def test_run_is_off_while_the_prompt_cannot_run_and_the_answer_stays(app, monkey
         raise RuntimeError("the model fell over")
         yield
 
-    monkeypatch.setattr(engine.repeats, "stream_repeats", failing_run)  # the run panel's loop
+    monkeypatch.setattr(resources, "stream_runs", failing_run)  # the run panel's call to the engine worker
     app.button(key="run").click().run()  # a run that fails keeps the last answer next to its figures
     assert "RuntimeError" in texts(app, "error") and [c.value for c in app.code if c.language != "xml"][-1] == answer
     assert not app.get("progress")  # nor a progress bar stuck at Prefill
@@ -597,23 +595,6 @@ def test_a_second_listed_model_can_be_picked(app):
     assert shown_trace(app)["model"]["model_id"] == "copy_of_default"
 
 
-@needs_model
-def test_a_visitor_waiting_for_the_model_is_told_so(app):
-    """Another visitor holds the model; our Run waits, then says it queued."""
-    import threading
-
-    settings = settings_from_env()
-    lm = resources.get_model("default", settings.device, settings.dtype)
-    lm.lock.acquire()
-    threading.Timer(1.0, lm.lock.release).start()
-    app.slider(key="output_len").set_value(2)
-    app.button(key="run").click().run()
-    assert_healthy(app)
-    waited_ms = sum(s["lock_wait_ms"] for s in shown_trace(app)["steps"])
-    assert waited_ms >= 100  # the engine measured the wait for the lock ...
-    assert "排队等模型共" in texts(app, "caption")  # ... and the page says so (not the static note on queues)
-
-
 def test_the_token_preview_shows_a_bos_and_counts_it(monkeypatch, tmp_path, tiny_model_dirs):
     """A models-folder checkpoint whose tokenizer adds a BOS (Llama, Gemma): the preview's split starts
     with it, and "extend to N tokens" means N tokens as the model gets them, BOS included."""
@@ -630,8 +611,7 @@ def test_the_token_preview_shows_a_bos_and_counts_it(monkeypatch, tmp_path, tiny
         effective, pieces, _ = resources.prompt_preview("llama_bos", "cpu", "float32", "The capital of France is", 40)
         assert effective.endswith("The capital of France is") and pieces[0] == "<s>" and len(pieces) == 40
     finally:
-        resources.server_settings.clear()
-        resources.get_model.clear()
+        resources.server_settings.clear()  # its worker (another models folder) is released with the next
 
 
 @needs_model

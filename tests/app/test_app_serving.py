@@ -233,24 +233,6 @@ def test_the_gantt_subtitle_names_the_scenario_in_the_pages_language():
     assert scenario_label("zh", "my-file") == "my-file"  # a file's name stays as it is
 
 
-def test_spawned_workers_do_not_rerun_the_page_script(monkeypatch):
-    """multiprocessing's spawn re-runs the parent's __main__ by path: under Streamlit that is the page script."""
-    import multiprocessing.spawn
-    import sys
-    import types
-
-    from app_support.serving import spawn_without_page_script
-
-    page = types.ModuleType("__main__")
-    page.__file__ = APP  # as Streamlit's script runner sets it
-    monkeypatch.setitem(sys.modules, "__main__", page)
-    assert "init_main_from_path" in multiprocessing.spawn.get_preparation_data("w")
-    with spawn_without_page_script():
-        data = multiprocessing.spawn.get_preparation_data("w")
-        assert "init_main_from_path" not in data and "init_main_from_name" not in data
-    assert sys.modules["__main__"] is page
-
-
 QUIET = ("missing ScriptRunContext", "No runtime found", "Session state does not function", "streamlit run [FILE_NAME]")
 
 

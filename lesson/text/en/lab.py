@@ -63,7 +63,6 @@ TEXT: dict = {
     "lab_sweep_caps": "This server's caps: at most {positions} positions, batch at most {batch} (set by the operator).",
     "lab_sweep_run": "Measure ({n} points)",
     "lab_sweep_running": "Measuring: {done} of {total} points",
-    "lab_sweep_queued": "Another visitor's sweep is measuring; this one starts when it is done…",
     "lab_sweep_not_run": "Not measured yet; press the button above.",
     "lab_sweep_none": "No point of this sweep fits this model within this server's caps.",
     "lab_sweep_download": "Download the sweep (JSON)",

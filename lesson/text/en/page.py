@@ -53,6 +53,7 @@ TEXT: dict = {
     "queued_for": "This request queued {ms} in total for the model (another visitor's forward pass was running), {prefill_ms} of it before its Prefill; queueing counts in TTFT and ITL.",
     "engine_queue_place": "{ahead} runs are ahead of yours in the engine's queue; yours starts by itself when they are done…",
     "engine_queue_place_one": "1 run is ahead of yours in the engine's queue; yours starts by itself when it is done…",
+    "engine_queue_waited": "Before it started, this run waited in the engine's queue behind other visitors' runs (at most {ahead} ahead of it); that wait is in none of the times shown.",
     "loading_model": "Loading the model (once per server process)…",
     "running_prefill": "Prefill: reading {num_positions} prompt positions in one pass…",
     "progress": "Forward pass {step} · {num_tokens} / {max_tokens} tokens generated",

@@ -63,7 +63,6 @@ TEXT: dict = {
     "lab_sweep_caps": "这台服务器的上限：最长 {positions} 个位置，最大批 {batch}（运维可改）。",
     "lab_sweep_run": "开始测量（{n} 个点）",
     "lab_sweep_running": "正在测量：{done} / {total} 个点",
-    "lab_sweep_queued": "另一位访问者的扫描正在测量，测完就轮到这一组……",
     "lab_sweep_not_run": "还没有测过这一组；点上面的按钮开始。",
     "lab_sweep_none": "这个模型在这台服务器的上限内没有可测的点。",
     "lab_sweep_download": "下载扫描结果（JSON）",

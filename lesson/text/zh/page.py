@@ -48,6 +48,7 @@ TEXT: dict = {
     "queued_for": "这次请求排队等模型共 {ms}（另一位访客的前向正在进行），其中 {prefill_ms} 在 Prefill 之前；排队算进 TTFT 和 ITL。",
     "engine_queue_place": "引擎的队列里，你前面还有 {ahead} 个运行；它们结束后会自动轮到你……",
     "engine_queue_place_one": "引擎的队列里，你前面还有 1 个运行；它结束后会自动轮到你……",
+    "engine_queue_waited": "开始之前，这次运行在引擎队列里排在其他访客的运行后面等过（前面最多有 {ahead} 个）；这段等待不在任何显示的时间里。",
     "loading_model": "正在加载模型（每个服务器进程只加载一次）……",
     "running_prefill": "Prefill：一次读入 {num_positions} 个提示词位置……",
     "progress": "第 {step} 次前向 · 已生成 {num_tokens} / {max_tokens} 个 Token",

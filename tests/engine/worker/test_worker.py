@@ -35,27 +35,11 @@ from engine.worker.jobs import MEASURED
 from engine.worker.models import WorkerSettings
 from engine.worker.protocol import PROTOCOL_VERSION, WORKER_TYPES, Channel, ModelRef, connect, decode
 from engine.worker.server import start_in_thread
+from tests.factories import Gate
 
 DEFAULT = ModelRef("default", "cpu", "auto")
 PROMPT = "法国的首都是"
 WAIT_S = 60.0  # generous: a loaded 2-core machine; every wait ends as soon as its condition holds
-
-
-class Gate:
-    """A measured method that holds the runner until the test opens it (it honours cancellation)."""
-
-    def __init__(self) -> None:
-        self.entered, self.opened = threading.Event(), threading.Event()
-
-    def reset(self) -> None:
-        self.entered.clear()
-        self.opened.clear()
-
-    def __call__(self, ctx, args):
-        self.entered.set()
-        while not self.opened.wait(0.005):
-            ctx.check_cancelled()
-        return "opened"
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,235 @@
+"""The app as a client of the engine worker.
+
+What it proves: the page says its place in the worker's queue and that its run waited; a page
+stopped while it waits (rerun or closed: AppTest stops it as Streamlit does) takes its run out of
+the queue; a worker that refuses this server's token is said in the page's language, with no token
+on the page; a killed local worker is replaced, the page says so, nothing else is lost and the next
+run is good; eight sessions at once each get their own tokens; the app's own process imports no
+torch.
+
+Two kinds of worker: the app's own local one (a child process, as `make app` runs it: the `app`
+fixture of conftest.py), and one served from this test process's threads that the app reaches as a
+remote worker (PREFILL_DECODE_ENGINE with its token), whose runner a Gate holds, so the queue tests
+do not depend on the machine's speed.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import threading
+import time
+from contextlib import closing
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app_support import frame, resources
+from engine import GenerationConfig
+from engine.config import settings_from_env
+from engine.serving.workloads import questions
+from engine.worker.client import Done, EngineClient, Queued, Started, Waiting
+from engine.worker.errors import WorkerAuthError, WorkerRestarted
+from engine.worker.jobs import MEASURED
+from engine.worker.models import WorkerSettings
+from engine.worker.protocol import ModelRef, format_address
+from engine.worker.server import start_in_thread
+from lesson.messages import error_message
+from lesson.text import t
+from tests.app.apptest import APP, assert_healthy, needs_model, shown_trace, texts
+from tests.factories import ROOT, Gate
+
+WAIT_S = 120.0  # generous: a loaded 2-core machine; every wait ends as soon as its condition holds
+PAGE_MODEL = ModelRef("default", "auto", "auto")  # what the page names the default model by (device, dtype: auto)
+
+
+def wait_for(condition, timeout_s: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.005)
+
+
+@pytest.fixture(scope="module")
+def held_engine():
+    """A worker served from this process's threads, with a gate method; the default model loaded first
+    (a light call, such as the page's token preview, must not wait behind the gate)."""
+    key = secrets.token_hex(16)
+    gate = Gate()
+    running = start_in_thread(key.encode(), WorkerSettings(presets=False, max_prompt_tokens=64),
+                              measured={**MEASURED, "gate": gate})
+    client = EngineClient(running.address, key.encode())
+    client.load(PAGE_MODEL)
+    yield SimpleNamespace(worker=running.worker, address=format_address(running.address), key=key, gate=gate,
+                          client=client)
+    gate.opened.set()
+    running.close()
+
+
+@pytest.fixture
+def remote_page(monkeypatch, held_engine):
+    """A page whose engine is `held_engine` (PREFILL_DECODE_ENGINE and its token), its first view drawn."""
+    monkeypatch.setenv("PREFILL_DECODE_ENGINE", held_engine.address)
+    monkeypatch.setenv("PREFILL_DECODE_ENGINE_TOKEN", held_engine.key)
+    monkeypatch.setenv("PREFILL_DECODE_MAX_NEW_TOKENS", "8")
+    monkeypatch.setenv("PREFILL_DECODE_REPEATS", "1")
+    resources.server_settings.clear()
+    held_engine.gate.reset()
+    page = AppTest.from_file(APP, default_timeout=180).run()
+    assert_healthy(page)
+    yield page
+    held_engine.gate.opened.set()  # never leave the runner held for the next test
+    wait_for(lambda: len(held_engine.worker.queue) == 0)
+    resources.server_settings.clear()
+
+
+def hold_runner(engine) -> threading.Thread:
+    """Another visitor's measured run: a gate call from a thread, waited for until it runs."""
+    thread = threading.Thread(target=lambda: list(engine.client.call("gate", {})), daemon=True)
+    thread.start()
+    assert engine.gate.entered.wait(WAIT_S)
+    return thread
+
+
+# --- the queue ----------------------------------------------------------------------
+
+@needs_model
+def test_a_run_behind_another_visitors_run_waits_its_turn_and_says_it_waited(remote_page, held_engine):
+    remote_page.slider(key="output_len").set_value(3)
+    remote_page.checkbox(key="ignore_eos").check().run()
+    other = hold_runner(held_engine)
+    remote_page.button(key="run").click()
+    page_run = threading.Thread(target=remote_page.run)
+    page_run.start()
+    wait_for(lambda: len(held_engine.worker.queue) == 2)  # the other visitor's run, then this page's
+    held_engine.gate.opened.set()
+    page_run.join(WAIT_S)
+    other.join(WAIT_S)
+    assert_healthy(remote_page)
+    assert len(shown_trace(remote_page)["steps"]) == 3
+    assert t("zh", "engine_queue_waited", ahead=1) in texts(remote_page, "caption")
+
+
+@needs_model
+def test_a_page_stopped_while_it_waits_takes_its_run_out_of_the_queue(remote_page, held_engine):
+    hold_runner(held_engine)
+    most, watching = [0], threading.Event()
+
+    def watch() -> None:
+        while not watching.is_set():
+            most[0] = max(most[0], len(held_engine.worker.queue))
+            time.sleep(0.002)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    remote_page.button(key="run").click()
+    with pytest.raises(RuntimeError, match="timed out"):  # AppTest stops the script as Streamlit does on a rerun
+        remote_page.run(timeout=10)
+    wait_for(lambda: len(held_engine.worker.queue) == 1)  # only the other visitor's run is left
+    watching.set()
+    watcher.join()
+    assert most[0] == 2  # the page's run was queued, and left
+
+
+def test_the_queue_place_counts_down_and_is_cleared_when_the_run_starts():
+    drawn = []
+    slot = SimpleNamespace(info=lambda words, icon=None: drawn.append(words), empty=lambda: drawn.append(None))
+    place = frame.QueuePlace("en", slot)
+    for event in (Queued(2), Waiting(), Queued(1), Started(), Waiting()):
+        place(event)
+    assert drawn == [t("en", "engine_queue_place", ahead=2)] * 2 + [t("en", "engine_queue_place_one"), None, None]
+    assert place.waited == 2 and "2 runs are ahead of yours" in drawn[0]
+
+
+@needs_model
+def test_a_worker_that_refuses_the_token_is_said_in_the_pages_language(monkeypatch, held_engine):
+    wrong = "x" * 32
+    monkeypatch.setenv("PREFILL_DECODE_ENGINE", held_engine.address)
+    monkeypatch.setenv("PREFILL_DECODE_ENGINE_TOKEN", wrong)
+    resources.server_settings.clear()
+    try:
+        page = AppTest.from_file(APP, default_timeout=180).run()
+    finally:
+        resources.server_settings.clear()
+    assert not page.exception
+    assert error_message(WorkerAuthError(held_engine.address), "zh") in texts(page, "error")
+    shown = "\n".join(texts(page, kind) for kind in ("error", "markdown", "caption", "info", "warning"))
+    assert wrong not in shown and held_engine.key not in shown
+
+
+# --- the app's own local worker ---------------------------------------------------------
+
+def gone(pid: int) -> bool:
+    """The process has exited (a zombie until its parent reaps it counts as gone)."""
+    stat = Path(f"/proc/{pid}/stat")
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+@needs_model
+def test_a_killed_worker_is_replaced_the_page_says_so_and_nothing_else_is_lost(app):
+    first = app.session_state["trace_json"]  # the first view, kept for every visitor
+    local = resources.client().local
+    old = resources.client().ping()["pid"]  # the page's answers may all be kept: make sure its worker runs
+    assert old == local.pid
+    os.kill(old, signal.SIGKILL)
+    wait_for(lambda: gone(old))
+    app.button(key="run").click().run()
+    assert not app.exception
+    assert error_message(WorkerRestarted(-signal.SIGKILL, False), "zh") in texts(app, "error")
+    assert app.session_state["trace_json"] == first  # the page still shows its run
+    app.button(key="run").click().run()  # on the new worker
+    assert_healthy(app)
+    assert local.pid != old and app.session_state["trace_json"] != first  # measured anew
+    other = AppTest.from_file(APP, default_timeout=180).run()
+    assert other.session_state["trace_json"] == first  # another visitor's first view: kept, not measured again
+
+
+@needs_model
+def test_eight_sessions_at_once_each_get_their_own_tokens(app):
+    settings = settings_from_env()
+    ref = resources.get_model("default", settings.device, settings.dtype).ref
+    cfg = GenerationConfig(max_new_tokens=4, ignore_eos=True)
+    prompts = questions()[:8]
+    tokens: dict[str, tuple[int, ...]] = {}
+
+    def session(prompt: str) -> None:  # a session's thread: the run panel's call, through the app's one client
+        with closing(resources.stream_runs(ref, prompt, cfg, repeats=1, max_prompt_tokens=256)) as events:
+            tokens[prompt] = next(e.result for e in events if isinstance(e, Done))[0].output_ids
+
+    threads = [threading.Thread(target=session, args=(prompt,)) for prompt in prompts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT_S)
+    assert sorted(tokens) == sorted(prompts)
+    for prompt in prompts:  # each its own answer: the one it gets alone
+        assert tokens[prompt] == resources.client().generate(ref, prompt, cfg).output_ids
+    assert len(set(tokens.values())) > 1
+
+
+@pytest.mark.slow
+@needs_model
+def test_the_apps_process_runs_no_model_and_imports_no_torch():
+    """The lesson page's first view and a Run, in a process of their own: every pass ran in the worker."""
+    code = (
+        "import sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        "at = AppTest.from_file('app.py', default_timeout=300).run()\n"
+        "at.button(key='run').click().run()\n"
+        "assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules), len(at.session_state['history']))\n"
+    )
+    env = {**os.environ, "PREFILL_DECODE_MAX_NEW_TOKENS": "4", "PREFILL_DECODE_REPEATS": "1"}
+    env.pop("PREFILL_DECODE_ENGINE", None)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "[] 2"  # the first view and the run, no torch
