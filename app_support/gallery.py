@@ -39,7 +39,7 @@ from lesson.views import cache_compare_alt, escape_markdown, lab_sweep_caption
 
 from . import resources, run_panel, serving
 from .resources import parsed_trace
-from .ui import error_boundary, svg_figure
+from .ui import error_boundary, metric_dataframe, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -296,7 +296,7 @@ def _recorded_serving(lang: str, jsons: tuple[str, ...], runs: list[ServingRun])
     st.markdown(recorded_note(runs[0].provenance, lang))
     for line in findings(runs, lang):
         st.markdown("- " + line)
-    st.dataframe(metric_records(runs, lang), hide_index=True, width="stretch")
+    metric_dataframe(metric_records(runs, lang))
     prov, tag = runs[0].provenance, run_set_tag(jsons)  # download names: scenario, run set, policy, figure
     svg_figure("rec_serving_metrics", serving.metrics_svg(jsons, lang, classroom), lang, figure_note(prov, lang),
                alt=recorded_alt(metrics_alt(runs, lang), prov, lang),

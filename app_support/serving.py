@@ -34,7 +34,7 @@ from lesson.text import t
 from lesson.views import escape_markdown
 
 from . import resources, serving_remote, slide_kit
-from .ui import error_boundary, svg_figure
+from .ui import error_boundary, metric_dataframe, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -294,8 +294,7 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
     for line in findings(runs, lang):
         st.markdown("- " + line)
     st.markdown(f"**{t(lang, 'sv_table_title')}**")
-    records = metric_records(runs, lang)
-    st.dataframe(records, hide_index=True, width="stretch", height=35 * (len(records) + 1) + 3)  # every row shown
+    metric_dataframe(metric_records(runs, lang))  # every row shown, no metric's name cut
     classroom = bool(st.session_state.get("classroom"))
     with st.expander(t(lang, "sl_table_svg")):
         tag = run_set_tag(jsons)  # download names say the scenario and the run set: never another's name

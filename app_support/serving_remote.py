@@ -34,7 +34,7 @@ from lesson.serving_views import figure_alt, metric_records
 from lesson.text import t
 from lesson.views import escape_markdown
 
-from .ui import error_boundary, svg_figure
+from .ui import error_boundary, metric_dataframe, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -92,8 +92,7 @@ def _request_rows(run: ServingRun, lang: str) -> list[dict[str, str]]:
 def show_observed_run(lang: str, run: ServingRun, run_json: str, name: str, samples_json: str = "[]") -> None:
     """The note, the metric table, the Gantt and the Perfetto download of a client-observed run."""
     st.info(t(lang, "probe_observed_note"))
-    records = metric_records([run], lang)
-    st.dataframe(records, hide_index=True, width="stretch", height=35 * (len(records) + 1) + 3)
+    metric_dataframe(metric_records([run], lang))
     classroom = bool(st.session_state.get("classroom"))
     if st.toggle(t(lang, "sl_hover"), key=f"sl_hover_{name}"):  # the same Gantt in plotly, hover per request
         from lesson.charts import serving_gantt_figure

@@ -18,6 +18,7 @@ import streamlit as st
 
 from engine.trace import RequestTrace
 from lesson.messages import error_message
+from lesson.serving_views import name_column_px
 from lesson.spread import Headline
 from lesson.text import t
 from lesson.views import MetricCard
@@ -158,3 +159,12 @@ def classroom_keyboard() -> None:
     """
     script = KEYBOARD_BRIDGE_JS.replace("__CLASSROOM_KEYS__", json.dumps(CLASSROOM_KEYS))
     st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)
+
+
+def metric_dataframe(records: list[dict[str, str]]) -> None:
+    """The serving metric table (lesson.serving_views.metric_records) with every row shown, its first
+    column (the metric names) as wide as its longest name and pinned: a narrow page scrolls the runs'
+    columns sideways, it never cuts a name."""
+    name = next(iter(records[0]))
+    st.dataframe(records, hide_index=True, width="stretch", height=35 * (len(records) + 1) + 3,
+                 column_config={name: st.column_config.TextColumn(width=name_column_px(records), pinned=True)})

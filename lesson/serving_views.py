@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from engine.serving.trace import ServingMetrics, ServingRun
 
 from .diagrams.serving_gantt import fine_ms, itl_spikes, longest_pass, policy_label
+from .layout import text_width
 from .svgtext import fmt_bytes, fmt_int, fmt_ms
 from .text import t
 
@@ -115,6 +116,16 @@ def metric_records(runs: Sequence[ServingRun], lang: str) -> list[dict[str, str]
     """The same table as records for st.dataframe (one dict per metric)."""
     header, rows = metric_table(runs, lang)
     return [dict(zip(header, row)) for row in rows]
+
+
+def name_column_px(records: Sequence[dict[str, str]], font_px: float = 14.0) -> int:
+    """Width in px of the metric table's first column (the metric names) in st.dataframe: its longest
+    name (or heading) at the grid's font, plus the cell's padding and the heading's menu. Left to
+    Streamlit, the column is sized from a cap and cut "Goodput（达标/完成 · 请求/秒）" at 1440 px wide."""
+    if not records:
+        return 0
+    names = [next(iter(records[0]))] + [next(iter(r.values())) for r in records]
+    return round(max(text_width(n, font_px) for n in names) + 48)
 
 
 def slo_text(metrics: ServingMetrics, lang: str) -> str:

@@ -4,6 +4,7 @@ engine's refusals into a message in the page's language."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -17,6 +18,27 @@ from tests.app.apptest import APP, SERVING_LAB, assert_healthy, needs_model
 from tests.factories import VLLM_RESULT
 
 # --- pure parts ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_metric_table_pins_a_name_column_as_wide_as_its_longest_name(lang):
+    """Left to Streamlit, the first column cut "Goodput（达标/完成 · 请求,…" at 1440 and more at 1024."""
+    from streamlit.testing.v1 import AppTest
+
+    from lesson.serving_views import metric_records, name_column_px
+    from tests.factories import make_run
+
+    records = metric_records([make_run(policy=p) for p in ("prefill-first", "chunked")], lang)
+
+    def page(records):
+        from app_support.ui import metric_dataframe
+
+        metric_dataframe(records)
+
+    at = AppTest.from_function(page, args=(records,)).run()
+    (frame,) = at.dataframe
+    first = json.loads(frame.proto.columns)[next(iter(records[0]))]
+    assert first["width"] == name_column_px(records) and first["pinned"] is True
+
 
 def test_caps_come_from_env_with_safe_fallbacks():
     assert ServingCaps.from_env({}) == ServingCaps()

@@ -199,6 +199,17 @@ def test_metric_table_has_a_column_per_run_and_the_numbers_of_each(runs):
     assert len(records) == len(METRIC_ROWS) and list(records[0])[0] == "指标"
 
 
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_app_tables_metric_name_column_holds_its_longest_name(lang):
+    """st.dataframe cut "Goodput（达标/完成 · 请求,…" at 1440 px: the app sets the first column's width."""
+    from lesson.layout import text_width
+    from lesson.serving_views import name_column_px
+
+    records = metric_records([make_run(policy=p) for p in ("prefill-first", "chunked")], lang)
+    longest = max((r[next(iter(r))] for r in records), key=lambda n: text_width(n, 14))
+    assert longest.startswith(("Goodput", "KV")) and name_column_px(records) >= text_width(longest, 14) + 24
+
+
 def test_goodput_row_counts_requests_meeting_every_slo():
     run = make_run(policy="prefill-first", slo=SLO(tpot_ms=3.0))
     good = sum(1 for r in run.requests if r.tpot_ms is None or r.tpot_ms <= 3.0)
