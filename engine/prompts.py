@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from . import limits
+
 # The longest prompt the app and the CLI accept by default, and the longest the
 # embedded default model was trained to answer after (see its model card).
 DEFAULT_MAX_PROMPT_TOKENS = 1024
@@ -96,7 +98,11 @@ def extend_prompt(tokenizer, prompt: str, target_tokens: int) -> str:
     1) whole filler sentences in their order, cycling, as many as fit;
     2) the gap left is closed with later sentences short enough to fit, in order;
     3) what still remains (a token or two) is padded with marks (。 or spaces).
+
+    A target over engine.limits.MAX_STRETCH_TOKENS is refused (LimitError) before anything is tokenized;
+    callers check it against the model's context and their caps first.
     """
+    limits.check_count("prompt_tokens", target_tokens, limits.MAX_STRETCH_TOKENS)
     if count_tokens(tokenizer, prompt) >= target_tokens:
         return prompt
     sentences = filler_for(prompt)
@@ -131,7 +137,7 @@ def extend_prompt(tokenizer, prompt: str, target_tokens: int) -> str:
     # Marks can merge with their neighbours, so try each and keep the closest to the target.
     gap = target_tokens - count_tokens(tokenizer, filler + prompt)
     high = 4 * gap + 4  # marks that merge (several spaces in one token) need more than one per token
-    candidates = [filler + pad * _largest(lambda m: fits(filler + pad * m), high) + prompt
+    candidates = [filler + pad * _largest(lambda m, pad=pad: fits(filler + pad * m), high) + prompt
                   for pad in pad_marks_for(prompt)]
     return max(candidates, key=lambda text: count_tokens(tokenizer, text))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from .. import limits
 from ..errors import InputError
 from .trace import BlockSnapshot, BlockTable
 
@@ -26,6 +27,7 @@ class BlockManager:
         if num_blocks < 1 or block_size < 1:
             raise InputError("bad_kv_blocks", f"need at least one block of at least one token, got "
                                               f"{num_blocks} blocks of {block_size}", num_blocks=num_blocks)
+        limits.check_count("KV blocks", num_blocks, limits.MAX_KV_BLOCKS, low=1)  # the free list is a list of ids
         self.num_blocks, self.block_size = num_blocks, block_size
         self.free_blocks: deque[int] = deque(range(num_blocks))
         self.tables: dict[str, list[int]] = {}
