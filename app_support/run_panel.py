@@ -29,7 +29,7 @@ from lesson.runs import history_add, keep_pins
 from lesson.spread import headline
 from lesson.text import t
 from lesson.views import (
-    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, default_prompt, download_stem, format_ms, queue_note,
+    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, answer_text, default_prompt, download_stem, format_ms, queue_note,
     run_stamp, step_log_line, step_table, stop_reason_text, token_split_text, trace_csv, trace_summary,
 )
 
@@ -309,7 +309,7 @@ def _done_notes(lang: str, trace: RequestTrace) -> None:
 def answer_and_log(lang: str, trace: RequestTrace, answer, log_box, tail: int | None = None) -> None:
     """The answer so far in `answer` and the step log in `log_box` (two st.empty slots): while
     streaming, the last `tail` steps; finished and long, the first few and the last few."""
-    text = trace.output_text if trace.finished else "".join(trace.output_pieces)
+    text = answer_text(trace)  # a classroom step's prefix leaves out the </s> normal mode never shows
     with answer.container():
         st.markdown(f"**{t(lang, 'answer')}**")
         st.code(text or " ", language=None, wrap_lines=True)

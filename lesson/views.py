@@ -332,13 +332,28 @@ def stop_reason_text(trace: RequestTrace, lang: str) -> str:
     return t(lang, "stop_eos") if trace.stop_reason == "eos" else t(lang, "stop_length")
 
 
+# A special token's piece as tokenizers spell it: </s>, <|endoftext|>, <eos> (one "word" in angle brackets);
+# a raw byte's piece (<0xE5>) is part of a character, never skipped.
+SPECIAL_PIECE = re.compile(r"<(?!0x[0-9A-Fa-f]{2}>)[^\s<>]+>")
+
+
 def truncate_trace(trace: RequestTrace, num_steps: int) -> RequestTrace:
-    """The trace as it stood after `num_steps` forward passes (classroom stepping)."""
+    """The trace as it stood after `num_steps` forward passes (classroom stepping). Its answer is
+    the pieces so far without the special tokens the finished answer's decoding skipped (an </s>
+    that ended the run, or the many a run past the end of sequence writes), as normal mode shows it."""
     num_steps = clamp(num_steps, 1, len(trace.steps))
     if num_steps == len(trace.steps):
         return trace
     steps = trace.steps[:num_steps]
-    return dataclasses.replace(trace, steps=steps, stop_reason=None, output_text="".join(s.output_piece for s in steps))
+    text = "".join(s.output_piece for s in steps
+                   if not (SPECIAL_PIECE.fullmatch(s.output_piece) and s.output_piece not in trace.output_text))
+    return dataclasses.replace(trace, steps=steps, stop_reason=None, output_text=text)
+
+
+def answer_text(trace: RequestTrace) -> str:
+    """The answer as the page shows it: the decoded text of a finished run or of a prefix of one
+    (truncate_trace: special tokens left out), else (still streaming) the pieces so far."""
+    return trace.output_text if trace.finished or trace.output_text else "".join(trace.output_pieces)
 
 
 # The step table's columns (engine.trace.STEP_TABLE_COLUMNS) as the page and the CSV name them:
@@ -418,7 +433,7 @@ def _quoted(text: str, keep_end: bool = False) -> str:
 def _alt_numbers(trace: RequestTrace) -> dict[str, object]:
     """Every number any figure's alt text quotes, formatted for the page."""
     metrics, prefill = trace.metrics, trace.prefill
-    answer = trace.output_text if trace.finished else "".join(trace.output_pieces)
+    answer = answer_text(trace)
     return {
         "prompt": _quoted(trace.prompt, keep_end=True), "answer": _quoted(answer),
         "first": _quoted(trace.steps[0].output_piece) if trace.steps else "",

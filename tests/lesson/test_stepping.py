@@ -99,3 +99,21 @@ def test_plotly_axes_are_fixed_to_the_whole_run(run):
         assert a.yaxis.range == b.yaxis.range and a.yaxis.range is not None
         assert a.xaxis.categoryarray == b.xaxis.categoryarray and len(a.xaxis.categoryarray) == len(run.steps)
     assert latency_figure(first, "en").layout.yaxis.range is None  # default: plotly's own scaling
+
+
+def test_a_prefix_leaves_out_the_special_tokens_the_finished_answer_skipped():
+    """Classroom mode printed a literal </s> in the answer and the timeline's title; normal mode
+    (the tokenizer's decoding, special tokens skipped) never does. Bytes of a character stay."""
+    from lesson.views import answer_text
+
+    pieces = ("巴黎", "。", "</s>", "<0xE5>", "Paris", "</s>", "<b>")
+    trace = replace(make_trace(output_pieces=pieces), output_text="巴黎。Paris<b>")  # as decode(skip_special)
+    assert answer_text(trace) == "巴黎。Paris<b>"
+    shown = [answer_text(truncate_trace(trace, k)) for k in range(1, len(pieces) + 1)]
+    assert shown == ["巴黎", "巴黎。", "巴黎。", "巴黎。<0xE5>", "巴黎。<0xE5>Paris", "巴黎。<0xE5>Paris",
+                     "巴黎。Paris<b>"]
+    title = ET.fromstring(render_timeline(truncate_trace(trace, 3), lang="en")).find(
+        ".//{http://www.w3.org/2000/svg}text[@class='subtitle']")
+    assert "</s>" not in title.text and "巴黎。" in title.text
+    streaming = replace(trace, stop_reason=None, output_text="", steps=trace.steps[:2])
+    assert answer_text(streaming) == "巴黎。"
