@@ -110,3 +110,23 @@ def test_text_modules_do_not_import_streamlit():
 
     code = "import sys, lesson.text, lesson.views; assert 'streamlit' not in sys.modules and 'torch' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=str(ROOT))
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+
+
+def test_chinese_text_writes_token_as_the_lesson_does():
+    """The lesson writes "Token" (26 times, in its Chinese); the page wrote "token" and "Token" both.
+    Fields, `code` and English compounds (inter-token latency) are left alone."""
+    lower = []
+    for key, value in TEXTS["zh"].items():
+        for words in _strings(value):
+            prose = re.sub(r"\{[^}]*\}|`[^`]*`", "", words)
+            lower += [f"{key}: …{prose[max(m.start() - 8, 0):m.end() + 4]}…"
+                      for m in re.finditer(r"(?<![A-Za-z_-])token", prose)]
+    assert not lower, lower

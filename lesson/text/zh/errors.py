@@ -42,7 +42,7 @@ TEXT: dict = {
     "err_probe_cut": "{request_id}：回答没有结束，流就断了（已收到 {pieces} 段）。",
     "err_probe_bad_chunk": "{request_id}：流中的一段不是 JSON：{chunk}",
     "err_probe_stream_error": "{request_id}：服务器在流中报告错误：{detail}",
-    "err_probe_deadline": "{request_id}：到了截止时间 {deadline_s} 秒还没有结束（超时时间加上每个请求 token 的余量，max_tokens 为 {max_tokens}）；收到 {pieces} 段后已截断。",
+    "err_probe_deadline": "{request_id}：到了截止时间 {deadline_s} 秒还没有结束（超时时间加上每个请求 Token 的余量，max_tokens 为 {max_tokens}）；收到 {pieces} 段后已截断。",
     "err_probe_too_many_chunks": "{request_id}：max_tokens 为 {max_tokens}，流却超过了 {limit} 段；收到 {pieces} 段后已截断。",
     "err_probe_too_big": "{request_id}：流超过了 {limit} 字节；收到 {pieces} 段后已截断。",
     "err_probe_line_too_long": "{request_id}：流中的一行超过了 {limit} 字节；收到 {pieces} 段后已截断。",
