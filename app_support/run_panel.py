@@ -29,8 +29,8 @@ from lesson.runs import history_add, keep_pins
 from lesson.spread import headline
 from lesson.text import t
 from lesson.views import (
-    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, answer_text, default_prompt, download_stem, format_ms, queue_note,
-    run_stamp, step_log_line, step_table, stop_reason_text, token_split_text, trace_csv, trace_summary,
+    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, answer_text, default_prompt, download_stem, format_ms, past_eos_note,
+    queue_note, run_stamp, step_log_line, step_table, stop_reason_text, token_split_text, trace_csv, trace_summary,
 )
 
 from . import frame, resources, stepping
@@ -301,6 +301,9 @@ def _done_notes(lang: str, trace: RequestTrace) -> None:
         if trace.stop_reason == "eos" and len(trace.steps) < trace.max_new_tokens:
             st.caption(t(lang, "eos_hint", num_tokens=len(trace.steps), limit=trace.max_new_tokens,
                          ignore_eos=t(lang, "ignore_eos")))
+        past_eos = past_eos_note(trace, lang)  # why the answer turned into unrelated (often English) text
+        if past_eos:
+            st.caption(past_eos)
     note = queue_note(trace, lang)  # only the engine-measured wait for the model lock
     if note is not None:
         st.caption(note)

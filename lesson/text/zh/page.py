@@ -62,6 +62,8 @@ TEXT: dict = {
     "ignore_eos": "越过结束符继续写",
     "ignore_eos_help": "模型会在回答后输出结束符（巴黎。然后停止，和本课的表格一样）。勾选后，模型会正好写满你设定的回答长度；结束符之后是一段新的、无关的文字。",
     "eos_hint": "模型在第 {num_tokens} 个 Token 自己结束了回答（最后一个是结束符），没有用满上限 {limit}。想看更多 Decode 步骤，请勾选“{ignore_eos}”。",
+    "past_eos_default": "第 {n} 个 Token 是结束符 `</s>`：模型在那里已经答完了，之后的文字是因为勾选了“{ignore_eos}”才写出来的。这个小模型只在一张 71 个国家的首都表和几段讲 Prefill / Decode 的中英文句子上训练过（assets/default_model/README.md），每篇训练文档都以结束符收尾；越过结束符，它就像开始写下一篇文档，常常是英文句子或另一个首都，与你的提示词无关。每一步 Decode 照常计时，所以这些步骤仍然能用来看 TPOT 和 KV Cache 的增长。",
+    "past_eos_other": "第 {n} 个 Token 是结束符：模型在那里已经答完了，之后的文字是因为勾选了“{ignore_eos}”才写出来的，是一段与提示词无关的新文字（写什么取决于这个模型的训练数据）。每一步 Decode 照常计时。",
     "showing_trace": "下面的图展示的是这次请求：提示词 {prompt_len} 个 Token，回答 {output_len} 个 Token，模型 {model_id}，{sampling}。",
     "greedy": "贪心解码",
     "sampled": "采样（温度 {temperature}，种子 {seed}）",
