@@ -135,40 +135,52 @@ def _panel(dwg, run: ServingRun, worker: str, top: float, left: float, right: fl
                        anchor="end", class_="tick-label"))
     for i, it in enumerate(its):
         x = left + i * slot + (slot - bar_w) / 2
-        chunk = sum(e.num_tokens for e in it.entries if e.phase == "prefill_chunk")
-        whole = it.num_prefill_tokens - chunk
-        data = {"data-index": it.index, "data-prefill": it.num_prefill_tokens, "data-decode": it.num_decode_tokens,
-                "data-ms": f"{it.duration_ms:.3f}"}
-        bar = dwg.g(class_="iteration", **data)
-        base = bottom
-        for count, fill, kind in ((it.num_decode_tokens, style.decode, "decode"), (whole, style.prefill, "prefill"),
-                                  (chunk, CHUNK_COLOR, "prefill_chunk")):
-            if not count:
-                continue
-            h = max(bottom - ys(count), 1.5)
-            bar.add(dwg.rect((round(x, 2), round(base - h, 2)), (round(bar_w, 2), round(h, 2)), fill=fill,
-                             class_=f"tokens {kind}", **{"data-tokens": count}))
-            base -= h
-        th = max(t_bottom - ts(it.duration_ms), 1.0)
-        bar.add(dwg.rect((round(x, 2), round(t_bottom - th, 2)), (round(bar_w, 2), round(th, 2)),
-                         fill=style.prefill if it.num_prefill_tokens else style.cached_dark, class_="duration"))
-        add_title(bar, t(lang, "sv_batch_bar_title", n=it.index + 1, decode=it.num_decode_tokens,
-                         prefill=fmt_int(it.num_prefill_tokens), requests=len(it.entries),
-                         waiting=len(it.waiting), ms=fmt_ms(it.duration_ms)))
-        panel.add(bar)
+        panel.add(_iteration_bar(dwg, it, x, bar_w, (bottom, ys), (t_bottom, ts), style, lang))
     panel.add(dwg.line((left, bottom), (right, bottom), stroke=style.muted_ink, stroke_width=1, class_="axis"))
     if budget:
-        y = ys(budget)
-        panel.add(dwg.line((left, y), (right, y), stroke=style.ink, stroke_width=2, stroke_dasharray="6 4",
-                           class_="budget-line", **{"data-budget": budget}))
-        words = t(lang, "sv_budget_label", budget=fmt_int(budget))
-        panel.add(text(dwg, words, right - text_width(words, style.tiny_size), y - 5, size=style.tiny_size,
-                       fill=style.ink, class_="budget-label", **halo(style)))
+        _budget_line(dwg, panel, budget, ys(budget), left, right, style, lang)
     panel.add(text(dwg, t(lang, "sv_batch_panel_time"), left, t_top - 6, size=style.tiny_size, fill=style.muted_ink,
                    class_="axis-label"))
     panel.add(text(dwg, t(lang, "sv_batch_x_axis", n=fmt_int(n)), left, t_bottom + 20, size=style.small_size,
                    fill=style.muted_ink, weight="bold", class_="axis-label"))
     dwg.add(panel)
+
+
+def _iteration_bar(dwg, it, x: float, bar_w: float, tokens_axis, time_axis, style: Style, lang: str):
+    """One iteration's bar: its tokens stacked (Decode, whole Prefill, Prefill chunk) and its duration below.
+    `tokens_axis` and `time_axis` are (bottom y, scale) of the two panels."""
+    bottom, ys = tokens_axis
+    t_bottom, ts = time_axis
+    chunk = sum(e.num_tokens for e in it.entries if e.phase == "prefill_chunk")
+    whole = it.num_prefill_tokens - chunk
+    data = {"data-index": it.index, "data-prefill": it.num_prefill_tokens, "data-decode": it.num_decode_tokens,
+            "data-ms": f"{it.duration_ms:.3f}"}
+    bar = dwg.g(class_="iteration", **data)
+    base = bottom
+    for count, fill, kind in ((it.num_decode_tokens, style.decode, "decode"), (whole, style.prefill, "prefill"),
+                              (chunk, CHUNK_COLOR, "prefill_chunk")):
+        if not count:
+            continue
+        h = max(bottom - ys(count), 1.5)
+        bar.add(dwg.rect((round(x, 2), round(base - h, 2)), (round(bar_w, 2), round(h, 2)), fill=fill,
+                         class_=f"tokens {kind}", **{"data-tokens": count}))
+        base -= h
+    th = max(t_bottom - ts(it.duration_ms), 1.0)
+    bar.add(dwg.rect((round(x, 2), round(t_bottom - th, 2)), (round(bar_w, 2), round(th, 2)),
+                     fill=style.prefill if it.num_prefill_tokens else style.cached_dark, class_="duration"))
+    add_title(bar, t(lang, "sv_batch_bar_title", n=it.index + 1, decode=it.num_decode_tokens,
+                     prefill=fmt_int(it.num_prefill_tokens), requests=len(it.entries),
+                     waiting=len(it.waiting), ms=fmt_ms(it.duration_ms)))
+    return bar
+
+
+def _budget_line(dwg, panel, budget: int, y: float, left: float, right: float, style: Style, lang: str) -> None:
+    """The chunked policy's token budget across the tokens panel, labelled at its right end."""
+    panel.add(dwg.line((left, y), (right, y), stroke=style.ink, stroke_width=2, stroke_dasharray="6 4",
+                       class_="budget-line", **{"data-budget": budget}))
+    words = t(lang, "sv_budget_label", budget=fmt_int(budget))
+    panel.add(text(dwg, words, right - text_width(words, style.tiny_size), y - 5, size=style.tiny_size,
+                   fill=style.ink, class_="budget-label", **halo(style)))
 
 
 def composition_notes(run: ServingRun, lang: str) -> list[str]:

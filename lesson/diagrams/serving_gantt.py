@@ -201,12 +201,34 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
                      anchor="middle", class_="tick-label"))
     dwg.add(text(dwg, t(lang, "sv_time_axis"), left, axis_y, size=style.small_size, fill=style.muted_ink,
                  weight="bold", class_="axis-label"))
-    segments = gantt_segments(run)
-    spikes = itl_spikes(run)
-    row_of = {r.request_id: i for i, r in enumerate(shown)}
+    rows = _Rows(top, row_h, {r.request_id: i for i, r in enumerate(shown)})
+    _draw_rows(dwg, style, lang, shown, ids, lens, xs, rows)
+    _draw_segments(dwg, style, lang, gantt_segments(run), xs, rows)
+    _draw_token_ticks(dwg, style, shown, xs, rows)
+    _draw_spikes(dwg, style, lang, itl_spikes(run), xs, rows, left, right)
+    _draw_preemptions(dwg, lang, run, xs, rows)
+    notes(dwg, style, lines, PAD, notes_y, width - 2 * PAD)
+    return to_string(dwg)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Where each shown request's row sits: `top` of the first row, `row_h` per row, row index by request id."""
+    top: float
+    row_h: float
+    row_of: dict
+
+    def mid(self, request_id: str) -> float:
+        return self.row_mid(self.row_of[request_id])
+
+    def row_mid(self, i: int) -> float:
+        return self.top + i * self.row_h + self.row_h / 2
+
+
+def _draw_rows(dwg, style: Style, lang: str, shown, ids, lens, xs, rows: _Rows) -> None:
+    """Each request's label, lengths, lifeline and arrival mark."""
     for i, r in enumerate(shown):
-        y = top + i * row_h
-        cy = y + row_h / 2
+        cy = rows.row_mid(i)
         row = dwg.g(class_="request-row", **{"data-request-id": visible(r.request_id), "data-row": i})
         add_title(row, t(lang, "sv_row_title", rid=r.request_id, p=fmt_int(r.prompt_len), o=r.num_output_tokens,
                          ttft=fmt_ms(r.ttft_ms), e2el=fmt_ms(r.e2el_ms)))
@@ -217,10 +239,14 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
                          class_="lifeline"))
         row.add(dwg.path(d=f"M{xs(r.arrival_ms)},{cy - 6} l5,6 l-5,6 z", fill=style.ink, class_="arrival"))
         dwg.add(row)
+
+
+def _draw_segments(dwg, style: Style, lang: str, segments, xs, rows: _Rows) -> None:
+    """The bars: waiting, Prefill (whole or chunk), Decode, stalls, hand-offs, observed TTFT."""
     for seg in segments:
-        if seg.request_id not in row_of:
+        if seg.request_id not in rows.row_of:
             continue
-        cy = top + row_of[seg.request_id] * row_h + row_h / 2
+        cy = rows.mid(seg.request_id)
         x0, x1 = xs(seg.start_ms), xs(seg.end_ms)
         w = max(x1 - x0, 1.0)
         thin = seg.kind in ("queue", "stall")
@@ -240,16 +266,24 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
         rect = dwg.rect((x0, cy - h / 2), (w, h), fill=_fill(seg.kind, style),
                         opacity=0.55 if thin else 1, **attrs)
         dwg.add(add_title(rect, segment_title(seg, lang)))
+
+
+def _draw_token_ticks(dwg, style: Style, shown, xs, rows: _Rows) -> None:
+    """A tick at each output token's time, per request."""
     for i, r in enumerate(shown):
-        cy = top + i * row_h + row_h / 2
+        cy = rows.row_mid(i)
         ticks_g = dwg.g(class_="token-ticks", **{"data-request-id": visible(r.request_id)})
         for tt in r.token_times_ms:
             x = xs(tt)
             ticks_g.add(dwg.line((x, cy - BAR_H / 2 - 3), (x, cy + BAR_H / 2 + 1), stroke=style.ink, stroke_width=1,
                                  class_="token-tick"))
         dwg.add(ticks_g)
-    for k, spike in enumerate(s for s in spikes if s.request_id in row_of):
-        y = top + row_of[spike.request_id] * row_h + row_h / 2 - BAR_H / 2 - 5
+
+
+def _draw_spikes(dwg, style: Style, lang: str, spikes, xs, rows: _Rows, left: float, right: float) -> None:
+    """A bracket over each inter-token gap that stands out; the first one is labelled."""
+    for k, spike in enumerate(s for s in spikes if s.request_id in rows.row_of):
+        y = rows.mid(spike.request_id) - BAR_H / 2 - 5
         x0, x1 = xs(spike.start_ms), xs(spike.end_ms)
         mark = dwg.path(d=f"M{x0},{y + 3} V{y} H{x1} V{y + 3}", fill="none", stroke=SPIKE_COLOR, stroke_width=2,
                         class_="itl-spike",
@@ -261,17 +295,19 @@ def render_serving_gantt(run: ServingRun, *, lang: str = "zh", style: Style | No
                            right - text_width(words, style.tiny_size) / 2)
             dwg.add(text(dwg, words, anchor_x, y - 3, size=style.tiny_size, fill=SPIKE_COLOR, anchor="middle",
                          weight="bold", class_="spike-label", **halo(style)))
+
+
+def _draw_preemptions(dwg, lang: str, run: ServingRun, xs, rows: _Rows) -> None:
+    """A cross where a request was preempted (its KV blocks taken back, to be recomputed)."""
     for it in run.iterations:
         for rid in it.preempted:
-            if rid not in row_of:
+            if rid not in rows.row_of:
                 continue
-            x, cy = xs(it.start_ms), top + row_of[rid] * row_h + row_h / 2
+            x, cy = xs(it.start_ms), rows.mid(rid)
             mark = dwg.path(d=f"M{x - 4},{cy - 4} L{x + 4},{cy + 4} M{x - 4},{cy + 4} L{x + 4},{cy - 4}",
                             stroke=SPIKE_COLOR, stroke_width=2, class_="preempted",
                             **{"data-request-id": visible(rid), "data-iteration": it.index})
             dwg.add(add_title(mark, t(lang, "sv_preempted_title", rid=rid, n=it.index + 1)))
-    notes(dwg, style, lines, PAD, notes_y, width - 2 * PAD)
-    return to_string(dwg)
 
 
 def _legend(dwg, style: Style, run: ServingRun, lang: str, y: float, right: float) -> float:
