@@ -101,8 +101,10 @@ def through_worker(client: EngineClient, cfg: GenerationConfig) -> list[float]:
 def through_cli(cfg: GenerationConfig) -> list[float]:
     command = [sys.executable, "-m", "engine", "trace", "--json", "--device", "cpu", "--prompt", PROMPT,
                "--max-new-tokens", str(cfg.max_new_tokens), "--ignore-eos"]
-    out = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return decode_ms(RequestTrace.from_dict(json.loads(out)))
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"python -m engine trace failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
+    return decode_ms(RequestTrace.from_dict(json.loads(done.stdout)))
 
 
 def in_process(lm, cfg: GenerationConfig) -> list[float]:
@@ -113,32 +115,41 @@ def in_process(lm, cfg: GenerationConfig) -> list[float]:
 
 
 def measure(sessions: int, runs: int, cfg: GenerationConfig, client, lm, figures) -> tuple[dict, float]:
-    """Each path's Decode step times over `runs` rounds under `sessions` drawing threads; figures/s."""
-    times: dict[str, list[float]] = {path: [] for path in PATHS}
+    """Each path's Decode step times, one list per round, over `runs` rounds under `sessions` drawing
+    threads; and the figures per second they drew."""
+    rounds: dict[str, list[list[float]]] = {path: [] for path in PATHS}
     run = {"worker": lambda: through_worker(client, cfg), "cli": lambda: through_cli(cfg),
            "in-process": lambda: in_process(lm, cfg)}
     started = time.perf_counter()
     with PageSessions(sessions, *figures) as pages:
         for _ in range(runs):
             for path in PATHS:
-                times[path] += run[path]()
+                rounds[path].append(run[path]())
         drawn = pages.figures
-    return times, drawn / (time.perf_counter() - started)
+    return rounds, drawn / (time.perf_counter() - started)
 
 
-def report(sessions: int, times: dict, rate: float) -> tuple[float, float]:
-    """One table row per path; returns the worker's (p50, p99) ratios to the CLI's."""
+def report(sessions: int, rounds: dict, rate: float) -> tuple[float, float]:
+    """One table row per path; returns the worker's (p50, p99) ratios to the CLI's.
+
+    Besides the pooled ratios, "paired p50" is the median over rounds of (this path's p50 / the CLI's
+    p50 in the same round): the machine's other work drifts from one round to the next, and a round's
+    two runs are seconds apart, not minutes."""
+    times = {path: [ms for one in rounds[path] for ms in one] for path in PATHS}
     cli_p50, cli_p99 = percentile(times["cli"], 50), percentile(times["cli"], 99)
-    load = os.getloadavg()[0]
     print(f"\n{sessions} page sessions ({rate:,.0f} figures/s drawn), {len(times['cli'])} Decode steps per path, "
-          f"load average {load:.1f}")
-    print(f"| {'path':<10} | {'p50 ms':>7} | {'p99 ms':>7} | {'p50 / CLI':>9} | {'p99 / CLI':>9} |")
-    print(f"|{'-' * 12}|{'-' * 9}|{'-' * 9}|{'-' * 11}|{'-' * 11}|")
+          f"load average {os.getloadavg()[0]:.1f}")
+    print(f"| {'path':<10} | {'p50 ms':>7} | {'p99 ms':>7} | {'p50 / CLI':>9} | {'p99 / CLI':>9} "
+          f"| {'paired p50':>10} |")
+    print(f"|{'-' * 12}|{'-' * 9}|{'-' * 9}|{'-' * 11}|{'-' * 11}|{'-' * 12}|")
     ratios = {}
     for path in PATHS:
         p50, p99 = percentile(times[path], 50), percentile(times[path], 99)
+        paired = percentile([percentile(mine, 50) / percentile(cli, 50)
+                             for mine, cli in zip(rounds[path], rounds["cli"])], 50)
         ratios[path] = (p50 / cli_p50, p99 / cli_p99)
-        print(f"| {path:<10} | {p50:>7.2f} | {p99:>7.2f} | {ratios[path][0]:>8.2f}x | {ratios[path][1]:>8.2f}x |")
+        print(f"| {path:<10} | {p50:>7.2f} | {p99:>7.2f} | {ratios[path][0]:>8.2f}x | {ratios[path][1]:>8.2f}x "
+              f"| {paired:>9.2f}x |")
     return ratios["worker"]
 
 
@@ -166,8 +177,8 @@ def main() -> int:
               f"{args.runs} runs x {args.tokens} tokens per path")
         ratios = {}
         for sessions in (int(s) for s in args.sessions.split(",")):
-            times, rate = measure(sessions, args.runs, cfg, client, lm, figures)
-            ratios[sessions] = report(sessions, times, rate)
+            rounds, rate = measure(sessions, args.runs, cfg, client, lm, figures)
+            ratios[sessions] = report(sessions, rounds, rate)
     finally:
         client.close()
     busiest = max(ratios)

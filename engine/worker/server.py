@@ -125,6 +125,9 @@ class EngineWorker:
         return runner
 
     def _run_forever(self) -> None:
+        # Pin torch's threads in this thread too: a new thread starts with OpenMP's default (every core)
+        # until torch resets it, and a matmul alone does not (measured: 2 on this 2-core machine).
+        set_num_threads()
         while True:
             job = self.queue.take()
             try:
