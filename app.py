@@ -30,6 +30,8 @@ PAGES = {  # url path -> the page; a later page (a serving lab) is one more entr
                               icon=":material/speed:", url_path="bottleneck_lab"),
     "serving_lab": st.Page("app_pages/serving_lab.py", title=t(lang, "nav_serving_lab"), icon=":material/dns:",
                            url_path="serving_lab"),
+    "exercises": st.Page("app_pages/exercises.py", title=t(lang, "nav_exercises"), icon=":material/quiz:",
+                         url_path="exercises"),
 }
 page = st.navigation(list(PAGES.values()), position="sidebar")
 on_lesson = page.url_path == PAGES["lesson"].url_path
