@@ -26,7 +26,7 @@ from lesson.views import (
 from . import gallery, resources, state
 from .resources import parsed_trace
 from .stepping import stepping_full
-from .ui import error_boundary, metric_row, shown_spread, svg_figure
+from .ui import error_boundary, metric_row, scroll_into_view, shown_spread, svg_figure
 
 
 def intro(lang: str) -> None:
@@ -50,6 +50,12 @@ def section_timeline(lang: str, trace_json: str | None) -> None:
     st.markdown(t(lang, "timeline_1"))
     st.markdown(markdown_table(t(lang, "timeline_table")))
     st.markdown(t(lang, "timeline_2"))
+    stretched = state.pop_difference_note(parsed_trace(trace_json).prompt_len if trace_json else None)
+    if stretched is not None:  # "show the difference" ran: say what it did, and bring its figures into view
+        with st.container(key="difference-note"):
+            st.info(t(lang, "difference_note", num_tokens=stretched, ignore_eos=t(lang, "ignore_eos")),
+                    icon=":material/compare_arrows:")
+        scroll_into_view("difference-note")
     live_diagram("timeline", trace_json, lang, t(lang, "timeline_caption"))
     st.caption(t(lang, "timeline_real_split"))
 

@@ -48,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "flash": [],  # (text key, params) shown once at the top
     "reset_model_choice": False,  # a listed model failed to load: back to the default
     "run_requested": False,  # a control below the Run button asked for a run (show the difference)
+    "difference_note": None,  # show the difference: the prompt length it asked for, said once above the timeline
     # ---- runs kept in the session (lesson.runs) ----
     "history": [],  # lesson.runs.HistoryEntry, newest first, at most lesson.runs.HISTORY_LIMIT
     "compare_pins": [],  # the run ids of the (at most two) runs drawn side by side
@@ -145,17 +146,25 @@ def reset_to_defaults(limits: Limits) -> None:
 
 
 def show_the_difference(limits: Limits) -> None:
-    """The "show the difference" button's callback: the lesson's example stretched to the longest
-    prompt the server allows (1024 tokens by default), run at once, answer ending at EOS.
+    """The "show the difference" button's callback: the visitor's own prompt stretched (the lesson's
+    sentences before it) to the longest prompt the server allows (1024 tokens by default), run at once.
+    The prompt, the answer length and "keep writing past the end" stay as the visitor set them; the
+    timeline then says what the button did, and the page scrolls to it (the figures that changed).
 
     On a tiny model a 4-token Prefill costs about what a Decode step does (fixed per-pass
     overhead); at 1024 positions Prefill is many times a Decode step, as the lesson says.
     """
     ss = st.session_state
-    ss.prompt = default_prompt(ss.lang)
     ss.prompt_len = limits.max_prompt_tokens
-    ss.ignore_eos = False
+    ss.difference_note = limits.max_prompt_tokens
     ss.run_requested = True
+
+
+def pop_difference_note(prompt_len: int | None) -> int | None:
+    """The stretched length "show the difference" asked for, once, if the run shown has that many
+    prompt tokens (a run that was refused or did not happen says nothing)."""
+    asked, st.session_state.difference_note = st.session_state.difference_note, None
+    return asked if asked is not None and asked == prompt_len else None
 
 
 def run_again() -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,3 +169,14 @@ def metric_dataframe(records: list[dict[str, str]]) -> None:
     name = next(iter(records[0]))
     st.dataframe(records, hide_index=True, width="stretch", height=35 * (len(records) + 1) + 3,
                  column_config={name: st.column_config.TextColumn(width=name_column_px(records), pinned=True)})
+
+
+def scroll_into_view(key: str) -> None:
+    """Scroll the page so the container with `key` (a fixed name from this code, never user text)
+    is at the top of the window: a button far below brings the figures it changed into view."""
+    if not re.fullmatch(r"[a-z0-9-]+", key):
+        raise ValueError(f"not a container key: {key!r}")
+    script = ("setTimeout(function () { var box = document.querySelector('.st-key-" + key + "');"
+              " if (box) { box.scrollIntoView({block: 'start'}); } }, 60);")
+    st.html(f"\n<script>\n{script}\n</script>\n", unsafe_allow_javascript=True)
+

@@ -316,15 +316,27 @@ def test_the_answer_stops_at_end_of_sequence_unless_asked_to_keep_writing(app):
 
 
 @needs_model
-def test_show_the_difference_runs_the_lesson_example_at_the_longest_prompt(app):
+def test_show_the_difference_stretches_the_visitors_own_prompt_keeps_their_choices_and_says_so(app):
+    """It used to replace the prompt with 法国的首都是, untick "keep writing past the end" and leave the
+    changed figures out of view above."""
+    app.text_area(key="prompt").set_value("德国的首都是")
+    app.checkbox(key="ignore_eos").check()
+    app.slider(key="output_len").set_value(6).run()
     app.button(key="show_difference").click().run()  # this server allows 256 prompt tokens
     assert_healthy(app)
     trace = shown_trace(app)
-    assert len(trace["prompt_ids"]) == 256 and trace["prompt"].endswith("法国的首都是")
-    assert trace["output_text"] == "巴黎。" and trace["stop_reason"] == "eos"
+    assert len(trace["prompt_ids"]) == 256 and trace["prompt"].endswith("德国的首都是")
+    assert len(trace["steps"]) == 6 and trace["stop_reason"] == "length"  # past the end, as ticked
     prefill, decodes = trace["steps"][0], trace["steps"][1:]
     assert prefill["context_after"] == 256 and all(s["context_after"] - s["context_before"] == 1 for s in decodes)
-    assert app.slider(key="prompt_len").value == 256
+    assert app.slider(key="prompt_len").value == 256 and app.checkbox(key="ignore_eos").value
+    assert app.text_area(key="prompt").value == "德国的首都是"
+    note = t("zh", "difference_note", num_tokens=256, ignore_eos=t("zh", "ignore_eos"))
+    assert note in texts(app, "info")
+    scripts = [h.proto.body for h in app.get("html") if "scrollIntoView" in h.proto.body]
+    assert len(scripts) == 1 and ".st-key-difference-note" in scripts[0]  # the page goes to the changed figures
+    app.run()  # said once
+    assert note not in texts(app, "info") and not [h for h in app.get("html") if "scrollIntoView" in h.proto.body]
 
 
 @needs_model
