@@ -37,7 +37,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from anywhere
 
-from engine import GenerationConfig, load_model, stream_trace  # noqa: E402
+from engine import GenerationConfig, generate, load_model  # noqa: E402
 from engine.trace import RequestTrace, percentile  # noqa: E402
 from engine.worker.client import EngineClient, Pass  # noqa: E402
 from engine.worker.local import LocalWorker  # noqa: E402
@@ -108,10 +108,7 @@ def through_cli(cfg: GenerationConfig) -> list[float]:
 
 
 def in_process(lm, cfg: GenerationConfig) -> list[float]:
-    trace = None
-    for trace in stream_trace(lm, PROMPT, cfg):
-        pass
-    return decode_ms(trace)
+    return decode_ms(generate(lm, PROMPT, cfg))  # stream_trace to its end, in this process
 
 
 def measure(sessions: int, runs: int, cfg: GenerationConfig, client, lm, figures) -> tuple[dict, float]:

@@ -148,12 +148,12 @@ def run_modes(ctx: JobContext, args: dict[str, Any]) -> dict[str, str]:
     runs: dict[str, str] = {}
     for done, mode in enumerate(modes):
         cfg = GenerationConfig(max_new_tokens=args.get("num_tokens"), ignore_eos=True, mode=mode)
-        trace = None
         with closing(stream_trace(lm, args.get("prompt"), cfg, max_prompt_tokens=args.get("max_prompt_tokens"))) \
                 as traces:
             for trace in traces:
                 ctx.check_cancelled()
-        runs[mode] = trace.to_json(indent=None)
+                if trace.finished:
+                    runs[mode] = trace.to_json(indent=None)
         ctx.emit("progress", done=done + 1, total=len(modes))
     return runs
 
