@@ -126,11 +126,8 @@ def _exercise(lang: str, exercise: ex.Exercise, ctx: Context, lm, settings: Serv
     if locked is None:
         answer = _answer_widget(lang, exercise)
         st.markdown(t(lang, "ex_runs_title") + "\n" + "\n".join(f"- {ex.describe(s, lang)}" for s in specs))
-        if st.button(t(lang, "ex_lock_and_run"), key="ex_lock", type="primary", icon=":material/lock:",
-                     disabled=answer is None or lm is None):
-            ss.ex_answers = {**ss.ex_answers, exercise.key: answer}
-            locked = answer
-    if locked is None:
+        st.button(t(lang, "ex_lock_and_run"), key="ex_lock", type="primary", icon=":material/lock:",
+                  disabled=answer is None or lm is None, on_click=_lock, args=(exercise.key,))
         return
     st.markdown(t(lang, "ex_locked", answer=ex.answer_words(exercise, locked, lang)))
     if exercise.key not in ss.ex_results and lm is not None:
@@ -187,6 +184,15 @@ def _next_buttons(lang: str, exercise: ex.Exercise) -> None:
     left.button(t(lang, "ex_retry"), key="ex_retry", icon=":material/replay:", on_click=_forget, args=(exercise.key,))
     if exercise.key != KEYS[-1]:
         right.button(t(lang, "ex_next"), key="ex_next", icon=":material/arrow_forward:", on_click=_next)
+
+
+def _lock(key: str) -> None:
+    """The lock button's callback: the answer is kept before the page runs again, so that run draws it locked
+    (no answer box left to change) and measures."""
+    ss = st.session_state
+    value = ss.get(f"ex_answer_{key}")
+    if value is not None:
+        ss.ex_answers = {**ss.ex_answers, key: value if isinstance(value, str) else float(value)}
 
 
 def _forget(key: str) -> None:

@@ -40,6 +40,7 @@ def test_answer_first_then_the_run_grades_it_with_what_it_measured(page):
     result = at.session_state["ex_results"]["first_token_phase"]
     assert result.measured == "prefill" and not result.correct  # the measured trace decides, not the answer
     assert at.session_state["ex_answers"] == {"first_token_phase": "decode"}
+    assert [r.key for r in at.radio if r.key.startswith("ex_answer")] == []  # locked: no answer box to change
     assert verdict(BY_KEY["first_token_phase"], result, "zh") in texts(at, "warning")
     assert t("zh", "ex_lesson_says") in texts(at, "caption")
     assert t("zh", "ex_progress", answered=1, total=len(EXERCISES), right=0) in texts(at, "caption")
