@@ -42,8 +42,9 @@ def section_compare(lang: str) -> None:
     if len(history) < 2:
         st.info(t(lang, "compare_need_two", count=len(history)), icon=":material/compare:")
         return
-    labels = {e.run_id: gallery.history_entry_label(e, _history_label(e.trace_json, e.stamp, lang, e.number), lang)
-              for e in history}  # a recorded run (a file, the gallery, the first view) is labelled so
+    # a recorded run (a file, the gallery, the first view) is labelled with when it was measured, not a clock
+    labels = {e.run_id: gallery.history_entry_label(
+        e, _history_label(e.trace_json, "" if e.recorded else e.stamp, lang, e.number), lang) for e in history}
     pinned = _pick(lang, history, labels)
     if len(pinned) < 2:
         st.caption(t(lang, "compare_pick_two"))

@@ -257,7 +257,9 @@ def _store_trace(trace_json: str, args: RunArgs, is_default: bool, recorded: boo
     ss.trace_spread = spread_json
     ss.trace_json, ss.trace_args, ss.trace_is_default, ss.trace_recorded = trace_json, args, is_default, recorded
     trace = parsed_trace(trace_json)
-    ss.trace_stamp = recorded_stamp(trace.provenance) if recorded else run_stamp(datetime.datetime.now())
+    # a recorded run, and the first view (measured once, cached for every visitor), keep their own time
+    measured_earlier = recorded or (is_default and trace.provenance is not None)
+    ss.trace_stamp = recorded_stamp(trace.provenance) if measured_earlier else run_stamp(datetime.datetime.now())
     ss.class_step = 1 if ss.classroom else len(trace.steps)
     # kept for the comparison; the first view, cached for every visitor, is a recorded run there too
     ss.history = history_add(ss.history, trace_json, ss.trace_stamp, recorded=recorded or is_default)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from engine.trace import RequestTrace, Step
 
-from .svgtext import fmt_bytes, fmt_ms
+from .svgtext import fmt_bytes, fmt_ms, visible
 from .text import t
 
 HISTORY_LIMIT = 8  # runs kept per session (each is one trace as JSON, tens of KB)
@@ -60,17 +60,32 @@ def keep_pins(pins: object, history: list[HistoryEntry], most: int = 2) -> list[
     return kept[:most]
 
 
+HISTORY_PROMPT_CHARS = 20  # a history label quotes the prompt's end: the part that asks (a stretch adds filler before)
+
+
+def short_prompt(prompt: str, max_chars: int = HISTORY_PROMPT_CHARS) -> str:
+    """The prompt's last `max_chars` characters on one line, controls made visible (lesson.svgtext.visible):
+    "…德国的首都是" tells a 德国 run from a 法国 one. Plain text: a picker shows it as typed; a caption
+    escapes it for Markdown."""
+    shown = visible(" ".join(prompt.split()))
+    return shown if len(shown) <= max_chars else "…" + shown[-(max_chars - 1):]
+
+
 def run_label(trace: RequestTrace, stamp: str, lang: str, number: int | None = None) -> str:
-    """"#3 · 22:41:07 · 4 → 3 tokens · TTFT 18.2 ms · default-model": what tells two runs apart.
+    """"#3 · 22:41:07 · “…德国的首都是” · 4 → 3 tokens · TTFT 18.2 ms · default": what tells two runs apart.
 
     With `number` (HistoryEntry.number) every label in a session is unique: two runs in the same
-    second with the same lengths and TTFT would otherwise read alike, and a multiselect matches
-    its values by label, so a pin could not tell them apart.
+    second with the same prompt, lengths and TTFT would otherwise read alike, and a multiselect matches
+    its values by label, so a pin could not tell them apart. An empty `stamp` leaves the clock out: a
+    recorded run (the server's first view too) says when it was measured in its own words
+    (lesson.recorded.history_label), not this session's clock.
     """
     clock = f"{stamp[9:11]}:{stamp[11:13]}:{stamp[13:15]}" if len(stamp) >= 15 else stamp
     metrics = trace.metrics
-    label = t(lang, "history_label", time=clock, prompt_len=trace.prompt_len, output_len=len(trace.steps),
-              ttft=fmt_ms(metrics.ttft_ms) if metrics else "—", model=trace.model.model_id)
+    label = t(lang, "history_label", prompt=short_prompt(trace.prompt), prompt_len=trace.prompt_len,
+              output_len=len(trace.steps), ttft=fmt_ms(metrics.ttft_ms) if metrics else "—",
+              model=trace.model.model_id)
+    label = f"{clock} · {label}" if clock else label
     return label if number is None else f"#{number} · {label}"
 
 

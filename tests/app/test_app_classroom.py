@@ -86,7 +86,24 @@ def test_the_comparison_table_and_labels_say_which_run_is_which():
     one = make_trace(output_pieces=("巴黎",))
     assert compare_table(one, LONG, "en")[4]["Run A"] == "—"  # TPOT of a 1-token answer
     label = run_label(LONG, "20261129-224107", "en")
-    assert label.startswith("22:41:07 · prompt 200 → answer 3 tokens") and LONG.model.model_id in label
+    assert label.startswith("22:41:07 · “…") and "prompt 200 → answer 3 tokens" in label
+    assert LONG.model.model_id in label
+
+
+def test_history_labels_quote_the_prompts_end_so_a_germany_run_and_a_france_run_differ():
+    """History entries showed counts but not the prompt; a recorded run (the first view too) showed
+    this session's clock for numbers measured earlier."""
+    from lesson.runs import short_prompt
+
+    france, germany = make_trace(prompt="法国的首都是"), make_trace(prompt="德国的首都是")
+    assert run_label(france, "20261129-224107", "zh") != run_label(germany, "20261129-224107", "zh")
+    assert "“德国的首都是”" in run_label(germany, "20261129-224107", "zh")
+    stretched = "filler " * 300 + "The capital of\nGermany is"  # the end asks; a newline stays one line
+    shown = short_prompt(stretched)
+    assert shown.startswith("…") and shown.endswith("of Germany is") and len(shown) == 20
+    assert short_prompt("a\u202eb") == "a\u27eaRLO\u27ebb"  # a bidi override cannot reverse the label
+    recorded = run_label(france, "", "en", 1)
+    assert recorded.startswith("#1 · “法国的首都是” · prompt") and ":" not in recorded.split("·")[1]
 
 
 def test_history_labels_stay_unique_for_runs_alike_in_every_field():
@@ -99,7 +116,7 @@ def test_history_labels_stay_unique_for_runs_alike_in_every_field():
     history = history_add(history_add([], a.to_json(), "20261129-224107"), b.to_json(), "20261129-224107")
     assert [e.number for e in history] == [2, 1]
     labels = [run_label(a, e.stamp, "en", e.number) for e in history]
-    assert labels[0] != labels[1] and labels[0].startswith("#2 · 22:41:07 · ")
+    assert labels[0] != labels[1] and labels[0].startswith("#2 · 22:41:07 · “法国的首都是” · ")
     assert run_label(a, "20261129-224107", "en") == labels[0].removeprefix("#2 · ")
 
 
@@ -169,6 +186,22 @@ def test_runs_are_kept_and_two_pinned_runs_share_their_axes(app):
     for name in ("timeline", "latency", "kv-growth"):  # the SVG's class names
         pair = figures[f"lesson-diagram {name}"]
         assert len(pair) == 2 and pair[0] == pair[1] and len(pair[0][1]) >= 2, (name, pair)
+
+
+@needs_model
+def test_the_first_views_history_entry_carries_its_own_measured_time_not_this_sessions_clock(app):
+    from lesson.recorded import recorded_stamp
+    from lesson.runs import run_label as label_of
+
+    (first,) = app.session_state["history"]
+    trace = RequestTrace.from_json(first.trace_json)
+    assert first.recorded and trace.provenance is not None
+    assert first.stamp == app.session_state["trace_stamp"] == recorded_stamp(trace.provenance)
+    app.checkbox(key="ignore_eos").check()
+    _run(app, output_len=3)
+    labels = app.multiselect(key="compare_pins").options
+    assert labels[1].endswith(label_of(trace, "", "zh", 1))  # "录制于 <when> · #1 · “…” ·": no clock of ours
+    assert "“法国的首都是”" in labels[0] and labels[0].startswith("#2 · ")
 
 
 @needs_model

@@ -15,7 +15,7 @@ TEXT: dict = {
     "compare_fig_kv": "KV-cache growth",
     "compare_run_caption": "{run}: {label}",
     "compare_alt": "{run} (on the same axes as the other run): {alt}",
-    "history_label": "{time} · prompt {prompt_len} → answer {output_len} tokens · TTFT {ttft} · {model}",
+    "history_label": "“{prompt}” · prompt {prompt_len} → answer {output_len} tokens · TTFT {ttft} · {model}",
     "cmp_run_a": "Run A",
     "cmp_run_b": "Run B",
     "cmp_measure": "Measure",

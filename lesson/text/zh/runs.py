@@ -15,7 +15,7 @@ TEXT: dict = {
     "compare_fig_kv": "KV Cache 的增长",
     "compare_run_caption": "{run}：{label}",
     "compare_alt": "{run}（与另一次运行共用坐标轴）：{alt}",
-    "history_label": "{time} · 提示 {prompt_len} → 回答 {output_len} Token · TTFT {ttft} · {model}",
+    "history_label": "“{prompt}” · 提示 {prompt_len} → 回答 {output_len} Token · TTFT {ttft} · {model}",
     "cmp_run_a": "运行 A",
     "cmp_run_b": "运行 B",
     "cmp_measure": "指标",
