@@ -4,7 +4,8 @@
   every session (thread-safe: each call opens a connection of its own). PREFILL_DECODE_ENGINE=HOST:PORT
   names a worker started elsewhere (its token from PREFILL_DECODE_ENGINE_TOKEN_FILE or _TOKEN);
   unset, the app starts a local worker on its first call and stops it at exit. Every forward pass a
-  page shows runs there, one at a time (docs/worker.md): this process never imports torch.
+  page shows runs there, one at a time (docs/worker.md): this process imports no torch (only the
+  serving lab's probe, stretching a prompt with the embedded tokenizer, loads transformers).
 - `get_model`: the page's view of a model the worker holds (EngineModel: the ModelRef a call names it
   by, its ModelInfo and device), loaded and warmed there once; `model_choices`: what the worker offers.
 - traces, token splits, comparisons and SVGs: `st.cache_data`, keyed by plain arguments (strings and
