@@ -204,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
         rows += shape_rows(name, args.device, gpu, context, prefill_len, steps, started + args.budget_s)
     print_table(rows)
     failed = [r for r in rows if r.ok is False]
-    print(f"{len(failed)} failed of {sum(r.ok is not None for r in rows)} judged; {time.perf_counter() - started:.0f} s")
+    judged = sum(r.ok is not None for r in rows)
+    print(f"{len(failed)} failed of {judged} judged; {time.perf_counter() - started:.0f} s")
     return 1 if failed else 0
 
 

@@ -91,8 +91,10 @@ def main() -> int:
         m["ch_itl"].append(chat_itl_p99(ch))
     dis = run_workload(lm, long, ServeConfig(policy="disaggregated"))  # once: two processes, slow to start
     med = {k: statistics.median(v) for k, v in m.items() if v}
-    load = ", load average %.1f / %.1f / %.1f on %d cores" % (*os.getloadavg(), os.cpu_count() or 0) \
-        if hasattr(os, "getloadavg") else ""
+    load = ""
+    if hasattr(os, "getloadavg"):
+        one, five, fifteen = os.getloadavg()
+        load = f", load average {one:.1f} / {five:.1f} / {fifteen:.1f} on {os.cpu_count() or 0} cores"
     print(f"model {lm.model_id} on {lm.device}, {lm.info.dtype}; medians of {args.repeats} interleaved rounds{load}\n")
     print(f"8 chats x {num_tokens} tokens   continuous batching {med['cb']:8.1f} tok/s   one at a time "
           f"{med['solo']:8.1f} tok/s   HF continuous batching {med['hf']:8.1f} tok/s")
@@ -102,7 +104,8 @@ def main() -> int:
     print(f"disaggregated hand-off of the 1024-token prompt: {long_handoff.num_bytes:,} bytes, copy "
           f"{long_handoff.copy_ms:.2f} ms measured; "
           + ", ".join(f"{e.name} {e.ms * 1e3:.1f} us" for e in long_handoff.link_estimates) + "\n")
-    ratios = {"batching speed-up": med["cb"] / med["solo"], "chunked / prefill-first p99 ITL": med["ch_itl"] / med["pf_itl"],
+    ratios = {"batching speed-up": med["cb"] / med["solo"],
+              "chunked / prefill-first p99 ITL": med["ch_itl"] / med["pf_itl"],
               "ours / HF continuous batching": med["cb"] / med["hf"]}
     failed = False
     for name, value in ratios.items():

@@ -59,8 +59,8 @@ def run_one(choice: str, prompt: str, max_new_tokens: int):
     from engine import GenerationConfig, stream_trace
 
     trace = None
-    for trace in stream_trace(cached_model(choice), prompt, GenerationConfig(max_new_tokens=max_new_tokens)):
-        pass
+    for partial in stream_trace(cached_model(choice), prompt, GenerationConfig(max_new_tokens=max_new_tokens)):
+        trace = partial
     return trace
 
 
@@ -180,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
 
     start = time.perf_counter()
     lm = cached_model(args.model)
-    print(f"model: {lm.info.model_id} on {lm.info.device}/{lm.info.dtype} (loaded in {time.perf_counter() - start:.1f} s)")
+    load_s = time.perf_counter() - start
+    print(f"model: {lm.info.model_id} on {lm.info.device}/{lm.info.dtype} (loaded in {load_s:.1f} s)")
 
     start = time.perf_counter()
     same, total, in_flight, overlaps, compared = check_concurrency(args.model, args.sessions, args.max_new_tokens)

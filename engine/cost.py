@@ -187,7 +187,7 @@ def spec_for_device_name(device_name: str) -> DeviceSpec | None:
     return None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def measure_this_machine(device: str | None = None) -> DeviceSpec:
     """Bandwidth from one large copy, peaks from square matmuls; once per process.
 

@@ -22,6 +22,11 @@ from .svgtext import fmt_ms
 from .text import t
 
 
+def _title_text(rows, lang: str) -> str:
+    """The chart's headline as plain text: the modes' comparison, or why there is none (no Decode step)."""
+    return plain_label(headline(rows, lang) if rows else t(lang, "modes_no_decode"))
+
+
 def modes_figure(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] | None = None, lang: str = "zh",
                  style: Style | None = None, classroom: bool = False, title: bool = True) -> go.Figure:
     """data[0]: the median bars (one per mode asked, in `runs`' order); data[1]: every Decode step.
@@ -57,7 +62,7 @@ def modes_figure(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] | 
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(names)), type="category")
     fig.update_xaxes(title=plain_label(t(lang, "modes_axis")), ticksuffix=" ms", range=[0, end * 1.02])
     fig.update_layout(
-        title=dict(text=(plain_label(headline(rows, lang)) if rows else plain_label(t(lang, "modes_no_decode"))) if title else "",
+        title=dict(text=_title_text(rows, lang) if title else "",
                    x=0, xanchor="left", **({} if classroom else {"font": dict(size=15)})),  # classroom: its own size
         plot_bgcolor=style.paper, height=max(300, (200 if title else 150) + 62 * len(rows)) + (30 if classroom else 0),
         bargap=0.45,

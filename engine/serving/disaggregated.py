@@ -147,9 +147,10 @@ def _next(results, workers, deadline: float):
         except queue.Empty:
             for w in workers:
                 if w.exitcode not in (None, 0):
-                    raise WorkerError("worker_failed", f"the {w.name} stopped (exit code {w.exitcode})")
+                    raise WorkerError("worker_failed", f"the {w.name} stopped (exit code {w.exitcode})") from None
             if time.monotonic() > deadline:
-                raise WorkerError("worker_timeout", "a disaggregated worker stopped answering; stopped the run")
+                raise WorkerError("worker_timeout",
+                                  "a disaggregated worker stopped answering; stopped the run") from None
             continue
         if message[0] == "error":
             raise WorkerError("worker_failed", f"the {message[1]} worker failed: {message[2]}")
@@ -204,7 +205,7 @@ def _worker_main(spec: WorkerSpec, seqs, conn, results, go) -> None:
         results.put(("done", spec.worker, torch.get_num_threads()))
     except BaseException:  # report anything, then exit non-zero: the coordinator raises it
         results.put(("error", spec.worker, traceback.format_exc(limit=3).strip().splitlines()[-1]))
-        raise SystemExit(1)
+        raise SystemExit(1) from None
     finally:
         conn.close()
 
@@ -225,7 +226,7 @@ def _wait_for_start(go, parent_pid: int) -> float:
             return go.get(timeout=POLL_S)
         except queue.Empty:
             if time.monotonic() > deadline:
-                raise TimeoutError("no start signal from the coordinator")
+                raise TimeoutError("no start signal from the coordinator") from None
 
 
 def _check_parent(parent_pid: int) -> None:

@@ -146,7 +146,8 @@ def render_cache_compare(comparison, *, lang: str = "zh", style: Style | None = 
     lines = legend_rows(style, [words for _, words, _ in legend], PAD, width - PAD)
     time_panel, flops_panel, picks = compare_layout(comparison, style, len(lines))
     total = label(table, "cc_total", off_ms=fmt_ms(comparison.off_total_ms), on_ms=fmt_ms(comparison.on_total_ms),
-                  off_flops=fmt_count(int(comparison.off_total_flops)), on_flops=fmt_count(int(comparison.on_total_flops)))
+                  off_flops=fmt_count(int(comparison.off_total_flops)),
+                  on_flops=fmt_count(int(comparison.on_total_flops)))
     sampled = sampled_note(len(picks), comparison.num_steps, table)  # "48 of the 128 passes are drawn ..."
     lines = [total, label(table, "cc_note")] + ([sampled] if sampled else [])
     axis_y = flops_panel.bottom + 36 + 2 * max(0, style.small_size - 13)

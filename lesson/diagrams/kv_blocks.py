@@ -129,7 +129,8 @@ def _over_time(dwg, run, worker, top, left, right, colors, style, lang, multi, l
 
 def _grid_heading(run, peak, lang) -> str:
     snap = peak.blocks
-    heading = t(lang, "sv_kv_grid_heading", n=peak.index + 1, used=snap.num_used_blocks, blocks=fmt_int(snap.num_blocks))
+    heading = t(lang, "sv_kv_grid_heading", n=peak.index + 1, used=snap.num_used_blocks,
+                blocks=fmt_int(snap.num_blocks))
     return for_worker(heading, None if peak.worker == "engine" else peak.worker, lang)
 
 

@@ -214,8 +214,8 @@ def _formula_texts(trace: RequestTrace, kv: KvMeasured, table: Table) -> tuple[s
               bpe=m.bytes_per_element, per_token=fmt_bytes(m.kv_bytes_per_token), dtype=m.dtype),
     )
     if kv.full_cache:
-        return formula + (label(table, "kv_this_run", tokens=fmt_int(kv.tokens), per_token=fmt_bytes(kv.bytes_per_token),
-                                total=fmt_bytes(kv.total_bytes)),)
+        return formula + (label(table, "kv_this_run", tokens=fmt_int(kv.tokens),
+                                per_token=fmt_bytes(kv.bytes_per_token), total=fmt_bytes(kv.total_bytes)),)
     return formula + (
         label(table, "kv_this_run_differs", tokens=fmt_int(kv.tokens), total=fmt_bytes(kv.total_bytes),
               formula_total=fmt_bytes(kv.formula_bytes)),
