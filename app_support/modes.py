@@ -88,14 +88,32 @@ def _pick_modes(lang: str, lm, settings: ServerSettings) -> tuple[str, ...]:
         key = f"modes_pick_{mode}"
         if reason is not None and ss.get(key) is not False:
             ss[key] = False  # cannot run here: never checked
-        elif not isinstance(ss.get(key), bool):  # first visit, or a forged value
-            ss[key] = True
+        elif not isinstance(ss.get(key), bool):  # first visit, or a forged value: the quick modes ticked,
+            ss[key] = mode != "compiled"  # compiled's first run compiles for tens of seconds: the visitor asks for it
         column.checkbox(mode, key=key, disabled=reason is not None, help=t(lang, f"modes_help_{mode}"))
         if reason is not None:
             column.caption(reason)
+    if any(mode == "compiled" and reason is None for mode, reason in offered):
+        st.caption(_compile_time_words(lang))
     if not settings.compile_mode:
         st.caption(t(lang, "modes_compile_off"))
     return tuple(mode for mode, reason in offered if reason is None and ss.get(f"modes_pick_{mode}"))
+
+
+def last_compile_s(results: object) -> float | None:
+    """Seconds the last compiled runner built in this session took (a trace's engine_setup_ms), if one was."""
+    builds = [resources.parsed_trace(entry["runs"]["compiled"]).engine_setup_ms / 1e3
+              for entry in (results.values() if isinstance(results, dict) else ())
+              if isinstance(entry, dict) and "compiled" in entry.get("runs", {})]
+    builds = [s for s in builds if s > 0]
+    return builds[-1] if builds else None
+
+
+def _compile_time_words(lang: str) -> str:
+    """What the first compiled run costs: measured on a 2-core CPU, and this session's own last build."""
+    words = t(lang, "modes_compile_time")
+    last = last_compile_s(st.session_state.get(RESULTS_KEY))
+    return words + (" " + t(lang, "modes_compile_time_last", s=f"{last:.0f}") if last is not None else "")
 
 
 def _comparison(lang: str, lm, trace: RequestTrace, settings: ServerSettings, estimate_ms: float | None) -> None:

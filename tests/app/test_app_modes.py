@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from app_support.modes import last_compile_s
 from engine.config import ServerSettings, settings_from_env
 from lesson.diagrams.modes import mode_summaries
 from lesson.text import t
@@ -53,6 +54,9 @@ def test_the_lab_counts_the_calls_and_compares_eager_with_static(app):
     graph = at.checkbox(key="modes_pick_graph")
     assert graph.disabled and graph.value is False  # a CPU: no CUDA graphs, and the page says why
     assert t("zh", "modes_graph_off", device="cpu") in texts(at, "caption")
+    # the quick modes are ticked; compiled, whose first run compiles for tens of seconds, waits to be asked for
+    assert [at.checkbox(key=f"modes_pick_{m}").value for m in ("eager", "static", "compiled")] == [True, True, False]
+    assert t("zh", "modes_compile_time") in texts(at, "caption")  # its real cost, measured, before the click
     at = _pick(at, "eager", "static")
     at.button(key="modes_run").click().run()
     assert_healthy(at)
@@ -81,6 +85,9 @@ def test_compiled_runs_once_and_says_what_ran(app):
     table = _table(at)
     assert list(table[t("zh", "modes_col_mode")]) == ["eager", "compiled"]  # no "→": it really ran compiled
     assert list(table[t("zh", "modes_col_same")]) == ["—", "✓"]
+    built = last_compile_s(at.session_state["modes_results"])
+    at.run()  # the picks are drawn before the click's run: the next draw quotes its build
+    assert built is not None and t("zh", "modes_compile_time_last", s=f"{built:.0f}") in texts(at, "caption")
 
 
 @needs_model
