@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 
@@ -25,15 +26,16 @@ from engine.config import ServerSettings, ServingCaps
 from engine.errors import CapError
 from engine.limits import MAX_ARRIVAL_MS
 from engine.serving.trace import ServingRun
+from engine.worker.client import Progress
 from engine.worker.protocol import ModelRef
 from lesson.layout import figures_per_row
 from lesson.messages import serving_message
-from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label
+from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label, time_left_s
 from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t
 from lesson.views import escape_markdown
 
-from . import resources, serving_remote, slide_kit
+from . import frame, resources, serving_remote, slide_kit
 from .ui import error_boundary, metric_dataframe, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
@@ -100,22 +102,37 @@ def workload_json(workload) -> str:
     return json.dumps([asdict(r) for r in workload], ensure_ascii=False, sort_keys=True)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
+@st.cache_resource(show_spinner=False)
+def serving_store() -> resources.SweepStore:
+    """Every policy's finished run by its plain arguments, shared by every visitor of this process (so a
+    second visitor with the same choices waits for nothing), the oldest dropped past 64. Not st.cache_data:
+    a run draws its progress on the page while it runs, which a cached function must not do."""
+    return resources.SweepStore(max_entries=64)
+
+
 def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, scenario: str, policy: str,
                      token_budget: int, block_size: int, kv_blocks: int, on_kv_full: str, slo_ttft_ms: float,
-                     slo_tpot_ms: float) -> str:
+                     slo_tpot_ms: float, *, on_event=None) -> str:
     """One policy's run of the workload (as JSON), in the engine worker (engine.serving.run_workload
-    there: a disaggregated run's two processes are the worker's children, never this page's)."""
+    there: a disaggregated run's two processes are the worker's children, never this page's), or the
+    one kept in serving_store. `on_event`: the worker's events while it runs (Progress in answer tokens)."""
     from engine.serving.workloads import WorkloadRequest
 
+    key = (model_choice, device, dtype, workload, scenario, policy, token_budget, block_size, kv_blocks,
+           on_kv_full, slo_ttft_ms, slo_tpot_ms)
+    kept = serving_store().results.get(key)
+    if kept is not None:
+        return kept
     requests = tuple(WorkloadRequest(**r) for r in json.loads(workload))
     config = {"policy": policy, "token_budget": token_budget if policy == "chunked" else None,
               "block_size": block_size, "num_kv_blocks": kv_blocks or None, "on_kv_full": on_kv_full,
               "slo": {"ttft_ms": slo_ttft_ms or None, "tpot_ms": slo_tpot_ms or None}}  # a ServeConfig's fields
     log.info("serving lab: %s, %d requests, %s", policy, len(requests), scenario)
     run = resources.client().serve_workload(ModelRef(model_choice, device, dtype), requests, config,
-                                            scenario=scenario)
-    return run.to_json(indent=None)
+                                            scenario=scenario, on_event=on_event)
+    run_json = run.to_json(indent=None)
+    serving_store().put(key, run_json)
+    return run_json
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -258,27 +275,61 @@ def _engine_controls(lang: str) -> dict:
             "on_kv_full": on_full, "slo_ttft_ms": ttft, "slo_tpot_ms": tpot}
 
 
+class PolicyProgress:
+    """The `on_event` of one policy's run in the serving lab: the bar at (policies done + this one's share
+    of its answer tokens) / all policies, saying the tokens written and about how long is left
+    (lesson.serving_views.time_left_s), redrawn at most every REDRAW_S; the queue place otherwise."""
+
+    REDRAW_S = 0.25
+
+    def __init__(self, lang: str, bar, place, policies: tuple[str, ...], index: int, finished_s: list[float]):
+        self.lang, self.bar, self.place, self.policies = lang, bar, place, policies
+        self.index, self.finished_s = index, finished_s
+        self.started = self.drawn = time.perf_counter()
+
+    def __call__(self, event) -> None:
+        if not isinstance(event, Progress):
+            self.place(event)  # queued, started, the heartbeat (a closed page stops here)
+            return
+        now = time.perf_counter()
+        if now - self.drawn < self.REDRAW_S and event.done < event.total:
+            return
+        self.drawn = now
+        fraction = event.done / max(event.total, 1)
+        left = time_left_s(self.finished_s, len(self.policies), fraction, now - self.started)
+        words = {"policy": _policy(self.policies[self.index], self.lang), "i": self.index + 1,
+                 "n": len(self.policies), "done": event.done, "total": event.total}
+        text = t(self.lang, "sl_running_progress_first", **words) if left is None else \
+            t(self.lang, "sl_running_progress", left=t(self.lang, "sl_seconds", s=f"{left:.0f}"), **words)
+        self.bar.progress(min((self.index + fraction) / len(self.policies), 1.0), text=text)
+
+
 def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps) -> None:
-    """Every policy on the same workload, one after another; a message (not a traceback) on refusal."""
+    """Every policy on the same workload, one after another, the bar moving as each writes its answer
+    tokens with the time left; a message (not a traceback) on refusal."""
     args = st.session_state.trace_args  # the model the lesson uses (shared by every page)
     model = (st.session_state.model_choice, resources.server_settings().device, resources.server_settings().dtype)
     if args is not None:
         model = (args.model_choice, args.device, args.dtype)
     key = workload_json(workload)
-    policies = caps.policies
+    policies = tuple(caps.policies)
     bar = st.progress(0.0, text=t(lang, "sl_running", policy=_policy(policies[0], lang), i=1, n=len(policies)))
-    runs = []
+    place, runs, finished_s = frame.QueuePlace(lang), [], []
     try:
         for i, policy in enumerate(policies):
             bar.progress(i / len(policies), text=t(lang, "sl_running", policy=_policy(policy, lang), i=i + 1,
                                                    n=len(policies)))
-            runs.append(serving_run_json(*model, key, scenario, policy, **config))
+            progress = PolicyProgress(lang, bar, place, policies, i, finished_s)
+            runs.append(serving_run_json(*model, key, scenario, policy, **config, on_event=progress))
+            finished_s.append(time.perf_counter() - progress.started)
     except Exception as err:  # noqa: BLE001 - a message, never a traceback
         log.info("serving lab refused: %s", err)
         bar.empty()
         st.session_state.sl_runs = None
         st.error(serving_message(err, lang))
         return
+    finally:
+        place.slot.empty()
     bar.progress(1.0, text=t(lang, "sl_done", n=len(policies)))
     st.session_state.sl_runs = tuple(runs)
 

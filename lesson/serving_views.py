@@ -128,6 +128,19 @@ def name_column_px(records: Sequence[dict[str, str]], font_px: float = 14.0) -> 
     return round(max(text_width(n, font_px) for n in names) + 48)
 
 
+def time_left_s(finished_s: Sequence[float], num_policies: int, fraction: float, elapsed_s: float) -> float | None:
+    """Seconds left of the serving lab's run of every policy: the running policy's rest at its pace so far
+    (`fraction` of its answer tokens written in `elapsed_s`), then each policy still to come as long as the
+    finished ones took on average (before any finished: as long as this one will). None until the running
+    policy has written something to measure its pace by."""
+    if fraction <= 0 or elapsed_s <= 0:
+        return None
+    this_total = elapsed_s / min(fraction, 1.0)
+    per_policy = sum(finished_s) / len(finished_s) if finished_s else this_total
+    still_to_come = max(num_policies - len(finished_s) - 1, 0)
+    return (this_total - elapsed_s) + still_to_come * per_policy
+
+
 def slo_text(metrics: ServingMetrics, lang: str) -> str:
     slo = metrics.slo
     parts = [f"{name} ≤ {_ms(v)}" for name, v in (("TTFT", slo.ttft_ms), ("TPOT", slo.tpot_ms), ("E2EL", slo.e2el_ms))

@@ -189,10 +189,19 @@ def run_serve(ctx: JobContext, args: dict[str, Any]) -> str:
                      for r in args.get("requests", ()))
     config = from_plain(ServeConfig, field_values(ServeConfig, args.get("config", {}), "config"))
 
+    # Progress in answer tokens written (of every request's budget): a run spends its time writing them,
+    # so a page can say how far it is and how long is left; a request that ended early at EOS counts its
+    # budget once the last request is done.
+    budget, written = max(1, sum(r.max_new_tokens for r in requests)), 0
+
     def on_iteration(iteration, num_finished: int, num_requests: int) -> None:
+        nonlocal written
         ctx.check_cancelled()
-        if iteration.index % SERVE_PROGRESS_EVERY == 0 or num_finished == num_requests:
-            ctx.emit("progress", done=num_finished, total=num_requests)
+        written += sum(1 for e in iteration.entries if e.output_id is not None and not e.recompute)
+        if num_finished == num_requests:
+            ctx.emit("progress", done=budget, total=budget)
+        elif iteration.index % SERVE_PROGRESS_EVERY == 0:
+            ctx.emit("progress", done=min(written, budget - 1), total=budget)
 
     run = run_workload(ctx.lm(args), requests, config, scenario=str(args.get("scenario", "custom")),
                        on_iteration=on_iteration)

@@ -40,6 +40,45 @@ def test_the_metric_table_pins_a_name_column_as_wide_as_its_longest_name(lang):
     assert first["width"] == name_column_px(records) and first["pinned"] is True
 
 
+def test_the_time_left_of_every_policy_follows_the_running_ones_pace_then_the_finished_ones():
+    from lesson.serving_views import time_left_s
+
+    assert time_left_s([], 4, 0.0, 3.0) is None  # nothing written yet: no pace to project
+    assert time_left_s([], 4, 0.25, 5.0) == pytest.approx(15 + 3 * 20)  # this one takes 20 s, three to come
+    assert time_left_s([10.0, 6.0], 4, 0.5, 4.0) == pytest.approx(4 + 8)  # then one more, as long as the mean
+    assert time_left_s([10.0, 6.0, 7.0], 4, 1.0, 9.0) == 0
+
+
+def test_the_serving_labs_bar_moves_with_each_policys_answer_tokens_and_says_the_time_left(monkeypatch):
+    """The first run took 27-51 s with progress only per policy ("1 / 4")."""
+    from app_support.serving import PolicyProgress
+    from engine.worker.client import Progress, Queued
+
+    class Bar:
+        def __init__(self):
+            self.drawn = []
+
+        def progress(self, value, text):
+            self.drawn.append((value, text))
+
+    bar, placed = Bar(), []
+    policies = ("one-at-a-time", "prefill-first", "chunked", "disaggregated")
+    clock = iter([100.0, 100.1, 104.0, 104.1, 110.0])
+    monkeypatch.setattr("app_support.serving.time.perf_counter", lambda: next(clock))
+    progress = PolicyProgress("en", bar, placed.append, policies, 1, [8.0])  # started at 100.0
+    progress(Queued(2))
+    assert placed == [Queued(2)] and not bar.drawn  # the queue's place is said by the QueuePlace
+    progress(Progress(3, 12))  # 0.1 s after the last draw: not redrawn
+    assert not bar.drawn
+    progress(Progress(6, 12))  # 4 s in, half written: 4 s more, then two policies of 8 s
+    value, text = bar.drawn[-1]
+    assert value == pytest.approx((1 + 0.5) / 4)
+    assert text == t("en", "sl_running_progress", policy="prefill-first", i=2, n=4, done=6, total=12,
+                     left=t("en", "sl_seconds", s="20"))
+    progress(Progress(12, 12))  # the last event is always drawn
+    assert bar.drawn[-1][0] == pytest.approx(2 / 4)
+
+
 def test_caps_come_from_env_with_safe_fallbacks():
     assert ServingCaps.from_env({}) == ServingCaps()
     caps = ServingCaps.from_env({"PREFILL_DECODE_SERVING_MAX_REQUESTS": "4", "PREFILL_DECODE_SERVING_MAX_NEW_TOKENS":

@@ -158,10 +158,15 @@ def test_a_sweep_reports_each_point_and_keeps_its_shape(served):
 def test_a_serving_run_gives_each_request_the_in_process_engines_tokens(served, default_lm):
     requests = [WorkloadRequest(0.0, q, 4, ignore_eos=True) for q in questions()[:3]]
     config = ServeConfig(policy="chunked", token_budget=16)
-    run = served.client.serve_workload(DEFAULT, requests, config, scenario="test")
+    progress = []
+    run = served.client.serve_workload(DEFAULT, requests, config, scenario="test", on_event=progress.append)
     expected = run_workload(default_lm, requests, config, scenario="test")
     assert [r.output_ids for r in run.requests] == [r.output_ids for r in expected.requests]
     assert run.scenario == "test" and run.settings.policy == "chunked"
+    # progress in answer tokens written, of the workload's budget (3 x 4): a page can say how far the run is
+    steps = [e for e in progress if isinstance(e, Progress)]
+    assert steps[-1] == Progress(12, 12) and len(steps) >= 2 and steps[0].done < 12
+    assert all(a.done <= b.done and b.total == 12 for a, b in zip(steps, steps[1:]))
 
 
 def test_the_labs_model_facts_equal_the_in_process_ones(served, default_lm):
