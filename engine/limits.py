@@ -42,6 +42,7 @@ MAX_WORKLOAD_BYTES = 64 * 2**20  # a workload file (serve --workload): its most 
 # --- the CLI's numbers ------------------------------------------------------------------------
 MAX_STRETCH_TOKENS = 131_072  # --prompt-tokens (a prompt stretched with filler), before the model's context is checked
 MAX_SEED = 2**32 - 1  # --seed: numpy's and torch's generators both take it
+MAX_COST_BATCH = 1_048_576  # python -m engine cost --batch (its --prompt-len and --context: MAX_POSITIONS)
 # --- a model config's declared shape, checked before one weight is allocated -----------------
 MAX_LAYERS = 1024  # num_hidden_layers (the largest published dense models have about 130)
 MAX_HIDDEN_SIZE = 65_536  # hidden_size, intermediate_size / 4 alike (Llama 3.1 405B: 16384)
@@ -102,6 +103,8 @@ LIMITS: tuple[Limit, ...] = (
     Limit("MAX_STRETCH_TOKENS", MAX_STRETCH_TOKENS, "--prompt-tokens above it (or above the model's context)",
           "CLI: one line, exit 2"),
     Limit("MAX_SEED", MAX_SEED, "--seed below 0 or above it", "CLI: one line, exit 2"),
+    Limit("MAX_COST_BATCH", MAX_COST_BATCH, "cost --batch above it (--prompt-len, --context: above MAX_POSITIONS)",
+          "CLI: one line, exit 2"),
     Limit("MAX_LAYERS", MAX_LAYERS, "a model config declaring more layers", "before loading: one line / message"),
     Limit("MAX_HIDDEN_SIZE", MAX_HIDDEN_SIZE, "a wider hidden size (or head_dim)", "before loading"),
     Limit("MAX_INTERMEDIATE_SIZE", MAX_INTERMEDIATE_SIZE, "a wider MLP", "before loading"),

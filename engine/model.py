@@ -220,9 +220,8 @@ def _tensor_problem(header, data_bytes: int) -> str:
     return ""
 
 
-def check_declared_shape(folder: Path, model_id: str, device: torch.device, dtype: torch.dtype) -> None:
-    """The shape config.json declares, within engine.limits, and its weights within MEMORY_FRACTION of the
-    device's free memory: refused (LimitError) before transformers allocates anything from it."""
+def read_config(folder: Path, model_id: str) -> dict:
+    """A folder's config.json as written, read bounded (size, depth, number lengths: engine.limits)."""
     config_path = folder / "config.json"
     limits.check_count("config.json (bytes)", config_path.stat().st_size, limits.MAX_CONFIG_BYTES)
     try:
@@ -233,7 +232,13 @@ def check_declared_shape(folder: Path, model_id: str, device: torch.device, dtyp
         raise ModelLoadError("not_a_model", f"config.json of {model_id} is not JSON", path=str(folder)) from None
     if not isinstance(config, dict):
         raise ModelLoadError("not_a_model", f"config.json of {model_id} is not an object", path=str(folder))
-    need = declared_params(config, model_id) * torch.empty((), dtype=dtype).element_size()
+    return config
+
+
+def check_declared_shape(folder: Path, model_id: str, device: torch.device, dtype: torch.dtype) -> None:
+    """The shape config.json declares, within engine.limits, and its weights within MEMORY_FRACTION of the
+    device's free memory: refused (LimitError) before transformers allocates anything from it."""
+    need = declared_params(read_config(folder, model_id), model_id) * torch.empty((), dtype=dtype).element_size()
     limits.check_bytes("the model's weights", need, presets.available_memory_bytes(device), limits.MEMORY_FRACTION)
 
 

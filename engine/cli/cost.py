@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
-from .. import cost
+from .. import cost, limits
+from ..errors import ModelLoadError
+from ..shape import declared_params
 from .common import cost_dtype
 
 NAME = "cost"
@@ -39,8 +42,26 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def check_declared(folder: Path) -> None:
+    """The shape a folder's config.json declares, within engine.limits (LimitError), before AutoConfig reads it
+    (a config of 10**12 layers has it build that many layer types); a config that is no shape at all is left
+    to the cost model's reader, which says why in its words."""
+    from ..model import read_config  # torch: only when a folder is costed
+
+    if (folder / "config.json").is_file():
+        try:
+            declared_params(read_config(folder, folder.name), folder.name)
+        except ModelLoadError:
+            pass
+
+
 def run_cost(args: argparse.Namespace) -> str:
     """The cost table (or JSON) of the Prefill of --prompt-len positions and one Decode step at --context."""
+    for name, value, limit in (("--prompt-len", args.prompt_len, limits.MAX_POSITIONS),
+                               ("--context", args.context, limits.MAX_POSITIONS),
+                               ("--batch", args.batch, limits.MAX_COST_BATCH)):
+        if value > limit:  # the floors of 10**100 positions are infinite; too few is the cost model's to say
+            limits.check_count(name, value, limit)
     # torch loads here (the presets and the thread count live beside the model), not when the parser is built
     from .. import presets
     from ..model import DEFAULT_MODEL_DIR, DEFAULT_MODEL_ID, set_num_threads
@@ -49,8 +70,9 @@ def run_cost(args: argparse.Namespace) -> str:
     if preset is not None:  # the shape only: the cost model reads no weights, random or not
         shape = presets.preset_shape(preset)
     else:
-        shape = cost.load_shape(DEFAULT_MODEL_DIR if default else args.model,
-                                name=DEFAULT_MODEL_ID if default else None)
+        folder = DEFAULT_MODEL_DIR if default else Path(args.model).expanduser()
+        check_declared(folder)
+        shape = cost.load_shape(folder, name=DEFAULT_MODEL_ID if default else None)
     if args.device_spec == "this":
         set_num_threads()  # measure with the threads a traced run uses
         device = cost.measure_this_machine()

@@ -1,5 +1,6 @@
 """Hostile command lines: --prompt-tokens 1e8 / 1e6 (minutes of tokenizing and gigabytes before), --seed
-2**70, bytes that are not UTF-8, and a KV store of 1048576 blocks of 1024 tokens. Each is one line and
+2**70, bytes that are not UTF-8, a KV store of 1048576 blocks of 1024 tokens, the cost model asked for
+1e100 positions. Each is one line and
 exit 2, checked before anything large is made; the sizes before torch is even imported."""
 
 from __future__ import annotations
@@ -33,6 +34,9 @@ CASES = {
                                                      "--kv-blocks", "1048576", "--block-size", "1024"), "KV store",
                                                     LOADED),
     "a prompt that is not UTF-8": (("trace", "--prompt", b"\xff\xfe"), "argument 3", FAST),
+    "cost --batch 1e11": (("cost", "--prompt-len", "4", "--context", "4", "--batch", "100000000000"), "--batch",
+                          FAST),
+    "cost --context 1e100": (("cost", "--prompt-len", "4", "--context", "1" + "0" * 100), "--context", FAST),
 }
 
 

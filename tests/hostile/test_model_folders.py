@@ -55,6 +55,13 @@ def test_a_declared_shape_over_the_limits_is_refused_before_loading(name, folder
     assert_one_line(trace(folder), 2, word, seconds=SECONDS, peak_mb=PEAK_MB)
 
 
+def test_the_cost_model_reads_the_declared_shape_first(folder):
+    set_config(folder, num_hidden_layers=10**12)  # AutoConfig would build a list of 10**12 layer types
+    outcome = python("-m", "engine", "cost", "--prompt-len", "4", "--context", "4", "--model", str(folder),
+                     "--device-spec", "h200")
+    assert_one_line(outcome, 2, "num_hidden_layers", seconds=SECONDS, peak_mb=PEAK_MB)
+
+
 APP_LOAD = """
 import sys
 from pathlib import Path
