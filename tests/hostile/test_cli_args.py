@@ -40,7 +40,8 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("name", list(CASES))
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if CASES[name][2] is LOADED else name
+                                  for name in CASES])  # slow: the default model loads in the child first
 def test_a_hostile_argument_is_one_line_and_exit_2(name):
     argv, word, bounds = CASES[name]
     assert_one_line(python(*ENGINE, *argv, timeout_s=120), 2, word, **bounds)

@@ -48,6 +48,7 @@ SHAPES = {
 }
 
 
+@pytest.mark.slow  # a child process that imports torch and transformers
 @pytest.mark.parametrize("name", list(SHAPES))
 def test_a_declared_shape_over_the_limits_is_refused_before_loading(name, folder):
     fields, word = SHAPES[name]
@@ -55,6 +56,7 @@ def test_a_declared_shape_over_the_limits_is_refused_before_loading(name, folder
     assert_one_line(trace(folder), 2, word, seconds=SECONDS, peak_mb=PEAK_MB)
 
 
+@pytest.mark.slow  # a child process that imports torch and transformers
 def test_the_cost_model_reads_the_declared_shape_first(folder):
     set_config(folder, num_hidden_layers=10**12)  # AutoConfig would build a list of 10**12 layer types
     outcome = python("-m", "engine", "cost", "--prompt-len", "4", "--context", "4", "--model", str(folder),
@@ -75,6 +77,7 @@ except Exception as err:
 """
 
 
+@pytest.mark.slow  # a child process that imports torch and transformers
 @pytest.mark.parametrize("name", ["a million layers", "weights no machine holds"])
 def test_the_app_says_why_in_both_languages(name, folder):
     set_config(folder, **SHAPES[name][0])
@@ -103,6 +106,7 @@ CORRUPT = {
 }
 
 
+@pytest.mark.slow  # a child process that imports torch and transformers
 @pytest.mark.parametrize("name", list(CORRUPT))
 def test_a_corrupt_safetensors_file_is_one_line(name, folder):
     CORRUPT[name](folder)
@@ -198,6 +202,7 @@ except Exception as err:
 """
 
 
+@pytest.mark.slow  # a child process that imports torch and transformers
 def test_a_stalling_hub_costs_the_fetch_deadline_not_forever(tmp_path):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Stalling)
     server.daemon_threads = True
