@@ -172,7 +172,7 @@ def check_finite(name: str, value: Any, limit: float, low: float | None = None, 
     """`value` as a finite float in low..limit (low defaults to -limit), else LimitError("limit_number")."""
     low = -limit if low is None else low
     if not is_number(value) or not math.isfinite(value) or not low <= value <= limit:
-        raise LimitError("limit_number", f"{name} must be a finite number from {low:g} to {limit:g}; "
+        raise LimitError("limit_number", f"{name} must be a finite number from {_bound(low)} to {_bound(limit)}; "
                          f"got {_short(value)}", field=name, value=_short(value), low=low, limit=limit, **where)
     return float(value)
 
@@ -212,6 +212,11 @@ def check_text(name: str, text: str, **where: Any) -> str:
         raise LimitError("limit_text", f"{name} is not valid text (character {err.start + 1} cannot be written "
                          "as UTF-8)", field=name, position=err.start + 1, **where) from None
     return text
+
+
+def _bound(value: float) -> str:
+    """A limit as a refusal says it: 16,777,216 rather than 1.67772e+07; 1e+15 as it is."""
+    return f"{int(value):,}" if float(value).is_integer() and abs(value) < 1e12 else f"{value:g}"
 
 
 def _short(value: Any) -> str:

@@ -169,7 +169,7 @@ def _parse_line(line: str, number: int, max_new_tokens: int = MAX_NEW_TOKENS,
         return _checked_line(line, number, max_new_tokens, max_prompt_tokens)
     except LimitError as err:  # the limit's key is the why; the line is this line
         fields = {k: v for k, v in err.params.items() if k != "line"}
-        raise _bad(number, err.key, str(err), **fields) from None
+        raise _bad(number, err.key, str(err).removeprefix(f"line {number}: "), **fields) from None
 
 
 def _checked_line(line: str, number: int, max_new_tokens: int, max_prompt_tokens: int) -> WorkloadRequest:
