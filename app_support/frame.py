@@ -70,6 +70,7 @@ def sidebar(lang: str, settings: ServerSettings, contents: bool = True):
         st.selectbox(
             t(lang, "model"), list(choices), key="model_choice",
             help=t(lang, "model_help"),  # options are folder names (language-neutral; "default" = embedded)
+            placeholder=t(lang, "choose_option"),  # Streamlit's own is English
             format_func=lambda c: t(lang, "preset_choice", name=c) if c in presets else c,
         )
         _sampling(lang, locked=st.session_state.classroom)

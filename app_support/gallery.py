@@ -39,7 +39,7 @@ from lesson.views import cache_compare_alt, escape_markdown, lab_sweep_caption
 
 from . import resources, run_panel, serving
 from .resources import parsed_trace
-from .ui import error_boundary, metric_dataframe, svg_figure
+from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -115,7 +115,8 @@ def open_panel(lang: str, page: str, settings: ServerSettings) -> None:
         if choices:
             left, right = st.columns([5, 1], vertical_alignment="bottom")
             left.selectbox(t(lang, "rec_gallery"), list(choices), key=f"rec_pick_{page}",
-                           format_func=lambda name: entries_label(choices[name], lang) if name in choices else name)
+                           format_func=lambda name: entries_label(choices[name], lang) if name in choices else name,
+                           placeholder=t(lang, "choose_option"))
             right.button(t(lang, "rec_open"), key=f"rec_open_{page}", icon=":material/folder_open:",
                          on_click=_open_picked, args=(page, settings))
         else:
@@ -257,7 +258,7 @@ def _recorded_sweep(lang: str, sweep: Sweep) -> None:
     prov, classroom = sweep.provenance, st.session_state.classroom
     st.subheader(t(lang, "rec_sweep_title"))
     st.markdown(recorded_note(prov, lang))
-    st.plotly_chart(sweep_figure(sweep, lang), key="rec_sweep_chart", width="stretch", config={"displaylogo": False})
+    st.plotly_chart(sweep_figure(sweep, lang), key="rec_sweep_chart", width="stretch", config=plotly_config(lang))
     caption = lab_sweep_caption(sweep, lang)
     st.caption(caption)
     svg = render_sweep(sweep, lang=lang, style=resources.figure_style(classroom))

@@ -20,7 +20,7 @@ from lesson.views import (
 )
 
 from . import frame, modes, resources, run_panel
-from .ui import error_boundary, svg_figure
+from .ui import error_boundary, plotly_config, svg_figure
 
 # Widget keys of this page: app.py writes them back each run so they survive a visit to the lesson.
 LAB_WIDGET_KEYS = ("lab_device_spec", "lab_weight_dtype", "lab_kv_dtype", "lab_sweep_kind", "lab_sweep_up_to",
@@ -82,10 +82,11 @@ def _prediction(lang: str, lm, trace: RequestTrace):
     device_col, weight_col, kv_col = st.columns([2, 1, 1])
     device_col.selectbox(t(lang, "lab_device_spec"), LAB_DEVICE_SPECS, key="lab_device_spec",
                          format_func=lambda k: t(lang, "lab_this_machine") if k == "this" else _spec_name(k),
-                         help=t(lang, "lab_device_spec_help"))
+                         help=t(lang, "lab_device_spec_help"), placeholder=t(lang, "choose_option"))
     weight_col.selectbox(t(lang, "lab_weight_dtype"), LAB_DTYPES, key="lab_weight_dtype",
-                         help=t(lang, "lab_dtype_help"))
-    kv_col.selectbox(t(lang, "lab_kv_dtype"), LAB_DTYPES, key="lab_kv_dtype", help=t(lang, "lab_dtype_help"))
+                         help=t(lang, "lab_dtype_help"), placeholder=t(lang, "choose_option"))
+    kv_col.selectbox(t(lang, "lab_kv_dtype"), LAB_DTYPES, key="lab_kv_dtype", help=t(lang, "lab_dtype_help"),
+                     placeholder=t(lang, "choose_option"))
     measured_here = ss.lab_device_spec == "this"
     with st.spinner(t(lang, "lab_measuring")):
         spec = resources.device_spec(ss.lab_device_spec, lm.info.device)
@@ -132,9 +133,9 @@ def _floor_figures(lang: str, floors) -> None:
         from lesson.charts import roofline_figure, step_floors_figure
 
         st.plotly_chart(roofline_figure(floors, lang), key="lab_roofline", width="stretch",
-                        config={"displaylogo": False})
+                        config=plotly_config(lang))
         st.plotly_chart(step_floors_figure(floors, lang), key="lab_step_floors", width="stretch",
-                        config={"displaylogo": False})
+                        config=plotly_config(lang))
         if floors.random_weights:
             st.caption(t(lang, "random_weights_note"))
         _svg_downloads(lang, floors, download_stem(resources.parsed_trace(st.session_state.trace_json),
@@ -211,7 +212,7 @@ def _kept_sweep(lang: str, kind: str, sweep_json: str) -> None:
 
         sweep = Sweep.from_json(sweep_json)
         st.plotly_chart(sweep_figure(sweep, lang), key=f"lab_sweep_{kind}", width="stretch",
-                        config={"displaylogo": False})
+                        config=plotly_config(lang))
         st.caption(lab_sweep_caption(sweep, lang))
         st.caption(lab_sweep_kept_text(sweep, lang))  # when and where: a kept sweep says how old it is
         if sweep.random_weights:

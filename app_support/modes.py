@@ -25,7 +25,7 @@ from lesson.views import (
 )
 
 from . import frame, resources
-from .ui import error_boundary
+from .ui import error_boundary, plotly_config
 
 MODES_WIDGET_KEYS = tuple(f"modes_pick_{mode}" for mode in ENGINE_MODES)  # one checkbox per mode
 RESULTS_KEY = "modes_results"  # {(model, device, dtype, prompt, max prompt tokens, tokens, modes): {...}}
@@ -184,7 +184,7 @@ def _show(lang: str, lm, trace: RequestTrace, entry: dict, num_tokens: int, esti
     st.caption(t(lang, "modes_same_run", prompt_len=first.prompt_len, num_tokens=num_tokens, when=entry["when"]))
     st.markdown(f"**{escape_markdown(headline(rows, lang))}**")  # wraps, unlike a plotly title
     st.plotly_chart(modes_figure(runs, floors_ms, lang, classroom=ss.classroom, title=False), key="modes_chart",
-                    width="stretch", config={"displaylogo": False})
+                    width="stretch", config=plotly_config(lang))
     st.table(modes_table(rows, lang), hide_index=True)  # a static table wraps: every column stays on screen
     if floors_ms:
         st.caption(t(lang, "modes_floor_source", device=escape_markdown(device_label(device_name, lang))))

@@ -26,7 +26,7 @@ from lesson.views import (
 from . import gallery, resources, state
 from .resources import parsed_trace
 from .stepping import stepping_full
-from .ui import error_boundary, metric_row, scroll_into_view, shown_spread, svg_figure
+from .ui import error_boundary, metric_row, plotly_config, scroll_into_view, shown_spread, svg_figure
 
 
 def intro(lang: str) -> None:
@@ -151,7 +151,7 @@ def section_waits(lang: str, trace_json: str | None) -> None:
             st.caption(drawing)
     with error_boundary(lang, "err_diagram"):
         figure = resources.latency_figure(trace_json, lang, stepping_full(), classroom=st.session_state.classroom)
-        st.plotly_chart(figure, key="latency_chart", width="stretch", config={"displaylogo": False})
+        st.plotly_chart(figure, key="latency_chart", width="stretch", config=plotly_config(lang))
         st.caption(gallery.with_note(t(lang, "latency_caption"), gallery.figure_words(lang, trace_json, "", "")[2]))
     live_diagram("latency", trace_json, lang, t(lang, "latency_svg_caption"))
 

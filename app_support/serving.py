@@ -36,7 +36,7 @@ from lesson.text import t
 from lesson.views import escape_markdown
 
 from . import frame, resources, serving_remote, slide_kit
-from .ui import error_boundary, metric_dataframe, svg_figure
+from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -207,7 +207,7 @@ def _workload_controls(lang: str, caps: ServingCaps, counter: Callable[[str], in
     try:
         if source == "scenario":
             name = st.selectbox(t(lang, "sl_scenario"), SCENARIO_CHOICES, key="sl_scenario",
-                                format_func=lambda s: scenario_label(lang, s))
+                                format_func=lambda s: scenario_label(lang, s), placeholder=t(lang, "choose_option"))
             seed = 0
             if name.startswith("poisson"):
                 seed = int(st.number_input(t(lang, "sl_seed"), 0, 10_000, 0, key="sl_scn_seed"))
@@ -362,7 +362,7 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
 
                 for run in runs:
                     st.plotly_chart(classroom_fonts(serving_gantt_figure(run, lang), classroom),
-                                    key=f"sl_plotly_{run.settings.policy}")
+                                    key=f"sl_plotly_{run.settings.policy}", config=plotly_config(lang))
                 continue
             svgs = [serving_svg(figure, run_json, lang, classroom) for run_json in jsons]
             # policy beside policy only if their labels stay readable at half the column (they do not at

@@ -34,7 +34,7 @@ from lesson.serving_views import figure_alt, metric_records
 from lesson.text import t
 from lesson.views import escape_markdown
 
-from .ui import error_boundary, metric_dataframe, svg_figure
+from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -98,7 +98,8 @@ def show_observed_run(lang: str, run: ServingRun, run_json: str, name: str, samp
         from lesson.charts import serving_gantt_figure
         from lesson.probe_charts import classroom_fonts
 
-        st.plotly_chart(classroom_fonts(serving_gantt_figure(run, lang), classroom), key=f"sl_plotly_{name}")
+        st.plotly_chart(classroom_fonts(serving_gantt_figure(run, lang), classroom), key=f"sl_plotly_{name}",
+                        config=plotly_config(lang))
     else:
         svg_figure(f"serving_gantt_{name}", observed_gantt_svg(run_json, lang, classroom), lang,
                    alt=figure_alt("gantt", run, lang), file_stem=f"serving_gantt_{name}")
@@ -232,7 +233,7 @@ def _show_probe(lang: str, data: Mapping) -> None:
         st.caption(escape_markdown(note))
     else:
         st.plotly_chart(server_metrics_figure(sm, lang, classroom=bool(st.session_state.get("classroom"))),
-                        key="sl_probe_server_metrics")
+                        key="sl_probe_server_metrics", config=plotly_config(lang))
 
 
 # --- a vLLM result file -----------------------------------------------------------------

@@ -117,7 +117,8 @@ def replay_controls(lang: str) -> None:
         return
     pace, button = st.columns([3, 2], vertical_alignment="bottom")
     pace.selectbox(t(lang, "replay_pace"), list(REPLAY_PACES), key="replay_pace",
-                   format_func=lambda key: t(lang, f"replay_pace_{key}"), help=t(lang, "replay_pace_help"))
+                   format_func=lambda key: t(lang, f"replay_pace_{key}"), help=t(lang, "replay_pace_help"),
+                   placeholder=t(lang, "choose_option"))
     if st.session_state.replay_shown is None:
         button.button(t(lang, "replay_start"), key="replay_start", icon=":material/slow_motion_video:",
                       on_click=_start_replay, width="stretch")

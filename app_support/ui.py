@@ -43,6 +43,9 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
   /* Streamlit centres an image: a wider one would spill off the left edge, out of scroll's reach. */
   [class*="st-key-figure-"] * { align-items: flex-start !important; justify-content: flex-start !important; }
 }
+/* A file uploader's own line ("20MB per file • JSON") is Streamlit's English and its server-wide cap,
+   not what the app reads: the label above it says the format and the limit in the page's language. */
+[data-testid="stFileUploaderDropzoneInstructions"] { display: none !important; }
 /* A phone's scrollbars are hidden until touched: a line under each figure says it scrolls. */
 @media (min-width: 721px) { [class*="st-key-scrollhint-"] { display: none !important; } }
 </style>
@@ -179,4 +182,22 @@ def scroll_into_view(key: str) -> None:
     script = ("setTimeout(function () { var box = document.querySelector('.st-key-" + key + "');"
               " if (box) { box.scrollIntoView({block: 'start'}); } }, 60);")
     st.html(f"\n<script>\n{script}\n</script>\n", unsafe_allow_javascript=True)
+
+
+# Plotly's own English in its mode bar (tooltips and the screen reader's words), by its lesson.text key.
+PLOTLY_WORDS = {"Download plot as a PNG": "pl_download_png", "Zoom": "pl_zoom", "Pan": "pl_pan",
+                "Zoom in": "pl_zoom_in", "Zoom out": "pl_zoom_out", "Autoscale": "pl_autoscale",
+                "Reset axes": "pl_reset_axes", "Box Select": "pl_box_select", "Lasso Select": "pl_lasso_select",
+                "Double-click to zoom back out": "pl_double_click"}
+
+
+def plotly_config(lang: str) -> dict:
+    """A chart's plotly config: no logo, and its mode bar's words in the page's language (a locale given
+    inline, as plotly.js registers one). Streamlit's own fullscreen button keeps its English."""
+    config = {"displaylogo": False}
+    if lang == "en":
+        return config
+    locale = f"{lang}-lesson"
+    words = {english: t(lang, key) for english, key in PLOTLY_WORDS.items()}
+    return config | {"locale": locale, "locales": {locale: {"dictionary": words, "format": {}}}}
 
