@@ -10,7 +10,7 @@ default page); all pages share the one run kept in st.session_state.
 
 import streamlit as st
 
-from app_support import frame, lab, resources, serving, state, stepping
+from app_support import frame, lab, links, resources, serving, state, stepping
 from app_support.ui import inject_css
 from lesson.text import t
 
@@ -20,7 +20,8 @@ state.init_session()
 state.keep_widget_values((*state.WIDGET_KEYS, *lab.LAB_WIDGET_KEYS, *serving.SERVING_WIDGET_KEYS))
 settings = resources.server_settings()
 # what the engine worker offers (the first visitor's call starts a local worker): default, folders, presets
-state.repair_session(settings.limits, resources.model_choices(settings.device, settings.dtype))
+model_choices = resources.model_choices(settings.device, settings.dtype)
+state.repair_session(settings.limits, model_choices)
 lang = st.session_state.lang
 
 st.set_page_config(page_title=t(lang, "page_title"), page_icon="🧭", layout="wide")
@@ -35,11 +36,15 @@ PAGES = {  # url path -> the page; a later page (a serving lab) is one more entr
 }
 page = st.navigation(list(PAGES.values()), position="sidebar")
 on_lesson = page.url_path == PAGES["lesson"].url_path
+if links.apply_link(page.url_path, settings, model_choices):  # a link's values, checked: drawn from them
+    st.rerun()
 
 frame.header(lang)
 inject_css(st.session_state.classroom)
 frame.show_flash(lang)
+links.show_notice(lang, page.url_path)
 classroom_slot = frame.sidebar(lang, settings, contents=on_lesson)
 page.run()
+links.link_box(lang, page.url_path, settings, model_choices)  # after the page: its step and settings as they are
 if on_lesson:  # after the run panel: the buttons step the run it stored
     stepping.classroom_controls(lang, classroom_slot)

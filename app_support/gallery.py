@@ -131,17 +131,27 @@ def open_panel(lang: str, page: str, settings: ServerSettings) -> None:
 
 def _open_picked(page: str, settings: ServerSettings) -> None:
     """The Open button's callback: the picked gallery run (or a scenario's policies), opened on this page."""
-    lang, name = st.session_state.lang, st.session_state.get(f"rec_pick_{page}")
-    entries = page_choices(page).get(name)
+    open_gallery_run(page, st.session_state.get(f"rec_pick_{page}"), settings)
+
+
+def open_gallery_run(page: str, name: object, settings: ServerSettings) -> bool:
+    """The gallery run (or a scenario's policies) called `name` ("<machine folder>/<name>", as
+    page_choices lists them) opened on `page`, saying so once; False for a name the gallery does not
+    have (a link's) or a run refused (its message said). Its name is kept (recorded_names): a link
+    to the page names it again."""
+    lang = st.session_state.lang
+    entries = page_choices(page).get(name) if isinstance(name, str) else None
     if not entries:
-        return
+        return False
     try:
         loaded = [gallery_run(entry, limit_bytes(settings)) for entry in entries]
         _open(page, loaded[0][0], tuple(j for _, jsons in loaded for j in jsons), settings)
     except Exception as err:  # noqa: BLE001 - a message in the page's language, never a traceback
         _refused(page, err, lang)
-        return
+        return False
+    st.session_state.recorded_names = {**st.session_state.recorded_names, page: name}
     _notice(page, "success", t(lang, "rec_opened", label=escape_markdown(entries_label(entries, lang))))
+    return True
 
 
 def _open_uploaded(page: str, settings: ServerSettings) -> None:
@@ -168,6 +178,7 @@ def _open(page: str, kind: str, jsons: tuple[str, ...], settings: ServerSettings
         raise RecordedFileError("wrong_kind", f"a {kind} opens on the {PAGE_OF[kind]} page", kind=kind,
                                 expected=PAGE_OF[kind])
     ss = st.session_state
+    ss.recorded_names = {**ss.recorded_names, page: None}  # a gallery run sets its name after this
     if page == "lesson":
         trace = parsed_trace(jsons[0])
         if trace.prompt_len > settings.limits.max_prompt_tokens:  # the labs measure the shown run's prompt again

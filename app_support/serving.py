@@ -166,7 +166,9 @@ def serving_lab(lang: str, lm, settings: ServerSettings) -> None:
         return
     workload, scenario = _workload_controls(lang, caps, token_counter(lm))
     config = _engine_controls(lang)
-    if st.button(t(lang, "sl_run"), key="sl_run", type="primary", icon=":material/play_arrow:"):
+    clicked = st.button(t(lang, "sl_run"), key="sl_run", type="primary", icon=":material/play_arrow:")
+    linked, st.session_state.sl_link_run = st.session_state.sl_link_run, False  # a link: run its settings
+    if clicked or linked:
         if workload is None:
             st.error(scenario)  # the message from _workload_controls
         else:

@@ -70,6 +70,12 @@ DEFAULTS: dict[str, Any] = {
     "recorded_notice": None,  # (page, "success" | "error", Markdown): what opening a file did, said once there
     "recorded_lab": None,  # a recorded sweep or cache comparison opened in the bottleneck lab: (kind, its JSON)
     "recorded_serving": None,  # recorded serving runs opened in the serving lab: their JSONs
+    "recorded_names": {},  # page ("lesson", "lab", "serving") -> the gallery run open there, by name; None: a file
+    # ---- a link that reopens a state (app_support/links.py) ----
+    "link_applied": None,  # the query of the link this session opened (applied once)
+    "link_notice": None,  # (page path, what the link did and what was wrong with it): said once there
+    "pending_class_step": None,  # a link's classroom step, set once the run it steps through is stored
+    "sl_link_run": False,  # a link to the serving lab: run its policies on the next draw
     # ---- predict, then measure (app_support/exercises.py) ----
     "ex_answers": {},  # exercise key -> the answer the student locked before its run
     "ex_results": {},  # exercise key -> lesson.exercises.Grade: measured, right or not

@@ -32,6 +32,9 @@ REPLAY_TIMER_S = 0.1  # how often the browser asks whether the replay's next pas
 def classroom_view(trace_json: str) -> str:
     """The trace cut to the passes shown so far: the replay's position while a replay runs,
     the classroom's step in classroom mode, else the whole run."""
+    pending = st.session_state.pending_class_step
+    if pending is not None:  # a link's step (app_support/links.py): set once the run it steps through is stored
+        st.session_state.class_step, st.session_state.pending_class_step = pending, None
     replay = st.session_state.replay_shown
     if not st.session_state.classroom and replay is None:
         return trace_json

@@ -4,10 +4,11 @@
 值是 Markdown 字符串，或（表格）由字符串组成的列表。引用 [1] [2] [3] 链接到参考文献一节（锚点 #references）。
 """
 
-from . import errors, exercises, figures, kit, lab, modes, page, probe, recorded, runs, sections, serving, serving_lab
+from . import errors, exercises, figures, kit, lab, links, modes, page, probe, recorded, runs, sections, serving, serving_lab
 
 AREAS: dict[str, dict] = {
     "page": page.TEXT, "sections": sections.TEXT, "figures": figures.TEXT, "runs": runs.TEXT, "lab": lab.TEXT,
     "modes": modes.TEXT, "serving": serving.TEXT, "serving_lab": serving_lab.TEXT, "probe": probe.TEXT,
     "errors": errors.TEXT, "recorded": recorded.TEXT, "kit": kit.TEXT, "exercises": exercises.TEXT,
+    "links": links.TEXT,
 }

@@ -1,0 +1,216 @@
+"""A link that reopens a state: the page's settings in the URL's query (st.query_params), and back.
+
+    apply_link(settings, model_choices)   first thing each run (app.py): a link this session has not
+                                          opened yet sets its values (lesson.links.read_query checks
+                                          every one against this server's limits), once
+    show_notice(lang, path)               what the link did, and what was wrong with it, said once
+    link_box(lang, path, settings, ...)   the sidebar's "link to this view": the URL in an st.code box,
+                                          whose copy button copies it
+
+In a link: the prompt, both lengths, writing past the end of sequence, the sampling, the model, the
+language, classroom mode and its step, the page (the URL's path) and the labs' settings (not the
+probe's server address or key, nor a pasted workload: a link never points this server at another), and
+the gallery run a page shows. Opening one measures again with its settings (the lesson's run, the
+serving lab's policies), or opens the gallery run it names. A value out of range is clamped, anything
+else wrong left out, each said in the page's language; nothing from a link is executed or drawn as markup.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from engine.config import ServerSettings, ServingCaps
+from engine.trace import ENGINE_MODES
+from lesson.links import Field, LinkRead, Problem, format_value, link_url, query_for, read_query, read_value, shown
+from lesson.text import LANGUAGES, t
+from lesson.views import LAB_DEVICE_SPECS, LAB_DTYPES, escape_markdown
+
+from . import gallery, state
+from .lab import SWEEP_KINDS
+from .serving import BLOCK_SIZES, SCENARIO_CHOICES
+
+GALLERY_PAGE = {"": "lesson", "bottleneck_lab": "lab", "serving_lab": "serving"}  # url path -> gallery's page
+MAX_URL_CHARS = 8000  # a longer URL is refused by some servers and browsers: the prompt is left out then
+SWEEP_UP_TO = (8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)  # app_support.lab.sweep_points' values
+
+
+def shared_fields(settings: ServerSettings, model_choices) -> tuple[Field, ...]:
+    """The lesson's settings, in every page's link (every page shows and measures the lesson's run)."""
+    limits = settings.limits
+    return (
+        Field("lang", "lang", "choice", choices=LANGUAGES),
+        Field("model", "model_choice", "choice", choices=tuple(model_choices)),
+        Field("prompt", "prompt", "text", max_chars=limits.max_prompt_chars),
+        Field("out", "output_len", "int", 1, limits.max_new_tokens),
+        Field("plen", "prompt_len", "int", 0, limits.max_prompt_tokens),
+        Field("eos", "ignore_eos", "flag"),
+        Field("temp", "temperature", "float", 0.0, 2.0, 0.05),
+        Field("topk", "top_k", "int", 0, 1000),
+        Field("topp", "top_p", "float", 0.05, 1.0, 0.05),
+        Field("seed", "seed", "int", 0, 2**31 - 1),
+        Field("class", "classroom", "flag"),
+        Field("step", "pending_class_step", "int", 1, max(limits.max_new_tokens, 1)),
+    )
+
+
+def lab_fields() -> tuple[Field, ...]:
+    """The bottleneck lab's settings: the roofs, the dtypes, the sweep, the engine modes picked."""
+    return (
+        Field("dev", "lab_device_spec", "choice", choices=LAB_DEVICE_SPECS),
+        Field("wdt", "lab_weight_dtype", "choice", choices=LAB_DTYPES),
+        Field("kvdt", "lab_kv_dtype", "choice", choices=LAB_DTYPES),
+        Field("sweep", "lab_sweep_kind", "choice", choices=SWEEP_KINDS),
+        Field("upto", "lab_sweep_up_to", "choice", choices=SWEEP_UP_TO),
+        *(Field(f"m_{mode}", f"modes_pick_{mode}", "flag") for mode in ENGINE_MODES),
+    )
+
+
+def serving_fields(caps: ServingCaps) -> tuple[Field, ...]:
+    """The serving lab's workload and engine settings, in the ranges its widgets take on this server."""
+    return (
+        Field("src", "sl_source", "choice", choices=("scenario", "custom")),  # a pasted workload is not linked
+        Field("scn", "sl_scenario", "choice", choices=SCENARIO_CHOICES),
+        Field("scnseed", "sl_scn_seed", "int", 0, 10_000),
+        Field("chats", "sl_num_chats", "int", 1, max(1, caps.max_requests - 1)),
+        Field("ctok", "sl_chat_tokens", "int", 0, min(256, caps.max_prompt_tokens), 8),
+        Field("atok", "sl_answer_tokens", "int", 2, max(2, caps.max_new_tokens)),
+        Field("ltok", "sl_long_tokens", "int", 0, caps.max_prompt_tokens, 8),
+        Field("arr", "sl_arrival", "choice", choices=("spacing", "poisson")),
+        Field("gap", "sl_gap_ms", "int", 0, 500, 5),
+        Field("rate", "sl_rate", "int", 1, 200),
+        Field("sseed", "sl_seed", "int", 0, 10_000),
+        Field("lat", "sl_long_at", "int", 0, 2000, 10),
+        Field("budget", "sl_token_budget", "int", 8, 512, 8),
+        Field("bs", "sl_block_size", "choice", choices=BLOCK_SIZES),
+        Field("kvb", "sl_kv_blocks", "int", 0, 100_000),
+        Field("full", "sl_on_kv_full", "choice", choices=("preempt", "wait")),
+        Field("slottft", "sl_slo_ttft", "float", 0.0, 600_000.0),
+        Field("slotpot", "sl_slo_tpot", "float", 0.0, 60_000.0),
+    )
+
+
+def page_fields(path: str, settings: ServerSettings, model_choices) -> tuple[Field, ...]:
+    """Every field a link to the page at `path` carries (a page's own after the lesson's)."""
+    fields = shared_fields(settings, model_choices)
+    if path == "bottleneck_lab":
+        fields += lab_fields()
+    elif path == "serving_lab":
+        fields += serving_fields(ServingCaps.from_env())
+    if path in GALLERY_PAGE:
+        runs = tuple(gallery.page_choices(GALLERY_PAGE[path]))
+        fields += (Field("rec", "recorded_run", "choice", choices=runs),)
+    return fields
+
+
+# --- opening a link ------------------------------------------------------------------------------
+
+def apply_link(path: str, settings: ServerSettings, model_choices) -> bool:
+    """A link's values set in the session, once per link, then measured again (or the gallery run it
+    names opened); what it did is said by show_notice. The query is cleared from the address bar, so
+    the next page visited is not reopened from it. True when a link was applied: the caller draws the
+    page again (the language, the page titles and every widget from the link's values)."""
+    ss = st.session_state
+    query = {name: st.query_params[name] for name in st.query_params}
+    signature = (path, tuple(sorted(query.items())))
+    if not query or ss.link_applied == signature:
+        return False
+    ss.link_applied = signature
+    st.query_params.clear()
+    read = read_query(page_fields(path, settings, model_choices), query)
+    problems = list(read.problems)
+    _set_values(read)
+    outcome = _measure_or_open(path, read, settings, problems)
+    ss.link_notice = (path, outcome, [(p.key, dict(p.params)) for p in problems])
+    return True
+
+
+def _set_values(read: LinkRead) -> None:
+    ss = st.session_state
+    values = dict(read.values)
+    values.pop("recorded_run", None)
+    lang_changed = "lang" in values and values["lang"] != ss.lang
+    for key, value in values.items():
+        ss[key] = value
+    if lang_changed and "prompt" not in values:
+        state.language_changed()  # the lesson's example follows the language, as the switch does
+
+
+def _measure_or_open(path: str, read: LinkRead, settings: ServerSettings, lines: list) -> tuple[str, dict]:
+    """Open the gallery run the link names, or measure again with its settings: (text key, its fields)."""
+    ss = st.session_state
+    name = read.values.get("recorded_run")
+    if name is not None and path in GALLERY_PAGE:
+        if gallery.open_gallery_run(GALLERY_PAGE[path], name, settings):
+            return "link_opened_recorded", {"name": str(name)}
+        lines.append(_problem("link_unknown_run", name=str(name)))
+    if path == "":
+        ss.run_requested = True  # the run panel measures it with the link's settings
+        return "link_opened_run", {}
+    if path == "serving_lab":
+        ss.sl_link_run = True  # the serving lab runs its policies (kept for every visitor: once per settings)
+        return "link_opened_run", {}
+    return "link_opened", {}
+
+
+def _problem(key: str, **params: str) -> Problem:
+    return Problem(key, {k: shown(v) for k, v in params.items()})
+
+
+def show_notice(lang: str, path: str) -> None:
+    """What the link opened on this page did, and every value it clamped or left out, once."""
+    notice = st.session_state.link_notice
+    if not notice or notice[0] != path:
+        return
+    st.session_state.link_notice = None
+    _, (key, params), problems = notice
+    st.info(t(lang, key, **{k: escape_markdown(v) for k, v in params.items()}), icon=":material/link:")
+    for problem_key, problem_params in problems:
+        st.warning(t(lang, problem_key, **{k: escape_markdown(str(v)) for k, v in problem_params.items()}),
+                   icon=":material/link_off:")
+
+
+# --- the link to this view -----------------------------------------------------------------------
+
+def current_values(path: str, fields) -> dict[str, object]:
+    """This session's value of every field (a widget another page drew: its kept value), only those
+    that read back as themselves (a pasted workload's source, a step outside classroom mode: left out)."""
+    ss = st.session_state
+    kept = ss.get(state.KEPT) if isinstance(ss.get(state.KEPT), dict) else {}
+    values = {f.key: ss[f.key] if f.key in ss else kept.get(f.key) for f in fields}
+    values["pending_class_step"] = int(ss.class_step) if ss.classroom and ss.trace_json else None
+    gallery_page = GALLERY_PAGE.get(path)
+    values["recorded_run"] = (ss.recorded_names or {}).get(gallery_page) if _shows_recorded(gallery_page) else None
+    good = {}
+    for field in fields:
+        value = values.get(field.key)
+        if value is not None and read_value(field, format_value(field, value)) == (value, None):
+            good[field.key] = value
+    return good
+
+
+def _shows_recorded(gallery_page: str | None) -> bool:
+    ss = st.session_state
+    return {"lesson": bool(ss.trace_recorded), "lab": bool(ss.recorded_lab),
+            "serving": bool(ss.recorded_serving)}.get(gallery_page, False)
+
+
+def link_for(path: str, settings: ServerSettings, model_choices) -> tuple[str, bool]:
+    """(the URL that reopens this view, whether the prompt had to be left out for its length)."""
+    fields = page_fields(path, settings, model_choices)
+    query = query_for(fields, current_values(path, fields))
+    base = st.context.url or "/"
+    base = base if base.endswith("/") else base + "/"
+    url = link_url(base, path, query)
+    if len(url) <= MAX_URL_CHARS or "prompt" not in query:
+        return url, False
+    return link_url(base, path, {k: v for k, v in query.items() if k != "prompt"}), True
+
+
+def link_box(lang: str, path: str, settings: ServerSettings, model_choices) -> None:
+    """In the sidebar, drawn after the page (its step and the labs' settings as they are now)."""
+    url, left_out = link_for(path, settings, model_choices)
+    with st.sidebar, st.expander(t(lang, "link_title"), icon=":material/link:"):
+        st.caption(t(lang, "link_intro"))
+        st.code(url, language=None, wrap_lines=True)  # its copy button copies the link
+        if left_out:
+            st.caption(t(lang, "link_prompt_left_out", n=f"{len(st.session_state.prompt):,}"))
