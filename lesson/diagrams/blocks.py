@@ -93,7 +93,12 @@ def blocks_layout(spans: tuple[PassSpan, ...], row_labels_w: float, notes_h: flo
     plot_top = 168.0 + (legend_lines - 1) * style.small_size * 1.6 + 2 * max(0, style.small_size - 13)
     row_h = max(ROW_H, style.tiny_size + 2)
     heights = [row_h if r.count == 1 else max(RUN_ROW_H, style.tiny_size + 8) for r in runs]
-    plot_bottom = plot_top + sum(heights) + ROW_GAP * len(runs)
+    rows_h = sum(heights) + ROW_GAP * len(runs)
+    if full_spans is not None and not unfolded:  # folded: room for the whole run's rows, so stepping grows the
+        whole = _bands(full_spans, slots_for(full_spans, max_cols))  # cache upwards and nothing below it moves
+        rows_h = max(rows_h, sum(row_h if r.count == 1 else max(RUN_ROW_H, style.tiny_size + 8) for r in whole)
+                     + ROW_GAP * len(whole))
+    plot_bottom = plot_top + rows_h
     y, bands = plot_bottom, []
     for run, h in zip(runs, heights):  # position 0 at the bottom: the cache grows upwards
         y -= h + ROW_GAP
@@ -202,8 +207,9 @@ def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | No
                   label(table, "blocks_total", k=fmt_int(len(spans)), n=fmt_int(total))]
     note_w = 820 - 2 * PAD
     col_w, max_cols, legend = COL_W, MAX_COLS, _legend(style, table)
-    if style.fitted:  # big type in a fixed width: columns as wide as their labels, fewer of them
-        col_w, max_cols = _fitted_columns(spans, durations, label_w, style, table)
+    if style.fitted:  # big type in a fixed width: columns as wide as their labels (the whole run's), fewer of them
+        whole = (spans_from_trace(full), tuple(s.duration_ms for s in full.steps)) if full else (spans, durations)
+        col_w, max_cols = _fitted_columns(*whole, label_w, style, table)
         note_w = style.max_width - 2 * PAD
     lines = legend_rows(style, [c for _, c, _ in legend], PAD, note_w + PAD)
     layout = blocks_layout(spans, label_w, notes_height(style, note_lines, note_w), style,

@@ -179,7 +179,8 @@ def latency_layout(trace: RequestTrace, table: Table, style: Style = DEFAULT_STY
     ttft_lines, x_lines = (ttft_words,), (label(table, "lat_axis_x"),)
     if style.fitted:  # classroom: big type in a fixed width; the plot takes what the labels leave
         y_label_w = max(text_width(f"{t:g}", style.tiny_size) for t in ticks) + 16
-        gutter = max([text_width(w, style.small_size) for _, w, _ in _ref_words(trace, table)] + [0]) + 16
+        # the reference lines' labels: the whole run's when stepping, so the plot keeps its width from pass 1
+        gutter = max([text_width(w, style.small_size) for _, w, _ in _ref_words(full or trace, table)] + [0]) + 16
         plot_w = style.max_width - 2 * PAD - y_label_w - gutter
         first_mid = max(plot_w / _num_slots(trace, full), PREFILL_SLOT_W) / 2  # the label starts at bar 1's middle
         ttft_lines = wrap_text(ttft_words, plot_w + gutter - first_mid - 6, style.small_size)
@@ -217,6 +218,8 @@ def latency_layout(trace: RequestTrace, table: Table, style: Style = DEFAULT_STY
     lines = legend_rows(style, [words for _, words in items], PAD, width - PAD)
     notes_y = legend_y + (len(lines) - 1) * style.small_size * 1.6 + 8
     height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
+    if full is not None and full is not trace:  # the whole run's legend and notes take more lines: room for them
+        height = max(height, latency_layout(full, table, style, full).height)
     value_w = max((text_width(fmt_ms(b.total_ms), style.tiny_size) for b in bars if b.phase == "decode"), default=0)
     return LatencyLayout(width, height, left, top, bottom, right, tuple(bars),
                          tuple((y(t), f"{t:g}") for t in ticks), _ref_lines(trace, y, table, style),

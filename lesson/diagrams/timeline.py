@@ -245,12 +245,14 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
     time_top = -1.0
     if col["folded"]:  # the time panel under the table: one thin row per pass, same slots
         # Room for the whole run's rows (classroom stepping): the panel and its axis never move.
-        whole_slots = plan_slots(len(whole.steps), MAX_ROWS, HEAD_ROWS, TAIL_ROWS)
-        table_end = max(y, header_y + 12 + sum(GAP_ROW_H if s.kind == "gap" else row_h for s in whole_slots))
+        rows_h, num_rows = _room(whole, row_h)
+        table_end = max(y, header_y + 12 + rows_h)
         time_top = table_end + style.small_size * 2 + 8
         time_h = max(30.0, style.tiny_size * 1.6)
         rows = [replace(row, time_y=time_top + 4 + time_h * (i + 0.5)) for i, row in enumerate(rows)]
-        y = time_top + 4 + time_h * max(len(rows), len(whole_slots))
+        y = time_top + 4 + time_h * max(len(rows), num_rows)
+    elif full is not None:  # room for the whole run's rows: stepping fills them, the axis and notes stay put
+        y = max(y, header_y + 12 + _room(whole, row_h)[0])
     width = col["time_end"] + PAD
     note_lines = (label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table))
     axis_y = y + 10
@@ -265,6 +267,14 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
         ttft_x=scale(trace.steps[0].end_ms), legend_y=legend_y, legend=legend, notes_y=notes_y, notes=note_lines,
         time_top=time_top, table_right=col.get("table_end", -1.0),
     )
+
+
+def _room(whole: RequestTrace, row_h: float) -> tuple[float, int]:
+    """(height, number) of the most rows any part of `whole` takes: MAX_ROWS passes one row each can
+    take more than the whole run, whose middle folds into one gap row."""
+    plans = [plan_slots(n, MAX_ROWS, HEAD_ROWS, TAIL_ROWS) for n in {len(whole.steps), min(len(whole.steps), MAX_ROWS)}]
+    return (max(sum(GAP_ROW_H if s.kind == "gap" else row_h for s in plan) for plan in plans),
+            max(len(plan) for plan in plans))
 
 
 def _chip_h(style: Style) -> float:

@@ -88,8 +88,13 @@ def test_blocks_rows_and_width_are_the_whole_runs(run):
 
 @pytest.mark.parametrize("name", sorted(DIAGRAMS))
 def test_the_last_step_looks_like_the_whole_run(run, name):
-    """With full= the trace itself, every figure is the ordinary one (no jump at the end)."""
-    assert DIAGRAMS[name](run, lang="en", full=run) == DIAGRAMS[name](run, lang="en")
+    """With full= the trace itself, every figure is the ordinary one (no jump at the end); a timeline
+    (and the animation) whose middle passes fold keeps room for the MAX_ROWS rows a part of it takes."""
+    from lesson.diagrams.timeline import MAX_ROWS
+
+    short = truncate_trace(run, MAX_ROWS) if name in ("timeline", "animation") else run
+    short = replace(short, stop_reason="length", output_text="".join(short.output_pieces))
+    assert DIAGRAMS[name](short, lang="en", full=short) == DIAGRAMS[name](short, lang="en")
 
 
 def test_plotly_axes_are_fixed_to_the_whole_run(run):
@@ -117,3 +122,17 @@ def test_a_prefix_leaves_out_the_special_tokens_the_finished_answer_skipped():
     assert "</s>" not in title.text and "巴黎。" in title.text
     streaming = replace(trace, stop_reason=None, output_text="", steps=trace.steps[:2])
     assert answer_text(streaming) == "巴黎。"
+
+
+@pytest.mark.parametrize("classroom", [False, True], ids=["normal", "classroom"])
+@pytest.mark.parametrize("name", sorted(DIAGRAMS))
+def test_every_figure_keeps_its_size_at_every_step(run, name, classroom):
+    """The blocks grew 502 -> 603 px and the latency chart 615 -> 783 px from pass 1 to 12 (classroom), the
+    timeline and the animation too in the replay: everything under them moved. Each keeps the whole run's room."""
+    from lesson.style import DEFAULT_STYLE, classroom_style
+
+    style = classroom_style() if classroom else DEFAULT_STYLE
+    sizes = {(root.get("width"), root.get("height"), root.get("viewBox"))
+             for root in (ET.fromstring(DIAGRAMS[name](prefix, lang="zh", full=run, style=style))
+                          for prefix in prefixes(run))}
+    assert len(sizes) == 1, sizes
