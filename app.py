@@ -40,7 +40,7 @@ if links.apply_link(page.url_path, settings, model_choices):  # a link's values,
     st.rerun()
 
 frame.header(lang)
-inject_css(st.session_state.classroom)
+inject_css(st.session_state.classroom, presenter=on_lesson and st.session_state.presenter)
 frame.show_flash(lang)
 links.show_notice(lang, page.url_path)
 classroom_slot = frame.sidebar(lang, settings, contents=on_lesson)

@@ -1,4 +1,5 @@
-"""The lesson page (the default page): run panel, then the lesson's sections in order.
+"""The lesson page (the default page): run panel, then the lesson's sections in order; in classroom
+mode's presenter view, one figure per screen instead (app_support/presenter.py).
 
 app.py has already drawn the header, the sidebar and the navigation; this file
 draws the body. Words live in lesson/text, numbers in lesson/views, messages
@@ -7,28 +8,42 @@ in lesson/messages, drawings in lesson/diagrams; this file only wires them up.
 
 import streamlit as st
 
-from app_support import compare, frame, gallery, resources, run_panel, sections, slide_kit, stepping
+from app_support import compare, frame, gallery, presenter, resources, run_panel, sections, slide_kit, stepping
+from lesson.text import t
 
-lang = st.session_state.lang
-settings = resources.server_settings()
 
-sections.intro(lang)
+def lesson(lang: str, settings) -> None:
+    sections.intro(lang)
+    lm = frame.load_model(lang, settings)  # None (with a message) when it cannot load
+    trace_json = run_panel.run_panel(lang, lm, settings)
+    slide_kit.lesson_button(lang)  # every figure of this run for slides, in one zip (built when clicked)
+    gallery.open_panel(lang, "lesson", settings)  # a recorded run: the gallery or an upload (opened before this draw)
 
-lm = frame.load_model(lang, settings)  # None (with a message) when it cannot load
-trace_json = run_panel.run_panel(lang, lm, settings)
-slide_kit.lesson_button(lang)  # every figure of this run for slides, in one zip (built when clicked)
-gallery.open_panel(lang, "lesson", settings)  # a recorded run: the gallery or an upload (opened before this draw)
+    sections.section_timeline(lang, trace_json)
+    sections.section_prefill(lang, trace_json)
+    sections.section_decode(lang, trace_json)
+    sections.section_blocks_demo(lang)
+    sections.section_bottleneck(lang, trace_json, settings)
+    sections.section_waits(lang, trace_json)
+    compare.section_compare(lang)
+    sections.section_many(lang)
+    sections.section_summary(lang)
+    sections.section_animation(lang, trace_json)
+    sections.section_references(lang)
+    sections.section_review(lang, trace_json)
+    stepping.replay_tick()  # last: while a replay runs, the page is drawn again at its next token
 
-sections.section_timeline(lang, trace_json)
-sections.section_prefill(lang, trace_json)
-sections.section_decode(lang, trace_json)
-sections.section_blocks_demo(lang)
-sections.section_bottleneck(lang, trace_json, settings)
-sections.section_waits(lang, trace_json)
-compare.section_compare(lang)
-sections.section_many(lang)
-sections.section_summary(lang)
-sections.section_animation(lang, trace_json)
-sections.section_references(lang)
-sections.section_review(lang, trace_json)
-stepping.replay_tick()  # last: while a replay runs, the page is drawn again at its next token
+
+def presenting(lang: str, settings) -> None:
+    """The presenter view of the run the page shows (the server's first view before any run)."""
+    trace_json = run_panel.trace_to_show(lang, settings)
+    if trace_json is None:
+        st.info(t(lang, "no_trace"))
+    else:
+        presenter.presenter_view(lang, trace_json)
+
+
+if st.session_state.classroom and st.session_state.presenter:
+    presenting(st.session_state.lang, resources.server_settings())
+else:
+    lesson(st.session_state.lang, resources.server_settings())

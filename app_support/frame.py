@@ -35,6 +35,11 @@ CONTENTS = (
 
 
 def header(lang: str) -> None:
+    with st.container(key="page-header"):  # the presenter view hides it (ui.PRESENTER_CSS)
+        _header(lang)
+
+
+def _header(lang: str) -> None:
     title_col, switch_col = st.columns([5, 2], vertical_alignment="bottom")
     with title_col:
         st.caption(t(lang, "kicker"))

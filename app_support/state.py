@@ -45,6 +45,8 @@ DEFAULTS: dict[str, Any] = {
     "trace_recorded": False,  # it is a recorded run opened from a file or the gallery (app_support/gallery.py)
     "trace_spread": None,  # its repeats' headline numbers (lesson.spread.Headline JSON); None: one run only
     "class_step": 1,  # classroom: forward passes shown so far
+    "presenter": False,  # classroom: the presenter view, one figure per screen (app_support/presenter.py)
+    "presenter_figure": 0,  # the presenter view's figure: an index into app_support.presenter.FIGURES
     "flash": [],  # (text key, params) shown once at the top
     "reset_model_choice": False,  # a listed model failed to load: back to the default
     "run_requested": False,  # a control below the Run button asked for a run (show the difference)
@@ -84,9 +86,9 @@ DEFAULTS: dict[str, Any] = {
 
 
 # The keys of the lesson's controls (everything "reset to the lesson's defaults" puts back; not the language).
-WIDGET_KEYS = ("classroom", "model_choice", "prompt", "output_len", "prompt_len", "temperature", "top_k", "top_p",
-               "seed", "ignore_eos", "demo_prompt_len", "demo_output_len", "compare_pins", "replay_pace",
-               "anim_paused")
+WIDGET_KEYS = ("classroom", "presenter", "model_choice", "prompt", "output_len", "prompt_len", "temperature",
+               "top_k", "top_p", "seed", "ignore_eos", "demo_prompt_len", "demo_output_len", "compare_pins",
+               "replay_pace", "anim_paused")
 
 
 def fresh(value: Any) -> Any:
@@ -197,6 +199,7 @@ def repair_session(limits: Limits, model_choices: Sequence[str] = (DEFAULT_MODEL
     if not isinstance(ss.prompt, str):
         ss.prompt = ""
     ss.classroom = bool(ss.classroom)
+    ss.presenter = ss.presenter is True
     if not isinstance(ss.history, list):
         ss.history = []
     ss.compare_pins = keep_pins(ss.compare_pins, ss.history)

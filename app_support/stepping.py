@@ -20,6 +20,7 @@ from lesson.runs import REPLAY_PACES, replay_position, replay_times_s
 from lesson.text import t
 from lesson.views import truncate_trace
 
+from . import presenter
 from .resources import parsed_trace
 from .ui import classroom_keyboard
 
@@ -59,6 +60,13 @@ def classroom_controls(lang: str, slot) -> None:
         return
     total = len(parsed_trace(st.session_state.trace_json).steps)
     with slot:
+        st.toggle(t(lang, "presenter"), key="presenter", help=t(lang, "presenter_help"))
+        if st.session_state.presenter:  # the presenter view steps with its own buttons, which the keys press
+            presenter.sidebar_controls(lang)
+            st.caption(t(lang, "presenter_keys"))
+            classroom_keyboard()
+            st.divider()
+            return
         st.button(t(lang, "classroom_step"), key="class_next", type="primary", width="stretch",
                   icon=":material/skip_next:", on_click=_set_class_step, args=(1, total, True))
         st.button(t(lang, "classroom_prev"), key="class_prev", width="stretch", icon=":material/skip_previous:",

@@ -46,6 +46,17 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
 /* A file uploader's own line ("20MB per file • JSON") is Streamlit's English and its server-wide cap,
    not what the app reads: the label above it says the format and the limit in the page's language. */
 [data-testid="stFileUploaderDropzoneInstructions"] { display: none !important; }
+/* A figure's full screen fills the screen's width (Streamlit fits its height: a tall figure came out at
+   half the width); a taller one scrolls inside it. */
+[data-testid="stFullScreenFrame"] { overflow-y: auto !important; }
+[data-testid="stFullScreenFrame"] [data-testid="stImage"],
+[data-testid="stFullScreenFrame"] [data-testid="stImageContainer"] {
+  height: auto !important; max-height: none !important; }
+[data-testid="stFullScreenFrame"] [data-testid="stImageContainer"] img {
+  width: 100% !important; height: auto !important; max-height: none !important; }
+/* A presenter's key presses a button: no thick focus frame on the projector where the page was clicked. */
+[data-testid="stMain"]:focus, [data-testid="stMain"]:focus-visible,
+[data-testid="stAppViewContainer"]:focus, [data-testid="stAppViewContainer"]:focus-visible { outline: none !important; }
 /* A phone's scrollbars are hidden until touched: a line under each figure says it scrolls. */
 @media (min-width: 721px) { [class*="st-key-scrollhint-"] { display: none !important; } }
 </style>
@@ -79,9 +90,22 @@ CLASSROOM_CSS = """
 """
 
 
-def inject_css(classroom: bool) -> None:
-    """Fixed CSS only (no user text): larger type in classroom mode."""
-    st.html(BASE_CSS + (CLASSROOM_CSS if classroom else ""))
+PRESENTER_CSS = """
+<style>
+/* The presenter view (app_support/presenter.py): no page header, slim margins, and the figure scaled to
+   fit the window below its row of controls, above its notes (1280x720 and 1024x768: no scrolling). */
+.st-key-page-header, .st-key-presenter-jumps, .st-key-presenter-figure-keys { display: none !important; }
+[data-testid="stMainBlockContainer"] { padding: 1.2rem 1.5rem 0.5rem 1.5rem !important; max-width: none !important; }
+.st-key-presenter-figure [data-testid="stImageContainer"] img {
+  max-height: calc(100vh - 130px) !important; width: auto !important; max-width: 100% !important;
+  margin: 0 auto; display: block; }
+</style>
+"""
+
+
+def inject_css(classroom: bool, presenter: bool = False) -> None:
+    """Fixed CSS only (no user text): larger type in classroom mode; the presenter view's fitted figure."""
+    st.html(BASE_CSS + (CLASSROOM_CSS if classroom else "") + (PRESENTER_CSS if classroom and presenter else ""))
 
 
 @contextlib.contextmanager
@@ -143,9 +167,13 @@ def metric_row(cards: list[MetricCard]) -> None:
             st.caption(card.definition)
 
 
-# Classroom keys -> the key of the sidebar button they press (buttons carry `st-key-<key>` classes).
-CLASSROOM_KEYS = {"ArrowRight": "class_next", "PageDown": "class_next", "ArrowLeft": "class_prev",
-                  "PageUp": "class_prev", "Home": "class_reset", "End": "class_all"}
+# Classroom keys -> the keys of the buttons they press, the first on the page (buttons carry `st-key-<key>`
+# classes): the presenter view's (app_support/presenter.py), else the sidebar's. ↑ ↓ change the presenter
+# view's figure; on the scrolling page they scroll it, as ever.
+CLASSROOM_KEYS = {"ArrowRight": ["pres_next", "class_next"], "PageDown": ["pres_next", "class_next"],
+                  "ArrowLeft": ["pres_prev", "class_prev"], "PageUp": ["pres_prev", "class_prev"],
+                  "Home": ["pres_first", "class_reset"], "End": ["pres_last", "class_all"],
+                  "ArrowDown": ["pres_fig_next"], "ArrowUp": ["pres_fig_prev"]}
 
 # One keydown listener on the page (classroom_keys.js), attached once per browser tab (a flag on
 # window guards against every rerun adding another). It presses the button, so a key is exactly a

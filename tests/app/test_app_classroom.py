@@ -351,3 +351,26 @@ def test_the_animation_can_start_from_any_pass_and_stand_still_on_one():
     assert later.count("<animate") == render_animation(trace).count("<animate")
     still = render_animation(make_trace(output_pieces=("巴黎", "。")), still=True, full=trace)
     assert "<animate" not in still and 'class="caption step-1"' in still
+
+
+@needs_model
+def test_the_presenter_view_shows_one_figure_steps_in_place_and_its_notes(app):
+    from app_support.presenter import FIGURES
+
+    app.toggle(key="classroom").set_value(True).run()
+    app.toggle(key="presenter").set_value(True).run()
+    assert_healthy(app)
+    images = [img.proto.imgs[0].alt for img in app.get("image")]
+    assert len(images) == 1 and images[0].startswith(t("zh", "alt_timeline")[:6])  # one figure: the timeline
+    total = len(shown_trace(app)["steps"])
+    assert app.session_state["class_step"] == 1
+    app.button(key="pres_next").click().run()
+    assert app.session_state["class_step"] == min(2, total)
+    app.button(key="pres_last").click().run()
+    assert app.session_state["class_step"] == total
+    app.button(key="pres_fig_next").click().run()
+    assert app.session_state["presenter_figure"] == 1
+    assert t("zh", FIGURES[1][2])[:20] in texts(app.sidebar, "markdown")  # the lesson's sentence: the notes
+    app.radio(key="presenter_figure").set_value(len(FIGURES) - 1).run()
+    assert_healthy(app)
+    assert [img.proto.imgs[0].alt for img in app.get("image")][0].startswith(t("zh", "alt_review_map")[:6])

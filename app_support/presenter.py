@@ -1,0 +1,99 @@
+"""The presenter view (classroom mode): one of the lesson's figures per screen, stepped a forward pass at a time.
+
+In classroom mode the sidebar's "presenter view" switch replaces the lesson page's body with this view:
+a row of controls (the pass before / after, where the stepping stands) and the figure, drawn landscape
+in the classroom's type (PRESENTER_WIDTH units wide) and scaled by the page's CSS to fit the window
+(ui.PRESENTER_CSS: 1280x720 and 1024x768 without scrolling). The sidebar picks the figure and holds its
+speaker notes, the lesson's sentence for that figure (lesson.slides.LESSON_FIGURES). Every figure keeps
+the whole run's size at every pass (its `full=`), so nothing moves while stepping.
+
+The view is a fragment: a step redraws it alone, not the whole lesson page (a step then takes well
+under 0.5 s). The keys press its buttons (ui.CLASSROOM_KEYS: → ← Page Down / Up step the passes,
+Home / End the first and last pass, ↓ ↑ the figure: the page is drawn again for another figure).
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from lesson.diagrams import DIAGRAMS
+from lesson.slides import LESSON_FIGURES
+from lesson.style import classroom_style
+from lesson.text import t
+from lesson.views import figure_alt, truncate_trace
+
+from .resources import parsed_trace
+from .ui import error_boundary
+
+PRESENTER_WIDTH = 1280  # units: a landscape figure in the classroom's type, for a 16:9 or 4:3 projector
+# (figure, its section's heading, the lesson's sentence for it): the lesson's figures a run draws, in order
+FIGURES = tuple((figure, title, notes) for figure, title, _, notes in LESSON_FIGURES if figure in DIAGRAMS)
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def presenter_svg(name: str, trace_json: str, lang: str, full_json: str) -> tuple[str, str]:
+    """(the figure of the passes in `trace_json` on the whole run's axes and size, its alt text)."""
+    trace, full = parsed_trace(trace_json), parsed_trace(full_json)
+    svg = DIAGRAMS[name](trace, lang=lang, full=full, style=classroom_style(width=PRESENTER_WIDTH))
+    return svg, figure_alt(name, trace, lang)
+
+
+def shown_passes(total: int) -> int:
+    """The classroom's step, within the run."""
+    return max(1, min(total, int(st.session_state.class_step)))
+
+
+def _step(value: int, total: int, relative: bool) -> None:
+    current = shown_passes(total)
+    st.session_state.class_step = max(1, min(total, current + value if relative else value))
+
+
+def _figure(delta: int) -> None:
+    index = int(st.session_state.presenter_figure) if isinstance(st.session_state.presenter_figure, int) else 0
+    st.session_state.presenter_figure = max(0, min(len(FIGURES) - 1, index + delta))
+
+
+@st.fragment
+def presenter_view(lang: str, trace_json: str) -> None:
+    """The pass controls and the figure at the classroom's step; a step redraws this alone."""
+    ss = st.session_state
+    total = len(parsed_trace(trace_json).steps)
+    _figure(0)  # a forged or stale figure number back in range
+    name = FIGURES[ss.presenter_figure][0]
+    _pass_controls(lang, total)
+    step = shown_passes(total)
+    shown = trace_json if step >= total else truncate_trace(parsed_trace(trace_json), step).to_json(indent=None)
+    with error_boundary(lang, "err_diagram"):
+        svg, alt = presenter_svg(name, shown, lang, trace_json)
+        with st.container(key="presenter-figure"):  # ui.PRESENTER_CSS fits it to the window
+            st.image(svg, width="stretch", alt=alt)
+
+
+def _pass_controls(lang: str, total: int) -> None:
+    """One row: the pass before (← / Page Up), where the stepping stands, the pass after (→ / Page Down)."""
+    step = shown_passes(total)
+    with st.container(key="presenter-controls"):
+        back, position, forward = st.columns([1, 3, 1], vertical_alignment="center")
+        back.button(t(lang, "presenter_prev"), key="pres_prev", icon=":material/skip_previous:",
+                    help=t(lang, "presenter_prev_help"), on_click=_step, args=(-1, total, True), width="stretch")
+        phase = t(lang, "phase_prefill") if step == 1 else f"{t(lang, 'phase_decode')} {step - 1}"
+        with position.container(key="presenter-position"):  # browser tests read the step here
+            st.progress(step / total, text=t(lang, "classroom_position", shown=step, total=total, phase=phase))
+        forward.button(t(lang, "presenter_next"), key="pres_next", icon=":material/skip_next:", type="primary",
+                       help=t(lang, "presenter_next_help"), on_click=_step, args=(1, total, True), width="stretch")
+    with st.container(key="presenter-jumps"):  # Home / End press these (hidden: ui.PRESENTER_CSS)
+        st.button(t(lang, "classroom_reset"), key="pres_first", on_click=_step, args=(1, total, False))
+        st.button(t(lang, "classroom_all"), key="pres_last", on_click=_step, args=(total, total, False))
+
+
+def sidebar_controls(lang: str) -> None:
+    """In the sidebar: which figure (↑ ↓ press the hidden buttons), and that figure's speaker notes:
+    the lesson's own sentence for it (trusted Markdown from lesson.text)."""
+    _figure(0)
+    st.radio(t(lang, "presenter_figure"), range(len(FIGURES)), key="presenter_figure",
+             format_func=lambda k: t(lang, FIGURES[k][1]))
+    with st.container(key="presenter-figure-keys"):  # hidden: ui.PRESENTER_CSS
+        st.button(t(lang, "presenter_fig_prev_help"), key="pres_fig_prev", on_click=_figure, args=(-1,))
+        st.button(t(lang, "presenter_fig_next_help"), key="pres_fig_next", on_click=_figure, args=(1,))
+    with st.expander(t(lang, "presenter_notes"), icon=":material/speaker_notes:", expanded=True):
+        st.markdown(t(lang, FIGURES[st.session_state.presenter_figure][2]))
