@@ -47,12 +47,13 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
    not what the app reads: the label above it says the format and the limit in the page's language. */
 [data-testid="stFileUploaderDropzoneInstructions"] { display: none !important; }
 /* A figure's full screen fills the screen's width (Streamlit fits its height: a tall figure came out at
-   half the width); a taller one scrolls inside it. */
-[data-testid="stFullScreenFrame"] { overflow-y: auto !important; }
-[data-testid="stFullScreenFrame"] [data-testid="stImage"],
-[data-testid="stFullScreenFrame"] [data-testid="stImageContainer"] {
+   half the width); a taller one scrolls inside it. Only the frame shown full screen (its button then
+   closes it): the same frame holds every image on the page. */
+[data-testid="stFullScreenFrame"]:has(button[aria-label^="Close fullscreen"]) { overflow-y: auto !important; }
+[data-testid="stFullScreenFrame"]:has(button[aria-label^="Close fullscreen"]) [data-testid="stImage"],
+[data-testid="stFullScreenFrame"]:has(button[aria-label^="Close fullscreen"]) [data-testid="stImageContainer"] {
   height: auto !important; max-height: none !important; }
-[data-testid="stFullScreenFrame"] [data-testid="stImageContainer"] img {
+[data-testid="stFullScreenFrame"]:has(button[aria-label^="Close fullscreen"]) [data-testid="stImageContainer"] img {
   width: 100% !important; height: auto !important; max-height: none !important; }
 /* A presenter's key presses a button: no thick focus frame on the projector where the page was clicked. */
 [data-testid="stMain"]:focus, [data-testid="stMain"]:focus-visible,
