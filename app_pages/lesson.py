@@ -1,5 +1,6 @@
-"""The lesson page (the default page): run panel, then the lesson's sections in order; in classroom
-mode's presenter view, one figure per screen instead (app_support/presenter.py).
+"""The lesson page (the default page): the intro, the run's timeline (the first screen shows a figure),
+the run panel, then the lesson's other sections in order; in classroom mode's presenter view, one figure
+per screen instead (app_support/presenter.py).
 
 app.py has already drawn the header, the sidebar and the navigation; this file
 draws the body. Words live in lesson/text, numbers in lesson/views, messages
@@ -14,12 +15,16 @@ from lesson.text import t
 
 def lesson(lang: str, settings) -> None:
     sections.intro(lang)
+    # The lesson's first section, its timeline figure first, on the first screen: drawn into this slot
+    # once the run panel below it has stored the run it shows (a new run included).
+    first_section = st.container()
     lm = frame.load_model(lang, settings)  # None (with a message) when it cannot load
     trace_json = run_panel.run_panel(lang, lm, settings)
     slide_kit.lesson_button(lang)  # every figure of this run for slides, in one zip (built when clicked)
     gallery.open_panel(lang, "lesson", settings)  # a recorded run: the gallery or an upload (opened before this draw)
+    with first_section:
+        sections.section_timeline(lang, trace_json)
 
-    sections.section_timeline(lang, trace_json)
     sections.section_prefill(lang, trace_json)
     sections.section_decode(lang, trace_json)
     sections.section_blocks_demo(lang)

@@ -72,8 +72,9 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
     """Controls and the live run. Returns the trace JSON the diagrams should show."""
     st.header(t(lang, "run_title"), anchor="run")
     st.markdown(t(lang, "run_intro"))
-    _controls(lang, settings)
-    preview = _prompt_preview(lang, lm, settings, st.session_state.prompt) if lm is not None else None
+    prompt_column = _controls(lang, settings)
+    with prompt_column:  # the real token split under the prompt, beside the lengths: a shorter first screen
+        preview = _prompt_preview(lang, lm, settings, st.session_state.prompt) if lm is not None else None
     effective = preview[0] if preview else None
     # Off while the prompt cannot run (empty, too long): the message above says why.
     clicked = st.button(t(lang, "run"), key="run", type="primary", icon=":material/play_arrow:",
@@ -104,8 +105,8 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
     return shown
 
 
-def _controls(lang: str, settings: ServerSettings) -> None:
-    """The prompt box and, beside it, the answer and prompt lengths."""
+def _controls(lang: str, settings: ServerSettings):
+    """The prompt box and, beside it, the answer and prompt lengths; returns the prompt's column."""
     limits = settings.limits
     left, right = st.columns([3, 2], gap="large")
     with left:
@@ -115,6 +116,7 @@ def _controls(lang: str, settings: ServerSettings) -> None:
         st.slider(t(lang, "output_len"), 1, limits.max_new_tokens, key="output_len", help=t(lang, "output_len_help"))
         st.slider(t(lang, "prompt_len"), 0, limits.max_prompt_tokens, key="prompt_len", help=t(lang, "prompt_len_help"))
         st.checkbox(t(lang, "ignore_eos"), key="ignore_eos", help=t(lang, "ignore_eos_help"))
+    return left
 
 
 def _shown_run(lang: str, trace: RequestTrace, shown: RequestTrace, ran: bool, stale: bool) -> None:
@@ -191,7 +193,7 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int, repeats: i
                                       args.ignore_eos)
     place = frame.QueuePlace(lang)
     progress = st.progress(0.0, text=t(lang, "running_prefill", num_positions=num_prompt_tokens))
-    answer, log_box = st.empty(), st.empty()
+    answer, log_box = answer_slots()
     try:
         runs = _follow_runs(lang, lm, args, cfg, repeats, place, (progress, answer, log_box))
     except Exception:
@@ -284,8 +286,14 @@ def recorded_caption(trace: RequestTrace, lang: str) -> str | None:
     return None
 
 
+def answer_slots():
+    """(the answer's slot, the step log's slot): side by side, so the first screen reaches a figure."""
+    answer_col, log_col = st.columns([2, 3], gap="large")
+    return answer_col.empty(), log_col.empty()
+
+
 def _result_box(lang: str, trace: RequestTrace) -> None:
-    answer_and_log(lang, trace, st.empty(), st.empty())
+    answer_and_log(lang, trace, *answer_slots())
     _done_notes(lang, trace)
 
 
@@ -294,7 +302,7 @@ def _replay_box(lang: str, shown: RequestTrace, total: int) -> None:
     with st.container(key="replay_box"):  # browser tests read the replay's position here
         st.info(t(lang, "replay_label", shown=len(shown.steps), total=total, ms=format_ms(shown.steps[-1].end_ms)),
                 icon=":material/slow_motion_video:")
-    answer_and_log(lang, shown, st.empty(), st.empty())
+    answer_and_log(lang, shown, *answer_slots())
 
 
 def _done_notes(lang: str, trace: RequestTrace) -> None:

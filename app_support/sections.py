@@ -46,10 +46,8 @@ def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | No
 
 
 def section_timeline(lang: str, trace_json: str | None) -> None:
+    """The run's timeline first (on the first screen, under the run panel), then the lesson's words on it."""
     st.header(t(lang, "sec_timeline"), anchor="timeline")
-    st.markdown(t(lang, "timeline_1"))
-    st.markdown(markdown_table(t(lang, "timeline_table")))
-    st.markdown(t(lang, "timeline_2"))
     stretched = state.pop_difference_note(parsed_trace(trace_json).prompt_len if trace_json else None)
     if stretched is not None:  # "show the difference" ran: say what it did, and bring its figures into view
         with st.container(key="difference-note"):
@@ -58,6 +56,9 @@ def section_timeline(lang: str, trace_json: str | None) -> None:
         scroll_into_view("difference-note")
     live_diagram("timeline", trace_json, lang, t(lang, "timeline_caption"))
     st.caption(t(lang, "timeline_real_split"))
+    st.markdown(t(lang, "timeline_1"))
+    st.markdown(markdown_table(t(lang, "timeline_table")))
+    st.markdown(t(lang, "timeline_2"))
 
 
 def section_prefill(lang: str, trace_json: str | None) -> None:

@@ -420,9 +420,11 @@ def add_markers(dwg, style: Style) -> None:
 
 
 def subtitle(trace: RequestTrace, table: Table) -> str:
-    def cut(s: str, n: int) -> str:
-        return s if len(s) <= n else s[: n - 1] + "…"
-    return label(table, "timeline_subtitle", prompt=cut(trace.prompt, 40), answer=cut(trace.output_text, 30))
+    """The prompt's end (the part that asks: a stretched prompt has the lesson's filler before it) and the
+    answer's start."""
+    prompt = trace.prompt if len(trace.prompt) <= 40 else "…" + trace.prompt[-39:]
+    answer = trace.output_text if len(trace.output_text) <= 30 else trace.output_text[:29] + "…"
+    return label(table, "timeline_subtitle", prompt=prompt, answer=answer)
 
 
 def build_timeline(trace: RequestTrace, table: Table, style: Style, name: str, title: str, header_y: float = 112.0,

@@ -447,7 +447,8 @@ def test_run_is_off_while_the_prompt_cannot_run_and_the_answer_stays(app, monkey
 
     monkeypatch.setattr(resources, "stream_runs", failing_run)  # the run panel's call to the engine worker
     app.button(key="run").click().run()  # a run that fails keeps the last answer next to its figures
-    assert "RuntimeError" in texts(app, "error") and [c.value for c in app.code if c.language != "xml"][-1] == answer
+    codes = [c.value for c in app.main.code if c.language != "xml"]  # not the sidebar's link box
+    assert "RuntimeError" in texts(app, "error") and codes[-1] == answer
     assert not app.get("progress")  # nor a progress bar stuck at Prefill
 
 

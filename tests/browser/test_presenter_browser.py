@@ -150,3 +150,27 @@ def test_a_link_round_trip_sets_every_field_and_the_sidebar_says_them_back(brows
         assert dict(parse_qsl(urlsplit(link).query)) == query
     finally:
         page.context.close()
+
+
+def test_the_first_screen_at_1440x900_shows_the_whole_timeline_and_the_widgets_come_with_the_text(
+        browser, server_url):
+    """The first figure started about 1.5 screens down (title, two paragraphs, the form and 巴黎。 first)."""
+    page = open_page(browser, server_url, 1440, 900)
+    try:
+        page.wait_for_selector(".st-key-figure-timeline img", timeout=60_000)
+        box = page.evaluate("() => { const r = document.querySelector('.st-key-figure-timeline img')"
+                            ".getBoundingClientRect(); return [r.top, r.bottom, r.height]; }")
+        assert 0 < box[0] and box[1] <= 900 and box[2] > 300, box  # the whole figure, on the first screen
+        page.screenshot(path=str(ARTIFACTS / "first_screen_1440x900.png"))
+        seen = {}
+        start = time.perf_counter()
+        page.reload(wait_until="domcontentloaded")  # a warm server, the browser's cache warm too
+        while len(seen) < 2 and time.perf_counter() - start < 60:
+            for name, selector in (("text", "h1"), ("widgets", ".st-key-prompt textarea")):
+                if name not in seen and page.locator(selector).count():
+                    seen[name] = time.perf_counter() - start
+            page.wait_for_timeout(50)
+        (ARTIFACTS / "first_screen_seconds.txt").write_text(f"{seen}\n", encoding="utf-8")
+        assert seen["widgets"] - seen["text"] < 3.0, seen  # they came 4-9 s after the text
+    finally:
+        page.context.close()

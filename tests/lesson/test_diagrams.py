@@ -384,3 +384,11 @@ def test_near_duplicate_numbers_get_their_explanation():
         assert format_ms(trace.tokenize_ms) in prefill_note and format_ms(m.ttft_ms) in prefill_note
         assert format_ms(m.tpot_ms) in decode_note
     assert len(metric_gap_notes(make_trace(("a",), ("b",)), "en")) == 1  # one token: no Decode to explain
+
+
+def test_the_timelines_subtitle_quotes_a_long_prompts_end_where_it_asks():
+    """A stretched prompt (the lesson's filler, then the question) was quoted by its filler's start."""
+    long = make_trace(prompt="研究 LLM 推理系统时，通常把它们叫作 Prefill 和 Decode。" * 5 + "德国的首都是")
+    words = with_class(parse(render_timeline(long, lang="zh")), "subtitle")[0].text
+    assert "…" in words and "德国的首都是" in words and "研究" not in words
+    assert "法国的首都是" in with_class(parse(render_timeline(make_trace(), lang="zh")), "subtitle")[0].text

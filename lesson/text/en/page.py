@@ -37,7 +37,7 @@ TEXT: dict = {
     ),
     # ---- run panel ----------------------------------------------------------------
     "run_title": "Run it on a real model",
-    "run_intro": "Every diagram below comes from the model really running behind this page: each forward pass is recorded (time, positions processed, KV cache size).",
+    "run_intro": "Every diagram on this page (the timeline above too) comes from the model really running behind this page: each forward pass is recorded (time, positions processed, KV cache size). Change the prompt or the lengths here and run: every figure follows.",
     "prompt": "Prompt",
     "prompt_placeholder": "Type a prompt, e.g. The capital of France is",
     "output_len": "Answer length limit (tokens)",

@@ -3,7 +3,7 @@
 TEXT: dict = {
     # ---- section 1: timeline ---------------------------------------------------------
     "sec_timeline": "The timeline of one answer",
-    "timeline_caption": "The timeline of one request (from the real run above).",
+    "timeline_caption": "The timeline of one request (measured on the real run).",
     "timeline_1": (
         "To make it easy to draw, we split the prompt schematically into four positions, “法国 / 的 / 首都 / 是” "
         "(“France / ’s / capital / is”); this does not mean a real tokenizer necessarily splits it this way. "
@@ -11,7 +11,7 @@ TEXT: dict = {
         "position, predicts the first answer token “巴黎” (“Paris”). Next, “巴黎” is fed in as the new input to "
         "predict “。”. Only if it is to go on is “。” sent back into the model."
     ),
-    "timeline_real_split": "The run panel above shows the real tokenizer's split, to compare with this sketch.",
+    "timeline_real_split": "The run panel below shows the real tokenizer's split, to compare with this sketch.",
     "timeline_table": [
         ["Moment", "What is fed into the model", "Next token produced this round", "Phase"],
         ["First forward pass", "The four prompt positions", "巴黎 (Paris)", "Prefill"],
