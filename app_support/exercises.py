@@ -99,7 +99,7 @@ def exercises_page(lang: str, lm, settings: ServerSettings) -> None:
                        icon=":material/download:", help=t(lang, "ex_download_sheet_help"))
     if ss.get("ex_pick") not in BY_KEY:
         ss.ex_pick = EXERCISES[0].key
-    st.selectbox(t(lang, "ex_pick"), KEYS, key="ex_pick",
+    st.selectbox(t(lang, "ex_pick"), KEYS, key="ex_pick", placeholder=t(lang, "choose_option"),
                  format_func=lambda k: f"{KEYS.index(k) + 1}. {ex.title(BY_KEY[k], lang)}")
     exercise = BY_KEY[ss.ex_pick]
     with st.container(border=True, key="ex_card"):

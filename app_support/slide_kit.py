@@ -21,6 +21,7 @@ from lesson.slides import PNG_WIDTH, lesson_slides, run_set_tag, safe_name, serv
 from lesson.style import DEFAULT_STYLE, classroom_style
 from lesson.svgtext import visible
 from lesson.text import t
+from lesson.views import answer_text
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -60,7 +61,7 @@ def lesson_zip(trace_json: str, lang: str, run_name: str, classroom: bool, sketc
     trace = RequestTrace.from_json(trace_json)
     style = classroom_style() if classroom else DEFAULT_STYLE
     slides = lesson_slides(trace, lang=lang, run_name=run_name, style=style, sketch=sketch)
-    answer = trace.output_text if trace.finished else "".join(trace.output_pieces)
+    answer = answer_text(trace)  # as the page shows it: special tokens such as </s> left out
     subtitle = t(lang, "kit_deck_subtitle", prompt=_quote(trace.prompt), answer=_quote(answer),
                  model=trace.model.model_id, when=when)
     return _zip(slides, lang, t(lang, "kit_deck_title"), subtitle)
