@@ -44,12 +44,18 @@ def served_models(tmp_path_factory):
 
 
 @pytest.fixture
-def app(monkeypatch, served_models):
-    """A fresh page on a server whose models folder holds one real and one broken model."""
+def served_settings(monkeypatch, served_models):
+    """The server's settings for the app tests: the shared models folder (one real and one broken model),
+    short answers and prompts; read afresh by the page, and forgotten again after the test."""
     monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(served_models))
     monkeypatch.setenv("PREFILL_DECODE_MAX_NEW_TOKENS", "32")
     monkeypatch.setenv("PREFILL_DECODE_MAX_PROMPT_TOKENS", "256")
     resources.server_settings.clear()
-    at = AppTest.from_file(APP, default_timeout=180)
-    yield at.run()
+    yield
     resources.server_settings.clear()
+
+
+@pytest.fixture
+def app(served_settings):
+    """A fresh page on a server whose models folder holds one real and one broken model."""
+    return AppTest.from_file(APP, default_timeout=180).run()

@@ -9,7 +9,6 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_support import resources
 from lesson.text import t
 from tests.app.apptest import APP, LAB, SERVING_LAB, assert_healthy, needs_model, shown_trace, texts
 
@@ -34,14 +33,9 @@ SERVING_KEYS = {"sl_source": "custom", "sl_scenario": "burst-16", "sl_scn_seed":
 
 
 @pytest.fixture
-def fresh(monkeypatch, served_models):
+def fresh(served_settings):
     """A new session on the shared models folder, not run yet (a test sets its link first)."""
-    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(served_models))
-    monkeypatch.setenv("PREFILL_DECODE_MAX_NEW_TOKENS", "32")
-    monkeypatch.setenv("PREFILL_DECODE_MAX_PROMPT_TOKENS", "256")
-    resources.server_settings.clear()
-    yield lambda: AppTest.from_file(APP, default_timeout=300)
-    resources.server_settings.clear()
+    return lambda: AppTest.from_file(APP, default_timeout=300)
 
 
 def _open(make, query: dict, page: str | None = None):
