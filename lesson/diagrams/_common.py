@@ -58,12 +58,14 @@ def add_title(element, content: str):
     return element
 
 
-def header(dwg, style: Style, title: str, subtitle: str, x: float = 32) -> float:
+def header(dwg, style: Style, title: str, subtitle: str, x: float = 32, width: float | None = None) -> float:
     """Title and subtitle at the top left; returns the y below them. With a width to fit
-    (classroom mode) the subtitle ends in "…" rather than run past the edge."""
+    (classroom mode) the subtitle ends in "…" rather than run past the edge: the style's width, or the
+    figure's own `width` where it is drawn narrower than that."""
     if style.fitted:  # the whole title stays in the figure's <title> and the page's alt text
-        title = clip_text(title, style.max_width - 2 * x, style.title_size)
-        subtitle = clip_text(subtitle, style.max_width - 2 * x, style.small_size)
+        room = min(style.max_width, width or style.max_width) - 2 * x
+        title = clip_text(title, room, style.title_size)
+        subtitle = clip_text(subtitle, room, style.small_size)
     dwg.add(text(dwg, title, x, 40, size=style.title_size, fill=style.ink, weight="bold", class_="title"))
     dwg.add(text(dwg, subtitle, x, 66, size=style.small_size, fill=style.muted_ink, class_="subtitle"))
     return 84.0

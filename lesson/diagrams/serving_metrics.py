@@ -49,7 +49,7 @@ def render_serving_metrics(runs: Sequence[ServingRun], *, lang: str = "zh", styl
     title = t(lang, "sv_table_title")
     dwg = new_drawing(width, height, style, "serving-metrics", title)
     header(dwg, style, title, t(lang, "sv_table_subtitle", scenario=scenario_label(lang, first.scenario),
-                                n=first.metrics.num_requests))
+                                n=first.metrics.num_requests), width=width)
     bests = [best_columns(row, runs) for row in METRIC_ROWS]
     for k, group in enumerate(groups):
         _table(dwg, style, lang, head, rows, bests, widths, (0, *group), top + k * (table_h + GROUP_GAP), row_h)

@@ -13,7 +13,9 @@ from lesson.diagrams.batch_composition import render_batch_composition
 from lesson.diagrams.kv_blocks import render_kv_blocks
 from lesson.diagrams.serving_gantt import MAX_ROWS, gantt_segments, itl_spikes, render_serving_gantt
 from lesson.diagrams.serving_metrics import render_serving_metrics
+from lesson.layout import text_width
 from lesson.serving_views import METRIC_ROWS, figure_alt, findings, metric_records, metric_table, metrics_alt
+from lesson.style import classroom_style
 from tests.factories import HAS_DEFAULT_MODEL, LONG_PROMPT_DURING_CHATS, client_run, make_run
 from tests.svg import SVG, all_text, parse, with_class
 
@@ -402,3 +404,17 @@ def test_the_metric_table_names_its_scenario_in_the_page_language(runs):
     for lang in ("zh", "en"):
         words = all_text(parse(render_serving_metrics([run], lang=lang)))
         assert t(lang, "sl_scn_name_long_prompt_during_chats") in words and "long-prompt-during-chats" not in words
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_metric_tables_title_and_subtitle_fit_a_narrow_classroom_figure(lang):
+    """In classroom type the metric table can be drawn narrower than the column; its subtitle (a long
+    scenario name in zh) must end in "…" inside the figure, not run past its right edge."""
+    style = classroom_style()
+    runs = [make_run(policy=p, scenario="long-prompt-during-chats") for p in ("prefill-first", "chunked")]
+    root = parse(render_serving_metrics(runs, lang=lang, style=style))
+    width = float(root.get("width"))
+    for cls, size in (("title", style.title_size), ("subtitle", style.small_size)):
+        (el,) = with_class(root, cls)
+        x = float(el.get("x"))
+        assert x + text_width("".join(el.itertext()), size) <= width - x + 0.5, (cls, "".join(el.itertext()))
