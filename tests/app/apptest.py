@@ -31,3 +31,20 @@ def assert_healthy(at) -> None:
     """No exception and no error message on the page."""
     assert not at.exception, [e.value for e in at.exception]
     assert not at.error, [e.value for e in at.error]
+
+
+def serving_lab_page(monkeypatch, env: dict[str, str]):
+    """Yield a session on the serving lab of a server with `env` set (its settings read afresh, and
+    forgotten again after the test): the body of the serving lab fixtures."""
+    from streamlit.testing.v1 import AppTest
+
+    from app_support import resources
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    resources.server_settings.clear()
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page(SERVING_LAB).run()
+    yield at
+    resources.server_settings.clear()

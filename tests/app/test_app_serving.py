@@ -14,7 +14,7 @@ from engine.config import ServingCaps
 from engine.errors import CapError
 from lesson.messages import serving_message
 from lesson.text import t
-from tests.app.apptest import APP, SERVING_LAB, assert_healthy, needs_model
+from tests.app.apptest import APP, assert_healthy, needs_model, serving_lab_page
 from tests.factories import VLLM_RESULT
 
 # --- pure parts ------------------------------------------------------------------------
@@ -120,19 +120,9 @@ def test_engine_refusals_read_in_both_languages():
 
 @pytest.fixture
 def lab(monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
-    from app_support import resources
-
-    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_REQUESTS", "6")
-    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS", "256")
-    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_NEW_TOKENS", "16")
-    resources.server_settings.clear()
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.run()
-    at.switch_page(SERVING_LAB).run()
-    yield at
-    resources.server_settings.clear()
+    yield from serving_lab_page(monkeypatch, {"PREFILL_DECODE_SERVING_MAX_REQUESTS": "6",
+                                              "PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS": "256",
+                                              "PREFILL_DECODE_SERVING_MAX_NEW_TOKENS": "16"})
 
 
 def _custom(at, **values):

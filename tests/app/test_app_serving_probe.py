@@ -21,7 +21,7 @@ from engine.errors import RemoteError
 from lesson.messages import code_span, remote_message, technical_detail
 from lesson.perfetto import check_trace_events
 from lesson.text import t
-from tests.app.apptest import APP, SERVING_LAB, needs_model
+from tests.app.apptest import APP, SERVING_LAB, needs_model, serving_lab_page
 from tests.factories import VLLM_RESULT, client_run, make_run
 from tests.fake_server import misbehaving
 
@@ -144,19 +144,10 @@ def test_vllm_refusals_read_in_the_pages_language(text, why):
 
 @pytest.fixture
 def lab(monkeypatch):
-    from streamlit.testing.v1 import AppTest
-
-    from app_support import resources
-
-    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_REQUESTS", "6")
-    monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_NEW_TOKENS", "16")
-    monkeypatch.setenv("PREFILL_DECODE_VLLM_MAX_MB", "0.01")  # 10 kB: the fixture fits, a padded copy does not
-    resources.server_settings.clear()
-    at = AppTest.from_file(APP, default_timeout=300)
-    at.run()
-    at.switch_page(SERVING_LAB).run()
-    yield at
-    resources.server_settings.clear()
+    yield from serving_lab_page(monkeypatch, {"PREFILL_DECODE_SERVING_MAX_REQUESTS": "6",
+                                              "PREFILL_DECODE_SERVING_MAX_NEW_TOKENS": "16",
+                                              # 10 kB: the fixture fits, a padded copy does not
+                                              "PREFILL_DECODE_VLLM_MAX_MB": "0.01"})
 
 
 def _probe(at, endpoint: str, model: str = "toy"):

@@ -42,3 +42,13 @@ def page(chromium, server_url):
         wait_idle(page, first=True)
         yield page
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def browser(chromium, server_url):
+    """One headless chromium per test module, for modules that open pages at several window sizes."""
+    path, sync_api = chromium
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(path), args=CHROMIUM_FLAGS, headless=True)
+        yield browser
+        browser.close()

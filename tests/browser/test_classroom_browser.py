@@ -20,7 +20,7 @@ import shutil
 import pytest
 
 from lesson.contrast import failing_labels
-from tests.browser.pages import ARTIFACTS, CHROMIUM_FLAGS, SCREENSHOTS, wait_idle
+from tests.browser.pages import ARTIFACTS, SCREENSHOTS, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -58,15 +58,6 @@ BODY_PX_JS = """() => {
 PLOTLY_PX_JS = """() => [...document.querySelectorAll('.js-plotly-plot .main-svg text')]
   .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
   .map(t => parseFloat(getComputedStyle(t).fontSize || t.style.fontSize))"""
-
-
-@pytest.fixture(scope="module")
-def browser(chromium, server_url):
-    path, sync_api = chromium
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(path), args=CHROMIUM_FLAGS, headless=True)
-        yield browser
-        browser.close()
 
 
 def open_page(browser, url: str, width: int, height: int):

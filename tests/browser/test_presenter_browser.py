@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from tests.browser.pages import ARTIFACTS, CHROMIUM_FLAGS, IDLE, SCREENSHOTS, wait_idle
+from tests.browser.pages import ARTIFACTS, IDLE, SCREENSHOTS, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -33,15 +33,6 @@ FIGURE_BOX = """() => { const img = document.querySelector('.st-key-presenter-fi
           overflow: main.scrollHeight - main.clientHeight, alt: img.alt}; }"""
 # A run of 6 passes in classroom mode, opened as a link (app_support/links.py) in the page's language
 LINK = "/?lang=zh&eos=1&out=6&class=1"
-
-
-@pytest.fixture(scope="module")
-def browser(chromium, server_url):
-    path, sync_api = chromium
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(path), args=CHROMIUM_FLAGS, headless=True)
-        yield browser
-        browser.close()
 
 
 def open_page(browser, url: str, width: int, height: int):
