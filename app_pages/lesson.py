@@ -3,8 +3,9 @@ the run panel, then the lesson's other sections in order; in classroom mode's pr
 per screen instead (app_support/presenter.py).
 
 app.py has already drawn the header, the sidebar and the navigation; this file
-draws the body. Words live in lesson/text, numbers in lesson/views, messages
-in lesson/messages, drawings in lesson/diagrams; this file only wires them up.
+draws the body. Words live in lesson/text, numbers and their sentences in lesson/ (formats,
+metric_cards, run_words, alt_text ...), messages in lesson/messages, drawings in lesson/diagrams;
+this file only wires them up.
 """
 
 import streamlit as st

@@ -13,6 +13,6 @@
 
 The in-page scripts are files of their own (classroom_keys.js, sketch_live.js), read once
 at import. Anything that is not Streamlit-specific (limits, words, number formats, error
-messages) lives in `lesson/` (`lesson.views`, `lesson.text`, `lesson.messages`) so it can
+messages) lives in `lesson/` (`lesson.inputs`, `lesson.formats`, `lesson.text`, `lesson.messages`) so it can
 be tested alone.
 """

@@ -4,19 +4,20 @@ Every finished run joins st.session_state.history (lesson.runs, at most HISTORY_
 first; app_support/run_panel.py adds it); the visitor pins two (`compare_pins`), and each figure
 draws both on the axes of the larger (lesson.runs.shared_extent). A recorded run (opened from a file or
 the gallery, or the server's first view) is labelled as recorded in the picker, the alt texts and the
-download names (app_support/gallery.py), so it can be pinned beside a live run.
+download names (lesson.recorded), so it can be pinned beside a live run.
 """
 
 from __future__ import annotations
 
 import streamlit as st
 
+from lesson.formats import escape_markdown
 from lesson.layout import figures_per_row
-from lesson.runs import HISTORY_LIMIT, compare_table, keep_pins, run_label, shared_extent
+from lesson.recorded import history_label, recorded_alt, recorded_stem
+from lesson.runs import HISTORY_LIMIT, HistoryEntry, compare_table, keep_pins, run_label, shared_extent
 from lesson.text import t
-from lesson.views import escape_markdown
 
-from . import gallery, resources
+from . import resources
 from .resources import parsed_trace
 from .ui import error_boundary, svg_figure
 
@@ -43,7 +44,7 @@ def section_compare(lang: str) -> None:
         st.info(t(lang, "compare_need_two", count=len(history)), icon=":material/compare:")
         return
     # a recorded run (a file, the gallery, the first view) is labelled with when it was measured, not a clock
-    labels = {e.run_id: gallery.history_entry_label(
+    labels = {e.run_id: history_entry_label(
         e, _history_label(e.trace_json, "" if e.recorded else e.stamp, lang, e.number), lang) for e in history}
     pinned = _pick(lang, history, labels)
     if len(pinned) < 2:
@@ -58,6 +59,19 @@ def section_compare(lang: str) -> None:
     for name, title in COMPARE_FIGURES:
         st.subheader(t(lang, title))
         _figure_pair(lang, name, pinned, labels, extent)
+
+
+def entry_words(lang: str, entry: HistoryEntry, alt: str, stem: str) -> tuple[str, str]:
+    """(alt text, download stem) of a history run's figure, labelled when the run is recorded."""
+    if not entry.recorded:
+        return alt, stem
+    provenance = parsed_trace(entry.trace_json).provenance
+    return recorded_alt(alt, provenance, lang), recorded_stem(stem, provenance)
+
+
+def history_entry_label(entry: HistoryEntry, label: str, lang: str) -> str:
+    """A history run's label in the picker, marked "recorded <when>" when it is."""
+    return history_label(label, parsed_trace(entry.trace_json).provenance, lang) if entry.recorded else label
 
 
 def _pick(lang: str, history: list, labels: dict[str, str]) -> list:
@@ -87,7 +101,7 @@ def _figure_pair(lang: str, name: str, pinned: list, labels: dict[str, str], ext
         if run not in svgs:
             continue
         with place, error_boundary(lang, "err_diagram"):
-            alt, stem = gallery.entry_words(lang, entry, *resources.diagram_words(name, entry.trace_json, lang,
+            alt, stem = entry_words(lang, entry, *resources.diagram_words(name, entry.trace_json, lang,
                                                                                   entry.stamp))
             words = escape_markdown(labels[entry.run_id])
             svg_figure(f"compare_{name}_{run[-1]}", svgs[run], lang,

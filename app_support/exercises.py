@@ -16,15 +16,15 @@ import logging
 
 import streamlit as st
 
-from engine.config import ServerSettings, ServingCaps
-from engine.serving.trace import ServingRun
-from engine.serving.workloads import scenario
-from engine.sweep import DEFAULT_REPEATS, Sweep
-from engine.worker.protocol import ModelRef
+from engine.contract.config import ServerSettings, ServingCaps
+from engine.contract.serving.trace import ServingRun
+from engine.contract.serving.workloads import scenario
+from engine.contract.sweep import DEFAULT_REPEATS, Sweep
+from engine.contract.worker.protocol import ModelRef
 from lesson import exercises as ex
 from lesson.exercises import BY_KEY, EXERCISES, CacheRun, Choice, Context, NotGradable, ServeRun, SweepRun, TraceRun
+from lesson.inputs import default_prompt
 from lesson.text import t
-from lesson.views import default_prompt
 
 from . import resources, serving
 from .ui import error_boundary

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine.config import ServerSettings
-from engine.worker.client import Queued, Started, Waiting
-from engine.worker.errors import EngineWorkerError
+from engine.contract.config import ServerSettings
+from engine.contract.worker.client import Queued, Started, Waiting
+from engine.contract.worker.errors import EngineWorkerError
+from lesson.formats import escape_markdown, format_bytes, format_count
 from lesson.messages import error_message
 from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
-from lesson.views import escape_markdown, format_bytes, format_count
 
 from . import resources, state
 

@@ -4,10 +4,8 @@
     open_panel(lang, "lesson", settings)   a trace becomes the page's run (every lesson figure, the history)
     lab_panel(lang, settings)              the bottleneck lab: a recorded sweep or cache on vs off, drawn here
     serving_panel(lang, settings)          the serving lab: recorded serving runs, policy beside policy
-    figure_words(lang, trace_json, alt, stem) / entry_words(lang, entry, alt, stem) / history_entry_label
-                                           a lesson figure's alt text, download name and caption line, labelled
 
-A file is read by engine.recorded.read_recorded: its size against PREFILL_DECODE_RECORDED_MAX_MB, then
+A file is read by engine.contract.recorded.read_recorded: its size against PREFILL_DECODE_RECORDED_MAX_MB, then
 UTF-8, bounded JSON, its kind and every value's type; a refusal is one message in the page's language
 (lesson.messages), and the page keeps what it showed. Opening happens in the widgets' callbacks, before
 the script draws the page, so every section draws the opened run on that same run.
@@ -21,21 +19,22 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine.config import ServerSettings
-from engine.recorded import (
+from engine.contract.config import ServerSettings
+from engine.contract.recorded import (
     GalleryEntry, RecordedComparison, RecordedFileError, gallery_indexes, load_entry, read_index, read_recorded,
 )
-from engine.serving.trace import ServingRun
-from engine.sweep import Sweep
-from lesson.charts import sweep_figure
+from engine.contract.serving.trace import ServingRun
+from engine.contract.sweep import Sweep
+from lesson.alt_text import cache_compare_alt
+from lesson.charts.lab import sweep_figure
 from lesson.diagrams import render_cache_compare, render_sweep
+from lesson.formats import escape_markdown
+from lesson.lab import lab_sweep_caption
 from lesson.messages import code_span, error_message
-from lesson.recorded import entries_label, figure_note, history_label, recorded_alt, recorded_note, recorded_stem
-from lesson.runs import HistoryEntry
+from lesson.recorded import entries_label, figure_note, recorded_alt, recorded_note, recorded_stem
 from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label
 from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t
-from lesson.views import cache_compare_alt, escape_markdown, lab_sweep_caption
 
 from . import resources, run_panel, serving
 from .resources import parsed_trace
@@ -214,40 +213,6 @@ def _close(key: str) -> None:
     st.session_state[key] = None
 
 
-# --- labels of the lesson's figures and the history -------------------------------------------
-
-def figure_words(lang: str, trace_json: str, alt: str, stem: str) -> tuple[str, str, str | None]:
-    """A lesson figure's (alt text, download stem, extra caption line): labelled when the run shown is
-    recorded (an opened file: all three) or the server's first view, cached for every visitor (the alt
-    text and the caption line). Unchanged, and no line, for a run this visitor measured."""
-    ss = st.session_state
-    if not (ss.trace_recorded or ss.trace_is_default):
-        return alt, stem, None
-    provenance = parsed_trace(trace_json).provenance
-    stem = recorded_stem(stem, provenance) if ss.trace_recorded else stem
-    return recorded_alt(alt, provenance, lang), stem, figure_note(provenance, lang)
-
-
-def with_note(caption: str | None, note: str | None) -> str | None:
-    """A figure's caption with the recorded line under it (one caption, two paragraphs)."""
-    if not note:
-        return caption
-    return f"{caption}\n\n{note}" if caption else note
-
-
-def entry_words(lang: str, entry: HistoryEntry, alt: str, stem: str) -> tuple[str, str]:
-    """(alt text, download stem) of a history run's figure, labelled when the run is recorded."""
-    if not entry.recorded:
-        return alt, stem
-    provenance = parsed_trace(entry.trace_json).provenance
-    return recorded_alt(alt, provenance, lang), recorded_stem(stem, provenance)
-
-
-def history_entry_label(entry: HistoryEntry, label: str, lang: str) -> str:
-    """A history run's label in the picker, marked "recorded <when>" when it is."""
-    return history_label(label, parsed_trace(entry.trace_json).provenance, lang) if entry.recorded else label
-
-
 # --- the labs' recorded runs --------------------------------------------------------------------
 
 def lab_panel(lang: str, settings: ServerSettings) -> None:
@@ -285,7 +250,7 @@ def _recorded_comparison(lang: str, recorded: RecordedComparison) -> None:
     st.markdown(recorded_note(prov, lang))
     svg = render_cache_compare(comparison, lang=lang, model_id=recorded.model_id,
                                style=resources.figure_style(st.session_state.classroom))
-    # not lesson.views.cache_compare_caption: it says "measured on this machine", and this run was not
+    # not lesson.alt_text.cache_compare_caption: it says "measured on this machine", and this run was not
     svg_figure("rec_cache_compare", svg, lang, figure_note(prov, lang),
                alt=recorded_alt(cache_compare_alt(comparison, lang), prov, lang),
                file_stem=recorded_stem("prefill-decode_cache_compare", prov))

@@ -1,7 +1,7 @@
 """The bottleneck lab page (app_pages/bottleneck_lab.py), part by part.
 
 It shows the run the lesson page shows (st.session_state.trace_json, one run
-shared by every page) against the cost model (engine.cost), and measures
+shared by every page) against the cost model (engine.contract.cost), and measures
 what the lesson claims: cache on vs off, one Decode step's attention.
 """
 
@@ -9,15 +9,20 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.config import ServerSettings
-from engine.trace import RequestTrace
-from engine.worker.client import Progress
-from lesson.text import device_label, t
-from lesson.views import (
-    LAB_DEVICE_SPECS, LAB_DTYPES, cache_compare_alt, cache_compare_caption, download_stem,
-    escape_markdown, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text, lab_sweep_caption,
-    lab_prediction_only, lab_roofs_are_the_runs, lab_sweep_kept_text, trace_summary,
+from engine.contract.config import ServerSettings
+from engine.contract.trace import RequestTrace
+from engine.contract.worker.client import Progress
+from lesson.alt_text import cache_compare_alt, cache_compare_caption
+from lesson.diagrams import render_roofline, render_step_floors
+from lesson.downloads import download_stem
+from lesson.formats import escape_markdown
+from lesson.lab import (
+    LAB_DEVICE_SPECS, LAB_DTYPES, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_only,
+    lab_prediction_text, lab_roofs_are_the_runs, lab_sweep_caption, lab_sweep_kept_text,
 )
+from lesson.run_words import trace_summary
+from lesson.svgtext import si
+from lesson.text import device_label, t
 
 from . import frame, modes, resources, run_panel
 from .ui import error_boundary, plotly_config, svg_figure
@@ -70,7 +75,7 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
 
 def _prediction(lang: str, lm, trace: RequestTrace):
     """The dtype and device knobs, the cost model's table for this run, and what it predicts."""
-    from engine.cost import TORCH_DTYPES, trace_floors
+    from engine.contract.cost import TORCH_DTYPES, trace_floors
 
     st.subheader(t(lang, "lab_prediction_title"), anchor="prediction")
     ran_in = TORCH_DTYPES.get(lm.info.dtype, "fp32")
@@ -93,8 +98,6 @@ def _prediction(lang: str, lm, trace: RequestTrace):
     shape = resources.model_shape(lm.ref.choice, lm.ref.device, lm.ref.dtype)  # read in the engine worker
     floors = trace_floors(trace, shape, spec, weight_dtype=ss.lab_weight_dtype, kv_dtype=ss.lab_kv_dtype)
     if measured_here:  # the roofs themselves: a machine busy while it was measured gets low ones
-        from lesson.diagrams.roofline import si
-
         words_col, button_col = st.columns([4, 1], vertical_alignment="center")
         words_col.caption(t(lang, "lab_this_roofs", bandwidth=si(spec.bandwidth_bytes_per_s),
                             fp32=si(spec.fp32_flops_per_s), bf16=si(spec.bf16_flops_per_s)))
@@ -121,7 +124,7 @@ def _prediction(lang: str, lm, trace: RequestTrace):
 
 
 def _spec_name(key: str) -> str:
-    from engine.cost import DEVICE_SPECS
+    from engine.contract.cost import DEVICE_SPECS
 
     return DEVICE_SPECS[key].name
 
@@ -130,7 +133,7 @@ def _floor_figures(lang: str, floors) -> None:
     st.subheader(t(lang, "lab_roofline_title"), anchor="roofline")
     st.markdown(t(lang, "lab_roofline_intro"))
     with error_boundary(lang, "err_diagram"):
-        from lesson.charts import roofline_figure, step_floors_figure
+        from lesson.charts.lab import roofline_figure, step_floors_figure
 
         st.plotly_chart(roofline_figure(floors, lang), key="lab_roofline", width="stretch",
                         config=plotly_config(lang))
@@ -144,8 +147,6 @@ def _floor_figures(lang: str, floors) -> None:
 
 def _svg_downloads(lang: str, floors, stem: str) -> None:
     """The same two figures as standalone SVG (as python -m lesson.export writes them)."""
-    from lesson.diagrams import render_roofline, render_step_floors
-
     left, right = st.columns(2)
     for column, name, render in ((left, "roofline", render_roofline), (right, "step_floors", render_step_floors)):
         column.download_button(t(lang, f"lab_download_{name}"), data=render(floors, lang=lang),
@@ -207,8 +208,8 @@ def _sweeps(lang: str, lm, settings: ServerSettings) -> None:
 def _kept_sweep(lang: str, kind: str, sweep_json: str) -> None:
     """A sweep measured on this server: its figure, its words, when it was measured, its downloads."""
     with error_boundary(lang, "err_diagram"):
-        from engine.sweep import Sweep
-        from lesson.charts import sweep_figure
+        from engine.contract.sweep import Sweep
+        from lesson.charts.lab import sweep_figure
 
         sweep = Sweep.from_json(sweep_json)
         st.plotly_chart(sweep_figure(sweep, lang), key=f"lab_sweep_{kind}", width="stretch",

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from engine.config import ServerSettings, ServingCaps
-from engine.trace import ENGINE_MODES
+from engine.contract.config import ServerSettings, ServingCaps
+from engine.contract.trace import ENGINE_MODES
+from lesson.formats import escape_markdown
+from lesson.lab import LAB_DEVICE_SPECS, LAB_DTYPES
 from lesson.links import Field, LinkRead, Problem, format_value, link_url, query_for, read_query, read_value, shown
 from lesson.text import LANGUAGES, t
-from lesson.views import LAB_DEVICE_SPECS, LAB_DTYPES, escape_markdown
 
 from . import gallery, state
 from .lab import SWEEP_KINDS

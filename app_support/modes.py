@@ -1,12 +1,12 @@
 """The bottleneck lab's engine modes section: where a Decode step's time goes.
 
-Two measurements first (engine/overhead.py): the operator calls one eager Decode step
+Two measurements first (engine/runtime/overhead.py): the operator calls one eager Decode step
 issues, and the host time of one tiny call; their product estimates, as a lower bound,
 the step's call overhead. Then, on a button press, the prompt the lesson shows runs once
 in each mode the learner picked (eager, static, graph, compiled: engine/static.py), one
 after another, greedy and past end of sequence so every mode writes the same tokens;
 all in one queued call of the engine worker. The runs are kept in st.session_state per (model,
-prompt, lengths, modes) and drawn by lesson/diagrams/modes.py (SVG) and lesson/modes_charts.py (plotly).
+prompt, lengths, modes) and drawn by lesson/diagrams/modes.py (SVG) and lesson/charts/modes.py (plotly).
 """
 
 from __future__ import annotations
@@ -15,14 +15,13 @@ import datetime
 
 import streamlit as st
 
-from engine.config import ServerSettings
-from engine.trace import ENGINE_MODES, RequestTrace
-from engine.worker.protocol import ModelRef
+from engine.contract.config import ServerSettings
+from engine.contract.trace import ENGINE_MODES, RequestTrace
+from engine.contract.worker.protocol import ModelRef
+from lesson.downloads import download_stem
+from lesson.engine_modes import MODES_MAX_NEW_TOKENS, modes_explanations, modes_table, offered_modes
+from lesson.formats import escape_markdown, format_ms
 from lesson.text import device_label, t
-from lesson.views import (
-    MODES_MAX_NEW_TOKENS, download_stem, escape_markdown, format_ms, modes_explanations,
-    modes_table, offered_modes,
-)
 
 from . import frame, resources
 from .ui import error_boundary, plotly_config
@@ -34,7 +33,7 @@ MAX_KEPT = 4  # comparisons kept per session; the oldest goes first
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def decode_ops(model_choice: str, device: str, dtype: str):
-    """The operator calls of one eager Decode step of that model (engine.overhead.DecodeOps), counted
+    """The operator calls of one eager Decode step of that model (engine.runtime.overhead.DecodeOps), counted
     once, in the engine worker."""
     return resources.client().decode_ops(ModelRef(model_choice, device, dtype))
 
@@ -163,7 +162,7 @@ def _run_modes(lang: str, lm, prompt: str, max_prompt_tokens: int, num_tokens: i
 
 def _floors_ms(lm, trace: RequestTrace) -> tuple[tuple[float, ...] | None, str]:
     """Each step's floor on this machine's measured roofs (the runs are measured here), and its name."""
-    from engine.cost import trace_floors
+    from engine.contract.cost import trace_floors
 
     spec = resources.device_spec("this", lm.info.device)
     floors = trace_floors(trace, resources.model_shape(lm.ref.choice, lm.ref.device, lm.ref.dtype), spec)
@@ -172,7 +171,7 @@ def _floors_ms(lm, trace: RequestTrace) -> tuple[tuple[float, ...] | None, str]:
 
 def _show(lang: str, lm, trace: RequestTrace, entry: dict, num_tokens: int, estimate_ms: float | None) -> None:
     from lesson.diagrams.modes import headline, mode_summaries, render_modes
-    from lesson.modes_charts import modes_figure
+    from lesson.charts.modes import modes_figure
 
     ss = st.session_state
     runs = {mode: resources.parsed_trace(run_json) for mode, run_json in entry["runs"].items()}

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import streamlit as st
 
+from lesson.alt_text import figure_alt
+from lesson.answer import truncate_trace
 from lesson.diagrams import DIAGRAMS
 from lesson.slides import LESSON_FIGURES
 from lesson.style import classroom_style
 from lesson.text import t
-from lesson.views import figure_alt, truncate_trace
 
 from .resources import parsed_trace
 from .ui import error_boundary

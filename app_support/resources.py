@@ -30,14 +30,18 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from engine import config, cost
-from engine.config import EngineSettings, ServerSettings, settings_from_env
-from engine.results import GenerationConfig
-from engine.trace import ModelInfo, RequestTrace
-from engine.worker.client import Done, EngineClient, Event
-from engine.worker.protocol import ModelRef
+from engine.contract import config, cost
+from engine.contract.config import EngineSettings, ServerSettings, settings_from_env
+from engine.contract.results import PRESET_PREFIX, GenerationConfig
+from engine.contract.trace import ModelInfo, RequestTrace
+from engine.contract.worker.client import Done, EngineClient, Event
+from engine.contract.worker.protocol import ModelRef
+from lesson.alt_text import attention_alt, figure_alt
+from lesson.diagrams import DIAGRAMS, render_attention, render_blocks_schematic, render_cache_compare
+from lesson.downloads import download_stem
+from lesson.inputs import DEFAULT_MODEL_CHOICE
 from lesson.spread import headline
-from lesson.views import DEFAULT_MODEL_CHOICE, PRESET_PREFIX
+from lesson.style import DEFAULT_STYLE, classroom_style
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -158,7 +162,7 @@ def finished_runs_json(
     temperature: float, top_k: int, top_p: float, seed: int, max_prompt_tokens: int, ignore_eos: bool = False,
     repeats: int = 1,
 ) -> tuple[str, str]:
-    """A whole request run `repeats` times (engine.repeats, in the worker; the first view, before any
+    """A whole request run `repeats` times (engine.runtime.repeats, in the worker; the first view, before any
     Run): run 1's trace as JSON, and the runs' headline numbers (lesson.spread.Headline JSON)."""
     cfg = generation_config(max_new_tokens, temperature, top_k, top_p, seed, ignore_eos)
     with closing(stream_runs(ModelRef(model_choice, device, dtype), prompt, cfg, repeats=repeats,
@@ -173,31 +177,29 @@ def prompt_preview(
 ) -> tuple[str, tuple[str, ...], int]:
     """(the prompt the model will get, its real token pieces, the typed prompt's token count).
 
-    Counts and pieces are the engine's own (engine.prompts.prompt_token_ids, in the worker),
+    Counts and pieces are the engine's own (engine.contract.prompts.prompt_token_ids, in the worker),
     so a tokenizer's BOS shows in the split and counts toward the target.
     A target above the typed prompt's length extends it with filler text
-    (engine.prompts.extend_prompt); otherwise the prompt is used as typed.
+    (engine.contract.prompts.extend_prompt); otherwise the prompt is used as typed.
     """
     preview = client().token_preview(ModelRef(model_choice, device, dtype), prompt, target_tokens)
     return preview.prompt, preview.pieces, preview.natural
 
 
 def count_tokens(lm: EngineModel, text: str) -> int:
-    """The tokens the model gets for `text` (engine.prompts.count_tokens, in the worker; cached)."""
+    """The tokens the model gets for `text` (engine.contract.prompts.count_tokens, in the worker; cached)."""
     return prompt_preview(lm.ref.choice, lm.ref.device, lm.ref.dtype, text, 0)[2]
 
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def model_shape(model_choice: str, device: str, dtype: str):
-    """The model's shape for the cost model (engine.cost.ModelShape, read from its config in the worker)."""
+    """The model's shape for the cost model (engine.contract.cost.ModelShape, read from its config in the worker)."""
     return client().model_shape(ModelRef(model_choice, device, dtype))
 
 
 def figure_style(classroom: bool):
     """The diagrams' style: the default, or classroom mode's (every label at least the page's
     body text at 1280x720, folded to the column's width instead of shrunk: lesson.style)."""
-    from lesson.style import DEFAULT_STYLE, classroom_style
-
     return classroom_style() if classroom else DEFAULT_STYLE
 
 
@@ -206,8 +208,6 @@ def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = N
     """One diagram of a trace, as an SVG string. `full_json`: the whole run while the
     classroom steps through it (`trace_json` is then a prefix): axes are fixed to it.
     `classroom`: the classroom style (larger type, folded layouts)."""
-    from lesson.diagrams import DIAGRAMS
-
     full = None if full_json is None else parsed_trace(full_json)
     return DIAGRAMS[name](parsed_trace(trace_json), lang=lang, full=full, style=figure_style(classroom))
 
@@ -215,8 +215,6 @@ def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = N
 @st.cache_data(show_spinner=False, max_entries=256)
 def diagram_words(name: str, trace_json: str, lang: str, stamp: str) -> tuple[str, str]:
     """(the diagram's alt text, its download file name without extension)."""
-    from lesson.views import download_stem, figure_alt
-
     trace = parsed_trace(trace_json)
     return figure_alt(name, trace, lang), f"{download_stem(trace, stamp)}_{name}"
 
@@ -224,24 +222,22 @@ def diagram_words(name: str, trace_json: str, lang: str, stamp: str) -> tuple[st
 @st.cache_data(show_spinner=False, max_entries=512)
 def schematic_svg(prompt_len: int, output_len: int, lang: str, classroom: bool = False) -> str:
     """The block sketch for the two sliders; no model involved."""
-    from lesson.diagrams import render_blocks_schematic
-
     return render_blocks_schematic(prompt_len, output_len, lang=lang, style=figure_style(classroom))
 
 
 def latency_figure(trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False):
-    from lesson.charts import latency_figure as make_figure
+    from lesson.charts.run import latency_figure as make_figure
 
     full = None if full_json is None else parsed_trace(full_json)
     return make_figure(parsed_trace(trace_json), lang, full=full, classroom=classroom)
 
 
-# Cache on vs off (engine.compare): keyed by the shown run's model and prompt ids, not by its trace,
+# Cache on vs off (engine.runtime.compare): keyed by the shown run's model and prompt ids, not by its trace,
 # so every run with the same prompt shares one comparison.
 
 @st.cache_data(show_spinner=False, max_entries=16)
 def cache_comparison(model_choice: str, device: str, dtype: str, prompt_ids: tuple[int, ...], max_new_tokens: int):
-    """The same greedy answer with the KV cache off, then on (engine.compare.CacheComparison, in the worker)."""
+    """The same greedy answer with the KV cache off, then on (engine.runtime.compare.CacheComparison, in the worker)."""
     return client().compare_cache(ModelRef(model_choice, device, dtype), list(prompt_ids), max_new_tokens)
 
 
@@ -249,8 +245,6 @@ def cache_comparison(model_choice: str, device: str, dtype: str, prompt_ids: tup
 def cache_compare_svg(model_choice: str, device: str, dtype: str, prompt_ids: tuple[int, ...], max_new_tokens: int,
                       lang: str, classroom: bool = False) -> str:
     """That comparison drawn: per pass, time and FLOPs, off beside on."""
-    from lesson.diagrams import render_cache_compare
-
     comparison = cache_comparison(model_choice, device, dtype, prompt_ids, max_new_tokens)
     model_id = get_model(model_choice, device, dtype).info.model_id
     return render_cache_compare(comparison, lang=lang, model_id=model_id, style=figure_style(classroom))
@@ -261,9 +255,6 @@ def decode_attention_svg(model_choice: str, device: str, dtype: str, prompt_ids:
                          output_ids: tuple[int, ...], decode_index: int, lang: str,
                          classroom: bool = False) -> tuple[str, str]:
     """(the attention map of Decode step `decode_index` of that answer, its alt text)."""
-    from lesson.diagrams import render_attention
-    from lesson.views import attention_alt
-
     lm = get_model(model_choice, device, dtype)
     attention = client().decode_attention(lm.ref, list(prompt_ids), output_ids, decode_index)  # in the worker
     svg = render_attention(attention, lang=lang, model_id=lm.info.model_id, style=figure_style(classroom))
@@ -274,9 +265,9 @@ def decode_attention_svg(model_choice: str, device: str, dtype: str, prompt_ids:
 
 @st.cache_resource(show_spinner=False, max_entries=8)
 def device_spec(key: str, device: str):
-    """A datasheet (engine.cost.DEVICE_SPECS), or "this": the machine the model runs on (the engine
+    """A datasheet (engine.contract.cost.DEVICE_SPECS), or "this": the machine the model runs on (the engine
     worker's), measured there once per worker (a short copy and matmul benchmark,
-    engine.cost.measure_this_machine), anew after "measure again"."""
+    engine.runtime.machine.measure_this_machine), anew after "measure again"."""
     if key == "this":
         return client().machine_spec(device, fresh=roofs_asked_again().consume())
     return cost.DEVICE_SPECS[key]

@@ -18,20 +18,21 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from engine.config import ServerSettings
-from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS
-from engine.trace import RequestTrace
-from engine.worker.client import Done, Pass, Progress
+from engine.contract.config import ServerSettings
+from engine.contract.prompts import DEFAULT_MAX_PROMPT_TOKENS
+from engine.contract.trace import RequestTrace
+from engine.contract.worker.client import Done, Pass, Progress
+from lesson.answer import answer_text, past_eos_note
+from lesson.downloads import download_stem, run_stamp, step_table, trace_csv
+from lesson.formats import format_ms, token_split_text
+from lesson.inputs import DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, default_prompt
 from lesson.messages import error_message
 from lesson.perfetto import to_perfetto_json
 from lesson.recorded import first_view_note, recorded_note, recorded_stamp, recorded_stem
+from lesson.run_words import queue_note, step_log_line, stop_reason_text, trace_summary
 from lesson.runs import history_add, keep_pins
 from lesson.spread import headline
 from lesson.text import t
-from lesson.views import (
-    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, answer_text, default_prompt, download_stem, format_ms, past_eos_note,
-    queue_note, run_stamp, step_log_line, step_table, stop_reason_text, token_split_text, trace_csv, trace_summary,
-)
 
 from . import frame, resources, stepping
 from .resources import parsed_trace
@@ -184,7 +185,7 @@ def current_args(settings: ServerSettings, prompt: str) -> RunArgs:
 
 def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int, repeats: int = 1) -> bool:
     """Run the request in the engine worker, drawing Prefill and then each Decode token as its pass
-    arrives; the worker then runs the same request `repeats` - 1 more times (engine.repeats), so the
+    arrives; the worker then runs the same request `repeats` - 1 more times (engine.runtime.repeats), so the
     headline numbers are medians. While other visitors' runs are ahead in its queue, the page says
     its place; a page rerun or closed meanwhile takes this run out of the queue.
 

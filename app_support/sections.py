@@ -14,16 +14,21 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine.config import ServerSettings
+from engine.contract.config import ServerSettings
+from lesson.alt_text import figure_alt, schematic_alt
+from lesson.answer import truncate_trace
 from lesson.diagrams.animation import render_animation
+from lesson.downloads import download_stem
+from lesson.engine_modes import engine_caption
+from lesson.formats import markdown_table
+from lesson.metric_cards import (
+    bottleneck_contradicts, bottleneck_live_text, metric_cards, metric_gap_notes, page_drawing_note,
+)
+from lesson.recorded import figure_note, recorded_alt, recorded_stem, with_note
 from lesson.style import DEFAULT_STYLE
 from lesson.text import label, t, table_for
-from lesson.views import (
-    bottleneck_contradicts, bottleneck_live_text, download_stem, engine_caption, figure_alt, markdown_table,
-    metric_cards, metric_gap_notes, page_drawing_note, schematic_alt, truncate_trace,
-)
 
-from . import gallery, resources, state
+from . import resources, state
 from .resources import parsed_trace
 from .stepping import stepping_full
 from .ui import error_boundary, metric_row, plotly_config, scroll_into_view, shown_spread, svg_figure
@@ -34,6 +39,18 @@ def intro(lang: str) -> None:
     st.markdown(t(lang, "intro_2"))
 
 
+def figure_words(lang: str, trace_json: str, alt: str, stem: str) -> tuple[str, str, str | None]:
+    """A lesson figure's (alt text, download stem, extra caption line): labelled when the run shown is
+    recorded (an opened file: all three) or the server's first view, cached for every visitor (the alt
+    text and the caption line). Unchanged, and no line, for a run this visitor measured."""
+    ss = st.session_state
+    if not (ss.trace_recorded or ss.trace_is_default):
+        return alt, stem, None
+    provenance = parsed_trace(trace_json).provenance
+    stem = recorded_stem(stem, provenance) if ss.trace_recorded else stem
+    return recorded_alt(alt, provenance, lang), stem, figure_note(provenance, lang)
+
+
 def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | None = None) -> None:
     if trace_json is None:
         st.info(t(lang, "no_trace"))
@@ -41,8 +58,8 @@ def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | No
     with error_boundary(lang, "err_diagram"):
         svg = resources.diagram_svg(name, trace_json, lang, stepping_full(), classroom=st.session_state.classroom)
         alt, stem = resources.diagram_words(name, trace_json, lang, st.session_state.trace_stamp)
-        alt, stem, note = gallery.figure_words(lang, trace_json, alt, stem)  # a recorded run says so
-        svg_figure(name, svg, lang, gallery.with_note(caption, note), alt=alt, file_stem=stem)
+        alt, stem, note = figure_words(lang, trace_json, alt, stem)  # a recorded run says so
+        svg_figure(name, svg, lang, with_note(caption, note), alt=alt, file_stem=stem)
 
 
 def section_timeline(lang: str, trace_json: str | None) -> None:
@@ -153,7 +170,7 @@ def section_waits(lang: str, trace_json: str | None) -> None:
     with error_boundary(lang, "err_diagram"):
         figure = resources.latency_figure(trace_json, lang, stepping_full(), classroom=st.session_state.classroom)
         st.plotly_chart(figure, key="latency_chart", width="stretch", config=plotly_config(lang))
-        st.caption(gallery.with_note(t(lang, "latency_caption"), gallery.figure_words(lang, trace_json, "", "")[2]))
+        st.caption(with_note(t(lang, "latency_caption"), figure_words(lang, trace_json, "", "")[2]))
     live_diagram("latency", trace_json, lang, t(lang, "latency_svg_caption"))
 
 
@@ -201,8 +218,8 @@ def section_animation(lang: str, trace_json: str | None) -> None:
         whole = stepping_full() or trace_json
         svg, alt = _animation_frame(trace_json, whole, step, lang, st.session_state.classroom, paused)
         stem = download_stem(parsed_trace(whole), st.session_state.trace_stamp)
-        alt, stem, note = gallery.figure_words(lang, whole, alt, stem)  # a recorded run says so
-        svg_figure("animation", svg, lang, gallery.with_note(t(lang, "animation_caption"), note), alt=alt,
+        alt, stem, note = figure_words(lang, whole, alt, stem)  # a recorded run says so
+        svg_figure("animation", svg, lang, with_note(t(lang, "animation_caption"), note), alt=alt,
                    file_stem=f"{stem}_animation_{'pass' if paused else 'from_pass'}{step}")
 
 

@@ -6,7 +6,7 @@ SLOs go in; one button runs every policy on that same workload with the real eng
 (lesson/diagrams/serving_*.py, kv_blocks, batch_composition) and the metric table
 come out, policy beside policy, with what the measured numbers say.
 
-Caps come from the server's environment (engine.config.ServingCaps), so a shared classroom
+Caps come from the server's environment (engine.contract.config.ServingCaps), so a shared classroom
 CPU is never asked for a load test. Runs are cached (st.cache_data) by the workload,
 the settings and the model, so a second visitor with the same choices waits for nothing.
 """
@@ -22,18 +22,18 @@ from dataclasses import asdict
 
 import streamlit as st
 
-from engine.config import ServerSettings, ServingCaps
-from engine.errors import CapError
-from engine.limits import MAX_ARRIVAL_MS
-from engine.serving.trace import ServingRun
-from engine.worker.client import Progress
-from engine.worker.protocol import ModelRef
+from engine.contract.config import ServerSettings, ServingCaps
+from engine.contract.errors import CapError
+from engine.contract.limits import MAX_ARRIVAL_MS
+from engine.contract.serving.trace import ServingRun
+from engine.contract.worker.client import Progress
+from engine.contract.worker.protocol import ModelRef
+from lesson.formats import escape_markdown
 from lesson.layout import figures_per_row
 from lesson.messages import serving_message
 from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label, time_left_s
 from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t
-from lesson.views import escape_markdown
 
 from . import frame, resources, serving_remote, slide_kit
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
@@ -57,10 +57,10 @@ SERVING_WIDGET_KEYS = ("sl_source", "sl_scenario", "sl_scn_seed", "sl_num_chats"
                        "sl_probe_concurrency", "sl_probe_timeout", "sl_probe_key_env", "sl_probe_ignore_eos")
 
 
-# --- server caps (engine.config.ServingCaps) -----------------------------------------
+# --- server caps (engine.contract.config.ServingCaps) -----------------------------------------
 
 def check_caps(workload, caps: ServingCaps, count_tokens: Callable[[str], int] | None = None) -> None:
-    """Raises CapError (engine.errors) for the first thing in `workload` over this server's caps.
+    """Raises CapError (engine.contract.errors) for the first thing in `workload` over this server's caps.
 
     A prompt's length is the longer of its stretch (prompt_tokens) and, given `count_tokens` (the
     model's tokenizer), the prompt as typed: a long typed prompt is capped as a stretched one is.
@@ -83,7 +83,7 @@ def custom_workload(num_chats: int, chat_tokens: int, answer_tokens: int, arriva
                     rate_per_s: float, seed: int, long_tokens: int, long_at_ms: float):
     """Chats (capital questions stretched to `chat_tokens`, answering `answer_tokens`), arriving every
     `gap_ms` or as a Poisson process, plus one long prompt of `long_tokens` at `long_at_ms` (0: none)."""
-    from engine.serving.workloads import WorkloadRequest, poisson_workload, questions
+    from engine.contract.serving.workloads import WorkloadRequest, poisson_workload, questions
 
     if arrival == "poisson":
         chats = poisson_workload(num_chats, rate_per_s, seed, max_new_tokens=(answer_tokens, answer_tokens),
@@ -116,7 +116,7 @@ def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, 
     """One policy's run of the workload (as JSON), in the engine worker (engine.serving.run_workload
     there: a disaggregated run's two processes are the worker's children, never this page's), or the
     one kept in serving_store. `on_event`: the worker's events while it runs (Progress in answer tokens)."""
-    from engine.serving.workloads import WorkloadRequest
+    from engine.contract.serving.workloads import WorkloadRequest
 
     key = (model_choice, device, dtype, workload, scenario, policy, token_budget, block_size, kv_blocks,
            on_kv_full, slo_ttft_ms, slo_tpot_ms)
@@ -194,14 +194,14 @@ def _policy(policy: str, lang: str) -> str:
 
 
 def token_counter(lm) -> Callable[[str], int] | None:
-    """The model's token count of a typed prompt (engine.prompts.count_tokens, in the engine worker), for
+    """The model's token count of a typed prompt (engine.contract.prompts.count_tokens, in the engine worker), for
     check_caps."""
     return None if lm is None else functools.partial(resources.count_tokens, lm)
 
 
 def _workload_controls(lang: str, caps: ServingCaps, counter: Callable[[str], int] | None = None):
     """(workload, scenario name), or (None, a message) when it is over this server's caps or invalid."""
-    from engine.serving.workloads import scenario
+    from engine.contract.serving.workloads import scenario
 
     st.subheader(t(lang, "sl_workload"))
     source = st.radio(t(lang, "sl_source"), ("scenario", "custom", "jsonl"), key="sl_source", horizontal=True,
@@ -218,7 +218,7 @@ def _workload_controls(lang: str, caps: ServingCaps, counter: Callable[[str], in
             check_caps(workload, caps, counter)
             return workload, name
         if source == "jsonl":
-            from engine.serving.workloads import parse_workload_lines
+            from engine.contract.serving.workloads import parse_workload_lines
 
             text = st.text_area(t(lang, "sl_jsonl"), EXAMPLE_JSONL, key="sl_jsonl", height=160,
                                 help=t(lang, "sl_jsonl_help"))
@@ -359,8 +359,8 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
         with tab:
             st.caption(t(lang, f"sl_explain_{figure}"))
             if figure == "gantt" and st.toggle(t(lang, "sl_hover"), key="sl_hover"):
-                from lesson.charts import serving_gantt_figure
-                from lesson.probe_charts import classroom_fonts
+                from lesson.charts.serving import serving_gantt_figure
+                from lesson.charts.common import classroom_fonts
 
                 for run in runs:
                     st.plotly_chart(classroom_fonts(serving_gantt_figure(run, lang), classroom),

@@ -1,7 +1,7 @@
 """The serving lab's view of servers outside this process (issue 12), part by part.
 
     probe_panel   "measure a real server": the lab's workload sent to an OpenAI-compatible
-                  streaming endpoint by engine.probe.run_probe, timed on the client
+                  streaming endpoint by engine.contract.interop.probe.run_probe, timed on the client
     vllm_panel    a `vllm bench serve --save-result --save-detailed` file uploaded and drawn
                   (lesson.vllm_import), its summary set against the recomputed percentiles
     perfetto_button  a Chrome Trace Event download (lesson.perfetto) for any serving run
@@ -9,7 +9,7 @@
 Both runs are "observed from the client: no view inside the server's passes": the page says so
 above their Gantt and metric table, and the Gantt's own subtitle says where its times come from.
 
-Server settings: engine.config.ProbeSettings, from PREFILL_DECODE_PROBE, PREFILL_DECODE_PROBE_ALLOW,
+Server settings: engine.contract.config.ProbeSettings, from PREFILL_DECODE_PROBE, PREFILL_DECODE_PROBE_ALLOW,
 PREFILL_DECODE_PROBE_KEY_VARS and PREFILL_DECODE_VLLM_MAX_MB (docs/configuration.md).
 A visitor types the NAME of an environment variable, never a key: a text box for a key is a leak.
 """
@@ -26,14 +26,15 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine.config import ProbeSettings
-from engine.errors import RemoteError
-from engine.serving.trace import ServingRun
+from engine.contract.config import ProbeSettings
+from engine.contract.errors import RemoteError
+from engine.contract.serving.trace import ServingRun
+from lesson.formats import escape_markdown
 from lesson.messages import as_error, code_span, data_field, failure_message, remote_message, technical_detail
 from lesson.serving_views import figure_alt, metric_records
 from lesson.text import t
-from lesson.views import escape_markdown
 
+from .resources import client
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
@@ -45,8 +46,8 @@ MAX_TIMEOUT_S = 300
 
 def check_probe_request(endpoint: str, key_env: str, settings: ProbeSettings) -> None:
     """The endpoint parses and its host is allowed; the key's variable is one this server lends.
-    Raises ProbeError or RemoteError (engine.errors) otherwise."""
-    from engine.interop.probe import Endpoint
+    Raises ProbeError or RemoteError (engine.contract.errors) otherwise."""
+    from engine.contract.interop.probe import Endpoint
 
     ep = Endpoint.parse(endpoint)  # ProbeError("probe_endpoint") for anything but http(s)://host
     if not settings.host_allowed(ep.host):
@@ -95,8 +96,8 @@ def show_observed_run(lang: str, run: ServingRun, run_json: str, name: str, samp
     metric_dataframe(metric_records([run], lang))
     classroom = bool(st.session_state.get("classroom"))
     if st.toggle(t(lang, "sl_hover"), key=f"sl_hover_{name}"):  # the same Gantt in plotly, hover per request
-        from lesson.charts import serving_gantt_figure
-        from lesson.probe_charts import classroom_fonts
+        from lesson.charts.serving import serving_gantt_figure
+        from lesson.charts.common import classroom_fonts
 
         st.plotly_chart(classroom_fonts(serving_gantt_figure(run, lang), classroom), key=f"sl_plotly_{name}",
                         config=plotly_config(lang))
@@ -113,7 +114,7 @@ def show_observed_run(lang: str, run: ServingRun, run_json: str, name: str, samp
 
 def probe_panel(lang: str, workload, scenario: str, lm, slo: Mapping[str, float]) -> None:
     """The "measure a real server" panel (hidden when PREFILL_DECODE_PROBE=0)."""
-    from engine.interop.probe import APIS
+    from engine.contract.interop.probe import APIS
 
     settings = ProbeSettings.from_env()
     if not settings.enabled:
@@ -150,8 +151,8 @@ def probe_panel(lang: str, workload, scenario: str, lm, slo: Mapping[str, float]
 
 def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, concurrency, timeout, key_env,
                ignore_eos, slo) -> None:
-    from engine.interop.probe import ProbeConfig, run_probe
-    from engine.serving.trace import SLO
+    from engine.contract.interop.probe import ProbeConfig, run_probe
+    from engine.contract.serving.trace import SLO
 
     st.session_state.sl_probe = None
     try:
@@ -171,9 +172,12 @@ def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, con
         done[0] = finished
 
     log.info("serving lab probe: %d requests to %s", n, endpoint)
-    tokenizer = getattr(lm, "tokenizer", None)
+
+    def stretch(prompt: str, target_tokens: int) -> str:  # counted by the engine worker's tokenizer: no torch here
+        return client().token_preview(lm.ref, prompt, target_tokens).prompt
+
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="lab-probe") as pool:
-        future = pool.submit(run_probe, cfg, workload, scenario=scenario, tokenizer=tokenizer, progress=progress)
+        future = pool.submit(run_probe, cfg, workload, scenario=scenario, stretch=stretch, progress=progress)
         while True:
             try:
                 result = future.result(timeout=0.2)
@@ -199,7 +203,7 @@ def show_remote_error(err: BaseException, lang: str) -> None:
 
 
 def server_metrics_of(data: Mapping):
-    from engine.interop.probe import ServerMetrics, ServerSample
+    from engine.contract.interop.probe import ServerMetrics, ServerSample
 
     sm = data["server_metrics"]
     return ServerMetrics(sm["url"], sm["available"], sm["reason"], dict(sm.get("names") or {}),
@@ -207,7 +211,7 @@ def server_metrics_of(data: Mapping):
 
 
 def _show_probe(lang: str, data: Mapping) -> None:
-    from lesson.probe_charts import server_metrics_figure, server_metrics_note
+    from lesson.charts.probe import server_metrics_figure, server_metrics_note
 
     run = ServingRun.from_dict(data["run"])
     st.markdown("**" + t(lang, "sl_probe_result_title", endpoint=code_span(data["endpoint"]),
@@ -240,7 +244,7 @@ def _show_probe(lang: str, data: Mapping) -> None:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def read_vllm(text: str, name: str):
-    from engine.interop.vllm_import import read_vllm_result
+    from engine.contract.interop.vllm_import import read_vllm_result
 
     return read_vllm_result(text, name=name)
 
@@ -272,7 +276,7 @@ def vllm_panel(lang: str) -> None:
 
 
 def _show_vllm(lang: str, imp) -> None:
-    from engine.interop.vllm_import import arrivals_placed
+    from engine.contract.interop.vllm_import import arrivals_placed
 
     src, run = imp.source, imp.run
     st.markdown(t(lang, "sl_vllm_source", model=code_span(src.get("model_id") or "?"),

@@ -14,14 +14,14 @@ import logging
 
 import streamlit as st
 
-from engine.serving.trace import ServingRun
-from engine.trace import RequestTrace
+from engine.contract.serving.trace import ServingRun
+from engine.contract.trace import RequestTrace
+from lesson.answer import answer_text
 from lesson.diagrams.serving_gantt import policy_label, scenario_label
 from lesson.slides import PNG_WIDTH, lesson_slides, run_set_tag, safe_name, serving_slides, slide_kit, svg_to_png
 from lesson.style import DEFAULT_STYLE, classroom_style
 from lesson.svgtext import visible
 from lesson.text import t
-from lesson.views import answer_text
 
 log = logging.getLogger("prefill_decode.app")
 

@@ -12,13 +12,12 @@ from typing import Any
 
 import streamlit as st
 
-from engine.config import Limits
+from engine.contract.config import Limits
+from lesson.inputs import (
+    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, as_int_in_range, default_prompt, is_default_prompt,
+)
 from lesson.runs import DEFAULT_REPLAY_PACE, REPLAY_PACES, keep_pins
 from lesson.text import LANGUAGES
-from lesson.views import (
-    DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, as_int_in_range, default_prompt,
-    is_default_prompt,
-)
 
 DEMO_MAX_PROMPT = 64
 DEMO_MAX_OUTPUT = 32
@@ -28,7 +27,7 @@ DEFAULTS: dict[str, Any] = {
     "lang": "zh",
     "classroom": False,
     "model_choice": DEFAULT_MODEL_CHOICE,
-    "prompt": DEFAULT_PROMPT,  # per language: lesson.views.default_prompt(lang)
+    "prompt": DEFAULT_PROMPT,  # per language: lesson.inputs.default_prompt(lang)
     "output_len": DEFAULT_OUTPUT_LEN,
     "prompt_len": 0,
     "temperature": 0.0,
@@ -67,7 +66,7 @@ DEFAULTS: dict[str, Any] = {
     "cache_compare_for": None,  # the run (model and prompt ids) the cache on/off comparison was asked for
     "modes_results": {},  # engine modes measured, by (model, prompt, lengths, modes): app_support.modes
     "sl_runs": None,  # the serving lab's last runs, one ServingRun JSON per policy
-    "sl_probe": None,  # the last probe of a real server (engine.interop.probe.ProbeResult JSON)
+    "sl_probe": None,  # the last probe of a real server (engine.contract.interop.probe.ProbeResult JSON)
     # ---- recorded runs opened (app_support/gallery.py) ----
     "recorded_notice": None,  # (page, "success" | "error", Markdown): what opening a file did, said once there
     "recorded_lab": None,  # a recorded sweep or cache comparison opened in the bottleneck lab: (kind, its JSON)

@@ -16,9 +16,9 @@ import time
 
 import streamlit as st
 
+from lesson.answer import truncate_trace
 from lesson.runs import REPLAY_PACES, replay_position, replay_times_s
 from lesson.text import t
-from lesson.views import truncate_trace
 
 from . import presenter
 from .resources import parsed_trace

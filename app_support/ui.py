@@ -17,12 +17,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine.trace import RequestTrace
+from engine.contract.trace import RequestTrace
 from lesson.messages import error_message
+from lesson.metric_cards import MetricCard
 from lesson.serving_views import name_column_px
 from lesson.spread import Headline
 from lesson.text import t
-from lesson.views import MetricCard
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -129,7 +129,7 @@ def svg_figure(name: str, svg: str, lang: str, caption: str | None = None, *, al
     """A diagram with its text alternative, then its SVG download (`file_stem`.svg) and,
     on demand, its source (wrapped: the SVG is one long line).
 
-    `alt` is plain text set as the <img>'s alt attribute (lesson.views.figure_alt),
+    `alt` is plain text set as the <img>'s alt attribute (lesson.alt_text.figure_alt),
     never parsed as markup. On a phone the figure keeps its own width and scrolls sideways.
     """
     with st.container(key=f"figure-{name}"):  # the box that scrolls sideways on a phone (BASE_CSS)
@@ -159,7 +159,7 @@ def shown_spread(trace: RequestTrace) -> Headline | None:
 
 def metric_row(cards: list[MetricCard]) -> None:
     """TTFT / TPOT / ITL p99 / E2EL side by side: each value, what it is a median of (its range
-    and number of runs, lesson.views.metric_cards) and its definition."""
+    and number of runs, lesson.metric_cards.metric_cards) and its definition."""
     for column, card in zip(st.columns(len(cards) or 1, border=True), cards):
         with column:
             st.metric(card.label, card.value, help=card.definition)

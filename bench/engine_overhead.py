@@ -24,8 +24,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from engine import GenerationConfig, generate, generate_ids, load_model  # noqa: E402
-from engine.generation import encode_prompt  # noqa: E402
+from engine.contract.results import GenerationConfig
+from engine.runtime.generation import generate, generate_ids
+from engine.runtime.generation import encode_prompt  # noqa: E402
+from engine.runtime.model import load_model  # noqa: E402
 
 GOALS = {"traced / hf": 0.95, "engine / hf": 0.95, "traced / engine": 1.03}
 

@@ -5,15 +5,15 @@
 
 Needs only torch and transformers (the GPU machine has no streamlit). Sections:
 
-1. Timing defects (engine/attention.py): a Decode step at context lengths never seen
+1. Timing defects (engine/runtime/attention.py): a Decode step at context lengths never seen
    before must cost about what it costs at a repeated length (cuDNN attention built a
    plan per new length: 54 ms vs 18.8 ms on an H200), and bf16 Decode of the default
    model must not be slower than 2x fp32. Every pass must name its attention kernel,
    and none may be cuDNN.
 2. Same tokens: the static cache, the compiled step (and, on CUDA, the captured graph)
    give eager's greedy tokens in fp32.
-3. Against the floor (engine/cost.py): per shape, the operator calls of one eager Decode
-   step (engine/overhead.py), then an eager, a graph and a compiled (torch.compile +
+3. Against the floor (engine/contract/cost.py): per shape, the operator calls of one eager Decode
+   step (engine/runtime/overhead.py), then an eager, a graph and a compiled (torch.compile +
    graph) Decode step at context 512 against the memory floor, and a Prefill of 2048
    positions against dense bf16 peak. Goals (CUDA): a graph-captured Decode of the 8B
    shape (the better of graph and compiled) within 1.4x of its floor; Prefill 2048 at
@@ -38,12 +38,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
-from engine import GenerationConfig, generate, load_model  # noqa: E402
-from engine.cost import ModelShape, measure_this_machine, pass_cost, spec_for_device_name  # noqa: E402
-from engine.overhead import count_decode_ops, per_op_host_us  # noqa: E402
-from engine.presets import preset_shape  # noqa: E402
-from engine.prompts import extend_prompt  # noqa: E402
-from engine.trace import attention_kernels  # noqa: E402
+from engine.contract.cost import ModelShape, pass_cost, spec_for_device_name  # noqa: E402
+from engine.contract.prompts import extend_prompt  # noqa: E402
+from engine.contract.results import GenerationConfig
+from engine.contract.trace import attention_kernels  # noqa: E402
+from engine.runtime.generation import generate
+from engine.runtime.machine import measure_this_machine
+from engine.runtime.model import load_model  # noqa: E402
+from engine.runtime.overhead import count_decode_ops, per_op_host_us  # noqa: E402
+from engine.runtime.presets import preset_shape  # noqa: E402
 
 PROMPT = "法国的首都是"
 FRESH_LIMIT = 1.5  # a Decode step at new lengths vs the same lengths again

@@ -37,11 +37,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # run from anywhere
 
-from engine import GenerationConfig, generate, load_model  # noqa: E402
-from engine.trace import RequestTrace, percentile  # noqa: E402
-from engine.worker.client import EngineClient, Pass  # noqa: E402
-from engine.worker.local import LocalWorker  # noqa: E402
-from engine.worker.protocol import ModelRef  # noqa: E402
+from engine.contract.results import GenerationConfig  # noqa: E402
+from engine.contract.trace import RequestTrace, percentile  # noqa: E402
+from engine.contract.worker.client import EngineClient, Pass  # noqa: E402
+from engine.contract.worker.local import LocalWorker  # noqa: E402
+from engine.contract.worker.protocol import ModelRef  # noqa: E402
+from engine.runtime.generation import generate  # noqa: E402
+from engine.runtime.model import load_model  # noqa: E402
 from lesson.diagrams import DIAGRAMS, render_attention, render_cache_compare  # noqa: E402
 from lesson.style import classroom_style  # noqa: E402
 

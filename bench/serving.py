@@ -25,9 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine import load_model  # noqa: E402
-from engine.serving.engine import ServeConfig, run_workload  # noqa: E402
-from engine.serving.workloads import scenario  # noqa: E402
+from engine.contract.serving.config import ServeConfig
+from engine.contract.serving.workloads import scenario  # noqa: E402
+from engine.runtime.model import load_model  # noqa: E402
+from engine.runtime.serving.engine import run_workload  # noqa: E402
 
 GOALS = {"batching speed-up": (">=", 4.0), "chunked / prefill-first p99 ITL": ("<=", 0.5),
          "ours / HF continuous batching": (">=", 1.0)}

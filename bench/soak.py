@@ -56,7 +56,8 @@ def cached_model(choice: str):
 
 
 def run_one(choice: str, prompt: str, max_new_tokens: int):
-    from engine import GenerationConfig, stream_trace
+    from engine.contract.results import GenerationConfig
+    from engine.runtime.generation import stream_trace
 
     trace = None
     for partial in stream_trace(cached_model(choice), prompt, GenerationConfig(max_new_tokens=max_new_tokens)):
@@ -72,7 +73,7 @@ def signature(trace) -> tuple:
 def recording_pass_clock(reads: dict[int, list[float]]):
     """Patch the engine's pass clock so every read is also kept, per thread:
     reads alternate start, end of each timed pass."""
-    from engine import generation
+    from engine.runtime import generation
 
     real_clock = generation.device_clock
 
@@ -136,8 +137,8 @@ def check_concurrency(choice: str, num_sessions: int, max_new_tokens: int) -> tu
 
 def page_work(choice: str, prompt: str, max_new_tokens: int) -> None:
     """One visitor's Run, as the page does it (without the browser)."""
-    from engine.trace import RequestTrace
-    from lesson.views import trace_csv
+    from engine.contract.trace import RequestTrace
+    from lesson.downloads import trace_csv
 
     trace = run_one(choice, prompt, max_new_tokens)
     data = trace.to_json(indent=None)

@@ -1,31 +1,21 @@
 """prefill-decode's engine: run a real model, Prefill then Decode, and record a trace.
 
-Depends on torch and transformers only. Public surface:
+Two halves, and the seam between them is a folder:
 
+    engine/contract/   no torch, no transformers: any process may import it (the app's replicas, a laptop
+                       driving a remote GPU worker, the renderers). The trace and the results, config,
+                       limits, errors, the cost model's formulas, sweeps' records, the serving trace and
+                       its workloads, the worker's protocol and client, recorded runs, interop's parsing.
+    engine/runtime/    torch + transformers: hf.py (the one seam to transformers), the model, the runners,
+                       Prefill and Decode, measuring this machine, sweeps, the serving engine and its
+                       batched runner, the worker's server and jobs.
+    engine/cli/        `python -m engine ...`: the parser and one module per command.
+
+The runtime imports the contract; the contract never imports the runtime (tests/test_structure.py).
+
+    from engine.contract.results import GenerationConfig
+    from engine.runtime.generation import generate, stream_trace
+    from engine.runtime.model import load_model
     lm = load_model()                                   # embedded default model
     trace = generate(lm, "法国的首都是", GenerationConfig(max_new_tokens=8))
-    for partial in stream_trace(lm, prompt, cfg): ...   # one trace per forward pass
-
-Names are imported lazily, so `from engine.trace import RequestTrace` (what the
-renderers need) and `from engine import GenerationConfig` (what a client of the
-engine worker sends) do not pull in torch.
 """
-
-import importlib
-
-_EXPORTS = {
-    "errors": ("EngineError", "InputError", "ModelLoadError", "PhaseError"),
-    "generation": ("decode_step", "generate", "generate_ids", "generate_ids_no_cache", "prefill", "stream_trace"),
-    "hf": ("new_cache",),
-    "model": ("DEFAULT_MODEL_DIR", "LoadedModel", "load_model"),
-    "results": ("MAX_NEW_TOKENS", "GenerationConfig"),  # plain: a client builds a request without torch
-    "trace": ("Metrics", "ModelInfo", "RequestTrace", "Sampling", "Step", "compute_metrics"),
-}
-_WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-__all__ = sorted(_WHERE)
-
-
-def __getattr__(name: str):
-    if name not in _WHERE:
-        raise AttributeError(f"module 'engine' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)

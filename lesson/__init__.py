@@ -1,6 +1,6 @@
 """lesson/: pure renderers for the Prefill/Decode lesson.
 
-Plain values in (a `engine.trace.RequestTrace`, or lengths for the schematic
+Plain values in (a `engine.contract.trace.RequestTrace`, or lengths for the schematic
 views), SVG strings / plotly figures / text out. Nothing here runs a model,
 imports torch or streamlit, or touches files; `lesson.export` is the one
 command-line door that runs the engine once and writes the diagrams.

@@ -21,13 +21,13 @@ import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from engine.trace import ModelInfo, RequestTrace
+from engine.contract.trace import ModelInfo, RequestTrace
 
 from .diagrams.serving_gantt import policy_label, scenario_label
+from .inputs import default_prompt
 from .slides import plain_text
 from .svgtext import fmt_bytes, fmt_count, fmt_ms
 from .text import t
-from .views import default_prompt
 
 # --- what to run --------------------------------------------------------------------
 
@@ -43,7 +43,7 @@ class TraceRun:
 
 @dataclass(frozen=True)
 class CacheRun:
-    """The same greedy answer with the KV cache off, then on (engine.compare.compare_cache)."""
+    """The same greedy answer with the KV cache off, then on (engine.runtime.compare.compare_cache)."""
 
     prompt_tokens: int
     max_new_tokens: int
@@ -51,7 +51,7 @@ class CacheRun:
 
 @dataclass(frozen=True)
 class SweepRun:
-    """A measured sweep (engine.sweep.run_sweep): `kind` at each of `points`."""
+    """A measured sweep (engine.runtime.sweep.run_sweep): `kind` at each of `points`."""
 
     kind: str  # "prefill", "decode-context" or "decode-batch"
     points: tuple[int, ...]
@@ -59,7 +59,7 @@ class SweepRun:
 
 @dataclass(frozen=True)
 class ServeRun:
-    """A serving scenario (engine.serving.workloads) under one policy, the lab's default settings."""
+    """A serving scenario (engine.contract.serving.workloads) under one policy, the lab's default settings."""
 
     scenario: str
     policy: str

@@ -9,7 +9,7 @@
 
 Writes DIR/<diagram>.svg (standalone SVG 1.1 files) and, after a model run,
 DIR/trace.json, DIR/roofline.svg and DIR/step_floors.svg (every pass against the cost
-model's floor on this machine, measured once: engine.cost.measure_this_machine). Bad input gives one
+model's floor on this machine, measured once: engine.runtime.machine.measure_this_machine). Bad input gives one
 line on stderr and a non-zero exit: 2 for bad arguments, 1 for a model or file problem; a file that is
 refused leaves the output folder as it was (everything is made before the first file is written).
 """
@@ -20,10 +20,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from engine.cost import trace_floors
-from engine.interop.vllm_import import format_comparison, load_vllm_result
-from engine.errors import LimitError
-from engine.limits import check_text, dump_json
+from engine.contract.cost import trace_floors
+from engine.contract.errors import LimitError
+from engine.contract.interop.vllm_import import format_comparison, load_vllm_result
+from engine.contract.limits import check_text, dump_json
 
 from . import serving_export
 from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_roofline, render_step_floors
@@ -88,24 +88,24 @@ FLOOR_DIAGRAMS = ("roofline", "step_floors")  # written after a model run, besid
 
 
 def render_floor_diagrams(trace, shape, device, lang: str) -> dict[str, str]:
-    """The roofline and the per-pass floor bars of `trace` on `device` (an engine.cost.DeviceSpec)."""
+    """The roofline and the per-pass floor bars of `trace` on `device` (an engine.contract.cost.DeviceSpec)."""
     floors = trace_floors(trace, shape, device)
     return {"roofline": render_roofline(floors, lang=lang), "step_floors": render_step_floors(floors, lang=lang)}
 
 
 def _floor_inputs(model: str | None, trace):
     """(the model's shape from its config, this machine measured on the device the trace ran on)."""
-    from engine import cost, presets  # presets loads torch: only after a model run, never for --schematic
-    from engine.model import DEFAULT_MODEL_DIR, DEFAULT_MODEL_ID
+    from engine.runtime import machine, presets  # torch: only after a model run, never for --schematic
+    from engine.runtime.model import DEFAULT_MODEL_DIR, DEFAULT_MODEL_ID, load_shape
 
     preset = presets.preset_name(model)
     if preset is not None:
         shape = presets.preset_shape(preset)
     elif model is None:
-        shape = cost.load_shape(DEFAULT_MODEL_DIR, name=DEFAULT_MODEL_ID)
+        shape = load_shape(DEFAULT_MODEL_DIR, name=DEFAULT_MODEL_ID)
     else:
-        shape = cost.load_shape(model)
-    return shape, cost.measure_this_machine(trace.model.device)
+        shape = load_shape(model)
+    return shape, machine.measure_this_machine(trace.model.device)
 
 
 def write_files(out_dir: Path, svgs: dict[str, str], trace_json: str | None = None) -> list[Path]:

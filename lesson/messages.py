@@ -1,7 +1,7 @@
 """Every error a visitor can meet, turned into words in the page's language; never a traceback.
 
 Pure: plain values in, a Markdown string out; no Streamlit, so every message is testable alone.
-Errors carry a stable `key` and data `params` (engine.errors.KeyedError and its subclasses, or
+Errors carry a stable `key` and data `params` (engine.contract.errors.KeyedError and its subclasses, or
 any object with those two attributes, such as a probe failure read back from JSON). Three pages
 meet them, and each says the same key in its own words:
 
@@ -25,14 +25,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
 
-from engine.errors import CapError, RemoteError
-from engine.interop.probe import CONNECTION_CAUSES
+from engine.contract.errors import CapError, RemoteError
+from engine.contract.interop.probe import CONNECTION_CAUSES
 
+from .formats import escape_markdown
 from .text import t
-from .views import escape_markdown
 
-# An input over one of engine.limits' bounds (engine.errors.LimitError), worded as err_<key> everywhere; a
-# refused workload line or vLLM file names the same key as its why.
+# An input over one of engine.contract.limits' bounds (engine.contract.errors.LimitError), worded as err_<key>
+# everywhere; a refused workload line or vLLM file names the same key as its why.
 LIMIT_KEYS = ("limit_count", "limit_number", "limit_memory", "limit_json_depth", "limit_json_number",
               "limit_not_finite", "limit_text")
 # Engine keys the lesson page words as err_<key> (lesson/text).
@@ -41,7 +41,7 @@ ENGINE_ERROR_KEYS = (
     "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
     "mode_unknown", "graph_needs_cuda", "preset_too_large", *LIMIT_KEYS,
 )
-# The engine worker's keys (engine/worker/errors.py), worded as err_<key> on every page: the process that
+# The engine worker's keys (engine/contract/worker/errors.py), worded as err_<key> on every page: the process that
 # measures could not be reached, refused this server, or stopped (and was started again).
 WORKER_ERROR_KEYS = (
     "engine_restarted", "engine_unreachable", "engine_refused", "engine_start", "engine_internal", "engine_busy",
@@ -53,15 +53,15 @@ SERVING_ERROR_KEYS = (
     "never_fits", "prompt_too_long", "serve_timeout", "bad_serve_setting", "empty_prompt", "unknown_scenario",
     "worker_failed", "worker_timeout", "serving_sliding_window",
 )
-# A workload the serving lab could not read: the why-key of engine.serving.workloads, worded.
+# A workload the serving lab could not read: the why-key of engine.contract.serving.workloads, worded.
 WORKLOAD_ERROR_KEYS = ("bad_workload", "bad_workload_line")
-# Probe keys (engine.interop.probe.ProbeError) worded as err_<key> with their data fields.
+# Probe keys (engine.contract.interop.probe.ProbeError) worded as err_<key> with their data fields.
 PROBE_KEYS = ("probe_endpoint", "probe_api_key_env", "probe_unreachable", "probe_model", "probe_http",
               "probe_timeout", "probe_cut", "probe_bad_chunk", "probe_stream_error",
-              # a reply over one of the probe's bounds (engine.limits PROBE_*), or with a field of the wrong type
+              # a reply over one of the probe's bounds (engine.contract.limits PROBE_*), or a field of a wrong type
               "probe_deadline", "probe_too_many_chunks", "probe_too_big", "probe_line_too_long", "probe_bad_field",
               "probe_bad_count", "probe_chunk_depth", "probe_chunk_number", "probe_chunk_not_finite")
-# The keys of the errors whose key is its text key (engine.errors.CapError and RemoteError).
+# The keys of the errors whose key is its text key (engine.contract.errors.CapError and RemoteError).
 CAP_KEYS = ("sl_cap_requests", "sl_cap_prompt", "sl_cap_answer", "sl_cap_arrival")
 REFUSAL_KEYS = ("sl_err_probe_host", "sl_err_probe_key_name")
 
@@ -131,7 +131,7 @@ def refusal_reason(params: Mapping, prefix: str, lang: str, skip: tuple[str, ...
 
 
 def workload_reason(params: Mapping, lang: str) -> str:
-    """Why a workload was refused (engine.serving.workloads' `why` and data fields), in `lang`; the
+    """Why a workload was refused (engine.contract.serving.workloads' `why` and data fields), in `lang`; the
     line number is said by the sentence around it."""
     return refusal_reason(params, "sl_wl_why_", lang, skip=("why", "reason", "line"))
 
@@ -166,7 +166,7 @@ def error_message(err: BaseException, lang: str) -> str:
 
 
 def worker_message(err: BaseException, lang: str) -> str:
-    """What went wrong with the engine worker (engine/worker/errors.py), in `lang`, on any page: a stop
+    """What went wrong with the engine worker (engine/contract/worker/errors.py), in `lang`, on any page: a stop
     during this run or before it (engine_restarted's `during_run`), a worker that cannot be reached or
     refused this server, a version mismatch. Only data fields are shown; never a token, never `reason`."""
     key, raw = _key_and_params(err)
@@ -178,7 +178,7 @@ def worker_message(err: BaseException, lang: str) -> str:
 
 
 def recorded_message(err: BaseException, lang: str) -> str:
-    """Why a recorded run file was refused (engine.recorded.RecordedFileError), in `lang`, on any page.
+    """Why a recorded run file was refused (engine.contract.recorded.RecordedFileError), in `lang`, on any page.
 
     The `why` is worded as rec_why_<why> (rec_why_other for one it has no words for); a run's `kind`
     and the `expected` kind or page (lesson, lab, serving) are said in words, other data as numbers
@@ -241,7 +241,7 @@ def remote_message(err: BaseException, lang: str) -> str:
 
 
 def as_error(failure: Mapping) -> SimpleNamespace:
-    """A probe failure read back from JSON (engine.interop.probe.ProbeFailure as a dict), as an error:
+    """A probe failure read back from JSON (engine.contract.interop.probe.ProbeFailure as a dict), as an error:
     its key and params."""
     return SimpleNamespace(key=failure["key"], params=failure.get("params") or {})
 

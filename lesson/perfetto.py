@@ -1,7 +1,7 @@
 """Any trace as Chrome Trace Event JSON: opens in ui.perfetto.dev and chrome://tracing.
 
-    request_trace_events(trace)  one request (engine/trace.py RequestTrace)
-    serving_run_events(run)      a serving run (engine/serving/trace.py ServingRun), in-process or
+    request_trace_events(trace)  one request (engine/contract/trace.py RequestTrace)
+    serving_run_events(run)      a serving run (engine/contract/serving/trace.py ServingRun), in-process or
                                  observed from the client (no iterations)
     to_perfetto_json(x)          either of them -> the JSON text to save as NAME.perfetto.json
     check_trace_events(doc)      the format's required fields, as a list of problems ([] = fine)
@@ -31,9 +31,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from engine.limits import dump_json
-from engine.serving.trace import ServingRun
-from engine.trace import RequestTrace
+from engine.contract.limits import dump_json
+from engine.contract.serving.trace import ServingRun
+from engine.contract.trace import RequestTrace
 
 REQUESTS_PID, WORKERS_PID, SERVER_PID = 1, 2, 3
 PHASE_NAMES = {"prefill": "Prefill", "prefill_chunk": "Prefill chunk", "decode": "Decode"}
@@ -234,7 +234,7 @@ def trace_events(trace: RequestTrace | ServingRun, server_samples: Sequence[Mapp
 
 def to_perfetto_json(trace: RequestTrace | ServingRun, server_samples: Sequence[Mapping[str, Any]] = ()) -> str:
     """The Chrome Trace Event JSON text (save as NAME.perfetto.json; open in ui.perfetto.dev). A time that
-    is not finite is refused (engine.errors.LimitError), never written as NaN or Infinity, which the
+    is not finite is refused (engine.contract.errors.LimitError), never written as NaN or Infinity, which the
     format's JSON readers cannot parse."""
     return dump_json(trace_events(trace, server_samples), ensure_ascii=False, separators=(",", ":"))
 

@@ -1,5 +1,5 @@
 """Recorded runs in words and figures: the label that says a run was measured earlier (and where), the
-gallery's entries named, and the figure that draws each kind (engine.recorded.FIGURES names them).
+gallery's entries named, and the figure that draws each kind (engine.contract.recorded.FIGURES names them).
 
 Pure: plain values in, Markdown / plain text / SVG out. Whatever a file says (a machine's name, a
 version) is data: Markdown-escaped where it is shown as Markdown, plain text in an alt text, and
@@ -10,18 +10,18 @@ from __future__ import annotations
 
 import re
 
-from engine.recorded import GalleryEntry
-from engine.serving.trace import POLICIES
-from engine.trace import Provenance
+from engine.contract.recorded import GalleryEntry
+from engine.contract.serving.trace import POLICIES
+from engine.contract.trace import Provenance
 
 from .diagrams import DIAGRAMS, render_cache_compare, render_sweep
 from .diagrams.batch_composition import render_batch_composition
 from .diagrams.kv_blocks import render_kv_blocks
 from .diagrams.serving_gantt import policy_label, render_serving_gantt, scenario_label
 from .diagrams.serving_metrics import render_serving_metrics
+from .formats import escape_markdown
 from .style import Style
 from .text import LANGUAGE_NAMES, t
-from .views import escape_markdown
 
 ISO_UTC = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z")
 SERVING_FIGURES = {"gantt": render_serving_gantt, "batch": render_batch_composition, "kv": render_kv_blocks}
@@ -88,6 +88,13 @@ def history_label(label: str, provenance: Provenance | None, lang: str) -> str:
 
 # --- the gallery's entries -------------------------------------------------------------------
 
+def with_note(caption: str | None, note: str | None) -> str | None:
+    """A figure's caption with the recorded line under it (one caption, two paragraphs)."""
+    if not note:
+        return caption
+    return f"{caption}\n\n{note}" if caption else note
+
+
 def _facts(entry: GalleryEntry, lang: str) -> dict[str, str]:
     """An entry's facts (its index's `about`), with its machine and date, each ready for a sentence."""
     prov = entry.provenance
@@ -118,9 +125,9 @@ def entry_label(entry: GalleryEntry, lang: str) -> str:
 # --- the figures -------------------------------------------------------------------------------
 
 def render_recorded(kind: str, figure: str, run, *, lang: str, style: Style | None = None) -> str:
-    """The SVG of figure `figure` (engine.recorded.FIGURES[kind]) for a recorded run of `kind`:
+    """The SVG of figure `figure` (engine.contract.recorded.FIGURES[kind]) for a recorded run of `kind`:
     a trace by lesson.diagrams.DIAGRAMS, a serving run by the serving lab's figures, a sweep by the
-    sweep figure, cache on vs off by its figure (`run` is then engine.recorded.RecordedComparison)."""
+    sweep figure, cache on vs off by its figure (`run` is then engine.contract.recorded.RecordedComparison)."""
     if kind == "trace":
         return DIAGRAMS[figure](run, lang=lang, style=style)
     if kind == "serving_run":

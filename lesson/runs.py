@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from engine.trace import RequestTrace, Step
+from engine.contract.trace import RequestTrace, Step
 
 from .svgtext import fmt_bytes, fmt_ms, visible
 from .text import t
@@ -23,7 +23,7 @@ class HistoryEntry:
     """One finished run kept in the session: plain values only."""
 
     run_id: str  # unique within the session: "<stamp>-<n>"
-    stamp: str  # when it ran, "YYYYmmdd-HHMMSS" (lesson.views.run_stamp; a recorded run's UTC recording time)
+    stamp: str  # when it ran, "YYYYmmdd-HHMMSS" (lesson.downloads.run_stamp; a recorded run's UTC recording time)
     trace_json: str
     recorded: bool = False  # measured earlier (an opened file, the gallery, the server's first view), not live
 

@@ -3,11 +3,12 @@
     python -m lesson.export --out DIR --serving SCENARIO [--policies P,P..] [--seed N] [--lang zh|en] [--model DIR]
     python -m lesson.export --out DIR --serving-run RUN.json [--lang zh|en]
 
---serving runs a named scenario (engine.serving.workloads) under each policy on the real
+--serving runs a named scenario (engine.contract.serving.workloads) under each policy on the real
 engine, one model loaded once, and writes DIR/serving_<policy>_{gantt,batch,kv}.svg,
 DIR/serving_<policy>.json and DIR/serving_metrics.svg (every policy side by side).
---serving-run draws a saved run (engine.serving.trace.ServingRun JSON, read bounded: engine.limits): its
-Gantt, and its batch and KV figures when it has iterations (a run measured from a client has none).
+--serving-run draws a saved run (engine.contract.serving.trace.ServingRun JSON, read bounded:
+engine.contract.limits): its Gantt, and its batch and KV figures when it has iterations (a run measured from
+a client has none).
 With --perfetto, each run's Perfetto trace too (serving.perfetto.json; serving_<policy>.perfetto.json).
 """
 
@@ -17,9 +18,9 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from engine.serving.trace import ServingRun
-from engine.serving.workloads import scenario
-from engine.trace import TraceFormatError
+from engine.contract.serving.trace import ServingRun
+from engine.contract.serving.workloads import scenario
+from engine.contract.trace import TraceFormatError
 
 from .diagrams.batch_composition import render_batch_composition
 from .diagrams.kv_blocks import render_kv_blocks
@@ -78,8 +79,9 @@ def _saved_run(args, write_files, write_perfetto=None) -> list[Path]:
 
 def _scenario(args, write_files, write_perfetto=None) -> list[Path]:
     # torch and transformers: loaded only when a scenario runs on the real engine, never to draw a saved run
-    from engine import load_model
-    from engine.serving.engine import ServeConfig, run_workload
+    from engine.contract.serving.config import ServeConfig
+    from engine.runtime.model import load_model
+    from engine.runtime.serving.engine import run_workload
 
     workload = scenario(args.serving, args.seed)  # an unknown name: a ValueError naming the choices
     lm = load_model(args.model)

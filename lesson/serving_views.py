@@ -1,7 +1,7 @@
 """Plain helpers behind the serving figures and the serving lab: the metric table's
 rows, text alternatives, and what the measured numbers say, in zh and en.
 
-No streamlit, no torch: everything here takes ServingRun values (engine/serving/trace.py)
+No streamlit, no torch: everything here takes ServingRun values (engine/contract/serving/trace.py)
 and returns strings, so it is tested without a model or a browser.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from engine.serving.trace import ServingMetrics, ServingRun
+from engine.contract.serving.trace import ServingMetrics, ServingRun
 
 from .diagrams.serving_gantt import fine_ms, itl_spikes, longest_pass, policy_label
 from .layout import text_width

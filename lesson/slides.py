@@ -32,9 +32,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from xml.etree import ElementTree
 
-from engine.serving.trace import ServingRun
-from engine.trace import RequestTrace
+from engine.contract.serving.trace import ServingRun
+from engine.contract.trace import RequestTrace
 
+from .alt_text import figure_alt, schematic_alt
 from .diagrams import DIAGRAMS, render_animation, render_blocks_schematic
 from .diagrams.batch_composition import render_batch_composition
 from .diagrams.kv_blocks import render_kv_blocks
@@ -44,7 +45,6 @@ from .serving_views import figure_alt as serving_figure_alt
 from .serving_views import metrics_alt
 from .style import DEFAULT_STYLE, Style
 from .text import check_language, t
-from .views import figure_alt, schematic_alt
 
 PNG_WIDTH = 1920  # px: a 1080p projector's width
 SVG_NS = "http://www.w3.org/2000/svg"

@@ -2,9 +2,9 @@
 
 One forward pass on a shared machine can take anything: another program (another visitor's
 page, the server's own work) may hold the cores in the middle of it. So the page runs the same
-request N times (engine.repeats) and quotes the median, with the range beside it:
+request N times (engine.runtime.repeats) and quotes the median, with the range beside it:
 
-    runs = engine.repeats.measure(lm, prompt, cfg, repeats=5)   # runs[0] is the streamed one
+    runs = engine.runtime.repeats.measure(lm, prompt, cfg, repeats=5)   # runs[0] is the streamed one
     numbers = headline(runs)                    # Headline: per run and across the runs
     numbers.prefill_ms.median, numbers.prefill_ms.low, numbers.prefill_ms.high, numbers.n
     numbers.ratio                               # median Prefill / median Decode step, per-run range
@@ -27,7 +27,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-from engine.trace import RequestTrace, percentile
+from engine.contract.trace import RequestTrace, percentile
 
 ALIKE_BELOW = 3.0  # below ~3x the two phases look alike: a small model's fixed cost per pass dominates
 OUTLIER_IQR = 1.5  # Tukey's fences: beyond the quartiles by 1.5 x the interquartile range

@@ -77,3 +77,31 @@ def fmt_count(n: int) -> str:
 
 def fmt_int(n: int) -> str:
     return f"{n:,}"
+
+
+def si(value: float) -> str:
+    """1.23e12 -> '1.23 T' (the unit follows)."""
+    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= factor:
+            return f"{value / factor:.3g} {prefix}"
+    return f"{value:.3g} "
+
+
+def fmt_time(ms: float) -> str:
+    """Times from nanoseconds to seconds: 0.0021 ms -> '2.1 µs', 68.9 -> '68.9 ms'."""
+    if ms == 0:
+        return "0"
+    if ms >= 1000:
+        return f"{ms / 1000:.3g} s"
+    if ms >= 1:
+        return f"{ms:.3g} ms"
+    if ms >= 1e-3:
+        return f"{ms * 1e3:.3g} µs"
+    return f"{ms * 1e6:.3g} ns"
+
+
+def fmt_share(ratio: float) -> str:
+    """A share as a percent: 0.0042 -> '0.42%', 0.31 -> '31%'; "—" for NaN."""
+    if ratio != ratio:  # nan: a pass timed at 0
+        return "—"
+    return f"{ratio:.2%}" if ratio < 0.01 else f"{ratio:.0%}"

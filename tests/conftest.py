@@ -81,7 +81,7 @@ def tiny_model_dirs(tmp_path_factory) -> dict[str, Path]:
 @pytest.fixture(scope="session")
 def default_lm():
     """The embedded default model, loaded once for the whole test session."""
-    from engine import load_model
+    from engine.runtime.model import load_model
 
     return load_model(device="cpu")
 

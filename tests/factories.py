@@ -28,15 +28,15 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from engine.compare import CacheComparison, DecodeAttention
-from engine.cost import DEVICE_SPECS, ModelShape, trace_floors
-from engine.serving.metrics import compute_kv_memory, compute_serving_metrics
-from engine.serving.trace import (
+from engine.contract.cost import DEVICE_SPECS, ModelShape, trace_floors
+from engine.contract.serving.metrics import compute_kv_memory, compute_serving_metrics
+from engine.runtime.compare import CacheComparison, DecodeAttention
+from engine.contract.serving.trace import (
     SLO, BatchEntry, BlockSnapshot, BlockTable, Handoff, Iteration, KVMemory, LinkEstimate, LinkSpec, RequestRecord,
     ServingRun, ServingSettings,
 )
-from engine.sweep import Sweep, SweepPoint
-from engine.trace import ModelInfo, RequestTrace, Sampling, Step
+from engine.contract.sweep import Sweep, SweepPoint
+from engine.contract.trace import ModelInfo, RequestTrace, Sampling, Step
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL_CONFIG = ROOT / "assets" / "default_model" / "config.json"

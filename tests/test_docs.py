@@ -1,13 +1,13 @@
 """README.md and docs/*.md name only what exists.
 
 For every page this checks, in its code spans, code blocks and links:
-- repository paths (`engine/trace.py`, `tests/{engine,serving}/`, `bench/*.py`) exist;
+- repository paths (`engine/contract/trace.py`, `tests/{engine,serving}/`, `bench/*.py`) exist;
 - relative links and images lead to files, and a `#anchor` to a heading of the page it names;
 - every `make <target>` is a target of the Makefile;
 - every `python -m <module> [<command>] --flag` imports, and for this project's modules the command and
   each flag appear in that command's `--help`; every `python <script>.py --flag` names a script that
   exists and a flag written in its source;
-- dotted names (`engine.cost.trace_floors`) resolve, and the imports of ```python blocks import;
+- dotted names (`engine.contract.cost.trace_floors`) resolve, and the imports of ```python blocks import;
 - every PREFILL_DECODE_* variable is read somewhere in the code.
 
 Placeholders are not paths of this repository and are left alone: a token counts as a repository path
@@ -249,7 +249,7 @@ def command_problems(page: Page) -> list[str]:
 
 
 def resolves(dotted: str) -> bool:
-    """`engine.cost.trace_floors`: the longest importable module prefix, then attributes."""
+    """`engine.contract.cost.trace_floors`: the longest importable module prefix, then attributes."""
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
         try:
@@ -335,7 +335,7 @@ TRAP = """# Title
 
 ## A `heading` (with code)
 
-Real: `engine/trace.py`, `docs/`, `tests/{engine,serving}/`, `bench/*.py`, `app.py`.
+Real: `engine/contract/trace.py`, `docs/`, `tests/{engine,serving}/`, `bench/*.py`, `app.py`.
 Missing: `engine/no_such_module.py`, `engine/{trace,no_such}.py`, `no_such_file.py`.
 Placeholders: `assets/gallery/<device>/`, `DIR/serving_run.json`, `out/`, `/srv/models/my-model`,
 `Qwen/Qwen2.5-0.5B`, `engine/serving/...`, `http://127.0.0.1:8000/v1`.
@@ -352,11 +352,11 @@ python bench/render.py --prompt-len 8 --no-such-flag
 python bench/no_such_bench.py
 ```
 
-`engine.cost.trace_floors` and `engine.cost.no_such_function`; PREFILL_DECODE_MODELS_DIR and
+`engine.contract.cost.trace_floors` and `engine.contract.cost.no_such_function`; PREFILL_DECODE_MODELS_DIR and
 PREFILL_DECODE_NO_SUCH_VARIABLE.
 
 ```python
-from engine.trace import RequestTrace, NoSuchName
+from engine.contract.trace import RequestTrace, NoSuchName
 ```
 """
 
@@ -397,6 +397,6 @@ def test_commands_flags_and_scripts_are_checked(trap):
 
 
 def test_dotted_names_imports_and_variables_are_checked(trap):
-    assert name_problems(trap) == ["TRAP.md: `engine.cost.no_such_function` does not resolve"]
-    assert import_problems(trap) == ["TRAP.md: `from engine.trace import NoSuchName` fails"]
+    assert name_problems(trap) == ["TRAP.md: `engine.contract.cost.no_such_function` does not resolve"]
+    assert import_problems(trap) == ["TRAP.md: `from engine.contract.trace import NoSuchName` fails"]
     assert variable_problems(trap) == ["TRAP.md: PREFILL_DECODE_NO_SUCH_VARIABLE is read nowhere in the code"]

@@ -37,7 +37,7 @@ def python_files(roots: tuple[str, ...]) -> list[Path]:
 
 
 def module_name(path: Path) -> str:
-    """engine/serving/core.py -> engine.serving.core; engine/__init__.py -> engine; app.py -> app."""
+    """engine/runtime/serving/core.py -> engine.runtime.serving.core; engine/__init__.py -> engine; app.py -> app."""
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
@@ -202,12 +202,12 @@ def test_no_function_is_over_sixty_lines():
 
 def test_the_readers_find_a_private_import_a_private_attribute_and_a_long_function():
     assert is_private("_x") and not is_private("__version__") and not is_private("x")
-    uses = ast.parse("from engine.trace import _hidden, shown\nimport engine.trace as tr\nfrom engine import trace\n"
-                     "tr._clock()\ntrace._clock()\nself._own = 1\n")
-    assert list(private_uses("lesson.views", uses, "m.py")) == [
-        "m.py:1: from engine.trace import _hidden", "m.py:4: tr._clock (engine.trace)",
-        "m.py:5: trace._clock (engine.trace)"]
-    assert list(private_uses("engine.trace", uses, "m.py"))[:1] == []  # a module's own names are its own
+    uses = ast.parse("from engine.contract.trace import _hidden, shown\nimport engine.contract.trace as tr\n"
+                     "from engine.contract import trace\ntr._clock()\ntrace._clock()\nself._own = 1\n")
+    assert list(private_uses("lesson.formats", uses, "m.py")) == [
+        "m.py:1: from engine.contract.trace import _hidden", "m.py:4: tr._clock (engine.contract.trace)",
+        "m.py:5: trace._clock (engine.contract.trace)"]
+    assert list(private_uses("engine.contract.trace", uses, "m.py"))[:1] == []  # a module's own names are its own
     body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
     assert list(long_functions(ast.parse(f"def f():\n{body}\n"), "m.py")) == ["m.py:1: f is 61 lines"]
     assert list(long_functions(ast.parse(f"def f():\n{body[:body.rindex(chr(10))]}\n"), "m.py")) == []
@@ -254,9 +254,9 @@ def engine_and_lesson_modules() -> list[str]:
 
 def test_engine_and_lesson_import_without_streamlit_and_trace_without_torch():
     code = (
-        "import sys, engine.trace\n"
-        "assert 'torch' not in sys.modules, 'engine.trace must not need torch'\n"
-        "import engine, engine.generation, lesson\n"
+        "import sys, engine.contract.trace\n"
+        "assert 'torch' not in sys.modules, 'engine.contract.trace must not need torch'\n"
+        "import engine, engine.runtime.generation, lesson\n"
         "import lesson.diagrams\n"
         "assert 'streamlit' not in sys.modules, [m for m in sys.modules if 'streamlit' in m]\n"
         "assert 'plotly' not in sys.modules, 'only lesson.charts (the app) may import plotly'\n"
@@ -282,3 +282,50 @@ def test_every_engine_and_lesson_module_imports_without_streamlit():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "[]"
+
+
+# --- the engine's two halves -------------------------------------------------------------
+
+HEAVY = ("torch", "transformers", "safetensors", "huggingface_hub")  # what only engine/runtime/ may import
+
+
+def external_imports(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """(line, top-level name) of every absolute import in `tree`, inside functions too."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.lineno, node.module
+
+
+def contract_modules() -> list[str]:
+    return sorted(name for name in MODULES if name == "engine.contract" or name.startswith("engine.contract."))
+
+
+def test_the_contract_never_imports_the_runtime_torch_or_transformers():
+    """Not even inside a function (a local import hides it from `import`, not from a reader): a process
+    that imports only engine/contract/ never loads torch, whatever it calls."""
+    found = []
+    for name in contract_modules():
+        label = str(MODULES[name].relative_to(ROOT))
+        for line, imported_name in external_imports(parse(MODULES[name])):
+            if imported_name.split(".")[0] in HEAVY or imported_name.startswith("engine.runtime") \
+                    or imported_name.startswith("engine.cli"):
+                found.append(f"{label}:{line}: imports {imported_name}")
+    assert len(contract_modules()) >= 20
+    assert not found, "the contract reaches into the runtime:\n" + "\n".join(found)
+
+
+def test_every_contract_module_imports_without_torch_in_a_fresh_interpreter():
+    code = ("import importlib, sys\n"
+            f"for name in {contract_modules()!r}:\n"
+            "    importlib.import_module(name)\n"
+            f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m.startswith('engine.runtime'))\n"
+            "assert not heavy, heavy\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_the_contract_rule_finds_a_local_torch_import():
+    tree = ast.parse("def f():\n    import torch\n    from engine.runtime.model import load_model\n")
+    assert [n for _, n in external_imports(tree)] == ["torch", "engine.runtime.model"]

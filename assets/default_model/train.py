@@ -7,7 +7,7 @@ Run from anywhere:
 Contract:
 - Inputs (read relative to this file, never the CWD): ``../data/capitals.csv``,
   ``../data/lesson_prefill_decode_zh.txt``, ``../data/prefill_decode_en.txt``, and the
-  app's prompt filler (``engine/prompts.py``), so the model is trained on prompts
+  app's prompt filler (``engine/contract/prompts.py``), so the model is trained on prompts
   stretched exactly the way the app and the CLI stretch them.
 - Outputs (written next to this file): ``corpus_sample.txt``, ``tokenizer.json``,
   ``tokenizer_config.json``, ``config.json``, ``generation_config.json``,
@@ -64,8 +64,8 @@ CAPITALS_CSV = DATA_DIR / "capitals.csv"
 LESSON_ZH = DATA_DIR / "lesson_prefill_decode_zh.txt"
 EXPLAIN_EN = DATA_DIR / "prefill_decode_en.txt"
 
-sys.path.insert(0, str(REPO_DIR))  # the app's filler; engine.prompts imports nothing heavy
-from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS, FILLER_EN, FILLER_ZH  # noqa: E402
+sys.path.insert(0, str(REPO_DIR))  # the app's filler; engine.contract.prompts imports nothing heavy
+from engine.contract.prompts import DEFAULT_MAX_PROMPT_TOKENS, FILLER_EN, FILLER_ZH  # noqa: E402
 
 UNK, EOS = "<unk>", "</s>"  # no BOS token: prompts are encoded as they are
 CONTINENT_ZH = {
@@ -355,7 +355,7 @@ class SentenceSizer:
 
 
 def app_style_context(filler: tuple[str, ...], target: int, size: SentenceSizer, pad: str, rng: random.Random) -> str:
-    """What ``engine.prompts.extend_prompt`` puts before a question, for a context of about
+    """What ``engine.contract.prompts.extend_prompt`` puts before a question, for a context of about
     ``target`` tokens: whole filler sentences in order (cycling), then later sentences that
     still fit the gap, then a few pad marks. Counts add up per sentence here (exactly in
     Chinese, where sentences end with an isolated mark; within a token in English)."""
@@ -590,7 +590,7 @@ def evaluate(model, tokenizer, capitals: list[Capital], max_new_tokens: int = 10
     """Greedy-decode every question, as typed and stretched by the app's ``extend_prompt`` to
     each length in ``EVAL_PROMPT_TOKENS``; per language and length: how many answers are
     right, and how many stop (EOS) right after the answer."""
-    from engine.prompts import extend_prompt
+    from engine.contract.prompts import extend_prompt
 
     results = []
     for num_tokens in EVAL_PROMPT_TOKENS:
@@ -726,7 +726,7 @@ SHA-256 is `{corpus['sha256']}`):
   in English; the first form (the eval question) {docs['eval_template_share']:.0%} of the time, countries in turn;
 - the prose before it is none at all (the question alone: {corpus['bare_questions']:,} of {corpus['documents']:,}
   documents), or a random length up to {docs['max_prompt_tokens']} tokens minus the fact: half the time the
-  app's own filler (`engine/prompts.py`, the lesson's sentences in order, as `extend_prompt` builds it,
+  app's own filler (`engine/contract/prompts.py`, the lesson's sentences in order, as `extend_prompt` builds it,
   with up to {docs['max_pad_marks']} pad marks), else the same prose pool shuffled. The pool is the
   sentences of `../data/lesson_prefill_decode_zh.txt` ({corpus['prose_sentences']['zh']}) and
   `../data/prefill_decode_en.txt` ({corpus['prose_sentences']['en']}) that name no country and no capital,

@@ -26,9 +26,9 @@ import argparse
 import importlib
 import sys
 
-from ..errors import EngineError
-from ..limits import check_text
-from .common import Parser
+from engine.cli.common import Parser
+from engine.contract.errors import EngineError
+from engine.contract.limits import check_text
 
 COMMANDS = (  # engine/cli/<name>.py, in the order --help lists them
     "trace",

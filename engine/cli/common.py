@@ -9,12 +9,12 @@ from __future__ import annotations
 import argparse
 import unicodedata
 
-from ..errors import InputError
-from ..serving.trace import SLO, Distribution
+from engine.contract.errors import InputError
+from engine.contract.serving.trace import SLO, Distribution
 
 DEVICE_CHOICES = ("auto", "cpu", "cuda", "mps")
-# A loaded model's dtypes are spelled as torch spells them (engine/model.py); the cost model's as its
-# DTYPE_BYTES does (engine/cost.py). Either command accepts either spelling of the three floating ones.
+# A loaded model's dtypes are spelled as torch spells them (engine/runtime/model.py); the cost model's as its
+# DTYPE_BYTES does (engine/contract/cost.py). Either command accepts either spelling of the three floating ones.
 MODEL_DTYPE_CHOICES = ("auto", "float32", "bfloat16", "float16")
 SHORT_DTYPE = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 LONG_DTYPE = {short: long for long, short in SHORT_DTYPE.items()}

@@ -1,4 +1,4 @@
-"""`python -m engine cost --prompt-len 512 --context 512`: FLOPs, bytes and device floors (engine/cost.py).
+"""`python -m engine cost --prompt-len 512 --context 512`: FLOPs, bytes and device floors (engine/contract/cost.py).
 
 Reads a config.json (or a preset's shape) only: no weights load.
 """
@@ -9,10 +9,10 @@ import argparse
 import json
 from pathlib import Path
 
-from .. import cost, limits
-from ..errors import ModelLoadError
-from ..shape import declared_params
-from .common import cost_dtype
+from engine.cli.common import cost_dtype
+from engine.contract import cost, limits
+from engine.contract.errors import ModelLoadError
+from engine.contract.shape import declared_params
 
 NAME = "cost"
 DEVICE_SPEC_CHOICES = (*cost.DEVICE_SPECS, "this")  # a datasheet, or this machine measured
@@ -43,10 +43,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def check_declared(folder: Path) -> None:
-    """The shape a folder's config.json declares, within engine.limits (LimitError), before AutoConfig reads it
+    """The shape a folder's config.json declares, within engine.contract.limits (LimitError), before AutoConfig reads it
     (a config of 10**12 layers has it build that many layer types); a config that is no shape at all is left
     to the cost model's reader, which says why in its words."""
-    from ..model import read_config  # torch: only when a folder is costed
+    from engine.runtime.model import read_config  # torch: only when a folder is costed
 
     if (folder / "config.json").is_file():
         try:
@@ -63,8 +63,9 @@ def run_cost(args: argparse.Namespace) -> str:
         if value > limit:  # the floors of 10**100 positions are infinite; too few is the cost model's to say
             limits.check_count(name, value, limit)
     # torch loads here (the presets and the thread count live beside the model), not when the parser is built
-    from .. import presets
-    from ..model import DEFAULT_MODEL_DIR, DEFAULT_MODEL_ID, set_num_threads
+    from engine.runtime import presets
+    from engine.runtime import machine
+    from engine.runtime.model import DEFAULT_MODEL_DIR, DEFAULT_MODEL_ID, load_shape, set_num_threads
 
     default, preset = args.model == DEFAULT_MODEL_ID, presets.preset_name(args.model)
     if preset is not None:  # the shape only: the cost model reads no weights, random or not
@@ -72,10 +73,10 @@ def run_cost(args: argparse.Namespace) -> str:
     else:
         folder = DEFAULT_MODEL_DIR if default else Path(args.model).expanduser()
         check_declared(folder)
-        shape = cost.load_shape(folder, name=DEFAULT_MODEL_ID if default else None)
+        shape = load_shape(folder, name=DEFAULT_MODEL_ID if default else None)
     if args.device_spec == "this":
         set_num_threads()  # measure with the threads a traced run uses
-        device = cost.measure_this_machine()
+        device = machine.measure_this_machine()
     else:
         device = cost.DEVICE_SPECS[args.device_spec]
     on_cpu = device.device_type == "cpu"  # as the engine's dtype=auto: fp32 on a CPU, else bf16

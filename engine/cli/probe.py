@@ -1,5 +1,5 @@
 """`python -m engine probe --endpoint URL --model NAME --scenario burst-16`: measure a real server
-from the client (engine/interop/probe.py). Standard library only: it runs wherever Python does.
+from the client (engine/contract/interop/probe.py). Standard library only: it runs wherever Python does.
 
 Exit status 0: every request measured; 1: some failed (the others are kept, each failure is one
 `error:` line on stderr); 2: bad settings, or the whole probe failed.
@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..interop.observed import OBSERVED_NOTE
-from ..interop.probe import APIS, ProbeConfig, ProbeResult, run_probe
-from ..limits import PROBE_SECONDS_PER_TOKEN
-from ..serving.workloads import SCENARIOS, load_workload_file, scenario
-from .common import add_slo_arguments, check_positive, dist, ms, shown, slo_from_args, table
+from engine.cli.common import add_slo_arguments, check_positive, dist, ms, shown, slo_from_args, table
+from engine.contract.interop.observed import OBSERVED_NOTE
+from engine.contract.interop.probe import APIS, ProbeConfig, ProbeResult, run_probe
+from engine.contract.limits import PROBE_SECONDS_PER_TOKEN
+from engine.contract.prompts import extend_prompt
+from engine.contract.serving.workloads import SCENARIOS, load_workload_file, scenario
 
 NAME = "probe"
 
@@ -57,11 +58,22 @@ def run(args: argparse.Namespace) -> int:
     """Print the result (stdout) and one `error:` line per failed request (stderr); 1 when any failed."""
     cfg = config_from_args(args)  # bad settings fail before anything is sent
     workload = scenario(args.scenario, args.seed) if args.scenario else load_workload_file(args.workload)
-    result = run_probe(cfg, workload, scenario=args.scenario or args.workload,
+    result = run_probe(cfg, workload, scenario=args.scenario or args.workload, stretch=default_stretch(workload),
                        progress=lambda done, total: print(f"  {done}/{total} requests", file=sys.stderr))
     print(result.to_json() if args.json else format_probe(result))
     print("".join(f"error: {f.message}\n" for f in result.failures), end="", file=sys.stderr)
     return 1 if result.failures else 0
+
+
+def default_stretch(workload):
+    """Prompts stretched with the embedded model's tokenizer (loaded here, torch and all, only when a
+    request asks for prompt_tokens)."""
+    if not any(r.prompt_tokens for r in workload):
+        return None
+    from engine.runtime.model import load_tokenizer
+
+    tokenizer = load_tokenizer()
+    return lambda prompt, target: extend_prompt(tokenizer, prompt, target)
 
 
 def format_probe(result: ProbeResult) -> str:

@@ -1,4 +1,4 @@
-"""`python -m engine record --out DIR`: record the gallery set on this machine (engine/record.py).
+"""`python -m engine record --out DIR`: record the gallery set on this machine (engine/runtime/record.py).
 
     python -m engine record --out assets/gallery                 # -> assets/gallery/cpu/index.json and its runs
     python -m engine record --out /tmp/g --quick --model DIR      # every kind once, small: seconds on a tiny model
@@ -12,7 +12,7 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from .common import add_device_arguments
+from engine.cli.common import add_device_arguments
 
 NAME = "record"
 
@@ -33,7 +33,7 @@ def add_parser(sub) -> None:
 
 def run(args: argparse.Namespace) -> int:
     # torch loads here, when a recording runs, not when the parser is built
-    from ..record import RecordPlan, quick_plan, record_gallery
+    from engine.runtime.record import RecordPlan, quick_plan, record_gallery
 
     plan = quick_plan(args.model) if args.quick else RecordPlan(model=args.model)
     if args.sweep_model is not None:

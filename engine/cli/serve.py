@@ -5,7 +5,7 @@
     python -m engine serve --scenario burst-16 --policy all          # every policy, side by side
 
 Without --json: a table per request and the run's metrics. With --json: the
-ServingRun (engine/serving/trace.py); with --policy all, {"runs": [...]}.
+ServingRun (engine/contract/serving/trace.py); with --policy all, {"runs": [...]}.
 Bad values print one line and exit 2 (engine/cli/__init__.py catches EngineError).
 """
 
@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from .. import limits
-from ..serving.trace import POLICIES, ServingRun
-from ..serving.workloads import SCENARIOS, load_workload_file, scenario
-from .common import add_device_arguments, add_slo_arguments, dist, ms, shown, slo_from_args, table
+from engine.cli.common import add_device_arguments, add_slo_arguments, dist, ms, shown, slo_from_args, table
+from engine.contract import limits
+from engine.contract.serving.trace import POLICIES, ServingRun
+from engine.contract.serving.workloads import SCENARIOS, load_workload_file, scenario
 
 NAME = "serve"
 POLICY_CHOICES = (*POLICIES, "all")
@@ -61,8 +61,9 @@ def run(args: argparse.Namespace) -> int:
 def run_serve(args: argparse.Namespace) -> str:
     limits.check_count("--seed", args.seed, limits.MAX_SEED)
     # torch loads here, when the engine runs, not when the parser is built
-    from ..model import load_model
-    from ..serving.engine import ServeConfig, run_workload
+    from engine.contract.serving.config import ServeConfig
+    from engine.runtime.model import load_model
+    from engine.runtime.serving.engine import run_workload
 
     workload = scenario(args.scenario, args.seed) if args.scenario else load_workload_file(args.workload)
     slo = slo_from_args(args, "bad_serve_setting")

@@ -1,15 +1,15 @@
-"""`python -m engine sweep --kind prefill`: measure one phase across a range (engine/sweep.py)."""
+"""`python -m engine sweep --kind prefill`: measure one phase across a range (engine/contract/sweep.py)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from .. import cost
-from ..errors import InputError
-from ..sweep import DEFAULT_REPEATS, KINDS, MAX_BATCH, check_points, format_sweep, run_sweep
-from .common import add_device_arguments
-from .cost import DEVICE_SPEC_CHOICES
+from engine.cli.common import add_device_arguments
+from engine.cli.cost import DEVICE_SPEC_CHOICES
+from engine.contract import cost
+from engine.contract.errors import InputError
+from engine.contract.sweep import DEFAULT_REPEATS, KINDS, MAX_BATCH, check_points, format_sweep
 
 NAME = "sweep"
 
@@ -49,12 +49,14 @@ def parse_points(text: str | None) -> tuple[int, ...] | None:
 
 def run_sweep_command(args: argparse.Namespace) -> str:
     # torch loads here, when a sweep runs, not when the parser is built
-    from ..model import load_model, resolve_device
+    from engine.runtime import machine
+    from engine.runtime.sweep import run_sweep
+    from engine.runtime.model import load_model, resolve_device
 
     points = parse_points(args.points)
     check_points(args.kind, points)  # before the model loads: bad input fails fast
     if args.device_spec == "this":
-        spec = cost.measure_this_machine(resolve_device(args.device).type)
+        spec = machine.measure_this_machine(resolve_device(args.device).type)
     else:
         spec = None if args.device_spec == "auto" else cost.DEVICE_SPECS[args.device_spec]
     longest = (max(points or (8192,)) + 1 if args.kind != "decode-batch"

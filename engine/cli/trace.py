@@ -2,8 +2,8 @@
 
 `--model` is a local folder; a hub id (`org/name`) that names no local folder is fetched from the
 Hugging Face Hub, after a note on stderr saying so. Offline, that fails within a few seconds
-(engine.model.hub_reachable) instead of retrying. `--model preset:NAME`: a published shape with random
-weights (engine/presets.py): times are real, tokens are meaningless.
+(engine.runtime.model.hub_reachable) instead of retrying. `--model preset:NAME`: a published shape with random
+weights (engine/runtime/presets.py): times are real, tokens are meaningless.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import limits
-from ..errors import InputError
-from ..prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
-from ..trace import ENGINE_MODES, RANDOM_WEIGHTS_NOTE, RequestTrace, attention_kernels
-from .common import add_device_arguments, shown, table, width
+from engine.cli.common import add_device_arguments, shown, table, width
+from engine.contract import limits
+from engine.contract.errors import InputError
+from engine.contract.prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
+from engine.contract.trace import ENGINE_MODES, RANDOM_WEIGHTS_NOTE, RequestTrace, attention_kernels
 
 NAME = "trace"
 MAX_SHOWN_CHARS = 48  # a long prompt's Prefill row is cut here, with its token count
@@ -63,8 +63,8 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
     limits.check_count("--seed", args.seed, limits.MAX_SEED)
     check_stretch(args.prompt_tokens, args.max_prompt_tokens)  # the sizes first, before torch is imported
     # torch and transformers load here, when a trace runs, not when the parser is built
-    from ..generation import GenerationConfig, check_prompt_text, generate
-    from ..model import hub_id_for, load_model
+    from engine.runtime.generation import GenerationConfig, check_prompt_text, generate
+    from engine.runtime.model import hub_id_for, load_model
 
     check_prompt_text(args.prompt)  # before the model loads: bad input should fail fast
     cfg = GenerationConfig(
@@ -126,7 +126,7 @@ def format_trace(trace: RequestTrace) -> str:
 
 
 def _kernels(trace: RequestTrace) -> str:
-    """Which engine mode and attention kernels ran (engine/attention.py, engine/static.py)."""
+    """Which engine mode and attention kernels ran (engine/runtime/attention.py, engine/static.py)."""
     def kernel(steps) -> str:
         return "/".join(attention_kernels(steps)) or "n/a"
     prefill = [s for s in trace.steps if s.phase == "prefill"]

@@ -3,7 +3,7 @@
     python -m engine worker --token-file ~/.prefill-decode-token               127.0.0.1:8600
     python -m engine worker --host 0.0.0.0 --token-file ~/.prefill-decode-token a GPU box for remote pages
 
-The app starts one of its own (engine/worker/local.py, `--stdin-key`); start one by hand to
+The app starts one of its own (engine/contract/worker/local.py, `--stdin-key`); start one by hand to
 measure on another machine, and point the app at it with PREFILL_DECODE_ENGINE=HOST:PORT and the
 same token (PREFILL_DECODE_ENGINE_TOKEN_FILE). A worker always needs a token: a file
 (--token-file) or PREFILL_DECODE_ENGINE_TOKEN; it is never printed or written. docs/worker.md.
@@ -15,10 +15,10 @@ import argparse
 import logging
 import sys
 
-from ..worker.errors import WorkerSetupError
-from ..worker.local import announce_ready, exit_when_stdin_closes, read_stdin_key
-from ..worker.protocol import MIN_TOKEN_CHARS, ModelRef, is_loopback, read_token
-from .common import add_device_arguments
+from engine.cli.common import add_device_arguments
+from engine.contract.worker.errors import WorkerSetupError
+from engine.contract.worker.local import announce_ready, exit_when_stdin_closes, read_stdin_key
+from engine.contract.worker.protocol import MIN_TOKEN_CHARS, ModelRef, is_loopback, read_token
 
 NAME = "worker"
 DEFAULT_PORT = 8600
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
                                "PREFILL_DECODE_ENGINE_TOKEN", host=args.host)
     if args.stdin_key:
         exit_when_stdin_closes()
-    from ..worker.server import serve_worker  # torch and transformers load here, not when the parser is built
+    from engine.runtime.worker.server import serve_worker  # torch and transformers load here, not with the parser
 
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="engine worker %(levelname)s: %(message)s")
     choices = ["default"] if args.preload is None else [c for c in args.preload if c != "none"]

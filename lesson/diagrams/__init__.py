@@ -5,9 +5,9 @@
 come from it, so stepping never rescales a figure.
 `SCHEMATIC_DIAGRAMS` maps a name to a renderer of (prompt_len, output_len): no model needed.
 The export CLI and the app both iterate over these, so a new figure registers once here.
-`render_cache_compare` and `render_attention` draw `engine.compare` results, not a trace:
+`render_cache_compare` and `render_attention` draw `engine.runtime.compare` results, not a trace:
 exported here, registered in neither table; so are `render_roofline` and `render_step_floors`
-(an `engine.cost.TraceFloors`) and `render_sweep` (an `engine.sweep.Sweep`).
+(an `engine.contract.cost.TraceFloors`) and `render_sweep` (an `engine.contract.sweep.Sweep`).
 """
 
 from .animation import render_animation

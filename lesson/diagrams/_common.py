@@ -126,14 +126,6 @@ def legend_block(dwg, style: Style, items: list[tuple[str, str, str]], x: float,
     return y + max(len(rows) - 1, 0) * style.small_size * 1.6
 
 
-def phase_legend(dwg, style: Style, table: Table, x: float, y: float, cached: bool = True) -> float:
-    x = legend_item(dwg, style, x, y, style.prefill, label(table, "legend_prefill"), "prefill")
-    x = legend_item(dwg, style, x, y, style.decode, label(table, "legend_decode"), "decode")
-    if cached:
-        x = legend_item(dwg, style, x, y, style.cached, label(table, "legend_cached"), "cached")
-    return x
-
-
 def arrow_marker(dwg, marker_id: str, color: str):
     """A small filled arrowhead, referenced by id (ids are fixed: byte-stable output)."""
     marker = dwg.marker(id=marker_id, insert=(7, 4), size=(8, 8), orient="auto", markerUnits="userSpaceOnUse")

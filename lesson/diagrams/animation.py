@@ -10,7 +10,7 @@ base values are the end state.
 
 from __future__ import annotations
 
-from engine.trace import RequestTrace
+from engine.contract.trace import RequestTrace
 
 from ..layout import Slot, wrap_text
 from ..text import Table, label, table_for

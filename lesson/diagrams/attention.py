@@ -1,6 +1,6 @@
 """What one Decode step reads: the new position's attention weights over the cache.
 
-Input is an `engine.compare.DecodeAttention` (plain values). One row per layer, one
+Input is an `engine.runtime.compare.DecodeAttention` (plain values). One row per layer, one
 column per position: the cached positions, then the new one (marked). A cell's
 opacity is its weight (the darkest cell is the largest weight in the figure).
 Each cell carries data-layer, data-pos and data-weight; each row sums to one.

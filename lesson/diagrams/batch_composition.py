@@ -13,7 +13,7 @@ carries data-y-max and its plot's top and bottom, so tests can check heights.
 
 from __future__ import annotations
 
-from engine.serving.trace import ServingRun
+from engine.contract.serving.trace import ServingRun
 
 from ..layout import LinearScale, nice_ticks, text_width
 from ..style import DEFAULT_STYLE, Style

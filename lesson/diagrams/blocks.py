@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.trace import RequestTrace
+from engine.contract.trace import RequestTrace
 
 from ..layout import PassSpan, Run, Slot, plan_slots, slot_span, spans_from_lengths, spans_from_trace, split_runs
 from ..layout import text_width, wrap_text

@@ -1,6 +1,6 @@
 """Cache on vs off: per-step bars of measured time and FLOPs, side by side.
 
-Input is an `engine.compare.CacheComparison` (plain values). Two panels share the
+Input is an `engine.runtime.compare.CacheComparison` (plain values). Two panels share the
 x axis (one slot per pass): measured ms on top, cost-model FLOPs below; in each slot
 the cache-off bar stands left of the cache-on bar. Each bar carries data-step,
 data-mode ("off" / "on") and data-value, so tests check the picture against the numbers.

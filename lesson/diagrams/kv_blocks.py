@@ -1,6 +1,6 @@
 """Paged KV memory: the block table over time, at its peak, and against contiguous reservation.
 
-Three parts, from the run's own block snapshots (engine/serving/block_manager.py):
+Three parts, from the run's own block snapshots (engine/runtime/serving/block_manager.py):
 
 1. Over time (one column per pass, per worker): each request's blocks stacked in
    its own colour, the free blocks above them, the KV budget (num_kv_blocks) as a line.
@@ -15,7 +15,7 @@ Columns carry data-index, data-used, data-free; cells data-request-id and data-t
 
 from __future__ import annotations
 
-from engine.serving.trace import ServingRun
+from engine.contract.serving.trace import ServingRun
 
 from ..layout import LinearScale, nice_ticks, text_width, wrap_text
 from ..style import DEFAULT_STYLE, Style
@@ -36,7 +36,7 @@ def request_color(index: int) -> str:
 
 
 def peak_iteration(run: ServingRun):
-    """The pass after which the most blocks were in use (as engine.serving.metrics counts the peak)."""
+    """The pass after which the most blocks were in use (as engine.contract.serving.metrics counts the peak)."""
     return max(run.iterations, key=lambda it: it.blocks.num_used_blocks, default=None)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import groupby
 
-from engine.trace import ModelInfo, RequestTrace
+from engine.contract.trace import ModelInfo, RequestTrace
 
 from ..layout import LinearScale, Run, byte_ticks, group_layers, sample_indices, text_width, wrap_text
 from ..text import Table, label, table_for

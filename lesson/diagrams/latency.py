@@ -12,14 +12,14 @@ token's ITL for every later one. It is split into what the time was spent on
 TTFT is written at the first bar, TPOT (= the mean ITL) is a dashed line, the
 ITL p50 and p99 are dotted lines, and each ITL is a dot at the top of its bar;
 a note gives the whole spread (p50 / p90 / p99 / max). The same numbers as a
-hoverable plotly figure: `lesson.charts.latency_figure`.
+hoverable plotly figure: `lesson.charts.run.latency_figure`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.trace import RequestTrace
+from engine.contract.trace import RequestTrace
 
 from ..layout import LinearScale, nice_ticks, sample_indices, text_width, wrap_text
 from ..text import Table, label, table_for

@@ -25,7 +25,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from engine.trace import RequestTrace, attention_kernels
+from engine.contract.trace import RequestTrace, attention_kernels
 
 from ..layout import LinearScale, nice_ticks, text_width, wrap_text
 from ..style import DEFAULT_STYLE, Style

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from engine.trace import RequestTrace
+from engine.contract.trace import RequestTrace
 
 from ..layout import wrap_text
 from ..text import Table, label, table_for

@@ -1,4 +1,4 @@
-"""The roofline and every pass against its floor: `engine.cost.TraceFloors` drawn two ways.
+"""The roofline and every pass against its floor: `engine.contract.cost.TraceFloors` drawn two ways.
 
 - `render_roofline`: log-log, arithmetic intensity (FLOPs per byte) across, FLOP/s up.
   The memory roof rises at the bandwidth's slope until the ridge, the compute roof is flat
@@ -7,7 +7,7 @@
 - `render_step_floors`: one bar per pass (measured ms, coloured by phase) with the floor
   drawn in as a dark line across the bar.
 
-Floors with no measured time (lesson.views.lab_prediction_only: another device's datasheet, or a
+Floors with no measured time (lesson.lab.lab_prediction_only: another device's datasheet, or a
 preview in other dtypes) are drawn as the cost model's prediction alone: hollow dots on the roofs,
 floor marks without bars, and a note that says so; nothing measured is put under roofs that did
 not measure it.
@@ -24,38 +24,12 @@ from dataclasses import dataclass
 
 from ..layout import LinearScale, LogScale, nice_ticks, sample_indices
 from ..style import DEFAULT_STYLE, Style
+from ..svgtext import fmt_share, fmt_time, si
 from ..text import Table, device_label, label, table_for
 from ._common import add_title, header, legend_item, new_drawing, notes, pass_tick, text, to_string
 
 PAD, Y_LABEL_W, PLOT_W, PLOT_H, TOP = 32, 78, 680, 360, 140
 MAX_SLOTS = 48
-
-
-def si(value: float) -> str:
-    """1.23e12 -> '1.23 T' (the unit follows)."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= factor:
-            return f"{value / factor:.3g} {prefix}"
-    return f"{value:.3g} "
-
-
-def fmt_time(ms: float) -> str:
-    """Times from nanoseconds to seconds: 0.0021 ms -> '2.1 µs', 68.9 -> '68.9 ms'."""
-    if ms == 0:
-        return "0"
-    if ms >= 1000:
-        return f"{ms / 1000:.3g} s"
-    if ms >= 1:
-        return f"{ms:.3g} ms"
-    if ms >= 1e-3:
-        return f"{ms * 1e3:.3g} µs"
-    return f"{ms * 1e6:.3g} ns"
-
-
-def fmt_share(ratio: float) -> str:
-    if ratio != ratio:  # nan: a pass timed at 0
-        return "—"
-    return f"{ratio:.2%}" if ratio < 0.01 else f"{ratio:.0%}"
 
 
 def bound_word(table: Table, bound: str) -> str:

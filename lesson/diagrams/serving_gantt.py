@@ -15,7 +15,7 @@ A run with no iterations (measured from a client: only arrival, token times, fin
 draws the time to the first token as one outlined bar and the token ticks after it.
 
 `gantt_segments(run)` gives every drawn interval as plain data (the plotly version in
-lesson/charts.py draws the same list). Marks carry data-request-id / data-iteration /
+lesson/charts/serving.py draws the same list). Marks carry data-request-id / data-iteration /
 data-ms for tests.
 """
 
@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 import svgwrite
 
-from engine.interop.vllm_import import arrivals_placed, is_vllm_import
-from engine.serving.trace import OBSERVED_POLICY, ServingRun
+from engine.contract.interop.vllm_import import arrivals_placed, is_vllm_import
+from engine.contract.serving.trace import OBSERVED_POLICY, ServingRun
 
 from ..layout import LinearScale, clip_text, nice_ticks, text_width
 from ..style import DEFAULT_STYLE, Style

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from engine.serving.trace import ServingRun
+from engine.contract.serving.trace import ServingRun
 
 from ..layout import text_width
 from ..serving_views import METRIC_ROWS, best_columns, metric_table, slo_text

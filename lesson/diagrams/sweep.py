@@ -1,4 +1,4 @@
-"""A sweep (`engine.sweep.Sweep`) drawn: measured medians beside the cost model's floors.
+"""A sweep (`engine.contract.sweep.Sweep`) drawn: measured medians beside the cost model's floors.
 
 Two panels share a log x axis (the swept value: prompt length, context or batch size):
 time of one pass on a log scale (measured median with a line from the fastest to the
@@ -14,10 +14,11 @@ import math
 
 from ..layout import LogScale
 from ..spread import point_spread
-from ..text import label, table_for
 from ..style import DEFAULT_STYLE, Style
+from ..svgtext import fmt_time, si
+from ..text import label, table_for
 from ._common import add_title, header, legend_item, legend_item_width, new_drawing, notes, text, to_string
-from .roofline import bound_word, decade_range, fmt_time, si
+from .roofline import bound_word, decade_range
 
 PAD, Y_LABEL_W, PLOT_W, PANEL_H, PANEL_GAP, TOP = 32, 78, 680, 220, 70, 140
 OUTLIER_COLOR = "#dc2626"  # red, as the serving Gantt's ITL spikes: a time this machine's noise made

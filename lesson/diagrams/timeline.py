@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from engine.trace import RequestTrace
+from engine.contract.trace import RequestTrace
 
 from ..layout import LinearScale, Slot, fit_chips, nice_ticks, plan_slots, text_width
 from ..text import Table, label, table_for

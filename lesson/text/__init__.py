@@ -94,7 +94,7 @@ class _KeepMissing(dict):
 
 
 def device_label(name: str, lang: str) -> str:
-    """A device's name in `lang`: engine.cost names a measured machine in English ("this machine:
+    """A device's name in `lang`: engine.contract.cost names a measured machine in English ("this machine:
     CPU (2 cores; torch threads: 1) (measured)"); datasheet names stay as published."""
     prefix, suffix = "this machine: ", " (measured)"
     if name.startswith(prefix) and name.endswith(suffix):

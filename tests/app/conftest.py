@@ -14,7 +14,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_support import resources
-from engine.model import DEFAULT_MODEL_DIR
+from engine.runtime.model import DEFAULT_MODEL_DIR
 from tests.app.apptest import APP
 
 

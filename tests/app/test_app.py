@@ -17,23 +17,25 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_support import resources
-from engine.config import Limits, settings_from_env
-from engine.errors import InputError, ModelLoadError
-from engine.trace import RequestTrace
+from engine.contract.config import Limits, settings_from_env
+from engine.contract.errors import InputError, ModelLoadError
+from engine.contract.prompts import LESSON_PROMPTS
+from engine.contract.trace import RequestTrace
+from lesson.alt_text import figure_alt, schematic_alt
+from lesson.answer import truncate_trace
+from lesson.downloads import CSV_BOM, download_stem, run_stamp, step_table, trace_csv
+from lesson.formats import escape_markdown, format_bytes, format_ms, token_split_text
+from lesson.inputs import as_int_in_range, default_prompt, is_default_prompt
 from lesson.messages import error_message
+from lesson.metric_cards import bottleneck_live_text, metric_cards, page_drawing_note
 from lesson.perfetto import check_trace_events, request_trace_events
+from lesson.run_words import queue_note, queue_wait_ms, step_log_line
 from lesson.text import t
-from lesson.views import (
-    CSV_BOM, DEFAULT_PROMPTS, as_int_in_range, bottleneck_live_text, default_prompt, download_stem, escape_markdown,
-    figure_alt, format_bytes, format_ms, is_default_prompt, list_model_choices, metric_cards, page_drawing_note,
-    queue_note, queue_wait_ms, resolve_model_choice, run_stamp, schematic_alt, step_log_line, step_table,
-    token_split_text, trace_csv, truncate_trace,
-)
 from tests.app.apptest import APP, assert_healthy, needs_model, shown_trace, texts
 from tests.factories import build_bos_tokenizer, make_trace
 
 # ---------------------------------------------------------------------------
-# Pure helpers (lesson/views.py)
+# Pure helpers (lesson/inputs.py, formats.py, metric_cards.py, run_words.py, downloads.py, alt_text.py)
 # ---------------------------------------------------------------------------
 
 def test_settings_come_from_env_with_safe_fallbacks():
@@ -42,32 +44,6 @@ def test_settings_come_from_env_with_safe_fallbacks():
     s = settings_from_env({"PREFILL_DECODE_MAX_PROMPT_TOKENS": "64", "PREFILL_DECODE_MAX_NEW_TOKENS": "-3",
                            "PREFILL_DECODE_MAX_PROMPT_CHARS": "lots", "PREFILL_DECODE_MODELS_DIR": "/srv/m"})
     assert s.limits == Limits(64, 128, 8000) and s.models_dir == Path("/srv/m")
-
-
-def test_model_choices_are_names_in_the_models_folder_only(tmp_path):
-    (tmp_path / "tiny").mkdir()
-    (tmp_path / ".hidden").mkdir()
-    (tmp_path / "notes.txt").write_text("x")
-    assert list_model_choices(tmp_path) == ["default", "tiny"]
-    assert list_model_choices(None) == list_model_choices(tmp_path / "missing") == ["default"]
-    assert resolve_model_choice("default", tmp_path) is None
-    assert resolve_model_choice("tiny", tmp_path) == str(tmp_path / "tiny")
-    for forged in ("../tiny", "/etc", str(tmp_path / "tiny"), ".hidden", "notes.txt"):
-        with pytest.raises(KeyError):
-            resolve_model_choice(forged, tmp_path)
-
-
-def test_a_symlink_leading_out_of_the_models_folder_is_not_a_choice(tmp_path):
-    models, elsewhere = tmp_path / "models", tmp_path / "elsewhere"
-    (models / "real").mkdir(parents=True)
-    elsewhere.mkdir()
-    (models / "escape").symlink_to(elsewhere, target_is_directory=True)
-    (models / "root").symlink_to("/", target_is_directory=True)
-    (models / "alias").symlink_to(models / "real", target_is_directory=True)  # stays inside: fine
-    assert list_model_choices(models) == ["default", "alias", "real"]
-    for name in ("escape", "root"):
-        with pytest.raises(KeyError):
-            resolve_model_choice(name, models)
 
 
 def test_int_inputs_are_clamped_or_replaced():
@@ -204,7 +180,7 @@ def test_download_names_tell_runs_apart():
 def test_each_language_has_its_own_running_example():
     assert default_prompt("zh") == "法国的首都是" and default_prompt("en") == "The capital of France is"
     assert default_prompt("fr") == "法国的首都是"
-    assert all(is_default_prompt(p) for p in DEFAULT_PROMPTS.values()) and is_default_prompt("法国的首都是 ")
+    assert all(is_default_prompt(p) for p in LESSON_PROMPTS.values()) and is_default_prompt("法国的首都是 ")
     assert not is_default_prompt("The capital of Germany is") and not is_default_prompt(None)
 
 
@@ -660,7 +636,8 @@ def _figure(at, alt_start: str):
 @needs_model
 def test_cache_on_vs_off_shows_the_measured_totals_and_a_decode_steps_attention(app):
     from app_support.lab import COMPARE_MAX_NEW_TOKENS
-    from lesson.views import cache_compare_caption, format_count
+    from lesson.alt_text import cache_compare_caption
+    from lesson.formats import format_count
 
     app.switch_page("app_pages/bottleneck_lab.py").run()  # the measurements live on the lab page
     app.button(key="cache_compare").click().run()
@@ -696,7 +673,7 @@ def test_cache_on_vs_off_shows_the_measured_totals_and_a_decode_steps_attention(
 def test_cache_compare_words_quote_the_comparisons_totals():
     from types import SimpleNamespace
 
-    from lesson.views import attention_alt, cache_compare_alt, cache_compare_caption
+    from lesson.alt_text import attention_alt, cache_compare_alt, cache_compare_caption
 
     comparison = SimpleNamespace(prompt_len=6, num_steps=32, off_total_ms=1412.76, on_total_ms=165.06,
                                  off_total_flops=53015494656.0, on_total_flops=1807597568.0)

@@ -16,17 +16,19 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from engine.trace import RequestTrace
+from engine.contract.trace import RequestTrace
+from lesson.alt_text import figure_alt
+from lesson.answer import truncate_trace
 from lesson.diagrams.kv_growth import kv_layout
 from lesson.diagrams.latency import latency_layout
 from lesson.diagrams.timeline import timeline_layout
+from lesson.formats import format_ms
 from lesson.runs import (
     HISTORY_LIMIT, REPLAY_PACES, HistoryEntry, compare_table, history_add, keep_pins, replay_position, replay_times_s,
     run_label, shared_extent,
 )
 from lesson.style import DEFAULT_STYLE
 from lesson.text import t, table_for
-from lesson.views import figure_alt, format_ms, truncate_trace
 from tests.app.apptest import assert_healthy, needs_model, shown_trace, texts
 from tests.factories import make_trace
 

@@ -30,15 +30,15 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_support import frame, resources
-from engine import GenerationConfig
-from engine.config import settings_from_env
-from engine.serving.workloads import questions
-from engine.worker.client import Done, EngineClient, Queued, Started, Waiting
-from engine.worker.errors import WorkerAuthError, WorkerRestarted
-from engine.worker.jobs import MEASURED
-from engine.worker.models import WorkerSettings
-from engine.worker.protocol import ModelRef, format_address
-from engine.worker.server import start_in_thread
+from engine.contract.config import settings_from_env
+from engine.contract.results import GenerationConfig
+from engine.contract.serving.workloads import questions
+from engine.contract.worker.client import Done, EngineClient, Queued, Started, Waiting
+from engine.contract.worker.errors import WorkerAuthError, WorkerRestarted
+from engine.contract.worker.protocol import ModelRef, format_address
+from engine.runtime.worker.jobs import MEASURED
+from engine.runtime.worker.models import WorkerSettings
+from engine.runtime.worker.server import start_in_thread
 from lesson.messages import error_message
 from lesson.text import t
 from tests.app.apptest import APP, assert_healthy, needs_model, shown_trace, texts

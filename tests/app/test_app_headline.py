@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from engine.config import REPEATS
+from engine.contract.config import REPEATS
 from lesson.spread import Headline, headline
 from lesson.text import t
 from tests.app.apptest import assert_healthy, needs_model, texts
@@ -64,7 +64,7 @@ def test_medians_that_contradict_the_lesson_offer_to_measure_again(app):
 
 
 def _shown(app):
-    from engine.trace import RequestTrace
+    from engine.contract.trace import RequestTrace
 
     return RequestTrace.from_json(app.session_state["trace_json"])
 

@@ -1,5 +1,5 @@
 """The multipage app (app.py + app_pages/) and the bottleneck lab page, through AppTest,
-then the lab's pure helpers (lesson/views.py) on made-up floors.
+then the lab's pure helpers (lesson/lab.py) on made-up floors.
 
 The lesson stays the default page (the browser tests open `streamlit run app.py` and find
 it); the lab shares its run through st.session_state.
@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import pytest
 
-from engine.config import Limits, ServerSettings, settings_from_env
-from engine.cost import DEVICE_SPECS, ModelShape, trace_floors
-from lesson.text import t
-from lesson.views import (
+from engine.contract.config import Limits, ServerSettings, settings_from_env
+from engine.contract.cost import DEVICE_SPECS, ModelShape, trace_floors
+from lesson.lab import (
     LAB_DTYPES, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text, lab_sweep_caption,
-    list_model_choices, resolve_model_choice,
 )
+from lesson.text import t
 from tests.app.apptest import APP, LAB, LESSON, assert_healthy, needs_model, texts
 from tests.factories import ROOT, make_trace
 
@@ -157,7 +156,7 @@ def test_a_sweep_runs_once_with_the_servers_caps_and_is_kept(app):
     assert app.button(key="lab_sweep_run").disabled  # kept: the next visitor does not measure again
     assert len(app.get("plotly_chart")) == 3
     from app_support import resources
-    from engine.sweep import Sweep
+    from engine.contract.sweep import Sweep
 
     (sweep_json,) = resources.sweep_store().results.values()
     kept = Sweep.from_json(sweep_json)
@@ -278,7 +277,7 @@ def test_the_dtype_preview_halves_the_memory_bound_decode_floor():
 
 
 def test_sweep_caption_quotes_first_and_last_points():
-    from engine.sweep import Sweep, SweepPoint
+    from engine.contract.sweep import Sweep, SweepPoint
 
     points = tuple(SweepPoint(value=v, new_positions=1, context=128, batch=v, times_ms=(2.0 * v ** 0.2,),
                               median_ms=2.0 * v ** 0.2, floor_ms=0.5, compute_ms=0.1, memory_ms=0.5, bound="memory",
@@ -288,18 +287,11 @@ def test_sweep_caption_quotes_first_and_last_points():
     assert "×" in words and "64" in words and "128" in words and "{" not in words
 
 
-def test_lab_settings_and_preset_choices_are_checked(tmp_path):
+def test_lab_settings_are_checked():
     s = settings_from_env({"PREFILL_DECODE_PRESETS": "0", "PREFILL_DECODE_SWEEP_MAX_POSITIONS": "99999",
                            "PREFILL_DECODE_SWEEP_MAX_BATCH": "x"})
     assert not s.presets and s.sweep_max_positions == 8192 and s.sweep_max_batch == 64
     assert settings_from_env({}).presets and settings_from_env({}).sweep_max_positions == 1024
-    (tmp_path / "preset:fake").mkdir()  # a folder cannot pose as a preset
-    presets = ("preset:qwen2.5-0.5b",)
-    assert list_model_choices(tmp_path, presets) == ["default", "preset:qwen2.5-0.5b"]
-    assert resolve_model_choice("preset:qwen2.5-0.5b", tmp_path, presets) == "preset:qwen2.5-0.5b"
-    for forged in ("preset:fake", "preset:llama-3.1-8b"):  # not offered by this server
-        with pytest.raises(KeyError):
-            resolve_model_choice(forged, tmp_path, presets)
 
 
 def test_sweep_points_follow_the_model_and_the_caps():

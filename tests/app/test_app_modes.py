@@ -1,5 +1,5 @@
 """The bottleneck lab's engine modes section and the lesson's engine caption, through
-AppTest on the default model; then the section's pure helpers (lesson/views.py) on made-up runs."""
+AppTest on the default model; then the section's pure helpers (lesson/engine_modes.py) on made-up runs."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import re
 import pytest
 
 from app_support.modes import last_compile_s
-from engine.config import ServerSettings, settings_from_env
+from engine.contract.config import ServerSettings, settings_from_env
 from lesson.diagrams.modes import mode_summaries
+from lesson.engine_modes import engine_caption, modes_explanations, modes_table, offered_modes
 from lesson.text import t
-from lesson.views import engine_caption, modes_explanations, modes_table, offered_modes
 from tests.app.apptest import APP, LAB, assert_healthy, needs_model, texts
 from tests.factories import make_trace
 

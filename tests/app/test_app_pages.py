@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from lesson.views import DEFAULT_PROMPTS
+from engine.contract.prompts import LESSON_PROMPTS
 from tests.app.apptest import APP, LAB, SERVING_LAB
 
 LABS = (LAB, SERVING_LAB)
@@ -18,7 +18,7 @@ LABS = (LAB, SERVING_LAB)
 def app(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from engine.model import DEFAULT_MODEL_DIR
+    from engine.runtime.model import DEFAULT_MODEL_DIR
 
     if not (DEFAULT_MODEL_DIR / "config.json").is_file():
         pytest.skip("the embedded default model is missing")
@@ -35,7 +35,7 @@ def test_switching_language_on_a_lab_page_moves_the_example_prompt_and_never_fai
     assert not app.exception, [e.value for e in app.exception]
     app.switch_page("app_pages/lesson.py").run()
     assert not app.exception, [e.value for e in app.exception]
-    assert app.text_area(key="prompt").value == DEFAULT_PROMPTS["en"]
+    assert app.text_area(key="prompt").value == LESSON_PROMPTS["en"]
 
 
 def test_a_typed_prompt_and_the_serving_labs_knobs_survive_page_visits(app):

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 
 from app_support import resources
 from app_support.gallery import GALLERY_ROOT
-from engine.recorded import RecordedFileError, gallery_indexes, load_entry, read_index
+from engine.contract.recorded import RecordedFileError, gallery_indexes, load_entry, read_index
 from lesson.messages import error_message
 from lesson.recorded import figure_note, first_view_note, recorded_note
 from lesson.text import t
@@ -84,7 +84,7 @@ def test_a_live_run_after_a_recorded_one_is_the_visitors_own(app):
 
 
 def shown_trace_object(at):
-    from engine.trace import RequestTrace
+    from engine.contract.trace import RequestTrace
 
     return RequestTrace.from_json(at.session_state["trace_json"])
 

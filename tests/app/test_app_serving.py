@@ -10,8 +10,8 @@ import re
 import pytest
 
 from app_support.serving import SCENARIO_CHOICES, check_caps, custom_workload
-from engine.config import ServingCaps
-from engine.errors import CapError
+from engine.contract.config import ServingCaps
+from engine.contract.errors import CapError
 from lesson.messages import serving_message
 from lesson.text import t
 from tests.app.apptest import APP, assert_healthy, needs_model, serving_lab_page
@@ -52,7 +52,7 @@ def test_the_time_left_of_every_policy_follows_the_running_ones_pace_then_the_fi
 def test_the_serving_labs_bar_moves_with_each_policys_answer_tokens_and_says_the_time_left(monkeypatch):
     """The first run took 27-51 s with progress only per policy ("1 / 4")."""
     from app_support.serving import PolicyProgress
-    from engine.worker.client import Progress, Queued
+    from engine.contract.worker.client import Progress, Queued
 
     class Bar:
         def __init__(self):
@@ -107,7 +107,7 @@ def test_custom_workload_and_caps():
 
 
 def test_engine_refusals_read_in_both_languages():
-    from engine.errors import InputError
+    from engine.contract.errors import InputError
 
     err = InputError("never_fits", "request r4 can never fit", request_id="r4<b>", need=65, num_blocks=1)
     zh, en = serving_message(err, "zh"), serving_message(err, "en")
@@ -164,7 +164,7 @@ def test_running_every_policy_gives_figures_and_a_metric_table(lab):
     frame = lab.dataframe[0].value
     assert list(frame.columns)[0] == "指标" and len(frame.columns) == 5 and len(frame) >= 18
     assert len(lab.get("image")) == 3 * 4 + 1  # three figures (tabs) per policy and the table, as <img>
-    from engine.serving.trace import ServingRun
+    from engine.contract.serving.trace import ServingRun
 
     parsed = [ServingRun.from_json(j) for j in runs]
     assert [r.settings.policy for r in parsed] == ["one-at-a-time", "prefill-first", "chunked", "disaggregated"]
@@ -221,7 +221,7 @@ def test_a_pasted_workload_with_a_bad_line_is_refused_naming_the_line(lab):
 @pytest.mark.parametrize("key", ["worker_failed", "worker_timeout", "serving_sliding_window"])
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_every_refusal_of_the_serving_engine_has_words_not_the_internal_error(key, lang):
-    from engine.errors import InputError
+    from engine.contract.errors import InputError
 
     words = serving_message(InputError(key, "the engine's own detail <b>x</b>"), lang)
     assert words != t(lang, "err_internal", kind="InputError") and "{" not in words
@@ -263,7 +263,7 @@ def test_scenarios_are_listed_and_subtitled_by_their_names_in_the_pages_language
     box = lab.selectbox(key="sl_scenario")
     assert box.options == [t("zh", "sl_scn_name_" + s.replace("-", "_")) for s in SCENARIO_CHOICES]
     assert not [o for o in box.options if o in SCENARIO_CHOICES]
-    from engine.serving.workloads import SCENARIOS
+    from engine.contract.serving.workloads import SCENARIOS
 
     assert set(SCENARIO_CHOICES) == set(SCENARIOS)  # every scenario has its names
 
@@ -271,8 +271,8 @@ def test_scenarios_are_listed_and_subtitled_by_their_names_in_the_pages_language
 def test_the_gantt_subtitle_names_the_scenario_in_the_pages_language():
     from dataclasses import replace
 
-    from engine.interop.vllm_import import load_vllm_result
-    from engine.serving.trace import ServingSettings
+    from engine.contract.interop.vllm_import import load_vllm_result
+    from engine.contract.serving.trace import ServingSettings
     from lesson.diagrams.serving_gantt import gantt_subtitle, scenario_label
 
     run = load_vllm_result(VLLM_RESULT).run

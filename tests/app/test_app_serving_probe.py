@@ -16,8 +16,8 @@ import pytest
 
 from app_support.serving_remote import check_probe_request
 from bench.app_server import free_port
-from engine.config import ProbeSettings
-from engine.errors import RemoteError
+from engine.contract.config import ProbeSettings
+from engine.contract.errors import RemoteError
 from lesson.messages import code_span, remote_message, technical_detail
 from lesson.perfetto import check_trace_events
 from lesson.text import t
@@ -56,7 +56,7 @@ def test_disallowed_hosts_and_key_variables_are_refused_in_both_languages():
     with pytest.raises(RemoteError) as err:
         check_probe_request("http://127.0.0.1:8000", "AWS_SECRET_ACCESS_KEY", settings)
     assert "`AWS_SECRET_ACCESS_KEY`" in remote_message(err.value, "en")  # inline code: shown as typed
-    from engine.interop.probe import ProbeError
+    from engine.contract.interop.probe import ProbeError
 
     with pytest.raises(ProbeError) as err:
         check_probe_request("ftp://127.0.0.1/", "", settings)
@@ -83,7 +83,7 @@ def test_a_typed_value_is_inline_code_never_a_link(value):
 
 
 def test_the_probes_messages_hold_no_live_link_and_no_os_english():
-    from engine.interop.probe import ProbeError
+    from engine.contract.interop.probe import ProbeError
 
     typed = "http://127.0.0.1:9/[x](http://evil.example)"
     err = ProbeError("probe_unreachable", "GET /v1/models: cannot reach ... ([Errno 111] Connection refused)",
@@ -107,7 +107,7 @@ def test_connection_causes_are_classified():
     import socket
     import ssl
 
-    from engine.interop.probe import connection_cause
+    from engine.contract.interop.probe import connection_cause
 
     assert connection_cause(ConnectionRefusedError(111, "Connection refused")) == "refused"
     assert connection_cause(socket.gaierror(-2, "Name or service not known")) == "no_host"
@@ -125,7 +125,7 @@ def test_connection_causes_are_classified():
     ('{"input_lens": [1], "output_lens": [1], "ttfts": [0.1], "itls": [[0.01]], "request_rate": -1}', "bad_rate"),
 ])
 def test_vllm_refusals_read_in_the_pages_language(text, why):
-    from engine.interop.vllm_import import VllmResultError, read_vllm_result
+    from engine.contract.interop.vllm_import import VllmResultError, read_vllm_result
 
     with pytest.raises(VllmResultError) as err:
         read_vllm_result(text)
@@ -187,7 +187,7 @@ def test_probe_panel_measures_a_streaming_server_and_keeps_the_failed_requests_m
     assert len(lab.get("plotly_chart")) == 1  # the server's /metrics: running, waiting, KV usage
     button = next(b for b in lab.get("download_button") if b.key == "sl_perfetto_probe")
     assert button.proto.label == t("zh", "download_perfetto")
-    from engine.serving.trace import ServingRun
+    from engine.contract.serving.trace import ServingRun
     from lesson.perfetto import serving_run_events
 
     run = ServingRun.from_dict(data["run"])
@@ -244,7 +244,7 @@ def test_vllm_upload_draws_the_file_and_compares_its_summary(lab):
     lab.file_uploader(key="sl_vllm_file").set_value(("bench.json", raw, "application/json")).run()
     assert not lab.exception, [e.value for e in lab.exception]
     assert _errors(lab) == []
-    from engine.interop.vllm_import import read_vllm_result
+    from engine.contract.interop.vllm_import import read_vllm_result
 
     imp = read_vllm_result(raw.decode(), name="bench")
     assert len(lab.get("image")) == 1  # the Gantt

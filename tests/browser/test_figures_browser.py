@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from lesson.charts import latency_figure
+from lesson.charts.run import latency_figure
 from lesson.diagrams.batch_composition import render_batch_composition
 from lesson.diagrams.kv_blocks import render_kv_blocks
 from lesson.diagrams.serving_gantt import render_serving_gantt

@@ -36,7 +36,8 @@ def page(chromium):
 @pytest.fixture(scope="module")
 def lesson_trace(default_lm):
     """The lesson's example, really run on the embedded model (so the README shows real numbers)."""
-    from engine import GenerationConfig, generate
+    from engine.contract.results import GenerationConfig
+    from engine.runtime.generation import generate
 
     return generate(default_lm, "法国的首都是", GenerationConfig(max_new_tokens=8))
 

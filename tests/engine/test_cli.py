@@ -11,7 +11,7 @@ import time
 import pytest
 
 from engine.cli import main
-from engine.trace import RequestTrace
+from engine.contract.trace import RequestTrace
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:

@@ -1,4 +1,4 @@
-"""Cache on vs off (engine/compare.py) and its two figures.
+"""Cache on vs off (engine/runtime/compare.py) and its two figures.
 
 Engine: both loops choose the same tokens; cache-off FLOPs grow with every step while
 cache-on Decode FLOPs stay nearly flat; a Decode step's attention weights sum to one over
@@ -12,11 +12,11 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from engine import load_model
-from engine.compare import DecodeAttention, compare_cache, decode_attention, step_flops
-from engine.cost import ModelShape
-from engine.errors import PhaseError
-from engine.prompts import prompt_token_ids
+from engine.contract.cost import ModelShape
+from engine.contract.errors import PhaseError
+from engine.contract.prompts import prompt_token_ids
+from engine.runtime.compare import DecodeAttention, compare_cache, decode_attention, step_flops
+from engine.runtime.model import load_model
 from lesson.diagrams import DIAGRAMS, render_attention, render_cache_compare
 from tests.factories import fake_attention, fake_comparison
 from tests.svg import SVG, with_class
@@ -49,7 +49,7 @@ def test_cache_off_and_on_give_identical_tokens_on_tiny_models(tiny, kind):
 
 
 def test_tokens_that_differ_raise(default_lm, monkeypatch):
-    import engine.compare as compare
+    import engine.runtime.compare as compare
 
     real = compare.timed_ids_no_cache
     monkeypatch.setattr(compare, "timed_ids_no_cache",

@@ -18,8 +18,10 @@ from unittest import mock
 
 import pytest
 
-import engine.generation as generation
-from engine import GenerationConfig, generate, load_model
+import engine.runtime.generation as generation
+from engine.contract.results import GenerationConfig
+from engine.runtime.generation import generate
+from engine.runtime.model import load_model
 
 NUM_REQUESTS = 4
 PASS_SLEEP_S = 0.003  # every pass is made this much slower, so an unguarded overlap cannot hide

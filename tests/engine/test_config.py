@@ -1,4 +1,4 @@
-"""Every operator setting is declared once (engine/config.py), documented once
+"""Every operator setting is declared once (engine/contract/config.py), documented once
 (docs/configuration.md) and read one way: the same words turn every flag off, and every number
 clamps into its range or falls back to its default by the same rule."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from engine import config
-from engine.config import (
+from engine.contract import config
+from engine.contract.config import (
     VARIABLES, EngineSettings, ProbeSettings, ServingCaps, Variable, default_threads, read_names, settings_from_env,
 )
 
@@ -69,7 +69,7 @@ def reads(text: str) -> set[str]:
 
 
 def test_only_engine_config_reads_a_setting_from_the_environment():
-    """engine/config.py reads each variable through its declaration; nothing else reads one by name."""
+    """engine/contract/config.py reads each variable through its declaration; nothing else reads one by name."""
     assert reads('os.environ.get("PREFILL_DECODE_X", "1") or os.environ["PREFILL_DECODE_Y"]') == {
         "PREFILL_DECODE_X", "PREFILL_DECODE_Y"}
     assert reads('os.environ["PREFILL_DECODE_MODELS_DIR"] = folder') == set()  # setting one for a child is no read

@@ -1,4 +1,4 @@
-"""engine/cost.py and `python -m engine cost`: numbers checked by hand, then the shapes of the claims.
+"""engine/contract/cost.py and `python -m engine cost`: numbers checked by hand, then the shapes of the claims.
 
 - two tiny configs worked out on paper: GQA + tied embeddings + an explicit head_dim (Llama style),
   and plain multi-head + untied + learned positions + a two-matrix MLP (GPT-2 style)
@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from engine import cost
 from engine.cli import main
-from engine.cost import DEVICE_SPECS, DeviceSpec, ModelShape, pass_cost
-from engine.errors import EngineError
+from engine.contract import cost
+from engine.contract.cost import DEVICE_SPECS, DeviceSpec, ModelShape, pass_cost
+from engine.contract.errors import EngineError
+from engine.runtime import machine
+from engine.runtime.model import load_shape
 from tests.factories import ROOT
 
 DEFAULT_DIR = ROOT / "assets" / "default_model"
@@ -110,7 +112,7 @@ def test_decode_step_by_hand_and_dtype_knobs():
 
 
 def test_default_model_shape_and_its_h200_numbers():
-    s = cost.load_shape(DEFAULT_DIR)
+    s = load_shape(DEFAULT_DIR)
     # 4 x (256*32*(16+4) + 3*256*688) + 2,989*256 = 4 x 692,224 + 765,184
     assert s.num_params == 3_534_080
     prefill, decode = cost.prefill_and_decode(s, DEVICE_SPECS["h200"], prompt_len=512, context=512)
@@ -133,13 +135,13 @@ def safetensors_matrix_params(folder: Path) -> int:
 
 
 def test_weight_count_matches_the_default_checkpoint():
-    assert cost.load_shape(DEFAULT_DIR).num_params == safetensors_matrix_params(DEFAULT_DIR)
+    assert load_shape(DEFAULT_DIR).num_params == safetensors_matrix_params(DEFAULT_DIR)
 
 
 @pytest.mark.parametrize("kind", ["llama", "gpt2"])
 def test_weight_count_matches_tiny_checkpoints(tiny_model_dirs, kind):
     folder = tiny_model_dirs[kind]
-    assert cost.load_shape(folder).num_params == safetensors_matrix_params(folder)
+    assert load_shape(folder).num_params == safetensors_matrix_params(folder)
 
 
 def test_weight_count_matches_published_sizes():
@@ -229,14 +231,14 @@ def test_measured_vs_spec_line():
 
 
 def test_this_machine_is_measured_once_per_process():
-    first = cost.measure_this_machine()
+    first = machine.measure_this_machine()
     assert first.source == "measured" and first.name.startswith("this machine:")
     assert first.bandwidth_bytes_per_s > 1e8 and first.fp32_flops_per_s > 1e8 and first.bf16_flops_per_s > 0
-    assert cost.measure_this_machine() is first
+    assert machine.measure_this_machine() is first
 
 
 def test_cost_module_needs_no_torch():
-    code = (f"import sys, engine.cost as c; s = c.ModelShape.from_config({GQA_TIED!r}); "
+    code = (f"import sys, engine.contract.cost as c; s = c.ModelShape.from_config({GQA_TIED!r}); "
             "c.pass_cost(s, c.DEVICE_SPECS['l4'], new_positions=4, context=0); "
             "assert 'torch' not in sys.modules, 'torch imported'")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -337,7 +339,7 @@ def test_cli_bad_folders_exit_2_in_a_real_process(tmp_path, config_text, message
 # --- every step of a trace against its floor (trace_floors) ---------------------------------------
 
 def test_each_steps_floor_is_pass_cost_of_its_own_positions():
-    from engine.cost import trace_floors
+    from engine.contract.cost import trace_floors
     from tests.factories import make_trace
 
     trace = make_trace(("a", "b", "c", "d", "e"), ("x", "y", "z"), prefill_ms_per_position=0.5, decode_ms=2.0)
@@ -360,7 +362,7 @@ def test_each_steps_floor_is_pass_cost_of_its_own_positions():
 
 
 def test_step_floors_follow_the_dtype_knob_and_serialise():
-    from engine.cost import trace_floors
+    from engine.contract.cost import trace_floors
     from tests.factories import make_trace
 
     trace = make_trace()

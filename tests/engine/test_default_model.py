@@ -8,8 +8,10 @@ import json
 
 import pytest
 
-from engine import DEFAULT_MODEL_DIR, GenerationConfig, generate, generate_ids_no_cache
-from engine.prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
+from engine.contract.prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
+from engine.contract.results import GenerationConfig
+from engine.runtime.generation import generate, generate_ids_no_cache
+from engine.runtime.model import DEFAULT_MODEL_DIR
 from tests.engine.reference import hf_greedy
 
 CAPITALS_CSV = DEFAULT_MODEL_DIR.parent / "data" / "capitals.csv"

@@ -20,12 +20,13 @@ import warnings
 import pytest
 import torch
 
-from engine import (
-    EngineError, GenerationConfig, InputError, ModelLoadError, PhaseError, decode_step, generate, generate_ids,
-    generate_ids_no_cache, load_model, new_cache, prefill, stream_trace,
-)
-from engine.generation import encode_prompt, token_pieces
-from engine.model import describe
+from engine.contract.errors import EngineError, InputError, ModelLoadError, PhaseError
+from engine.contract.results import GenerationConfig
+from engine.runtime.generation import decode_step, generate, generate_ids, generate_ids_no_cache, prefill, stream_trace
+from engine.runtime.generation import encode_prompt, token_pieces
+from engine.runtime.hf import new_cache
+from engine.runtime.model import load_model
+from engine.runtime.model import describe
 from tests.engine.reference import hf_greedy
 from tests.factories import build_bos_tokenizer
 
@@ -185,8 +186,8 @@ def test_phase_checks_survive_python_O():
     code = (
         "import torch\n"
         "from transformers import DynamicCache\n"
-        "from engine.errors import PhaseError\n"
-        "from engine.generation import decode_step, prefill\n"
+        "from engine.contract.errors import PhaseError\n"
+        "from engine.runtime.generation import decode_step, prefill\n"
         "filled = DynamicCache()\n"
         "filled.update(torch.zeros(1, 1, 2, 4), torch.zeros(1, 1, 2, 4), 0)  # 2 positions cached\n"
         "ids = lambda n: torch.zeros((1, n), dtype=torch.long)\n"

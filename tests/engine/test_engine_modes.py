@@ -1,4 +1,4 @@
-"""Engine modes and attention kernels (engine/runners.py, engine/attention.py) on the CPU.
+"""Engine modes and attention kernels (engine/runtime/runners.py, engine/runtime/attention.py) on the CPU.
 
 The GPU half (CUDA graphs, per-length plan builds) is judged by bench/gpu_check.py on
 a GPU; here: the same tokens, the kernel choice applied and recorded, clear refusals,
@@ -11,11 +11,12 @@ import json
 
 import pytest
 
-from engine import GenerationConfig, generate
-from engine.attention import IMPLEMENTATION, PRIORITY
-from engine.errors import InputError
-from engine.runners import BUCKET, bucket_length
-from engine.trace import RequestTrace
+from engine.contract.errors import InputError
+from engine.contract.results import GenerationConfig
+from engine.contract.trace import RequestTrace
+from engine.runtime.attention import IMPLEMENTATION, PRIORITY
+from engine.runtime.generation import generate
+from engine.runtime.runners import BUCKET, bucket_length
 from lesson.messages import error_message
 
 KERNELS = {name for name, _ in PRIORITY}
@@ -23,8 +24,8 @@ KERNELS = {name for name, _ in PRIORITY}
 
 @pytest.fixture(scope="module")
 def lm():
-    from engine import load_model
-    from engine.model import DEFAULT_MODEL_DIR
+    from engine.runtime.model import load_model
+    from engine.runtime.model import DEFAULT_MODEL_DIR
 
     if not (DEFAULT_MODEL_DIR / "config.json").is_file():
         pytest.skip("the embedded default model is missing")
@@ -75,7 +76,7 @@ def test_the_compiled_step_gives_the_eager_tokens_and_compiles_once_per_bucket(l
 def test_a_failed_compile_runs_the_plain_step_and_the_trace_says_why(lm, monkeypatch):
     import torch
 
-    from engine.runners import StaticRunner
+    from engine.runtime.runners import StaticRunner
 
     def no_compiler(fn, **_):
         def fails(*args, **kwargs):
@@ -155,8 +156,8 @@ SYNCING_CALLS = {"_local_scalar_dense", "item", "nonzero", "is_nonzero", "equal"
 def test_the_static_decode_step_never_waits_for_the_device(lm):
     import torch
 
-    from engine.overhead import OpCounter
-    from engine.runners import StaticRunner
+    from engine.runtime.overhead import OpCounter
+    from engine.runtime.runners import StaticRunner
 
     with torch.inference_mode(), OpCounter() as probe:
         (torch.ones(2).sum() > 0).item()  # the probe sees a sync when there is one

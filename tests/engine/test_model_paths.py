@@ -11,9 +11,10 @@ import time
 import pytest
 from huggingface_hub import constants
 
-import engine.model
-from engine import ModelLoadError, load_model
-from engine.model import hub_reachable
+import engine.runtime.model
+from engine.contract.errors import ModelLoadError
+from engine.runtime.model import load_model
+from engine.runtime.model import hub_reachable
 
 
 def closed_port() -> int:
@@ -33,7 +34,7 @@ def online(monkeypatch):
 def test_a_missing_folder_is_never_fetched_by_default(name, monkeypatch, online):
     """What the app gets: a folder that does not exist is "not found", even when it looks like a hub id."""
     online(f"http://127.0.0.1:{closed_port()}")
-    monkeypatch.setattr(engine.model, "hub_reachable", lambda *a: pytest.fail("the hub was contacted"))
+    monkeypatch.setattr(engine.runtime.model, "hub_reachable", lambda *a: pytest.fail("the hub was contacted"))
     with pytest.raises(ModelLoadError) as err:
         load_model(name)
     assert err.value.key == "model_not_found" and "folder not found" in str(err.value)

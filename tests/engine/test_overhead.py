@@ -1,17 +1,17 @@
-"""engine/overhead.py: the operator calls of one Decode step, and what one call costs."""
+"""engine/runtime/overhead.py: the operator calls of one Decode step, and what one call costs."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from engine.overhead import DecodeOps, OpCounter, count_decode_ops, per_op_host_us
+from engine.runtime.overhead import DecodeOps, OpCounter, count_decode_ops, per_op_host_us
 
 
 @pytest.fixture(scope="module")
 def lm():
-    from engine import load_model
-    from engine.model import DEFAULT_MODEL_DIR
+    from engine.runtime.model import load_model
+    from engine.runtime.model import DEFAULT_MODEL_DIR
 
     if not (DEFAULT_MODEL_DIR / "config.json").is_file():
         pytest.skip("the embedded default model is missing")

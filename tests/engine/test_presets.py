@@ -1,4 +1,4 @@
-"""Real-size shapes with random weights (engine/presets.py): published sizes, the memory
+"""Real-size shapes with random weights (engine/runtime/presets.py): published sizes, the memory
 check that refuses before allocating, and one real 0.5B run on the CPU."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import time
 import pytest
 import torch
 
-from engine import presets
 from engine.cli import main
 from engine.cli.trace import format_trace
-from engine.errors import ModelLoadError
-from engine.model import load_model
-from engine.trace import RANDOM_WEIGHTS_NOTE, RequestTrace
+from engine.contract.errors import ModelLoadError
+from engine.contract.trace import RANDOM_WEIGHTS_NOTE, RequestTrace
+from engine.runtime import presets
+from engine.runtime.model import load_model
 
 GiB = 2**30
 # Every weight, norms and biases included, as the model cards and safetensors headers count them.
@@ -98,7 +98,7 @@ def test_cost_cli_takes_a_preset(capsys):
 
 
 def test_old_traces_without_the_flag_still_load(tiny_model_dirs):
-    from engine.generation import GenerationConfig, generate
+    from engine.runtime.generation import GenerationConfig, generate
 
     lm = load_model(tiny_model_dirs["llama"], device="cpu", warmup=False)
     data = generate(lm, "The capital", GenerationConfig(max_new_tokens=2, ignore_eos=True)).to_dict()

@@ -7,8 +7,8 @@ import csv
 import pytest
 from transformers import AutoTokenizer
 
-from engine import DEFAULT_MODEL_DIR
-from engine.prompts import FILLER_EN, FILLER_ZH, count_tokens, extend_prompt, prompt_token_ids
+from engine.contract.prompts import FILLER_EN, FILLER_ZH, count_tokens, extend_prompt, prompt_token_ids
+from engine.runtime.model import DEFAULT_MODEL_DIR
 
 
 @pytest.fixture(scope="module")

@@ -10,10 +10,10 @@ import socket
 
 import pytest
 
-from engine.provenance import this_machine
-from engine.serving.trace import ServingRun
-from engine.sweep import Sweep
-from engine.trace import PROVENANCE_TEXT_LIMIT, Provenance, RequestTrace, TraceFormatError
+from engine.contract.serving.trace import ServingRun
+from engine.contract.sweep import Sweep
+from engine.contract.trace import PROVENANCE_TEXT_LIMIT, Provenance, RequestTrace, TraceFormatError
+from engine.runtime.provenance import this_machine
 from tests.factories import HAS_DEFAULT_MODEL, make_run, make_sweep, make_trace
 
 SAMPLE = Provenance(cpu="AMD EPYC 7B13", num_cores=16, device="cuda", gpu="NVIDIA H200", torch_version="2.13.0",
@@ -75,10 +75,12 @@ needs_model = pytest.mark.skipif(not HAS_DEFAULT_MODEL, reason="needs assets/def
 
 @needs_model
 def test_every_run_the_engine_measures_says_where_and_when(default_lm):
-    from engine import GenerationConfig, generate
-    from engine.serving.engine import ServeConfig, run_workload
-    from engine.serving.workloads import WorkloadRequest
-    from engine.sweep import run_sweep
+    from engine.contract.results import GenerationConfig
+    from engine.contract.serving.config import ServeConfig
+    from engine.contract.serving.workloads import WorkloadRequest
+    from engine.runtime.generation import generate
+    from engine.runtime.serving.engine import run_workload
+    from engine.runtime.sweep import run_sweep
 
     trace = generate(default_lm, "法国的首都是", GenerationConfig(max_new_tokens=2))
     run = run_workload(default_lm, (WorkloadRequest(0.0, "法国的首都是", 2, True),), ServeConfig(policy="chunked"))

@@ -8,10 +8,11 @@ import json
 import pytest
 
 from engine.cli import main
-from engine.record import LESSON_PROMPTS, Recorded, machine_folder, write_gallery
-from engine.recorded import FIGURES, INDEX_SCHEMA, KINDS, gallery_indexes, load_entry, read_index
-from engine.trace import Provenance
-from lesson.views import DEFAULT_PROMPTS
+from engine.contract.prompts import LESSON_PROMPTS
+from engine.contract.recorded import FIGURES, INDEX_SCHEMA, KINDS, gallery_indexes, load_entry, read_index
+from engine.contract.trace import Provenance
+from engine.runtime.record import Recorded, machine_folder, write_gallery
+from lesson.inputs import default_prompt
 from tests.factories import make_trace
 
 GPU = Provenance(cpu="AMD EPYC", num_cores=16, device="cuda", gpu="NVIDIA H200", torch_version="2.13.0",
@@ -19,7 +20,7 @@ GPU = Provenance(cpu="AMD EPYC", num_cores=16, device="cuda", gpu="NVIDIA H200",
 
 
 def test_the_recorded_example_is_the_lessons():
-    assert LESSON_PROMPTS == DEFAULT_PROMPTS
+    assert {lang: default_prompt(lang) for lang in LESSON_PROMPTS} == LESSON_PROMPTS  # one definition, both read it
 
 
 def test_a_machine_names_its_folder_without_spaces():

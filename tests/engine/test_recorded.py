@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from engine.recorded import (
+from engine.contract.recorded import (
     MAX_TRACE_STEPS, RecordedComparison, RecordedFileError, read_index, read_recorded,
 )
-from engine.trace import Provenance, RequestTrace
+from engine.contract.trace import Provenance, RequestTrace
 from lesson.messages import error_message
 from tests.factories import fake_comparison, make_run, make_sweep, make_trace
 
@@ -114,6 +114,6 @@ def test_reading_a_recorded_run_needs_no_torch():
     import subprocess
     import sys
 
-    code = ("import sys, engine.recorded, lesson.recorded; "
+    code = ("import sys, engine.contract.recorded, lesson.recorded; "
             "assert 'torch' not in sys.modules and 'streamlit' not in sys.modules")
     assert subprocess.run([sys.executable, "-c", code], capture_output=True).returncode == 0

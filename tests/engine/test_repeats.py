@@ -1,12 +1,12 @@
-"""engine.repeats: the same request N times, every trace kept, the first one streamed."""
+"""engine.runtime.repeats: the same request N times, every trace kept, the first one streamed."""
 
 from __future__ import annotations
 
 import pytest
 
-from engine import GenerationConfig
-from engine.errors import InputError
-from engine.repeats import MAX_REPEATS, check_repeats, measure, stream_repeats
+from engine.contract.errors import InputError
+from engine.contract.results import GenerationConfig
+from engine.runtime.repeats import MAX_REPEATS, check_repeats, measure, stream_repeats
 
 
 def test_n_repeats_give_n_finished_traces_of_the_same_answer(default_lm):

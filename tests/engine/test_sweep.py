@@ -1,4 +1,4 @@
-"""engine/sweep.py and `python -m engine sweep`: measured points, JSON, the CLI's exit codes,
+"""engine/contract/sweep.py and `python -m engine sweep`: measured points, JSON, the CLI's exit codes,
 and the lesson's claim on the default model: Prefill grows with n, a Decode step hardly with c.
 
 Timing claims use medians of repeats and wide margins (a shared 2-core CPU is noisy).
@@ -13,9 +13,10 @@ import sys
 import pytest
 
 from engine.cli import main
-from engine.cost import DEVICE_SPECS
-from engine.errors import InputError
-from engine.sweep import DEFAULT_POINTS, KINDS, Sweep, SweepPoint, check_points, format_sweep, run_sweep
+from engine.contract.cost import DEVICE_SPECS
+from engine.contract.errors import InputError
+from engine.contract.sweep import DEFAULT_POINTS, KINDS, Sweep, SweepPoint, check_points, format_sweep
+from engine.runtime.sweep import run_sweep
 from tests.factories import HAS_DEFAULT_MODEL, ROOT
 
 needs_model = pytest.mark.skipif(not HAS_DEFAULT_MODEL, reason="needs assets/default_model")

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from engine.trace import SCHEMA_VERSION, RequestTrace, Step, TraceFormatError, compute_metrics, step_rows
+from engine.contract.trace import SCHEMA_VERSION, RequestTrace, Step, TraceFormatError, compute_metrics, step_rows
 from tests.factories import make_long_trace, make_trace
 
 
@@ -119,7 +119,7 @@ def test_itl_spread_from_hand_made_timestamps():
 
 
 def test_percentile_ends_ties_and_refusals():
-    from engine.trace import percentile
+    from engine.contract.trace import percentile
 
     assert percentile([7.0], 99) == 7.0
     assert percentile([3.0, 1.0, 2.0], 0) == 1.0 and percentile([3.0, 1.0, 2.0], 100) == 3.0
@@ -137,7 +137,7 @@ def test_percentile_matches_numpy_default():
     import random
 
     numpy = pytest.importorskip("numpy")
-    from engine.trace import percentile
+    from engine.contract.trace import percentile
 
     rng = random.Random(3)
     for n in (1, 2, 5, 17, 100):
@@ -185,7 +185,7 @@ def test_steps_so_far_is_a_fixed_prefix_of_a_growing_list():
     import copy
     import pickle
 
-    from engine.trace import StepsSoFar
+    from engine.contract.trace import StepsSoFar
 
     steps = list(make_trace(("a",), ("x", "y", "z")).steps)
     backing = steps[:2]
@@ -208,14 +208,15 @@ def test_steps_so_far_is_a_fixed_prefix_of_a_growing_list():
 
 @pytest.fixture(scope="module")
 def tiny_llama(tiny_model_dirs):
-    from engine import load_model
+    from engine.runtime.model import load_model
 
     return load_model(tiny_model_dirs["llama"], device="cpu")
 
 
 def test_stream_shares_one_step_list_instead_of_copying_it(tiny_llama):
-    from engine import GenerationConfig, stream_trace
-    from engine.trace import StepsSoFar
+    from engine.contract.results import GenerationConfig
+    from engine.contract.trace import StepsSoFar
+    from engine.runtime.generation import stream_trace
 
     n = 24
     partials = list(stream_trace(tiny_llama, "The capital of France is",
@@ -234,7 +235,8 @@ def test_stream_shares_one_step_list_instead_of_copying_it(tiny_llama):
 
 
 def test_the_callers_time_between_passes_is_its_own_slice(tiny_llama):
-    from engine import GenerationConfig, stream_trace
+    from engine.contract.results import GenerationConfig
+    from engine.runtime.generation import stream_trace
 
     stream = stream_trace(tiny_llama, "The capital of France is", GenerationConfig(max_new_tokens=4, ignore_eos=True))
     next(stream)  # Prefill is done; the caller now "draws the page" for 250 ms
@@ -270,7 +272,8 @@ class _WatchedLock:
 
 
 def test_lock_wait_is_only_the_time_queued_for_the_model(tiny_llama):
-    from engine import GenerationConfig, generate
+    from engine.contract.results import GenerationConfig
+    from engine.runtime.generation import generate
 
     cfg = GenerationConfig(max_new_tokens=3, ignore_eos=True)
     lock = _WatchedLock()

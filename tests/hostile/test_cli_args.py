@@ -11,8 +11,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from engine.errors import LimitError
-from engine.serving.core import ServeConfig, check_kv_memory
+from engine.contract.errors import LimitError
+from engine.contract.serving.config import ServeConfig
+from engine.runtime.serving.core import check_kv_memory
 from lesson.messages import serving_message
 from tests.factories import TINY_MODEL
 from tests.hostile.bounded import assert_one_line, python

@@ -9,7 +9,7 @@ import io
 
 import pytest
 
-from lesson.views import CSV_BOM, csv_cell, trace_csv
+from lesson.downloads import CSV_BOM, csv_cell, trace_csv
 from tests.factories import make_trace
 
 FORMULAS = ("=HYPERLINK(\"http://x\",\"y\")", "+1+1", "-2+3", "@SUM(A1)", "\t=1", "\r=1")

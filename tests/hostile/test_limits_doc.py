@@ -1,5 +1,5 @@
-"""docs/operators.md's "Limits" table is engine/limits.py's (python -m engine.limits prints it), and the
-bounded helpers every surface uses refuse what they promise to."""
+"""docs/operators.md's "Limits" table is engine/contract/limits.py's (python -m engine.contract.limits prints
+it), and the bounded helpers every surface uses refuse what they promise to."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from engine import limits
-from engine.errors import LimitError
+from engine.contract import limits
+from engine.contract.errors import LimitError
 from tests.hostile.bounded import ROOT
 
 OPERATORS = ROOT / "docs" / "operators.md"
@@ -19,7 +19,8 @@ def test_the_operators_table_is_the_one_in_engine_limits():
     text = OPERATORS.read_text(encoding="utf-8")
     section = text.split("\n## Limits\n", 1)[1].split("\n## ", 1)[0]
     table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
-    assert table == limits.markdown_table(), "regenerate the table in docs/operators.md: python -m engine.limits"
+    assert table == limits.markdown_table(), \
+        "regenerate the table in docs/operators.md: python -m engine.contract.limits"
 
 
 def test_every_limit_constant_is_in_the_table():

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from engine import load_model
-from engine.errors import LimitError, ModelLoadError
+from engine.contract.errors import LimitError, ModelLoadError
+from engine.runtime.model import load_model
 from tests.hostile.bounded import assert_one_line, python
 
 SECONDS, PEAK_MB = 60, 900  # the child imports torch and transformers (about 300 MB) before it refuses
@@ -67,7 +67,7 @@ def test_the_cost_model_reads_the_declared_shape_first(folder):
 APP_LOAD = """
 import sys
 from pathlib import Path
-from engine import load_model
+from engine.runtime.model import load_model
 from lesson.messages import error_message
 try:
     load_model(sys.argv[1], within=Path(sys.argv[1]).parent, warmup=False)
@@ -191,7 +191,7 @@ class Stalling(http.server.BaseHTTPRequestHandler):
 
 HUB_LOAD = """
 import sys, time
-from engine import load_model
+from engine.runtime.model import load_model
 start = time.monotonic()
 try:
     load_model("org/stalled-model", allow_hub=True, hub_timeout_s=float(sys.argv[1]), warmup=False)

@@ -1,6 +1,6 @@
 """The probe against a hostile OpenAI-compatible server (tests/hostile/fake_openai.py): every reply costs
 a bounded time and memory, a bad one fails only its own request (naming the bound or the field), and
-an API key a server echoes is never written out (engine/interop/probe.py, engine/limits.py PROBE_*).
+an API key a server echoes is never written out (engine/contract/interop/probe.py, engine/contract/limits.py PROBE_*).
 
 Each case asserts the outcome, the time it took and, for the replies that are large on purpose, the
 peak memory of a child process under an address-space ceiling (tests/hostile/bounded.py).
@@ -15,11 +15,11 @@ import time
 import pytest
 
 from engine import cli as engine_main
-from engine.interop.probe import (KeyMask, ProbeConfig, ProbeError, parse_prometheus, run_probe, server_values,
+from engine.contract.interop.probe import (KeyMask, ProbeConfig, ProbeError, parse_prometheus, run_probe, server_values,
                                   stream_limits)
-from engine.limits import PROBE_MAX_LINE_BYTES, PROBE_MAX_USAGE_TOKENS
-from engine.serving.trace import ServingRun
-from engine.serving.workloads import WorkloadRequest
+from engine.contract.limits import PROBE_MAX_LINE_BYTES, PROBE_MAX_USAGE_TOKENS
+from engine.contract.serving.trace import ServingRun
+from engine.contract.serving.workloads import WorkloadRequest
 from lesson.messages import remote_message
 from lesson.perfetto import serving_run_events
 from tests.app.apptest import APP, SERVING_LAB, needs_model
@@ -91,8 +91,8 @@ def test_endless_keep_alive_comments_are_cut_at_the_stream_byte_cap():
 
 CHILD = """
 import json, sys, time
-from engine.interop.probe import ProbeConfig, run_probe
-from engine.serving.workloads import WorkloadRequest
+from engine.contract.interop.probe import ProbeConfig, run_probe
+from engine.contract.serving.workloads import WorkloadRequest
 url, prompt, max_tokens = sys.argv[1], sys.argv[2], int(sys.argv[3])
 start = time.monotonic()
 result = run_probe(ProbeConfig(url, "toy", timeout_s=2),

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
-from engine.errors import LimitError
-from engine.serving.trace import ServingRun
+from engine.contract.errors import LimitError
+from engine.contract.serving.trace import ServingRun
 from lesson.perfetto import check_trace_events, to_perfetto_json
 from tests.factories import make_run
 from tests.hostile.bounded import assert_one_line, python

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from engine.interop.vllm_import import read_vllm_result
+from engine.contract.interop.vllm_import import read_vllm_result
 from lesson.messages import remote_message
 from lesson.text import t
 from tests.factories import VLLM_RESULT
@@ -92,7 +92,7 @@ def test_the_export_refuses_in_one_line_and_writes_nothing(name, tmp_path):
 
 APP_CHECK = """
 import sys
-from engine.interop.vllm_import import read_vllm_result
+from engine.contract.interop.vllm_import import read_vllm_result
 from lesson.messages import remote_message
 try:
     read_vllm_result(open(sys.argv[1], encoding="utf-8").read())

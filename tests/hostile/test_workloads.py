@@ -11,10 +11,10 @@ import time
 import pytest
 
 from app_support.serving import check_caps
-from engine.config import ServingCaps
-from engine.errors import CapError
-from engine.limits import MAX_ARRIVAL_MS
-from engine.serving.workloads import WorkloadError, parse_workload_lines
+from engine.contract.config import ServingCaps
+from engine.contract.errors import CapError
+from engine.contract.limits import MAX_ARRIVAL_MS
+from engine.contract.serving.workloads import WorkloadError, parse_workload_lines
 from lesson.messages import serving_message
 from lesson.text import t
 from tests.app.apptest import APP, SERVING_LAB, needs_model
@@ -89,7 +89,7 @@ def test_a_typed_prompt_over_the_cap_is_refused_as_a_stretched_one_is():
 
 
 def test_an_arrival_past_the_limit_is_refused_by_the_caps_too():
-    from engine.serving.workloads import WorkloadRequest
+    from engine.contract.serving.workloads import WorkloadRequest
 
     work = (WorkloadRequest(MAX_ARRIVAL_MS + 1, "x", 4),)
     with pytest.raises(CapError) as err:

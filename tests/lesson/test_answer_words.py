@@ -1,4 +1,4 @@
-"""What the page says about an answer written past its end of sequence (lesson.views)."""
+"""What the page says about an answer written past its end of sequence (lesson.answer)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from dataclasses import replace
 
 import pytest
 
+from lesson.answer import first_end_of_sequence, past_eos_note
 from lesson.text import t
-from lesson.views import first_end_of_sequence, past_eos_note
 from tests.factories import TINY_MODEL, make_trace
 
 PAST_END = ("巴黎", "。", "</s>", "The", "▁capital", "</s>", "Laos")

@@ -223,7 +223,7 @@ def test_the_labs_figures_meet_wcag_aa_too(lang):
 def test_classroom_timeline_panel_and_axis_stay_put_while_stepping():
     """Folded, the time panel sits under the table: with `full=` it is placed for the whole
     run's rows, so stepping adds rows without moving the panel or its axis."""
-    from lesson.views import truncate_trace
+    from lesson.answer import truncate_trace
 
     run = make_trace(output_pieces=tuple(f"t{i}" for i in range(6)))
     style = classroom_style()

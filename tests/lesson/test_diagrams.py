@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from lesson.charts import kv_growth_figure, latency_figure
+from lesson.charts.run import kv_growth_figure, latency_figure
 from lesson.diagrams import (
     DIAGRAMS, SCHEMATIC_DIAGRAMS, render_animation, render_blocks, render_blocks_schematic, render_kv_growth,
     render_latency, render_review_map, render_timeline,
@@ -336,7 +336,7 @@ def test_plotly_ttft_note_sits_above_the_plot_not_on_the_bars(long_trace):
 
 
 def test_plotly_classroom_type_is_at_least_the_body_text(trace):
-    from lesson.charts import CLASSROOM_FONT_PX
+    from lesson.charts.common import CLASSROOM_FONT_PX
 
     for fig in (latency_figure(trace, "en", classroom=True), kv_growth_figure(trace, "en", classroom=True)):
         assert fig.layout.font.size >= CLASSROOM_FONT_PX >= 20.5
@@ -374,7 +374,8 @@ def test_snapshot(name, trace):
 def test_near_duplicate_numbers_get_their_explanation():
     """Prefill's pass beside TTFT, a Decode pass beside ITL: the notes give the
     difference, from the trace's own times, in both languages."""
-    from lesson.views import format_ms, metric_gap_notes
+    from lesson.formats import format_ms
+    from lesson.metric_cards import metric_gap_notes
 
     trace = make_trace(("法国", "的", "首都", "是"), ("巴黎", "。", "<eos>"), tokenize_ms=1.25)
     m = trace.metrics

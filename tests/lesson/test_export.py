@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.trace import RequestTrace
+from engine.contract.trace import RequestTrace
 from lesson import export
 from lesson.diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS
 from lesson.export import FLOOR_DIAGRAMS
@@ -66,7 +66,7 @@ def test_empty_prompt_is_one_line(tmp_path, capsys):
 
 
 def test_engine_errors_are_one_line(tmp_path, monkeypatch, capsys):
-    from engine.errors import ModelLoadError
+    from engine.contract.errors import ModelLoadError
 
     def fail(prompt, n, model):
         raise ModelLoadError("model_missing", f"model folder not found: {model}")

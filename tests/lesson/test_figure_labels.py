@@ -15,13 +15,13 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from lesson.charts import LATENCY_MARGIN_PX, MAX_PASS_TICKS, kv_growth_figure, latency_figure, pass_tick_numbers
+from lesson.charts.run import LATENCY_MARGIN_PX, MAX_PASS_TICKS, kv_growth_figure, latency_figure, pass_tick_numbers
 from lesson.diagrams import render_cache_compare, render_kv_growth
 from lesson.diagrams.cache_compare import MAX_SLOTS
 from lesson.diagrams.kv_growth import MAX_BARS, kv_layout
+from lesson.engine_modes import engine_caption
 from lesson.style import DEFAULT_STYLE, classroom_style
 from lesson.text import TEXTS, label, t
-from lesson.views import engine_caption
 from tests.factories import fake_comparison, make_trace
 from tests.svg import with_class
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.recorded import FIGURES, KINDS, gallery_indexes, load_entry, read_index
-from lesson.charts import sweep_figure
+from engine.contract.recorded import FIGURES, KINDS, gallery_indexes, load_entry, read_index
+from lesson.charts.lab import sweep_figure
 from lesson.diagrams import DIAGRAMS
 from lesson.recorded import entry_label, render_recorded
 from tests.factories import ROOT

@@ -136,7 +136,7 @@ def test_latency_bars_stack_pass_page_and_waiting_up_to_each_wait():
 
 
 def test_latency_figure_stacks_the_same_parts():
-    from lesson.charts import latency_figure
+    from lesson.charts.run import latency_figure
 
     fig = latency_figure(_page_drawn_trace(), "en")
     assert fig.layout.barmode == "stack"

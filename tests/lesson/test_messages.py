@@ -10,9 +10,9 @@ from string import Formatter
 
 import pytest
 
-from engine.errors import CapError, EngineError, InputError, KeyedError, ModelLoadError, RemoteError
-from engine.interop.probe import CONNECTION_CAUSES, ProbeError
-from engine.worker.errors import EngineWorkerError, WorkerRestarted
+from engine.contract.errors import CapError, EngineError, InputError, KeyedError, ModelLoadError, RemoteError
+from engine.contract.interop.probe import CONNECTION_CAUSES, ProbeError
+from engine.contract.worker.errors import EngineWorkerError, WorkerRestarted
 from lesson import messages
 from lesson.messages import (
     CAP_KEYS, ENGINE_ERROR_KEYS, PROBE_KEYS, REFUSAL_KEYS, SERVING_ERROR_KEYS, WORKER_ERROR_KEYS, as_error, code_span,

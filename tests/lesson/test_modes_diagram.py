@@ -1,4 +1,4 @@
-"""The engine modes figure (lesson/diagrams/modes.py) and its plotly twin (lesson/modes_charts.py),
+"""The engine modes figure (lesson/diagrams/modes.py) and its plotly twin (lesson/charts/modes.py),
 on made-up runs of one prompt in several modes: structure, numbers, escaping, languages, classroom."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import statistics
 
 import pytest
 
+from lesson.charts.modes import modes_figure
 from lesson.diagrams.modes import headline, mode_summaries, render_modes
-from lesson.modes_charts import modes_figure
 from lesson.style import CLASSROOM_MIN_FONT, CLASSROOM_WIDTH, classroom_style
 from lesson.text import t
 from tests.factories import COMPILED_MS, EAGER_MS, MODE_FLOORS, STATIC_MS, TINY_MODEL, make_mode_run, make_mode_runs

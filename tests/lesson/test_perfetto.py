@@ -10,8 +10,8 @@ from collections import defaultdict
 
 import pytest
 
-from engine.serving.metrics import compute_kv_memory, compute_serving_metrics
-from engine.serving.trace import (
+from engine.contract.serving.metrics import compute_kv_memory, compute_serving_metrics
+from engine.contract.serving.trace import (
     BatchEntry, BlockSnapshot, BlockTable, Handoff, Iteration, LinkEstimate, ServingRun, ServingSettings,
 )
 from lesson.perfetto import (
@@ -164,8 +164,9 @@ def test_observed_run_has_request_tracks_ticks_and_server_counters():
 
 @pytest.mark.slow
 def test_a_measured_serving_run_exports(default_lm):
-    from engine.serving.engine import ServeConfig, run_workload
-    from engine.serving.workloads import WorkloadRequest
+    from engine.contract.serving.config import ServeConfig
+    from engine.contract.serving.workloads import WorkloadRequest
+    from engine.runtime.serving.engine import run_workload
 
     workload = (WorkloadRequest(0.0, "法国的首都是", 6, True),
                 WorkloadRequest(0.0, "The capital of Germany is", 6, True),

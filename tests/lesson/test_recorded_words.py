@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.trace import Provenance
+from engine.contract.trace import Provenance
 from lesson.recorded import (
     figure_note, first_view_note, history_label, recorded_alt, recorded_note, recorded_stamp, recorded_stem,
     recorded_when,

@@ -1,4 +1,4 @@
-"""The bottleneck lab's roof rule (lesson/views.py, the roofline figures): a measured pass is drawn only
+"""The bottleneck lab's roof rule (lesson/lab.py, the roofline figures): a measured pass is drawn only
 under the roofs of the machine that measured it, in the dtypes it ran; anywhere else the figures draw
 the cost model's prediction alone, and no floor ÷ measured ratio is formed."""
 
@@ -10,12 +10,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from engine.cost import DEVICE_SPECS, trace_floors
-from engine.trace import Provenance
-from lesson.charts import roofline_figure, step_floors_figure
+from engine.contract.cost import DEVICE_SPECS, trace_floors
+from engine.contract.trace import Provenance
+from lesson.charts.lab import roofline_figure, step_floors_figure
 from lesson.diagrams import render_roofline, render_step_floors
+from lesson.lab import lab_agreement_text, lab_cost_table, lab_prediction_only, lab_roofs_are_the_runs
 from lesson.text import TEXTS, device_label, t
-from lesson.views import lab_agreement_text, lab_cost_table, lab_prediction_only, lab_roofs_are_the_runs
 from tests.factories import default_shape, make_trace
 
 CPU = Provenance(cpu="AMD EPYC", num_cores=2, device="cpu", gpu="", torch_version="2", transformers_version="5",

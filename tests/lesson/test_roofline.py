@@ -1,5 +1,5 @@
 """The roofline, floor-bar and sweep figures (SVG in lesson/diagrams/roofline.py and sweep.py,
-plotly in lesson/charts.py): the picture is checked against the numbers it draws."""
+plotly in lesson/charts/lab.py): the picture is checked against the numbers it draws."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from engine.cost import DEVICE_SPECS, trace_floors
+from engine.contract.cost import DEVICE_SPECS, trace_floors
 from lesson.diagrams import render_roofline, render_step_floors, render_sweep
-from lesson.diagrams.roofline import fmt_time, roofline_layout
+from lesson.diagrams.roofline import roofline_layout
+from lesson.svgtext import fmt_time
 from lesson.text import TEXTS
 from tests.factories import default_shape, make_floors, make_sweep, make_trace
 
@@ -107,7 +108,7 @@ def test_user_text_in_a_model_name_stays_text():
 
 
 def test_plotly_figures_hold_the_same_numbers():
-    from lesson.charts import roofline_figure, step_floors_figure, sweep_figure
+    from lesson.charts.lab import roofline_figure, step_floors_figure, sweep_figure
 
     floors = make_floors("h100", weight_dtype="bf16")
     fig = roofline_figure(floors, "en")
@@ -148,7 +149,7 @@ def _decade_ticks(axis) -> list[str]:
 def test_plotly_log_axes_name_whole_decades_in_one_format():
     import re
 
-    from lesson.charts import roofline_figure, sweep_figure
+    from lesson.charts.lab import roofline_figure, sweep_figure
 
     fig = roofline_figure(make_floors("h200", weight_dtype="bf16"), "en")
     words = _decade_ticks(fig.layout.xaxis) + _decade_ticks(fig.layout.yaxis)

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from engine.serving.trace import SLO, ServingRun
+from engine.contract.serving.trace import SLO, ServingRun
 from lesson.diagrams.batch_composition import render_batch_composition
 from lesson.diagrams.kv_blocks import render_kv_blocks
 from lesson.diagrams.serving_gantt import MAX_ROWS, gantt_segments, itl_spikes, render_serving_gantt
@@ -266,7 +266,7 @@ def test_real_run_json_round_trip_draws_the_same(runs):
 # --- plotly ----------------------------------------------------------------------------------
 
 def test_plotly_gantt_has_the_same_segments_and_escapes_ids():
-    from lesson.charts import SEGMENT_ORDER, serving_gantt_figure
+    from lesson.charts.serving import SEGMENT_ORDER, serving_gantt_figure
 
     spec = (("<b>x</b>", 0.0, 4, 6), *LONG_PROMPT_DURING_CHATS[1:])
     run = make_run(spec, policy="prefill-first")
@@ -361,10 +361,10 @@ def test_snapshot(name, runs):
 
 def test_observed_policy_is_accepted_by_the_record_but_not_by_engine_serve():
     from engine.cli.serve import POLICY_CHOICES
-    from engine.errors import InputError
-    from engine.serving.engine import ServeConfig
-    from engine.serving.trace import OBSERVED_POLICY, ServingSettings
-    from engine.trace import TraceFormatError
+    from engine.contract.errors import InputError
+    from engine.contract.serving.config import ServeConfig
+    from engine.contract.serving.trace import OBSERVED_POLICY, ServingSettings
+    from engine.contract.trace import TraceFormatError
 
     assert ServingSettings(policy=OBSERVED_POLICY, block_size=1, num_kv_blocks=1).policy == "observed"
     assert OBSERVED_POLICY not in POLICY_CHOICES
@@ -376,7 +376,7 @@ def test_observed_policy_is_accepted_by_the_record_but_not_by_engine_serve():
 
 def test_the_gantt_subtitle_is_truthful_per_kind_of_run():
     """Engine run: every time measured; probe: observed from the client (never "all measured")."""
-    from engine.serving.trace import OBSERVED_POLICY
+    from engine.contract.serving.trace import OBSERVED_POLICY
     from lesson.diagrams.serving_gantt import gantt_subtitle, run_kind
 
     engine_run = make_run(policy="chunked")

@@ -8,9 +8,9 @@ import re
 
 import pytest
 
+from lesson.metric_cards import bottleneck_contradicts, bottleneck_live_text, metric_cards
 from lesson.spread import Headline, Spread, fmt_ratio, headline, outlier_indices, run_numbers, verdict
 from lesson.text import t
-from lesson.views import bottleneck_contradicts, bottleneck_live_text, metric_cards
 from tests.factories import make_trace
 
 RATIOS = (0.2, 0.5, 0.9, 1.0, 1.02, 1.5, 2.9, 3.0, 7.0, 25.0, 100.0)

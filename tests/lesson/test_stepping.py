@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from lesson.charts import kv_growth_figure, latency_figure
+from lesson.answer import truncate_trace
+from lesson.charts.run import kv_growth_figure, latency_figure
 from lesson.diagrams import DIAGRAMS, render_blocks, render_kv_growth, render_latency, render_timeline
-from lesson.views import truncate_trace
 from tests.factories import make_trace
 
 OUTPUT = tuple(f"t{i}" for i in range(10))
@@ -109,7 +109,7 @@ def test_plotly_axes_are_fixed_to_the_whole_run(run):
 def test_a_prefix_leaves_out_the_special_tokens_the_finished_answer_skipped():
     """Classroom mode printed a literal </s> in the answer and the timeline's title; normal mode
     (the tokenizer's decoding, special tokens skipped) never does. Bytes of a character stay."""
-    from lesson.views import answer_text
+    from lesson.answer import answer_text
 
     pieces = ("巴黎", "。", "</s>", "<0xE5>", "Paris", "</s>", "<b>")
     trace = replace(make_trace(output_pieces=pieces), output_text="巴黎。Paris<b>")  # as decode(skip_special)

@@ -1,4 +1,4 @@
-"""A sweep's spread in its figures (lesson/diagrams/sweep.py, lesson/charts.py): each point's line
+"""A sweep's spread in its figures (lesson/diagrams/sweep.py, lesson/charts/lab.py): each point's line
 runs over the repeats that are not outliers, every outlier is its own red ring, and an older sweep
 file (3 repeats, no provenance) still loads and draws."""
 
@@ -10,11 +10,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from engine.sweep import DEFAULT_REPEATS, Sweep
-from lesson.charts import sweep_figure
+from engine.contract.sweep import DEFAULT_REPEATS, Sweep
+from lesson.alt_text import cache_compare_caption
+from lesson.charts.lab import sweep_figure
 from lesson.diagrams import render_sweep
+from lesson.lab import lab_sweep_caption
 from lesson.text import TEXTS, t
-from lesson.views import cache_compare_caption, lab_sweep_caption
 from tests.factories import fake_comparison, make_sweep
 
 

@@ -4,7 +4,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from lesson.charts import latency_figure
+from lesson.charts.run import latency_figure
 from lesson.diagrams import DIAGRAMS
 from lesson.svgtext import piece_label, visible
 from tests.factories import make_trace

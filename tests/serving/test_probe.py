@@ -1,4 +1,4 @@
-"""The client-side probe (engine/interop/probe.py).
+"""The client-side probe (engine/contract/interop/probe.py).
 
 Against a real `transformers serve` process (transformers' own OpenAI-compatible server) on the
 embedded default model: token counts and metric invariants. Error cases against small stdlib
@@ -24,11 +24,14 @@ import pytest
 
 from bench.app_server import free_port
 from engine import cli as engine_main
-from engine.interop.observed import OBSERVED_NOTE
-from engine.interop.probe import ProbeConfig, ProbeError, ProbeResult, parse_prometheus, run_probe, server_values
-from engine.model import DEFAULT_MODEL_DIR
-from engine.serving.trace import ServingRun
-from engine.serving.workloads import WorkloadRequest
+from engine.cli.probe import default_stretch
+from engine.contract.interop.observed import OBSERVED_NOTE
+from engine.contract.interop.probe import (
+    ProbeConfig, ProbeError, ProbeResult, parse_prometheus, run_probe, server_values,
+)
+from engine.contract.serving.trace import ServingRun
+from engine.contract.serving.workloads import WorkloadRequest
+from engine.runtime.model import DEFAULT_MODEL_DIR
 from lesson.perfetto import check_trace_events, serving_run_events
 from tests.fake_server import METRICS_TEXT, Misbehaving, misbehaving
 
@@ -319,8 +322,8 @@ def test_result_json_round_trips_into_a_serving_run():
 
 
 def test_server_metrics_figure_draws_what_was_sampled():
-    from engine.interop.probe import ServerMetrics, ServerSample
-    from lesson.probe_charts import server_metrics_figure, server_metrics_note
+    from engine.contract.interop.probe import ServerMetrics, ServerSample
+    from lesson.charts.probe import server_metrics_figure, server_metrics_note
 
     samples = (ServerSample(0.0, {"running": 0.0, "waiting": 0.0, "kv_cache_usage": 0.0}),
                ServerSample(50.0, {"running": 2.0, "waiting": 1.0, "kv_cache_usage": 0.25}),
@@ -347,7 +350,8 @@ def test_prompt_tokens_stretch_the_prompt_with_the_lessons_filler():
 
     Misbehaving.seen_prompts.clear()
     with misbehaving() as url:
-        result = run_probe(ProbeConfig(url, "toy"), (WorkloadRequest(0.0, "ok", 3, prompt_tokens=40),))
+        workload = (WorkloadRequest(0.0, "ok", 3, prompt_tokens=40),)
+        result = run_probe(ProbeConfig(url, "toy"), workload, stretch=default_stretch(workload))
     tok = AutoTokenizer.from_pretrained(str(DEFAULT_MODEL_DIR))
     sent = Misbehaving.seen_prompts[-1]
     assert sent.endswith("ok") and len(tok(sent)["input_ids"]) == 40  # what the app's slider would build

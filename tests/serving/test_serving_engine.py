@@ -1,5 +1,5 @@
 """The serving engine on the real default model: every request's greedy tokens equal
-running it alone (engine.generation), under every policy; the scheduler's invariants;
+running it alone (engine.runtime.generation), under every policy; the scheduler's invariants;
 the KV hand-off of a disaggregated run; a request that can never fit."""
 
 from __future__ import annotations
@@ -8,11 +8,13 @@ import time
 
 import pytest
 
-from engine.errors import InputError
-from engine.generation import GenerationConfig, generate_ids
-from engine.serving.core import EngineCore, ServeConfig, prepare_sequences
-from engine.serving.engine import run_workload
-from engine.serving.workloads import WorkloadRequest
+from engine.contract.errors import InputError
+from engine.contract.serving.config import ServeConfig
+from engine.contract.serving.workloads import WorkloadRequest
+from engine.runtime.generation import GenerationConfig, generate_ids
+from engine.runtime.serving.core import EngineCore, prepare_sequences
+from engine.runtime.serving.engine import run_workload
+from engine.runtime.serving.scheduler import SchedulerConfig
 
 # Ragged on purpose: a 1-token answer (EOS), a stretched prompt that chunks, staggered arrivals.
 WORKLOAD = (
@@ -81,7 +83,7 @@ def test_every_request_matches_running_it_alone(default_lm, runs, name):
 
 @pytest.mark.slow
 def test_real_runs_round_trip_through_json(runs):
-    from engine.serving.trace import ServingRun
+    from engine.contract.serving.trace import ServingRun
 
     for name in ("disaggregated", "chunked-tight"):
         assert ServingRun.from_json(runs[name].to_json()) == runs[name]
@@ -155,7 +157,7 @@ def test_block_tables_follow_the_token_counts(runs):
 def test_engine_core_frees_every_block_it_allocates(default_lm):
     cfg = ServeConfig(policy="chunked", token_budget=8, block_size=4, num_kv_blocks=30)
     seqs = prepare_sequences(default_lm, WORKLOAD, cfg)
-    core = EngineCore(default_lm, cfg.scheduler_config(), 30, 4)
+    core = EngineCore(default_lm, SchedulerConfig.for_run(cfg), 30, 4)
     for seq in seqs:
         core.scheduler.add(seq)
     t0 = time.perf_counter()
@@ -191,7 +193,7 @@ def test_a_failing_worker_is_reported_and_nothing_is_left_running(default_lm):
     import dataclasses
     import multiprocessing
 
-    from engine.serving.disaggregated import WorkerError
+    from engine.runtime.serving.disaggregated import WorkerError
 
     broken = dataclasses.replace(default_lm, path="/nonexistent/model",
                                  info=dataclasses.replace(default_lm.info, model_id="elsewhere"))
@@ -257,7 +259,7 @@ def test_hf_continuous_batching_agrees(default_lm, runs):
 @pytest.mark.parametrize("kind", ["llama", "qwen2", "gpt2"])
 def test_other_families_match_running_alone(tiny_model_dirs, kind):
     """Random tiny models of other families (GQA or not, RoPE or learned positions): same parity."""
-    from engine import load_model
+    from engine.runtime.model import load_model
 
     lm = load_model(tiny_model_dirs[kind], device="cpu")
     workload = (WorkloadRequest(0.0, "The capital of France is", 8, True),
@@ -269,7 +271,7 @@ def test_other_families_match_running_alone(tiny_model_dirs, kind):
 
 
 def test_sliding_window_models_are_refused(tiny_model_dirs):
-    from engine import load_model
+    from engine.runtime.model import load_model
 
     lm = load_model(tiny_model_dirs["mistral"], device="cpu")
     with pytest.raises(InputError, match="sliding window") as err:

@@ -1,4 +1,4 @@
-"""The serving run's record (engine/serving/trace.py) and its metrics, from synthetic
+"""The serving run's record (engine/contract/serving/trace.py) and its metrics, from synthetic
 timestamps: no model runs. Every expected number is worked out by hand."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ import sys
 
 import pytest
 
-from engine.serving.metrics import compute_kv_memory, compute_serving_metrics, distribution, meets_slo
-from engine.serving.trace import (
+from engine.contract.serving.metrics import compute_kv_memory, compute_serving_metrics, distribution, meets_slo
+from engine.contract.serving.trace import (
     SLO, BatchEntry, BlockSnapshot, BlockTable, Handoff, Iteration, LinkEstimate, LinkSpec, ServingRun, ServingSettings,
 )
-from engine.trace import TraceFormatError
+from engine.contract.trace import TraceFormatError
 from tests.factories import DEFAULT_MODEL_INFO, make_record
 
 # r0 arrives at 0: tokens at 10, 12, 16 -> TTFT 10, ITL 2 and 4, E2EL 16, TPOT (16-10)/2 = 3
@@ -116,7 +116,7 @@ def test_entries_of_a_request_in_time_order():
 def test_record_module_imports_no_torch():
     import subprocess
 
-    code = "import sys, engine.serving.trace, engine.serving.metrics; print('torch' in sys.modules)"
+    code = "import sys, engine.contract.serving.trace, engine.contract.serving.metrics; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

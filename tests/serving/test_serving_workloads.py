@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from engine.serving.workloads import (
+from engine.contract.serving.workloads import (
     SCENARIOS, WorkloadError, WorkloadRequest, load_workload_file, parse_workload_lines, poisson_workload, questions,
     scenario,
 )
@@ -110,9 +110,9 @@ def test_a_page_passes_the_caps_it_applies():
 def test_the_shipped_example_file_parses():
     from pathlib import Path
 
-    import engine.serving
+    import engine.contract.serving
 
-    workload = load_workload_file(Path(engine.serving.__file__).parent / "example_workload.jsonl")
+    workload = load_workload_file(Path(engine.contract.serving.__file__).parent / "example_workload.jsonl")
     assert len(workload) == 5 and workload[3].request_id == "long-en" and workload[3].prompt_tokens == 512
 
 
@@ -127,6 +127,6 @@ def test_workloads_import_no_torch():
     import subprocess
     import sys
 
-    code = "import sys, engine.serving.workloads, engine.cli.serve; print('torch' in sys.modules)"
+    code = "import sys, engine.contract.serving.workloads, engine.cli.serve; print('torch' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""Reading `vllm bench serve --save-result --save-detailed` files (engine/interop/vllm_import.py).
+"""Reading `vllm bench serve --save-result --save-detailed` files (engine/contract/interop/vllm_import.py).
 
 The fixture follows vLLM's field names (vllm/benchmarks/serve.py; see the module docstring for the
 commits read); its numbers are made up, its summary computed from its per-request lists with
@@ -12,8 +12,8 @@ import json
 import numpy as np
 import pytest
 
-from engine.interop.vllm_import import VllmResultError, format_comparison, load_vllm_result, read_vllm_result
-from engine.serving.trace import ServingRun
+from engine.contract.interop.vllm_import import VllmResultError, format_comparison, load_vllm_result, read_vllm_result
+from engine.contract.serving.trace import ServingRun
 from lesson import export
 from lesson.perfetto import check_trace_events, serving_run_events
 from tests.factories import VLLM_RESULT
@@ -44,7 +44,7 @@ def test_fixture_imports_with_measured_arrivals_and_vllm_definitions():
     # r2 streamed two tokens in one chunk: fewer ITLs than tokens - 1, as vLLM records it
     r2 = run.request("r2")
     assert len(r2.itl_ms) == r2.num_output_tokens - 2
-    # the run's own metrics (engine/serving/metrics.py) agree with the file's summary
+    # the run's own metrics (engine/contract/serving/metrics.py) agree with the file's summary
     m = run.metrics
     assert m.num_completed == data["completed"] and m.total_output_tokens == data["total_output_tokens"]
     for name in ("ttft", "tpot", "itl", "e2el"):
@@ -177,7 +177,7 @@ def test_export_cli_from_vllm(tmp_path, capsys):
 def test_imports_are_observed_runs_and_the_gantt_says_where_the_times_come_from():
     """policy "observed" (not an engine policy), and the Gantt's subtitle: vLLM's measured times, or
     arrivals placed from the request rate when the file has no start_times (never "all measured")."""
-    from engine.interop.vllm_import import arrivals_placed
+    from engine.contract.interop.vllm_import import arrivals_placed
     from lesson.diagrams.serving_gantt import gantt_subtitle, render_serving_gantt, run_kind
     from lesson.serving_views import run_label
     from lesson.text import t

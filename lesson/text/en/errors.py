@@ -52,7 +52,7 @@ TEXT: dict = {
     "err_probe_chunk_number": "{request_id}: a streamed chunk has a number longer than {limit} characters.",
     "err_probe_chunk_not_finite": "{request_id}: a streamed chunk holds a number that is not finite (NaN or Infinity).",
     "err_vllm_result": "This vLLM result file cannot be read: {reason}",
-    # an input over one of engine.limits' bounds (engine.errors.LimitError: err_ + its key)
+    # an input over one of engine.contract.limits' bounds (engine.contract.errors.LimitError: err_ + its key)
     "err_limit_count": "{field} is {value}: it must be a whole number from {low} to {limit}.",
     "err_limit_number": "{field} is {value}: it must be a finite number from {low} to {limit}.",
     "err_limit_memory": "{field} would need {need_gib} GiB of memory; at most {limit_gib} GiB may be used here. Choose fewer or smaller.",
@@ -76,7 +76,7 @@ TEXT: dict = {
     "sl_wl_why_no_requests": "it has no requests (write one JSON object per line)",
     "sl_wl_why_too_many": "it has {n} requests; at most {limit}",
     "sl_wl_why_too_large": "the file has {n} bytes; at most {limit} are read",
-    "sl_cap_arrival": "A request arrives at {n} ms; this server waits at most {limit} ms for an arrival (engine.limits.MAX_ARRIVAL_MS).",
+    "sl_cap_arrival": "A request arrives at {n} ms; this server waits at most {limit} ms for an arrival (engine.contract.limits.MAX_ARRIVAL_MS).",
     "sl_wl_why_cannot_read": "the file {name} cannot be read",
     "sl_wl_why_poisson_range": "it needs 1 to {limit} requests and a positive arrival rate; here {n} at {rate} per second",
     "sl_wl_why_other": "it is not in the expected format",
@@ -104,7 +104,7 @@ TEXT: dict = {
     "sl_probe_cause_protocol": "the answer was not HTTP",
     "sl_probe_cause_other": "the connection failed",
     "sl_probe_technical": "Technical detail (for the operator)",
-    # a recorded run that cannot be opened (engine.recorded.RecordedFileError: rec_why_ + its why)
+    # a recorded run that cannot be opened (engine.contract.recorded.RecordedFileError: rec_why_ + its why)
     "err_recorded_file": "This file cannot be opened as a recorded run: {reason} The page keeps showing what it showed.",
     "rec_why_too_large": "it has {mb} MB; at most {limit} MB are read.",
     "rec_why_not_text": "it is not UTF-8 text (a JSON file is).",
@@ -119,7 +119,7 @@ TEXT: dict = {
     "rec_why_over_cap": "its prompt has {n} tokens, more than this server runs ({limit}, PREFILL_DECODE_MAX_PROMPT_TOKENS): the labs would measure it again here.",
     "rec_why_missing": "the gallery's file cannot be read.",
     "rec_why_other": "it is not a file this version reads.",
-    # the engine worker (engine/worker/errors.py): the process that measures, started by the app or elsewhere
+    # the engine worker (engine/contract/worker/errors.py): the process that measures, started by the app or elsewhere
     "err_engine_restarted": "The engine process had stopped (exit code {exit_code}), so a new one was started. Nothing else is lost: earlier runs and kept results are still here. Run again.",
     "err_engine_restarted_run": "The engine process stopped while it was measuring this run (exit code {exit_code}), so a new one was started. Only this run is lost; earlier runs and kept results are still here. Run it again.",
     "err_engine_unreachable": "The engine process at {address} does not answer. Ask the operator to start it (`python -m engine worker`) or to check `PREFILL_DECODE_ENGINE`.",

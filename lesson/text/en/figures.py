@@ -1,4 +1,4 @@
-"""Every label the lesson's figures draw (lesson/diagrams/, lesson/charts.py). Plain text: user text
+"""Every label the lesson's figures draw (lesson/diagrams/, lesson/charts/). Plain text: user text
 (token pieces, the prompt) only ever goes in as a {field} value, escaped later by svgwrite.
 """
 

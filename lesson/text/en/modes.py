@@ -1,4 +1,4 @@
-"""The lab's engine-modes section and its figure (lesson/diagrams/modes.py, lesson/modes_charts.py)."""
+"""The lab's engine-modes section and its figure (lesson/diagrams/modes.py, lesson/charts/modes.py)."""
 
 TEXT: dict = {
     "modes_title": "Engine modes: where a Decode step's time goes",

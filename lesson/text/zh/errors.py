@@ -52,7 +52,7 @@ TEXT: dict = {
     "err_probe_chunk_number": "{request_id}：流中的一段含有超过 {limit} 个字符的数字。",
     "err_probe_chunk_not_finite": "{request_id}：流中的一段含有不是有限值的数（NaN 或 Infinity）。",
     "err_vllm_result": "这个 vLLM 结果文件无法读取：{reason}",
-    # an input over one of engine.limits' bounds (engine.errors.LimitError: err_ + its key)
+    # an input over one of engine.contract.limits' bounds (engine.contract.errors.LimitError: err_ + its key)
     "err_limit_count": "{field} 是 {value}：它必须是 {low} 到 {limit} 之间的整数。",
     "err_limit_number": "{field} 是 {value}：它必须是 {low} 到 {limit} 之间的有限数。",
     "err_limit_memory": "{field} 需要 {need_gib} GiB 内存；这里最多只能用 {limit_gib} GiB。请选更少或更小的设置。",
@@ -76,7 +76,7 @@ TEXT: dict = {
     "sl_wl_why_no_requests": "里面没有任何请求（每行写一个 JSON 对象）",
     "sl_wl_why_too_many": "它有 {n} 个请求，最多 {limit} 个",
     "sl_wl_why_too_large": "文件有 {n} 字节，最多读取 {limit} 字节",
-    "sl_cap_arrival": "有一个请求在 {n} 毫秒时到达；本服务器最多等待 {limit} 毫秒（engine.limits.MAX_ARRIVAL_MS）。",
+    "sl_cap_arrival": "有一个请求在 {n} 毫秒时到达；本服务器最多等待 {limit} 毫秒（engine.contract.limits.MAX_ARRIVAL_MS）。",
     "sl_wl_why_cannot_read": "读不了文件 {name}",
     "sl_wl_why_poisson_range": "需要 1 到 {limit} 个请求和一个正的到达速率，这里是 {n} 个、每秒 {rate} 个",
     "sl_wl_why_other": "格式不对",
@@ -104,7 +104,7 @@ TEXT: dict = {
     "sl_probe_cause_protocol": "对方的回答不是 HTTP",
     "sl_probe_cause_other": "连接失败",
     "sl_probe_technical": "技术细节（给运维人员）",
-    # 无法打开的录制运行（engine.recorded.RecordedFileError：rec_why_ 加上它的原因）
+    # 无法打开的录制运行（engine.contract.recorded.RecordedFileError：rec_why_ 加上它的原因）
     "err_recorded_file": "这个文件无法作为录制的运行打开：{reason}页面仍然显示原来的内容。",
     "rec_why_too_large": "它有 {mb} MB，最多只读取 {limit} MB。",
     "rec_why_not_text": "它不是 UTF-8 文本（JSON 文件应当是）。",
@@ -119,7 +119,7 @@ TEXT: dict = {
     "rec_why_over_cap": "它的提示词有 {n} 个 Token，超过本服务器的上限 {limit}（PREFILL_DECODE_MAX_PROMPT_TOKENS）：实验室会在这里重新测量它。",
     "rec_why_missing": "画廊中的这个文件无法读取。",
     "rec_why_other": "这个版本读不了这个文件。",
-    # the engine worker (engine/worker/errors.py): the process that measures, started by the app or elsewhere
+    # the engine worker (engine/contract/worker/errors.py): the process that measures, started by the app or elsewhere
     "err_engine_restarted": "引擎进程已经停止（退出码 {exit_code}），已重新启动一个。其他都没有丢失：之前的运行和保存的结果都还在。请再运行一次。",
     "err_engine_restarted_run": "引擎进程在测量这次运行时停止了（退出码 {exit_code}），已重新启动一个。只丢失了这一次运行，之前的运行和保存的结果都还在。请再运行一次。",
     "err_engine_unreachable": "{address} 上的引擎进程没有应答。请运维人员启动它（`python -m engine worker`），或检查 `PREFILL_DECODE_ENGINE`。",

@@ -1,4 +1,4 @@
-"""课文各图画进 SVG 或 plotly 图的标签（lesson/diagrams/、lesson/charts.py）。纯文本：
+"""课文各图画进 SVG 或 plotly 图的标签（lesson/diagrams/、lesson/charts/）。纯文本：
 用户文字（Token 片段、提示词）只作为 {字段} 的值填入，由 svgwrite 转义。
 """
 

@@ -1,4 +1,4 @@
-"""瓶颈实验室的引擎模式一节及其图（lesson/diagrams/modes.py、lesson/modes_charts.py）。"""
+"""瓶颈实验室的引擎模式一节及其图（lesson/diagrams/modes.py、lesson/charts/modes.py）。"""
 
 TEXT: dict = {
     "modes_title": "引擎模式：一步 Decode 的时间花在哪里",

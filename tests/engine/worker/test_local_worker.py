@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from engine import GenerationConfig
-from engine.worker.client import EngineClient, Pass
-from engine.worker.errors import WorkerAuthError, WorkerRestarted
-from engine.worker.local import PACKAGE_ROOT, LocalWorker
-from engine.worker.protocol import ModelRef
+from engine.contract.results import GenerationConfig
+from engine.contract.worker.client import EngineClient, Pass
+from engine.contract.worker.errors import WorkerAuthError, WorkerRestarted
+from engine.contract.worker.local import PACKAGE_ROOT, LocalWorker
+from engine.contract.worker.protocol import ModelRef
 
 pytestmark = pytest.mark.slow
 DEFAULT = ModelRef("default", "cpu", "auto")
@@ -91,7 +91,7 @@ def test_the_local_worker_exits_when_the_app_stops(local):
 
 def start_worker(tmp_path: Path, *args: str, env: dict | None = None) -> tuple[subprocess.Popen, Path]:
     log = tmp_path / "worker.log"
-    proc = subprocess.Popen([sys.executable, "-m", "engine.worker", *args], cwd=tmp_path, env=env or _env(),
+    proc = subprocess.Popen([sys.executable, "-m", "engine.runtime.worker", *args], cwd=tmp_path, env=env or _env(),
                             stdout=log.open("wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     return proc, log
 

@@ -8,18 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from engine.cost import DEVICE_SPECS, DeviceSpec
-from engine.errors import EngineError, InputError, ModelLoadError
-from engine.overhead import DecodeOps
-from engine.serving.engine import ServeConfig
-from engine.serving.trace import SLO
-from engine.trace import Step
-from engine.worker import jobs
-from engine.worker.codec import from_plain, to_plain
-from engine.worker.errors import (
+from engine.contract.cost import DEVICE_SPECS, DeviceSpec
+from engine.contract.errors import EngineError, InputError, ModelLoadError
+from engine.contract.serving.config import ServeConfig
+from engine.contract.serving.trace import SLO
+from engine.contract.trace import Step
+from engine.contract.worker.codec import from_plain, to_plain
+from engine.runtime.overhead import DecodeOps
+from engine.runtime.worker import jobs
+from engine.contract.worker.errors import (
     ProtocolError, ProtocolVersionError, WorkerFailure, WorkerRestarted, error_from_wire, error_to_wire,
 )
-from engine.worker.protocol import (
+from engine.contract.worker.protocol import (
     CLIENT_TYPES, LIGHT_METHODS, MEASURED_METHODS, PROTOCOL_VERSION, WORKER_TYPES, ModelRef, decode, encode,
     parse_address, read_token,
 )
@@ -124,8 +124,8 @@ def test_an_unexpected_error_becomes_a_worker_failure_naming_its_class():
     assert back.params == {"error": "RuntimeError", "reason": "CUDA error: out of memory"}
 
 
-@pytest.mark.parametrize("name", ["os.system", "builtins.ValueError", "engine.nowhere.Missing", "engine.trace.Step",
-                                  None, 3])
+@pytest.mark.parametrize("name", ["os.system", "builtins.ValueError", "engine.nowhere.Missing",
+                                  "engine.contract.trace.Step", None, 3])
 def test_only_keyed_engine_classes_are_rebuilt(name):
     back = error_from_wire({"class": name, "key": "empty_prompt", "params": {}, "message": "the prompt is empty"})
     assert type(back) is EngineError and back.key == "empty_prompt"

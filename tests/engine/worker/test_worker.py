@@ -20,21 +20,24 @@ from types import SimpleNamespace
 
 import pytest
 
-from engine import GenerationConfig, generate, load_model
-from engine.compare import compare_cache, decode_attention
-from engine.cost import ModelShape
-from engine.errors import InputError, ModelLoadError
-from engine.generation import token_pieces
-from engine.overhead import count_decode_ops
-from engine.prompts import extend_prompt, prompt_token_ids
-from engine.serving.engine import ServeConfig, run_workload
-from engine.serving.workloads import WorkloadRequest, questions
-from engine.worker.client import Done, EngineClient, Pass, Progress, Queued, Started, Waiting
-from engine.worker.errors import ProtocolVersionError, RunCancelled, WorkerAuthError
-from engine.worker.jobs import MEASURED
-from engine.worker.models import WorkerSettings
-from engine.worker.protocol import PROTOCOL_VERSION, WORKER_TYPES, Channel, ModelRef, connect, decode
-from engine.worker.server import start_in_thread
+from engine.contract.cost import ModelShape
+from engine.contract.errors import InputError, ModelLoadError
+from engine.contract.prompts import extend_prompt, prompt_token_ids
+from engine.contract.results import GenerationConfig
+from engine.contract.serving.config import ServeConfig
+from engine.contract.serving.workloads import WorkloadRequest, questions
+from engine.contract.worker.client import Done, EngineClient, Pass, Progress, Queued, Started, Waiting
+from engine.contract.worker.errors import ProtocolVersionError, RunCancelled, WorkerAuthError
+from engine.contract.worker.protocol import PROTOCOL_VERSION, WORKER_TYPES, Channel, ModelRef, connect, decode
+from engine.runtime.compare import compare_cache, decode_attention
+from engine.runtime.generation import generate
+from engine.runtime.generation import token_pieces
+from engine.runtime.model import load_model
+from engine.runtime.overhead import count_decode_ops
+from engine.runtime.serving.engine import run_workload
+from engine.runtime.worker.jobs import MEASURED
+from engine.runtime.worker.models import WorkerSettings
+from engine.runtime.worker.server import start_in_thread
 from tests.factories import Gate
 
 DEFAULT = ModelRef("default", "cpu", "auto")

@@ -1,0 +1,295 @@
+"""Recorded runs read back: any trace, serving run, sweep or cache comparison the engine wrote, and the
+gallery of them (one index.json per machine, written by `python -m engine record`, engine/runtime/record.py).
+
+    recorded = read_recorded(data, max_bytes)     # one file's bytes or text -> RecordedRun (or a refusal)
+    recorded.kind, recorded.runs, recorded.provenance, recorded.json (canonical JSON: a cache key)
+    for entry in read_index(folder / "index.json"): load_entry(entry, max_bytes)
+
+A file may come from anywhere (an upload), so it is read in a fixed order, each step bounded:
+its size against `max_bytes`, UTF-8, JSON through engine.contract.limits.load_json (depth, number length,
+no NaN or Infinity), its kind from its own markers, the engine's own `from_dict` / `from_json`,
+then every value against its field's type (a string where a time belongs would only fail later,
+inside a figure). Each refusal is one RecordedFileError: key "recorded_file", `why` names the
+step, and the page words it in its language (lesson.messages).
+
+No torch: a run recorded on a GPU machine is drawn on a laptop (a cache comparison's class is one of
+engine.contract.results' plain types).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engine.contract.errors import InputError, LimitError
+from engine.contract.limits import load_json
+from engine.contract.results import CacheComparison
+from engine.contract.serving.trace import ServingRun
+from engine.contract.sweep import SCHEMA as SWEEP_SCHEMA
+from engine.contract.sweep import Sweep
+from engine.contract.trace import Provenance, RequestTrace, TraceFormatError
+
+KINDS = ("trace", "serving_run", "sweep", "cache_comparison")
+# The figures each kind is drawn by (names of lesson.diagrams.DIAGRAMS for a trace; the serving lab's
+# figures and its metric table; the sweep figure; cache on vs off). A gallery index lists them per run.
+FIGURES = {
+    "trace": ("timeline", "blocks", "kv_growth", "latency", "review_map", "animation"),
+    "serving_run": ("gantt", "batch", "kv", "metrics"),
+    "sweep": ("sweep",),
+    "cache_comparison": ("cache_compare",),
+}
+INDEX_SCHEMA = "prefill-decode.gallery/1"
+COMPARISON_SCHEMA = "prefill-decode.cache-comparison/1"
+MAX_TRACE_STEPS = 4096  # the engine's own cap on an answer (engine.runtime.generation.MAX_NEW_TOKENS)
+MAX_SERVING_RUNS = 8  # serving runs in one file: the serving lab's download holds one per policy
+MAX_INDEX_ENTRIES = 64
+FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.json")  # an index names files in its own folder only
+LIMIT_WHYS = {"limit_json_depth": "too_deep", "limit_json_number": "long_number", "limit_not_finite": "not_finite"}
+
+
+class RecordedFileError(InputError):
+    """A file that is not a recorded run this build can open. key "recorded_file"; `why` is one of
+    too_large, not_text, not_json, too_deep, long_number, not_finite, unknown_kind, invalid, too_many,
+    wrong_kind, missing (and over_cap: a page's own cap, app_support/gallery.py); other params: `kind`,
+    `expected`, `mb`, `limit`, `n`."""
+
+    def __init__(self, why: str, message: str, **params: Any) -> None:
+        super().__init__("recorded_file", message, why=why, **params)
+
+
+@dataclass(frozen=True)
+class RecordedComparison:
+    """Cache on vs off as recorded (engine.contract.results.CacheComparison), with its model and provenance."""
+
+    model_id: str
+    comparison: CacheComparison
+    provenance: Provenance | None = None
+
+    def to_json(self, indent: int | None = 2) -> str:
+        data = {"kind": "cache_comparison", "schema": COMPARISON_SCHEMA, "model_id": self.model_id,
+                "comparison": dataclasses.asdict(self.comparison),
+                "provenance": None if self.provenance is None else dataclasses.asdict(self.provenance)}
+        return json.dumps(data, ensure_ascii=False, indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RecordedComparison:
+        if data.get("schema") != COMPARISON_SCHEMA or not isinstance(data.get("comparison"), dict):
+            raise TraceFormatError(f"not a cache comparison ({COMPARISON_SCHEMA})")
+        fields = {f.name for f in dataclasses.fields(CacheComparison)}
+        values = data["comparison"]
+        if set(values) != fields:
+            raise TraceFormatError(f"a cache comparison needs exactly the fields {sorted(fields)}")
+        comparison = CacheComparison(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
+        return cls(data.get("model_id"), comparison, Provenance.from_dict(data.get("provenance")))
+
+
+@dataclass(frozen=True)
+class RecordedRun:
+    """One recorded file, read and checked: its kind and its run(s) (several only for serving runs)."""
+
+    kind: str  # one of KINDS
+    runs: tuple  # RequestTrace | ServingRun | Sweep | RecordedComparison, at least one
+
+    @property
+    def run(self):
+        return self.runs[0]
+
+    @property
+    def provenance(self) -> Provenance | None:
+        return self.run.provenance
+
+    @property
+    def jsons(self) -> tuple[str, ...]:
+        """Each run as the engine writes it, on one line: what the app's caches key on."""
+        return tuple(run.to_json(indent=None) for run in self.runs)
+
+    @property
+    def json(self) -> str:
+        return self.jsons[0]
+
+
+def read_recorded(data: bytes | str, max_bytes: int) -> RecordedRun:
+    """One file's content as a RecordedRun, or a RecordedFileError saying which check refused it."""
+    size = len(data.encode("utf-8") if isinstance(data, str) else data)
+    if size > max_bytes:
+        raise RecordedFileError("too_large", f"the file has {size:,} bytes; at most {max_bytes:,} are read",
+                                mb=round(size / 1e6, 2), limit=round(max_bytes / 1e6, 2))
+    try:
+        text = data if isinstance(data, str) else data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise RecordedFileError("not_text", "the file is not UTF-8 text") from None
+    parsed = _parse(text)
+    kind = kind_of(parsed)
+    try:
+        runs = _build(kind, parsed, text)
+        for run in runs:
+            check_types(run)
+    except (TraceFormatError, KeyError, TypeError, ValueError, AttributeError) as err:
+        if isinstance(err, RecordedFileError):
+            raise
+        raise RecordedFileError("invalid", f"not a valid {kind}: {err}", kind=kind) from None
+    if kind == "trace" and len(runs[0].steps) > MAX_TRACE_STEPS:
+        raise RecordedFileError("too_many", f"the trace has {len(runs[0].steps)} steps; at most {MAX_TRACE_STEPS}",
+                                n=len(runs[0].steps), limit=MAX_TRACE_STEPS)
+    return RecordedRun(kind, runs)
+
+
+def _parse(text: str) -> Any:
+    try:
+        return load_json(text)
+    except LimitError as err:
+        raise RecordedFileError(LIMIT_WHYS.get(err.key, "not_json"), str(err)) from None
+    except (json.JSONDecodeError, RecursionError):
+        raise RecordedFileError("not_json", "the file is not JSON") from None
+
+
+def kind_of(data: Any) -> str:
+    """Which of KINDS a parsed file is, from its own markers. A list of serving runs (the serving lab's
+    download), or `python -m engine serve --policy all --json`'s {"runs": [...]}, is "serving_run"."""
+    if isinstance(data, dict) and set(data) == {"runs"} and isinstance(data["runs"], list):
+        data = data["runs"]
+    if isinstance(data, list) and data and all(isinstance(d, dict) and d.get("kind") == "serving_run" for d in data):
+        if len(data) > MAX_SERVING_RUNS:
+            raise RecordedFileError("too_many", f"{len(data)} serving runs in one file; at most {MAX_SERVING_RUNS}",
+                                    n=len(data), limit=MAX_SERVING_RUNS)
+        return "serving_run"
+    if isinstance(data, dict):
+        if data.get("kind") in ("serving_run", "cache_comparison"):
+            return data["kind"]
+        if data.get("schema") == SWEEP_SCHEMA:
+            return "sweep"
+        if "steps" in data and "schema_version" in data:
+            return "trace"
+    raise RecordedFileError("unknown_kind", "JSON, but not a trace, serving run, sweep or cache comparison")
+
+
+def _build(kind: str, data: Any, text: str) -> tuple:
+    if isinstance(data, dict) and set(data) == {"runs"}:
+        data = data["runs"]
+    if kind == "trace":
+        return (RequestTrace.from_dict(data),)
+    if kind == "serving_run":
+        return tuple(ServingRun.from_dict(d) for d in (data if isinstance(data, list) else [data]))
+    if kind == "sweep":
+        return (Sweep.from_json(text),)
+    return (RecordedComparison.from_dict(data),)
+
+
+def check_types(value: Any, hint: Any = None, where: str = "") -> None:
+    """Every field of a (nested) frozen dataclass holds what its type hint says: an int (never a bool)
+    for int, a number for float, text for str, a tuple of those for tuple[...], None only where
+    optional. Raises TypeError naming the field."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        hints = typing.get_type_hints(type(value))
+        for f in dataclasses.fields(value):
+            check_types(getattr(value, f.name), hints.get(f.name, Any), f"{where}.{f.name}".lstrip("."))
+        return
+    if hint in (None, Any):
+        return
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            check_types(value, inner[0], where)
+        return
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            raise TypeError(f"{where} must be a list")
+        fixed = args and args[-1] is not Ellipsis  # tuple[str, int]: one hint per item; tuple[int, ...]: one for all
+        items = zip(value, args) if fixed else ((v, args[0] if args else Any) for v in value)
+        for item, item_hint in items:
+            check_types(item, item_hint, where)
+        return
+    _check_plain(value, hint, where)
+
+
+def _check_plain(value: Any, hint: Any, where: str) -> None:
+    ok = {int: isinstance(value, int) and not isinstance(value, bool),
+          float: isinstance(value, (int, float)) and not isinstance(value, bool),
+          str: isinstance(value, str), bool: isinstance(value, bool)}.get(hint, True)
+    if not ok:
+        raise TypeError(f"{where or 'a value'} must be {getattr(hint, '__name__', hint)}, "
+                        f"not {type(value).__name__}")
+
+
+# --- the gallery: one folder per machine, an index.json in each -------------------------------
+
+@dataclass(frozen=True)
+class GalleryEntry:
+    """One run of a gallery index: where its file is, what it is, what draws it."""
+
+    folder: Path  # the index's folder; the run's file is folder / file
+    name: str  # unique in its index, e.g. "lesson-zh-1024"
+    kind: str  # one of KINDS
+    file: str  # a bare file name in `folder`
+    figures: tuple[str, ...]
+    about: tuple[tuple[str, str | int], ...]  # plain facts for a label: ("lang", "zh"), ("prompt_tokens", 1024)
+    provenance: Provenance | None
+
+    @property
+    def path(self) -> Path:
+        return self.folder / self.file
+
+    def fact(self, key: str, default: str | int = "") -> str | int:
+        return dict(self.about).get(key, default)
+
+
+def gallery_indexes(root: Path) -> tuple[Path, ...]:
+    """Every index.json under `root` (assets/gallery/<device>/index.json), in name order."""
+    return tuple(sorted(root.glob("*/index.json"))) if root.is_dir() else ()
+
+
+def read_index(path: Path, max_bytes: int = 1_000_000) -> tuple[GalleryEntry, ...]:
+    """The entries of one gallery index; a RecordedFileError("invalid") when it is not one."""
+    try:
+        data = load_json(_read_bounded(path, max_bytes).decode("utf-8"))
+        if not isinstance(data, dict) or data.get("schema") != INDEX_SCHEMA or not isinstance(data.get("runs"), list):
+            raise TypeError(f"not a gallery index ({INDEX_SCHEMA})")
+        entries = tuple(_entry(path.parent, e) for e in data["runs"][:MAX_INDEX_ENTRIES])
+    except (TypeError, ValueError, KeyError, UnicodeDecodeError) as err:
+        if isinstance(err, RecordedFileError):
+            raise
+        raise RecordedFileError("invalid", f"{path}: {err}", kind="index") from None
+    return entries
+
+
+def _entry(folder: Path, e: Any) -> GalleryEntry:
+    if not isinstance(e, dict) or e.get("kind") not in KINDS or not FILE_NAME.fullmatch(str(e.get("file"))):
+        raise TypeError("an index entry needs a known kind and a bare .json file name")
+    about = e.get("about", {})
+    if not isinstance(about, dict) or not all(isinstance(v, (str, int)) and not isinstance(v, bool)
+                                              for v in about.values()):
+        raise TypeError("an entry's about holds plain facts (text or whole numbers)")
+    return GalleryEntry(folder, str(e["name"]), e["kind"], e["file"], tuple(str(f) for f in e.get("figures", ())),
+                        tuple((str(k), v) for k, v in about.items()), Provenance.from_dict(e.get("provenance")))
+
+
+def load_entry(entry: GalleryEntry, max_bytes: int) -> RecordedRun:
+    """The run an index entry names, read like any file, and of the kind the index says."""
+    recorded = read_recorded(_read_bounded(entry.path, max_bytes), max_bytes)
+    if recorded.kind != entry.kind:
+        raise RecordedFileError("wrong_kind", f"{entry.file} is a {recorded.kind}, its index says {entry.kind}",
+                                kind=recorded.kind, expected=entry.kind)
+    return recorded
+
+
+def _read_bounded(path: Path, max_bytes: int) -> bytes:
+    """A file's bytes, refused unread when it is over `max_bytes` (one byte more is read, never the rest)."""
+    try:
+        with path.open("rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError:
+        raise RecordedFileError("missing", f"cannot read {path.name}") from None
+    if len(data) > max_bytes:
+        size = path.stat().st_size
+        raise RecordedFileError("too_large", f"{path.name} has {size:,} bytes; at most {max_bytes:,} are read",
+                                mb=round(size / 1e6, 2), limit=round(max_bytes / 1e6, 2))
+    return data

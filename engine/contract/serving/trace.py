@@ -1,0 +1,447 @@
+"""The record of one serving run: many requests, one engine, plain frozen values.
+
+This is the contract between the serving engine and everything that draws or
+measures it (the Gantt, the batch composition, the KV block table, the metric
+table, the app's serving lab). Like `engine/contract/trace.py` it holds no tensors and
+imports no torch: a run saves as JSON, loads on a machine without a model, and
+is drawn by `lesson/`. Changes are additive only (new fields get defaults).
+
+Shape of a run (all times are milliseconds since the run's clock started, i.e.
+when the engine began honouring arrivals; all are measured, none simulated):
+
+    ServingRun
+      schema_version, kind="serving_run", scenario (name or workload file name)
+      settings: ServingSettings      policy, token_budget, block_size, num_kv_blocks,
+                                     on_kv_full ("wait" | "preempt"), threads, worker cores
+      model: ModelInfo               engine.contract.trace.ModelInfo (kv_bytes_per_token etc.)
+      requests: (RequestRecord, ...) per request, in arrival order:
+          request_id, prompt (text, "" if ids were given), prompt_ids, prompt_pieces,
+          output_ids, output_pieces, output_text, max_new_tokens, ignore_eos,
+          arrival_ms, first_scheduled_ms (its first pass started), first_token_ms,
+          finish_ms, token_times_ms (when each output token was known on the host),
+          itl_ms (gaps between consecutive tokens), stop_reason ("eos" | "length"),
+          num_preemptions, prompt_count / output_count (observed runs: the token counts, ids empty;
+          older files wrote one -1 per token in the ids instead, and still read)
+          derived: ttft_ms, tpot_ms, e2el_ms, queue_ms, prompt_len, num_output_tokens
+      iterations: (Iteration, ...)   one per forward pass, in start order:
+          index, worker ("engine" | "prefill" | "decode": disaggregated runs have two),
+          start_ms, end_ms, token_budget (None: no budget),
+          entries: (BatchEntry, ...)  per request in the pass:
+              request_id, phase ("prefill" | "prefill_chunk" | "decode"),
+              start, end (positions computed: start <= p < end), output_id (None when a
+              chunk yields no token), recompute (positions recomputed after a preemption)
+          waiting: request ids that had arrived but got no positions in this pass
+          preempted: request ids preempted (blocks freed) when this pass was scheduled
+          attention_kernel: the SDPA kernel(s) the pass ran ("flash", "math", ...; "" unknown)
+          stalled: of `waiting`, those admitted (holding blocks) that got no positions: stalled Decodes
+          blocks: BlockSnapshot after the pass (that worker's block manager):
+              block_size, num_blocks, num_free_blocks,
+              tables: (BlockTable(request_id, block_ids, tokens_per_block), ...)
+          derived: num_prefill_tokens, num_decode_tokens, num_tokens, duration_ms
+      handoffs: (Handoff, ...)       disaggregated only, per request:
+          request_id, num_tokens, num_bytes (K and V of every layer, measured from the
+          tensors), send_start_ms, received_ms, copy_ms (pack + transfer + unpack into
+          the decode worker's blocks, measured), link_estimates: (LinkEstimate(name,
+          bytes_per_s, ms), ...) = num_bytes / assumed bandwidth
+      links: (LinkSpec(name, label, bytes_per_s), ...)   the assumed bandwidths
+      metrics: ServingMetrics        vLLM's definitions (engine/contract/serving/metrics.py):
+          num_requests, num_completed, duration_ms, total_input_tokens, total_output_tokens,
+          request_throughput_per_s, output_throughput_tok_s, total_token_throughput_tok_s,
+          ttft / tpot / itl / e2el: Distribution(mean, p50, p90, p99, max, count) in ms,
+          slo: SLO(ttft_ms, tpot_ms, e2el_ms; None = not set), num_good, goodput_req_per_s
+      memory: KVMemory               paged vs contiguous pre-allocation at the peak:
+          block_size, kv_bytes_per_token, peak_used_blocks, peak_used_tokens,
+          peak_paged_reserved_tokens, peak_contiguous_reserved_tokens, paged_utilization,
+          contiguous_utilization (tokens held / tokens reserved), and over the whole run
+          mean_paged_utilization, mean_contiguous_utilization (sum held / sum reserved over passes)
+      wall_ms (the whole run), notes (plain sentences: e.g. "workers pinned to cores 0 and 1")
+      provenance: engine.contract.trace.Provenance | None   where and when it was measured (cpu, num_cores,
+          device, gpu, torch_version, transformers_version, recorded_at); None in older runs and
+          in runs observed from a client (engine/contract/interop/)
+
+`ServingRun.to_json()` / `ServingRun.from_json(text)` round-trip exactly; derived
+values are properties, never stored twice (to_dict adds them under "derived" keys
+for readers of the JSON and from_dict ignores them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from engine.contract.limits import check_magnitudes, dump_json, load_json
+from engine.contract.trace import ModelInfo, Provenance, TraceFormatError
+
+SERVING_SCHEMA_VERSION = 1
+POLICIES = ("one-at-a-time", "prefill-first", "chunked", "disaggregated")
+SERVING_PHASES = ("prefill", "prefill_chunk", "decode")
+WORKERS = ("engine", "prefill", "decode")
+ON_KV_FULL = ("wait", "preempt")
+# A run measured from outside a server (engine/contract/interop/): its scheduling is not
+# observable, so its settings name no engine policy. Accepted by ServingSettings, never by `engine serve`.
+OBSERVED_POLICY = "observed"
+
+
+@dataclass(frozen=True)
+class ServingSettings:
+    """How the engine was configured for this run."""
+
+    policy: str  # one of POLICIES, or OBSERVED_POLICY (measured from a client)
+    block_size: int  # tokens per KV block
+    num_kv_blocks: int  # blocks in each worker's KV store (the KV budget)
+    token_budget: int | None = None  # chunked: max new positions per pass (decodes first); else None
+    on_kv_full: str = "preempt"  # "wait": admit no new request; "preempt": free the newest and recompute later
+    max_num_seqs: int = 256  # most requests running at once
+    num_threads: int = 1  # torch threads per model instance
+    worker_cores: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (worker, cores it was pinned to); () unpinned
+    kv_blocks_explicit: bool = False  # True when the user set the KV budget
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES and self.policy != OBSERVED_POLICY:
+            raise TraceFormatError(f"unknown policy {self.policy!r}; expected one of {POLICIES}")
+        if self.on_kv_full not in ON_KV_FULL:
+            raise TraceFormatError(f"unknown on_kv_full {self.on_kv_full!r}; expected one of {ON_KV_FULL}")
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """One request from arrival to its last token."""
+
+    request_id: str
+    prompt: str  # the text, "" when the workload gave ids
+    prompt_ids: tuple[int, ...]
+    prompt_pieces: tuple[str, ...]
+    output_ids: tuple[int, ...]
+    output_pieces: tuple[str, ...]
+    output_text: str
+    max_new_tokens: int
+    ignore_eos: bool
+    arrival_ms: float
+    first_scheduled_ms: float  # its first forward pass started (the queueing wait ends)
+    first_token_ms: float
+    finish_ms: float  # its last token was known
+    token_times_ms: tuple[float, ...]  # when each output token was known on the host
+    itl_ms: tuple[float, ...]  # token_times_ms[i+1] - token_times_ms[i]
+    stop_reason: str  # "eos" or "length"
+    num_preemptions: int = 0
+    # A run observed from a client knows how many tokens, not which: its prompt_ids / output_ids are ()
+    # and these hold the counts (a length, never a tuple of that many placeholders). None: count the ids.
+    prompt_count: int | None = None
+    output_count: int | None = None
+
+    def __post_init__(self) -> None:
+        for name, ids in (("prompt_count", self.prompt_ids), ("output_count", self.output_ids)):
+            count = getattr(self, name)
+            if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0 or ids):
+                raise TraceFormatError(f"request {self.request_id!r}: {name} must be a whole number >= 0 "
+                                       "beside empty ids")
+
+    @property
+    def prompt_len(self) -> int:
+        return len(self.prompt_ids) if self.prompt_count is None else self.prompt_count
+
+    @property
+    def num_output_tokens(self) -> int:
+        return len(self.output_ids) if self.output_count is None else self.output_count
+
+    @property
+    def ttft_ms(self) -> float:
+        """Time to first token, from arrival (vLLM: the request was sent)."""
+        return self.first_token_ms - self.arrival_ms
+
+    @property
+    def e2el_ms(self) -> float:
+        return self.finish_ms - self.arrival_ms
+
+    @property
+    def tpot_ms(self) -> float | None:
+        """(E2EL - TTFT) / (output tokens - 1); None for a one-token answer."""
+        n = self.num_output_tokens
+        return (self.finish_ms - self.first_token_ms) / (n - 1) if n > 1 else None
+
+    @property
+    def queue_ms(self) -> float:
+        return self.first_scheduled_ms - self.arrival_ms
+
+
+@dataclass(frozen=True)
+class BatchEntry:
+    """One request's share of one forward pass: the positions start..end-1 were computed."""
+
+    request_id: str
+    phase: str  # "prefill" (the whole prompt in this pass), "prefill_chunk" (part of it), "decode" (one position)
+    start: int
+    end: int
+    output_id: int | None  # the token chosen at the last position; None when a chunk ends mid-prompt
+    recompute: bool = False  # these positions were computed before, then freed by a preemption
+
+    def __post_init__(self) -> None:
+        if self.phase not in SERVING_PHASES:
+            raise TraceFormatError(f"unknown phase {self.phase!r}; expected one of {SERVING_PHASES}")
+        if not 0 <= self.start < self.end:
+            raise TraceFormatError(f"positions {self.start}..{self.end} are empty or negative")
+        if self.phase == "decode" and self.end - self.start != 1:
+            raise TraceFormatError("a decode entry computes exactly one position")
+
+    @property
+    def num_tokens(self) -> int:
+        return self.end - self.start
+
+
+@dataclass(frozen=True)
+class BlockTable:
+    """A request's KV blocks, in position order, and how many tokens each holds."""
+
+    request_id: str
+    block_ids: tuple[int, ...]
+    tokens_per_block: tuple[int, ...]  # same length as block_ids; the last may be partly empty
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(self.tokens_per_block)
+
+
+@dataclass(frozen=True)
+class BlockSnapshot:
+    """A block manager's state after one pass."""
+
+    block_size: int
+    num_blocks: int
+    num_free_blocks: int
+    tables: tuple[BlockTable, ...] = ()
+
+    @property
+    def num_used_blocks(self) -> int:
+        return self.num_blocks - self.num_free_blocks
+
+    @property
+    def num_used_tokens(self) -> int:
+        return sum(t.num_tokens for t in self.tables)
+
+    @property
+    def wasted_slots(self) -> int:
+        """Reserved token slots that hold nothing (internal fragmentation of the last blocks)."""
+        return sum(len(t.block_ids) for t in self.tables) * self.block_size - self.num_used_tokens
+
+
+@dataclass(frozen=True)
+class Iteration:
+    """One forward pass of one worker: which requests, which positions, when."""
+
+    index: int
+    worker: str  # "engine", or "prefill" / "decode" in a disaggregated run
+    start_ms: float
+    end_ms: float  # every token chosen in this pass was known on the host
+    entries: tuple[BatchEntry, ...]
+    blocks: BlockSnapshot
+    token_budget: int | None = None
+    waiting: tuple[str, ...] = ()  # arrived, not finished, given no positions in this pass
+    preempted: tuple[str, ...] = ()  # blocks freed when this pass was scheduled
+    attention_kernel: str = ""  # the SDPA kernel(s) the pass ran (engine/runtime/attention.py), "" if not recorded
+    stalled: tuple[str, ...] = ()  # of `waiting`: admitted (holding KV blocks) yet given no positions, e.g.
+    #                                Decodes held back while prefill-first runs a new request's Prefill
+
+    def __post_init__(self) -> None:
+        if self.worker not in WORKERS:
+            raise TraceFormatError(f"unknown worker {self.worker!r}; expected one of {WORKERS}")
+
+    @property
+    def duration_ms(self) -> float:
+        return self.end_ms - self.start_ms
+
+    @property
+    def num_tokens(self) -> int:
+        return sum(e.num_tokens for e in self.entries)
+
+    @property
+    def num_prefill_tokens(self) -> int:
+        return sum(e.num_tokens for e in self.entries if e.phase != "decode")
+
+    @property
+    def num_decode_tokens(self) -> int:
+        return sum(e.num_tokens for e in self.entries if e.phase == "decode")
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    """An assumed link between a Prefill and a Decode device."""
+
+    name: str  # "nvlink", "400gbps", "100gbps"
+    label: str  # what the figure says
+    bytes_per_s: float
+
+
+@dataclass(frozen=True)
+class LinkEstimate:
+    name: str
+    bytes_per_s: float
+    ms: float  # num_bytes / bytes_per_s: bandwidth only, no latency or protocol overhead
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """The KV cache of one request, moved from the Prefill worker to the Decode worker."""
+
+    request_id: str
+    num_tokens: int
+    num_bytes: int  # K and V of every layer for num_tokens positions, measured from the tensors
+    send_start_ms: float  # the prefill worker began packing
+    received_ms: float  # the decode worker had it in its blocks
+    copy_ms: float  # pack + transfer between processes + unpack into blocks (measured)
+    link_estimates: tuple[LinkEstimate, ...] = ()
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """Summary of one latency metric over requests (or over all gaps, for ITL), in ms."""
+
+    count: int
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    max: float | None = None
+
+
+@dataclass(frozen=True)
+class SLO:
+    """Service-level objectives in ms; None = not set. A request is good when it meets all that are set."""
+
+    ttft_ms: float | None = None
+    tpot_ms: float | None = None
+    e2el_ms: float | None = None
+
+
+@dataclass(frozen=True)
+class ServingMetrics:
+    """vLLM's serving-benchmark metrics for one run (see engine/contract/serving/metrics.py)."""
+
+    num_requests: int
+    num_completed: int
+    duration_ms: float  # first arrival to last finish
+    total_input_tokens: int
+    total_output_tokens: int
+    request_throughput_per_s: float
+    output_throughput_tok_s: float
+    total_token_throughput_tok_s: float  # (input + output tokens) / duration
+    ttft: Distribution
+    tpot: Distribution
+    itl: Distribution
+    e2el: Distribution
+    slo: SLO = SLO()
+    num_good: int = 0  # requests meeting every set SLO (all of them when none is set)
+    goodput_req_per_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class KVMemory:
+    """Paged KV memory against reserving each running request's maximum length up front."""
+
+    block_size: int
+    kv_bytes_per_token: int
+    peak_used_blocks: int
+    peak_used_tokens: int  # tokens held at that moment
+    peak_paged_reserved_tokens: int  # blocks x block_size at the peak
+    peak_contiguous_reserved_tokens: int  # sum of (prompt + max_new_tokens) of the requests running then
+    paged_utilization: float  # tokens held / tokens reserved, paged
+    contiguous_utilization: float  # the same with contiguous pre-allocation
+    # Over the whole run (every pass's snapshot counts once): of all token slots reserved, the share
+    # holding a token. Contiguous reserves a request's maximum from its admission on; paged grows.
+    mean_paged_utilization: float = 0.0
+    mean_contiguous_utilization: float = 0.0
+
+
+@dataclass(frozen=True)
+class ServingRun:
+    """Everything one serving run did. Built by engine.serving.run_workload."""
+
+    scenario: str
+    settings: ServingSettings
+    model: ModelInfo
+    requests: tuple[RequestRecord, ...]
+    iterations: tuple[Iteration, ...]
+    metrics: ServingMetrics
+    memory: KVMemory
+    handoffs: tuple[Handoff, ...] = ()
+    links: tuple[LinkSpec, ...] = ()
+    wall_ms: float = 0.0
+    notes: tuple[str, ...] = ()
+    kind: str = "serving_run"
+    schema_version: int = field(default=SERVING_SCHEMA_VERSION)
+    provenance: Provenance | None = None  # where and when it was measured (engine/runtime/provenance.py)
+
+    def request(self, request_id: str) -> RequestRecord:
+        return next(r for r in self.requests if r.request_id == request_id)
+
+    def entries_of(self, request_id: str) -> tuple[tuple[Iteration, BatchEntry], ...]:
+        """Every pass that computed positions of this request, with its share, in time order."""
+        return tuple((it, e) for it in self.iterations for e in it.entries if e.request_id == request_id)
+
+    # --- JSON in and out ---
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for record, plain in zip(self.requests, data["requests"]):
+            plain["derived"] = {"ttft_ms": record.ttft_ms, "tpot_ms": record.tpot_ms, "e2el_ms": record.e2el_ms,
+                                "queue_ms": record.queue_ms}
+        for it, plain in zip(self.iterations, data["iterations"]):
+            plain["derived"] = {"num_prefill_tokens": it.num_prefill_tokens, "num_decode_tokens": it.num_decode_tokens,
+                                "duration_ms": it.duration_ms, "wasted_slots": it.blocks.wasted_slots}
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """The run as JSON; a number that is not finite is refused (LimitError), never written as NaN."""
+        return dump_json(self.to_dict(), ensure_ascii=False, indent=indent)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ServingRun:
+        if not isinstance(data, dict) or data.get("kind") != "serving_run":
+            raise TraceFormatError("not a serving run (kind must be 'serving_run')")
+        if data.get("schema_version") != SERVING_SCHEMA_VERSION:
+            raise TraceFormatError(f"serving run schema_version {data.get('schema_version')!r}; "
+                                   f"this build reads {SERVING_SCHEMA_VERSION}")
+        try:
+            return _build(cls, data)
+        except (KeyError, TypeError, ValueError) as err:
+            if isinstance(err, TraceFormatError):
+                raise
+            raise TraceFormatError(f"not a valid serving run: {err}") from err
+
+    @classmethod
+    def from_json(cls, text: str) -> ServingRun:
+        """Read a run, bounded (engine.contract.limits): nesting, number lengths, NaN / Infinity and numbers beyond
+        MAX_MAGNITUDE are refused (LimitError) before any record is built."""
+        try:
+            data = load_json(text)
+        except json.JSONDecodeError as err:
+            raise TraceFormatError(f"not JSON: {err}") from err
+        check_magnitudes(data)
+        return cls.from_dict(data)
+
+
+def _build(tp: Any, value: Any) -> Any:
+    """Rebuild a value of type `tp` from plain JSON (dataclasses, tuples, optionals)."""
+    if dataclasses.is_dataclass(tp):
+        hints = typing.get_type_hints(tp)
+        names = {f.name for f in dataclasses.fields(tp) if f.init}
+        unknown = set(value) - names - {"derived"}
+        if unknown:
+            raise TraceFormatError(f"{tp.__name__} has no field(s) {sorted(unknown)}")
+        return tp(**{k: _build(hints[k], v) for k, v in value.items() if k in names})
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        return _build(next(a for a in args if a is not type(None)), value)
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise TypeError(f"expected a list, got {type(value).__name__}")
+        if len(args) == 2 and args[1] is Ellipsis:
+            return tuple(_build(args[0], v) for v in value)
+        return tuple(_build(a, v) for a, v in zip(args, value))
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    return value

@@ -1,0 +1,182 @@
+"""A run's plotly charts on the lesson page: the latency of each output token (the pass, the
+page's drawing, other waiting) and the KV cache after each pass, with hover details.
+"""
+
+from __future__ import annotations
+
+from html import escape
+
+import plotly.graph_objects as go
+
+from engine.contract.trace import RequestTrace
+
+from ..diagrams.latency import spread_apart
+from ..style import DEFAULT_STYLE, Style
+from ..svgtext import fmt_bytes, fmt_ms, piece_label
+from ..text import Table, label, table_for
+from .common import font_layout, plain_label
+
+def _pass_names(trace: RequestTrace, table: Table) -> list[str]:
+    return [label(table, "pass_n", n=s.index + 1) for s in trace.steps]
+
+
+def _hover(trace: RequestTrace, table: Table) -> list[str]:
+    # plotly renders hover text as HTML-ish markup: escape what the user typed.
+    rows = []
+    for s in trace.steps:
+        pieces = " | ".join(piece_label(p) for p in s.input_pieces[:8]) + (" …" if s.num_positions > 8 else "")
+        rows.append("<br>".join((
+            f"<b>{label(table, 'pass_n', n=s.index + 1)} · {label(table, f'phase_{s.phase}')}</b>",
+            f"{label(table, 'positions_range', a=s.context_before, b=s.context_after - 1)} (+{s.num_positions})",
+            f"in: {escape(pieces)}",
+            f"out: {escape(piece_label(s.output_piece))}",
+            f"{fmt_ms(s.duration_ms)} · KV {fmt_bytes(s.kv_bytes)}",
+        )))
+    return rows
+
+
+def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None,
+                   full: RequestTrace | None = None, classroom: bool = False) -> go.Figure:
+    """One stacked bar per output token: the pass that made it (coloured by phase), then
+    the page's drawing and the other waiting before it, so each bar's height is that
+    token's wait (TTFT for the first, its ITL after). TPOT dashed, ITL p50 / p99 dotted.
+
+    data[0] is always the pass times, data[1] the page drawing, data[2] the other waiting.
+    `full`: the whole run when `trace` is a prefix of it: both axes are fixed to it, so
+    stepping through the run adds bars without rescaling. `classroom`: larger type everywhere.
+    The TTFT note sits above the plot, left-aligned, so no bar (a long run's Decode bars
+    included) ever runs under it; the legend goes below the plot.
+    """
+    table, style = table_for(lang), style or DEFAULT_STYLE
+    metrics, parts, names = trace.metrics, trace.latency_parts(), _pass_names(trace, table)
+    fig = go.Figure()
+    fig.add_trace(go.Bar(
+        x=names, y=[s.duration_ms for s in trace.steps], marker_color=[style.phase_color(s.phase) for s in trace.steps],
+        hovertext=_hover(trace, table), hoverinfo="text", name=label(table, "lat_legend_pass", phase="").strip(),
+    ))
+    for name_key, color, values in (
+        ("legend_page", style.page, [p.consumer_ms for p in parts]),
+        ("legend_waiting", style.waiting, [p.lock_wait_ms + p.other_ms for p in parts]),
+    ):
+        fig.add_trace(go.Bar(x=names, y=values, marker_color=color, name=label(table, name_key),
+                             hovertemplate="%{x}: %{y:.3f} ms<extra>" + plain_label(label(table, name_key))
+                             + "</extra>"))
+    if metrics and len(trace.steps) > 1:
+        fig.add_trace(go.Scatter(
+            x=names[1:], y=list(metrics.itl_ms), mode="markers", name="ITL",
+            marker=dict(color=style.paper, line=dict(color=style.ink, width=1.5), size=7),
+        ))
+        # The lines' labels sit in the right margin, outside the plot, so no bar runs under them,
+        # pushed apart where the three lines are close (they often coincide).
+        lines = ((label(table, "lat_tpot_line", ms=fmt_ms(metrics.tpot_ms)), metrics.tpot_ms, "dash", style.decode),
+                 (label(table, "lat_pct_line", p=50, ms=fmt_ms(metrics.p50_itl_ms)), metrics.p50_itl_ms, "dot",
+                  style.muted_ink),
+                 (label(table, "lat_pct_line", p=99, ms=fmt_ms(metrics.p99_itl_ms)), metrics.p99_itl_ms, "dot",
+                  style.muted_ink))
+        top_ms = max([p.total_ms for p in ((full or trace).latency_parts())] + [metrics.p99_itl_ms]) * 1.15
+        shifts = _label_shifts([v for _, v, _, _ in lines], top_ms, PLOT_PX[classroom], 24 if classroom else 15)
+        for (words, value, dash, color), shift in zip(lines, shifts):
+            fig.add_hline(y=value, line_dash=dash, line_color=color, annotation_text=plain_label(words),
+                          annotation_position="right", annotation_xanchor="left", annotation_yshift=shift,
+                          annotation_font_color=color)
+    if metrics:
+        _ttft_note(fig, trace, table, style)
+    fig.update_layout(title=label(table, "lat_title"), yaxis_title=f"{label(table, 'lat_axis_y')} (ms)",
+                      xaxis_title=label(table, "lat_axis_x"), **font_layout(style, classroom),
+                      plot_bgcolor=style.paper, barmode="stack", bargap=0.3, showlegend=True,
+                      height=PLOT_PX[classroom] + LATENCY_MARGIN_PX[classroom]["t"] + LATENCY_MARGIN_PX[classroom]["b"],
+                      margin=dict(LATENCY_MARGIN_PX[classroom], r=170 if classroom else 130),
+                      # The legend hangs from the figure's own bottom edge (container coordinates), under a
+                      # bottom margin sized for the level tick labels, the axis title and two legend rows:
+                      # a paper-relative y would slide into the axis title as the plot's height changes.
+                      legend=dict(orientation="h", yref="container", yanchor="bottom", y=0, xanchor="left", x=0))
+    _level_pass_ticks(fig, (full or trace), table, classroom)
+    if full is not None:
+        _fix_axes(fig, full, table, max([p.total_ms for p in full.latency_parts()] + list(full.metrics.itl_ms)))
+    return fig
+
+
+def _ttft_note(fig: go.Figure, trace: RequestTrace, table: Table, style: Style) -> None:
+    """TTFT and its parts, above the plot, left-aligned (no bar ever runs under it)."""
+    metrics, prefill = trace.metrics, trace.steps[0]
+    fig.add_annotation(xref="paper", yref="paper", x=0, y=1.0, yshift=6, xanchor="left", yanchor="bottom",
+                       showarrow=False, name="ttft",
+                       text=plain_label(label(table, "lat_ttft", ms=fmt_ms(metrics.ttft_ms),
+                                              prefill=fmt_ms(prefill.duration_ms),
+                                              rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms))),
+                       font=dict(color=style.prefill))
+
+
+# Top: the title and the TTFT note. Bottom: one row of level tick labels, the axis title, then up to
+# two legend rows (the classroom's 21 px legend wraps to two rows in a narrow column).
+LATENCY_MARGIN_PX = {False: {"t": 90, "b": 130}, True: {"t": 110, "b": 200}}
+MAX_PASS_TICKS = {False: 8, True: 4}  # level labels "第 128 次" fit side by side in a ~450 px wide plot
+
+
+def pass_tick_numbers(num_passes: int, classroom: bool = False) -> list[int]:
+    """Which passes (1-based) get an x tick label: all when few, else pass 1 and every k-th pass
+    (k = 2, 5, 10, 20, 25, 50, 100, ...), at most MAX_PASS_TICKS of them, so the labels stay level
+    (plotly stands crowded labels on end, and upright labels ran into the axis title and legend)."""
+    for step in _nice_steps():
+        # pass 1, then the multiples of `step` not crowding it ("1, 4, 6, 8", not "1, 2, 4, 6")
+        ticks = [1] + [n for n in range(step, num_passes + 1, step) if n - 1 >= 0.75 * step]
+        if len(ticks) <= MAX_PASS_TICKS[classroom]:
+            return ticks
+    raise AssertionError("unreachable: the steps grow without bound")
+
+
+def _nice_steps():
+    """1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, ..."""
+    magnitude = 1
+    while True:
+        yield from (magnitude, 2 * magnitude, 5 * magnitude) if magnitude < 10 else \
+            (magnitude, 2 * magnitude, 25 * magnitude // 10, 5 * magnitude)
+        magnitude *= 10
+
+
+def _level_pass_ticks(fig: go.Figure, trace: RequestTrace, table: Table, classroom: bool) -> None:
+    """Label only pass_tick_numbers(...) of the x axis, level; the axis title clears them."""
+    names = _pass_names(trace, table)
+    shown = [names[n - 1] for n in pass_tick_numbers(len(names), classroom)]
+    fig.update_xaxes(tickmode="array", tickvals=shown, ticktext=shown, tickangle=0, automargin=True,
+                     title_standoff=12)
+
+
+PLOT_PX = {False: 300, True: 380}  # about how tall the latency chart's plot area is, in px
+
+
+def _label_shifts(values: list[float], top: float, plot_px: float, line_px: float) -> list[float]:
+    """Vertical pixel shifts that keep labels at `values` (0..top on a `plot_px` tall axis)
+    at least `line_px` apart, each as near its own line as it can be."""
+    ys = [plot_px * v / top if top > 0 else 0.0 for v in values]  # up from the axis
+    placed = spread_apart(ys, line_px)  # close labels fan upwards, never below the axis
+    return [round(p - y, 1) for y, p in zip(ys, placed)]  # plotly's yshift: positive is up
+
+
+def _fix_axes(fig: go.Figure, full: RequestTrace, table: Table, peak: float) -> None:
+    """Every pass of the whole run on the x axis, y from 0 to its peak (plus headroom for labels)."""
+    names = _pass_names(full, table)
+    fig.update_xaxes(categoryorder="array", categoryarray=names, range=[-0.5, len(names) - 0.5])
+    fig.update_yaxes(range=[0, peak * 1.15])
+
+
+def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None,
+                     full: RequestTrace | None = None, classroom: bool = False) -> go.Figure:
+    """KV-cache bytes after each pass, stacked by layer (axes fixed to `full`, as in latency_figure)."""
+    table, style = table_for(lang), style or DEFAULT_STYLE
+    names = _pass_names(trace, table)
+    fig = go.Figure()
+    for layer in range(trace.model.num_layers):
+        fig.add_trace(go.Bar(
+            x=names, y=[s.kv_bytes_per_layer[layer] for s in trace.steps],
+            name=label(table, "kv_layer", i=layer),
+            marker_color=style.cached if layer % 2 == 0 else style.cached_dark,
+            hovertemplate="%{x}: %{y:,} B<extra>" + label(table, "kv_layer", i=layer) + "</extra>",
+        ))
+    fig.update_layout(barmode="stack", title=label(table, "kv_title"), yaxis_title=f"{label(table, 'kv_axis_y')} (B)",
+                      xaxis_title=label(table, "kv_axis_x"), **font_layout(style, classroom),
+                      plot_bgcolor=style.paper, showlegend=trace.model.num_layers <= 12)
+    _level_pass_ticks(fig, (full or trace), table, classroom)
+    if full is not None:
+        _fix_axes(fig, full, table, max(s.kv_bytes for s in full.steps))
+    return fig

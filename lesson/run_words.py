@@ -1,0 +1,61 @@
+"""The run panel's sentences about a run: what was shown, each pass of the live log, the queue it
+waited in, and why it stopped.
+"""
+
+from __future__ import annotations
+
+from engine.contract.trace import RequestTrace
+
+from .formats import escape_markdown, format_ms, shown_piece
+from .text import t
+
+def sampling_text(trace: RequestTrace, lang: str) -> str:
+    s = trace.sampling
+    return t(lang, "greedy") if s.greedy else t(lang, "sampled", temperature=s.temperature, seed=s.seed)
+
+
+def trace_summary(trace: RequestTrace, lang: str) -> str:
+    return t(
+        lang, "showing_trace", prompt_len=trace.prompt_len, output_len=len(trace.steps),
+        model_id=escape_markdown(trace.model.model_id), sampling=sampling_text(trace, lang),
+    )
+
+
+def step_log_line(trace: RequestTrace, index: int, lang: str) -> str:
+    """One Markdown line for the live log: what a forward pass took in and gave out."""
+    step = trace.steps[index]
+    if step.phase == "prefill":
+        return t(lang, "log_prefill", num_positions=step.num_positions, piece=_piece(step.output_piece),
+                 ms=format_ms(step.duration_ms))
+    return t(lang, "log_decode", index=step.index, piece=_piece(step.output_piece), ms=format_ms(step.duration_ms))
+
+
+def _piece(piece: str) -> str:
+    # The templates wrap {piece} in single backticks; a code span must not hold one.
+    return shown_piece(piece).replace("`", "ˋ") or " "
+
+
+QUEUE_NOTE_MIN_MS = 1.0  # an uncontended lock is taken in microseconds; a real queue is far longer
+
+
+def queue_wait_ms(trace: RequestTrace) -> float | None:
+    """How long the request's passes waited for the model's lock, in total.
+
+    Only the lock wait the engine measured around each pass (Step.lock_wait_ms:
+    another visitor's pass was running), never tokenizing, building token
+    pieces or assembling the trace. Returns None when it is too short to mention.
+    """
+    wait = sum(s.lock_wait_ms for s in trace.steps)
+    return wait if wait >= QUEUE_NOTE_MIN_MS else None
+
+
+def queue_note(trace: RequestTrace, lang: str) -> str | None:
+    """The page's sentence about queueing, or None when the request did not queue."""
+    waited = queue_wait_ms(trace)
+    if waited is None:
+        return None
+    return t(lang, "queued_for", ms=format_ms(waited), prefill_ms=format_ms(trace.steps[0].lock_wait_ms))
+
+
+def stop_reason_text(trace: RequestTrace, lang: str) -> str:
+    return t(lang, "stop_eos") if trace.stop_reason == "eos" else t(lang, "stop_length")
