@@ -22,6 +22,7 @@ from pathlib import Path
 
 from engine.contract.cost import trace_floors
 from engine.contract.errors import LimitError
+from engine.contract.results import GenerationConfig
 from engine.contract.interop.vllm_import import format_comparison, load_vllm_result
 from engine.contract.limits import check_text, dump_json
 
@@ -124,10 +125,10 @@ def write_files(out_dir: Path, svgs: dict[str, str], trace_json: str | None = No
 
 def run_engine(prompt: str, max_new_tokens: int, model: str | None):
     """The one forward-pass run: imported lazily so --schematic never loads torch."""
-    import engine
+    from engine.runtime.generation import generate
+    from engine.runtime.model import load_model
 
-    lm = engine.load_model(model)
-    return engine.generate(lm, prompt, engine.GenerationConfig(max_new_tokens=max_new_tokens))
+    return generate(load_model(model), prompt, GenerationConfig(max_new_tokens=max_new_tokens))
 
 
 def export_vllm(out_dir: Path, result_path: Path, lang: str, perfetto: bool) -> list[Path]:

@@ -3,7 +3,7 @@
 Traces: the numbers are shaped like a real CPU run of the default model: Prefill costs
 more than a Decode step, Decode steps are similar, KV bytes grow by a fixed amount per
 position, except in a sliding-window layer, which holds at most its window. Real traces
-come from `engine.generate` in engine tests.
+come from `engine.runtime.generation.generate` in engine tests.
 
 Serving runs: `make_run` plays a tiny scheduler over made-up times: each pass costs
 `pass_ms(tokens) = base_ms + per_token_ms * tokens`, so a long Prefill makes a long

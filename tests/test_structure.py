@@ -320,7 +320,8 @@ def test_every_contract_module_imports_without_torch_in_a_fresh_interpreter():
     code = ("import importlib, sys\n"
             f"for name in {contract_modules()!r}:\n"
             "    importlib.import_module(name)\n"
-            f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r} or m.startswith('engine.runtime'))\n"
+            f"heavy = sorted(m for m in sys.modules\n"
+            f"               if m.split('.')[0] in {HEAVY!r} or m.startswith('engine.runtime'))\n"
             "assert not heavy, heavy\n")
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

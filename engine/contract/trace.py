@@ -371,7 +371,7 @@ def compute_metrics(token_times_ms: tuple[float, ...] | list[float]) -> Metrics:
 
 @dataclass(frozen=True)
 class RequestTrace:
-    """Everything one request did, step by step. Built by `engine.generate`."""
+    """Everything one request did, step by step. Built by `engine.runtime.generation.generate`."""
 
     request_id: str
     model: ModelInfo
