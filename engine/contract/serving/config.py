@@ -1,6 +1,6 @@
 """A serving run's settings as a plain, validated value: what a client sends and the engine runs.
 
-    ServeConfig(policy="chunked", token_budget=64, block_size=16, num_kv_blocks=None, ...)
+    ServeConfig(policy="chunked", token_budget=64, block_size=16, num_kv_blocks=None, prefix_caching=False, ...)
 
 The engine (engine/runtime/serving/) turns it into a scheduler's config and a KV store; a client of the
 engine worker builds it without torch.
@@ -29,6 +29,7 @@ class ServeConfig:
     max_num_seqs: int = 256
     slo: SLO = SLO()
     timeout_s: float = 600.0  # a run that takes longer is stopped with an error
+    prefix_caching: bool = False  # take full prompt blocks already computed from the cache (serving/prefix.py)
 
     def __post_init__(self) -> None:
         def bad(name: str, why: str) -> InputError:
@@ -46,6 +47,8 @@ class ServeConfig:
             raise bad("on-kv-full", f"must be one of {', '.join(ON_KV_FULL)}, got {self.on_kv_full!r}")
         if not 1 <= self.max_num_seqs <= 4096:
             raise bad("max-num-seqs", f"must be 1..4096, got {self.max_num_seqs}")
+        if not isinstance(self.prefix_caching, bool):
+            raise bad("prefix-caching", f"must be on or off, got {self.prefix_caching!r}")
 
     @property
     def budget(self) -> int | None:
@@ -63,7 +66,8 @@ class ServeConfig:
         return ServingSettings(policy=self.policy, block_size=self.block_size, num_kv_blocks=num_blocks,
                                token_budget=self.budget, on_kv_full=self.on_kv_full, max_num_seqs=self.max_num_seqs,
                                num_threads=num_threads, worker_cores=tuple(worker_cores),
-                               kv_blocks_explicit=self.num_kv_blocks is not None)
+                               kv_blocks_explicit=self.num_kv_blocks is not None,
+                               prefix_caching=self.prefix_caching)
 
 
 def blocks_for(num_tokens: int, block_size: int) -> int:

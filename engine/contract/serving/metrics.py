@@ -76,7 +76,7 @@ def compute_kv_memory(iterations: Sequence[Iteration], requests: Sequence[Reques
         return KVMemory(block_size, kv_bytes_per_token, 0, 0, 0, 0, 0.0, 0.0)
     def reserved(it: Iteration) -> tuple[int, int, int]:  # (tokens held, paged slots, contiguous slots)
         tables = it.blocks.tables
-        return (it.blocks.num_used_tokens, sum(len(t.block_ids) for t in tables) * block_size,
+        return (it.blocks.num_used_tokens, len(it.blocks.held_tokens()) * block_size,  # shared blocks once
                 sum(longest[t.request_id] for t in tables))
 
     used, paged, contiguous = reserved(peak)

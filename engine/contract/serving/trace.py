@@ -74,6 +74,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from engine.contract.limits import check_magnitudes, dump_json, load_json
+from engine.contract.serving.prefix import MISS_REASONS
 from engine.contract.trace import ModelInfo, Provenance, TraceFormatError
 
 SERVING_SCHEMA_VERSION = 1
@@ -99,12 +100,60 @@ class ServingSettings:
     num_threads: int = 1  # torch threads per model instance
     worker_cores: tuple[tuple[str, tuple[int, ...]], ...] = ()  # (worker, cores it was pinned to); () unpinned
     kv_blocks_explicit: bool = False  # True when the user set the KV budget
+    prefix_caching: bool = False  # full prompt blocks already computed are read from the cache, not recomputed
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES and self.policy != OBSERVED_POLICY:
             raise TraceFormatError(f"unknown policy {self.policy!r}; expected one of {POLICIES}")
         if self.on_kv_full not in ON_KV_FULL:
             raise TraceFormatError(f"unknown on_kv_full {self.on_kv_full!r}; expected one of {ON_KV_FULL}")
+
+
+@dataclass(frozen=True)
+class PrefixLookup:
+    """One request's look-up in the prefix cache when it was admitted: how many of its tokens were read
+    from cached blocks, and for the rest why not (engine/contract/serving/prefix.py: MISS_REASONS)."""
+
+    request_id: str
+    num_tokens: int  # tokens looked up: the prompt (prompt + output when re-admitted after a preemption)
+    num_cached_tokens: int  # read from the cache: whole blocks, never the last position
+    block_hashes: tuple[str, ...] = ()  # short hashes of its full blocks, in order (the hash chain)
+    miss: str = ""  # "" every usable block was cached; else one of MISS_REASONS, for the first block not served
+    miss_block: int | None = None  # index of that block
+    diverged_at: int | None = None  # diverged: the first token position where it differs from the cached block
+    token_id: int | None = None  # diverged: its own token there
+    cached_token_id: int | None = None  # diverged: the cached block's token there
+    token_piece: str = ""
+    cached_piece: str = ""
+    other_request: str = ""  # diverged: whose block; evicted: who evicted it; in_flight: who is computing it
+    evicted_at_ms: float | None = None  # evicted: when (that pass's scheduling), ms
+    lookup_ms: float = 0.0  # measured time of the look-up (hashing + the hash table), ms
+    start_ms: float = 0.0  # when the look-up began (the pass's scheduling), ms
+
+    def __post_init__(self) -> None:
+        if self.num_cached_tokens < 0 or self.num_cached_tokens >= max(1, self.num_tokens):
+            raise TraceFormatError(f"request {self.request_id!r}: {self.num_cached_tokens} cached tokens of "
+                                   f"{self.num_tokens} (the last one is always computed)")
+        if self.miss and self.miss not in MISS_REASONS:
+            raise TraceFormatError(f"unknown prefix-cache miss {self.miss!r}; expected one of {MISS_REASONS}")
+
+    @property
+    def num_computed_tokens(self) -> int:
+        return self.num_tokens - self.num_cached_tokens
+
+    @property
+    def hit_rate(self) -> float:
+        return self.num_cached_tokens / self.num_tokens if self.num_tokens else 0.0
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """A cached block nobody held, given to another request because no block was free."""
+
+    block_id: int
+    block_hash: str  # short hash of the block's tokens and prefix
+    by_request: str  # the request that needed the block
+    at_ms: float  # the scheduling of the pass that needed it
 
 
 @dataclass(frozen=True)
@@ -132,6 +181,7 @@ class RequestRecord:
     # and these hold the counts (a length, never a tuple of that many placeholders). None: count the ids.
     prompt_count: int | None = None
     output_count: int | None = None
+    prefix: PrefixLookup | None = None  # its first look-up in the prefix cache; None in older runs
 
     def __post_init__(self) -> None:
         for name, ids in (("prompt_count", self.prompt_ids), ("output_count", self.output_ids)):
@@ -213,19 +263,37 @@ class BlockSnapshot:
     num_blocks: int
     num_free_blocks: int
     tables: tuple[BlockTable, ...] = ()
+    num_cached_free_blocks: int = 0  # of the free blocks: cached ones nobody holds (evicted only when needed)
 
     @property
     def num_used_blocks(self) -> int:
         return self.num_blocks - self.num_free_blocks
 
+    def held_tokens(self) -> dict[int, int]:
+        """Block id -> tokens it holds, each block once however many requests share it."""
+        held: dict[int, int] = {}
+        for t in self.tables:
+            for block, n in zip(t.block_ids, t.tokens_per_block):
+                held[block] = max(held.get(block, 0), n)
+        return held
+
+    def ref_counts(self) -> dict[int, int]:
+        """Block id -> how many requests' tables hold it (above 1: shared through the prefix cache)."""
+        counts: dict[int, int] = {}
+        for t in self.tables:
+            for block in t.block_ids:
+                counts[block] = counts.get(block, 0) + 1
+        return counts
+
     @property
     def num_used_tokens(self) -> int:
-        return sum(t.num_tokens for t in self.tables)
+        """Tokens held, a shared block counted once (its K/V bytes exist once)."""
+        return sum(self.held_tokens().values())
 
     @property
     def wasted_slots(self) -> int:
         """Reserved token slots that hold nothing (internal fragmentation of the last blocks)."""
-        return sum(len(t.block_ids) for t in self.tables) * self.block_size - self.num_used_tokens
+        return len(self.held_tokens()) * self.block_size - self.num_used_tokens
 
 
 @dataclass(frozen=True)
@@ -244,6 +312,8 @@ class Iteration:
     attention_kernel: str = ""  # the SDPA kernel(s) the pass ran (engine/runtime/attention.py), "" if not recorded
     stalled: tuple[str, ...] = ()  # of `waiting`: admitted (holding KV blocks) yet given no positions, e.g.
     #                                Decodes held back while prefill-first runs a new request's Prefill
+    lookups: tuple[PrefixLookup, ...] = ()  # prefix caching on: the look-ups of the requests admitted to this pass
+    evictions: tuple[Eviction, ...] = ()  # cached blocks evicted to make room while this pass was scheduled
 
     def __post_init__(self) -> None:
         if self.worker not in WORKERS:
@@ -377,6 +447,10 @@ class ServingRun:
     def request(self, request_id: str) -> RequestRecord:
         return next(r for r in self.requests if r.request_id == request_id)
 
+    @property
+    def prefix_caching(self) -> bool:
+        return self.settings.prefix_caching
+
     def entries_of(self, request_id: str) -> tuple[tuple[Iteration, BatchEntry], ...]:
         """Every pass that computed positions of this request, with its share, in time order."""
         return tuple((it, e) for it in self.iterations for e in it.entries if e.request_id == request_id)
@@ -387,6 +461,9 @@ class ServingRun:
         for record, plain in zip(self.requests, data["requests"]):
             plain["derived"] = {"ttft_ms": record.ttft_ms, "tpot_ms": record.tpot_ms, "e2el_ms": record.e2el_ms,
                                 "queue_ms": record.queue_ms}
+            if record.prefix is not None:
+                plain["prefix"]["derived"] = {"num_computed_tokens": record.prefix.num_computed_tokens,
+                                              "hit_rate": record.prefix.hit_rate}
         for it, plain in zip(self.iterations, data["iterations"]):
             plain["derived"] = {"num_prefill_tokens": it.num_prefill_tokens, "num_decode_tokens": it.num_decode_tokens,
                                 "duration_ms": it.duration_ms, "wasted_slots": it.blocks.wasted_slots}

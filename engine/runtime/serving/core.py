@@ -28,7 +28,7 @@ from engine.runtime.serving.runner import ModelRunner, new_store
 from engine.runtime.serving.scheduler import Scheduler, SchedulerConfig, never_fits
 from engine.runtime.serving.sequence import Sequence, Status
 from engine.contract.serving.trace import (
-    SLO, BatchEntry, Iteration, RequestRecord, ServingRun, ServingSettings,
+    SLO, BatchEntry, Iteration, PrefixLookup, RequestRecord, ServingRun, ServingSettings,
 )
 from engine.contract.serving.config import ServeConfig, blocks_for
 from engine.contract.serving.workloads import WorkloadRequest
@@ -91,7 +91,7 @@ class EngineCore:
     def __init__(self, lm: LoadedModel, scheduler_config: SchedulerConfig, num_blocks: int, block_size: int,
                  worker: str = "engine") -> None:
         self.lm, self.worker = lm, worker
-        self.blocks = BlockManager(num_blocks, block_size)
+        self.blocks = BlockManager(num_blocks, block_size, prefix_caching=scheduler_config.prefix_caching)
         self.scheduler = Scheduler(scheduler_config, self.blocks)
         self.runner = ModelRunner(lm.model, new_store(lm, num_blocks, block_size), self.blocks)
         self.eos = eos_ids(lm)
@@ -99,6 +99,7 @@ class EngineCore:
 
     def step(self, clock: Callable[[], float]) -> tuple[Iteration, list[Sequence]] | None:
         """Schedule and run one pass; the pass's record and the sequences it finished. None: nothing to run."""
+        self.blocks.now_ms = clock()
         batch = self.scheduler.schedule()
         if not batch.works:
             return None
@@ -114,6 +115,9 @@ class EngineCore:
             if seq.first_scheduled_ms is None:
                 seq.first_scheduled_ms = start
             seq.num_computed += work.num_new
+            if self.blocks.prefix_caching:  # its full computed blocks get their names: later requests find them
+                self.blocks.name_blocks(seq.request_id, seq.tokens, seq.block_hashes(self.blocks.block_size),
+                                        seq.num_computed)
             if token is not None:
                 seq.append_token(token, end, self.eos)
             if seq.status is Status.FINISHED:
@@ -128,7 +132,8 @@ class EngineCore:
                               entries=tuple(records), blocks=self.blocks.snapshot(held),
                               token_budget=self.scheduler.config.token_budget, waiting=tuple(waiting),
                               preempted=tuple(batch.preempted), attention_kernel=self.runner.last_kernel,
-                              stalled=tuple(stalled))
+                              stalled=tuple(stalled), lookups=tuple(batch.lookups),
+                              evictions=self.blocks.take_evictions())
         self.num_iterations += 1
         return iteration, finished
 
@@ -149,16 +154,30 @@ def build_run(lm: LoadedModel, seqs: list[Sequence], iterations: list[Iteration]
         pieces.update(zip(missing, token_pieces(lm.tokenizer, missing)))
         return tuple(pieces[i] for i in ids)
 
-    requests = tuple(_record(s, piece_list, lm.tokenizer) for s in seqs)
+    def lookup_of(seq: Sequence) -> PrefixLookup:
+        found = seq.prefix or PrefixLookup(seq.request_id, len(seq.prompt_ids), 0,
+                                           miss="" if settings.prefix_caching else "cache_off")
+        return with_pieces(found, piece_list)
+
+    requests = tuple(dataclasses.replace(_record(s, piece_list, lm.tokenizer), prefix=lookup_of(s)) for s in seqs)
     # one index over all workers, in start order (a disaggregated run's two workers number their own passes)
     ordered = sorted(iterations, key=lambda it: (it.start_ms, it.worker))
-    iterations = tuple(dataclasses.replace(it, index=i) for i, it in enumerate(ordered))
+    iterations = tuple(dataclasses.replace(it, index=i, lookups=tuple(with_pieces(k, piece_list) for k in it.lookups))
+                       for i, it in enumerate(ordered))
     return ServingRun(
         scenario=scenario, settings=settings, model=lm.info, requests=requests, iterations=iterations,
         metrics=compute_serving_metrics(requests, slo),
         memory=compute_kv_memory(iterations, requests, settings.block_size, lm.info.kv_bytes_per_token),
         wall_ms=wall_ms, provenance=this_machine(lm.device), **extra,
     )
+
+
+def with_pieces(lookup: PrefixLookup, piece_list) -> PrefixLookup:
+    """A diverged look-up names the two tokens that differ as the page shows them."""
+    if lookup.token_id is None or lookup.cached_token_id is None:
+        return lookup
+    mine, cached = piece_list([lookup.token_id, lookup.cached_token_id])
+    return dataclasses.replace(lookup, token_piece=mine, cached_piece=cached)
 
 
 def _record(seq: Sequence, piece_list, tokenizer) -> RequestRecord:

@@ -9,12 +9,19 @@ A request's tokens are its prompt then its output. Each pass computes positions
 `num_computed .. num_computed + n - 1`; when that reaches the last token, the pass
 also chooses the next token. So a whole Prefill, a Prefill chunk, a Decode step
 and a recompute after preemption are the same operation with different n.
+
+With prefix caching, admission may start a request at `num_computed = num_cached > 0`:
+its first blocks are other requests' (or its own, before a preemption) cached blocks,
+and its Prefill computes only the positions after them.
 """
 
 from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+
+from engine.contract.serving.prefix import block_hashes
+from engine.contract.serving.trace import PrefixLookup
 
 
 class Status(enum.Enum):
@@ -39,6 +46,17 @@ class Sequence:
     first_scheduled_ms: float | None = None
     stop_reason: str | None = None
     status: Status = Status.WAITING
+    num_cached: int = 0  # of the positions computed since its (last) admission: read from the prefix cache
+    prefix: PrefixLookup | None = None  # its first look-up in the prefix cache (the one its TTFT depends on)
+    hashes: list[str] = field(default_factory=list)  # chained hashes of its full blocks so far (see block_hashes)
+    hashes_block_size: int = 0
+
+    def block_hashes(self, block_size: int) -> list[str]:
+        """The chained hash of every full block of its tokens (prompt then output), computed once each."""
+        if self.hashes_block_size != block_size:
+            self.hashes, self.hashes_block_size = [], block_size
+        self.hashes = block_hashes(self.tokens, block_size, self.hashes)
+        return self.hashes
 
     @property
     def tokens(self) -> list[int]:
@@ -66,13 +84,15 @@ class Sequence:
         """What a pass computing the next `num_new` positions is called."""
         if self.is_decoding:
             return "decode"
-        whole = self.num_computed == 0 and num_new == self.num_tokens
+        # whole: every position not read from the prefix cache, in this one pass
+        whole = self.num_computed == self.num_cached and self.num_computed + num_new == self.num_tokens
         return "prefill" if whole else "prefill_chunk"
 
     def preempt(self) -> None:
         """Lose every cached position; recompute them later (vLLM's recompute preemption)."""
         self.recompute_until = max(self.recompute_until, self.num_computed)
         self.num_computed = 0
+        self.num_cached = 0
         self.num_preemptions += 1
         self.status = Status.WAITING
 
