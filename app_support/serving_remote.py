@@ -47,7 +47,7 @@ MAX_TIMEOUT_S = 300
 def check_probe_request(endpoint: str, key_env: str, settings: ProbeSettings) -> None:
     """The endpoint parses and its host is allowed; the key's variable is one this server lends.
     Raises ProbeError or RemoteError (engine.contract.errors) otherwise."""
-    from engine.contract.interop.probe import Endpoint
+    from engine.contract.interop.endpoint import Endpoint
 
     ep = Endpoint.parse(endpoint)  # ProbeError("probe_endpoint") for anything but http(s)://host
     if not settings.host_allowed(ep.host):
@@ -114,7 +114,7 @@ def show_observed_run(lang: str, run: ServingRun, run_json: str, name: str, samp
 
 def probe_panel(lang: str, workload, scenario: str, lm, slo: Mapping[str, float]) -> None:
     """The "measure a real server" panel (hidden when PREFILL_DECODE_PROBE=0)."""
-    from engine.contract.interop.probe import APIS
+    from engine.contract.interop.endpoint import APIS
 
     settings = ProbeSettings.from_env()
     if not settings.enabled:
@@ -151,7 +151,8 @@ def probe_panel(lang: str, workload, scenario: str, lm, slo: Mapping[str, float]
 
 def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, concurrency, timeout, key_env,
                ignore_eos, slo) -> None:
-    from engine.contract.interop.probe import ProbeConfig, run_probe
+    from engine.contract.interop.endpoint import ProbeConfig
+    from engine.contract.interop.probe import run_probe
     from engine.contract.serving.trace import SLO
 
     st.session_state.sl_probe = None
@@ -203,7 +204,7 @@ def show_remote_error(err: BaseException, lang: str) -> None:
 
 
 def server_metrics_of(data: Mapping):
-    from engine.contract.interop.probe import ServerMetrics, ServerSample
+    from engine.contract.interop.prometheus import ServerMetrics, ServerSample
 
     sm = data["server_metrics"]
     return ServerMetrics(sm["url"], sm["available"], sm["reason"], dict(sm.get("names") or {}),

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from engine.contract.errors import CapError, RemoteError
-from engine.contract.interop.probe import CONNECTION_CAUSES
+from engine.contract.interop.errors import CONNECTION_CAUSES
 
 from .formats import escape_markdown
 from .text import t
@@ -55,7 +55,7 @@ SERVING_ERROR_KEYS = (
 )
 # A workload the serving lab could not read: the why-key of engine.contract.serving.workloads, worded.
 WORKLOAD_ERROR_KEYS = ("bad_workload", "bad_workload_line")
-# Probe keys (engine.contract.interop.probe.ProbeError) worded as err_<key> with their data fields.
+# Probe keys (engine.contract.interop.errors.ProbeError) worded as err_<key> with their data fields.
 PROBE_KEYS = ("probe_endpoint", "probe_api_key_env", "probe_unreachable", "probe_model", "probe_http",
               "probe_timeout", "probe_cut", "probe_bad_chunk", "probe_stream_error",
               # a reply over one of the probe's bounds (engine.contract.limits PROBE_*), or a field of a wrong type

@@ -12,7 +12,8 @@ import sys
 
 from engine.cli.common import add_slo_arguments, check_positive, dist, ms, shown, slo_from_args, table
 from engine.contract.interop.observed import OBSERVED_NOTE
-from engine.contract.interop.probe import APIS, ProbeConfig, ProbeResult, run_probe
+from engine.contract.interop.endpoint import APIS, ProbeConfig
+from engine.contract.interop.probe import ProbeResult, run_probe
 from engine.contract.limits import PROBE_SECONDS_PER_TOKEN
 from engine.contract.prompts import extend_prompt
 from engine.contract.serving.workloads import SCENARIOS, load_workload_file, scenario

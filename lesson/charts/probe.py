@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
-from engine.contract.interop.probe import ServerMetrics
+from engine.contract.interop.prometheus import ServerMetrics
 
 from ..style import DEFAULT_STYLE, Style
 from ..text import t

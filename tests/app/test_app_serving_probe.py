@@ -56,7 +56,7 @@ def test_disallowed_hosts_and_key_variables_are_refused_in_both_languages():
     with pytest.raises(RemoteError) as err:
         check_probe_request("http://127.0.0.1:8000", "AWS_SECRET_ACCESS_KEY", settings)
     assert "`AWS_SECRET_ACCESS_KEY`" in remote_message(err.value, "en")  # inline code: shown as typed
-    from engine.contract.interop.probe import ProbeError
+    from engine.contract.interop.errors import ProbeError
 
     with pytest.raises(ProbeError) as err:
         check_probe_request("ftp://127.0.0.1/", "", settings)
@@ -83,7 +83,7 @@ def test_a_typed_value_is_inline_code_never_a_link(value):
 
 
 def test_the_probes_messages_hold_no_live_link_and_no_os_english():
-    from engine.contract.interop.probe import ProbeError
+    from engine.contract.interop.errors import ProbeError
 
     typed = "http://127.0.0.1:9/[x](http://evil.example)"
     err = ProbeError("probe_unreachable", "GET /v1/models: cannot reach ... ([Errno 111] Connection refused)",
@@ -107,7 +107,7 @@ def test_connection_causes_are_classified():
     import socket
     import ssl
 
-    from engine.contract.interop.probe import connection_cause
+    from engine.contract.interop.errors import connection_cause
 
     assert connection_cause(ConnectionRefusedError(111, "Connection refused")) == "refused"
     assert connection_cause(socket.gaierror(-2, "Name or service not known")) == "no_host"

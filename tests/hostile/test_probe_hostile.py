@@ -15,8 +15,12 @@ import time
 import pytest
 
 from engine import cli as engine_main
-from engine.contract.interop.probe import (KeyMask, ProbeConfig, ProbeError, parse_prometheus, run_probe, server_values,
-                                  stream_limits)
+from engine.contract.interop.endpoint import ProbeConfig
+from engine.contract.interop.errors import ProbeError
+from engine.contract.interop.keymask import KeyMask
+from engine.contract.interop.probe import run_probe
+from engine.contract.interop.prometheus import parse_prometheus, server_values
+from engine.contract.interop.transport import stream_limits
 from engine.contract.limits import PROBE_MAX_LINE_BYTES, PROBE_MAX_USAGE_TOKENS
 from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import WorkloadRequest
@@ -91,7 +95,8 @@ def test_endless_keep_alive_comments_are_cut_at_the_stream_byte_cap():
 
 CHILD = """
 import json, sys, time
-from engine.contract.interop.probe import ProbeConfig, run_probe
+from engine.contract.interop.endpoint import ProbeConfig
+from engine.contract.interop.probe import run_probe
 from engine.contract.serving.workloads import WorkloadRequest
 url, prompt, max_tokens = sys.argv[1], sys.argv[2], int(sys.argv[3])
 start = time.monotonic()

@@ -11,7 +11,7 @@ from string import Formatter
 import pytest
 
 from engine.contract.errors import CapError, EngineError, InputError, KeyedError, ModelLoadError, RemoteError
-from engine.contract.interop.probe import CONNECTION_CAUSES, ProbeError
+from engine.contract.interop.errors import CONNECTION_CAUSES, ProbeError
 from engine.contract.worker.errors import EngineWorkerError, WorkerRestarted
 from lesson import messages
 from lesson.messages import (

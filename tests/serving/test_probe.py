@@ -26,9 +26,10 @@ from bench.app_server import free_port
 from engine import cli as engine_main
 from engine.cli.probe import default_stretch
 from engine.contract.interop.observed import OBSERVED_NOTE
-from engine.contract.interop.probe import (
-    ProbeConfig, ProbeError, ProbeResult, parse_prometheus, run_probe, server_values,
-)
+from engine.contract.interop.endpoint import ProbeConfig
+from engine.contract.interop.errors import ProbeError
+from engine.contract.interop.probe import ProbeResult, run_probe
+from engine.contract.interop.prometheus import parse_prometheus, server_values
 from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import WorkloadRequest
 from engine.runtime.model import DEFAULT_MODEL_DIR
@@ -322,7 +323,7 @@ def test_result_json_round_trips_into_a_serving_run():
 
 
 def test_server_metrics_figure_draws_what_was_sampled():
-    from engine.contract.interop.probe import ServerMetrics, ServerSample
+    from engine.contract.interop.prometheus import ServerMetrics, ServerSample
     from lesson.charts.probe import server_metrics_figure, server_metrics_note
 
     samples = (ServerSample(0.0, {"running": 0.0, "waiting": 0.0, "kv_cache_usage": 0.0}),
