@@ -3,6 +3,7 @@
     python -m engine serve --scenario long-prompt-during-chats --policy chunked
     python -m engine serve --workload requests.jsonl --policy disaggregated --json
     python -m engine serve --scenario burst-16 --policy all          # every policy, side by side
+    python -m engine serve --scenario shared-system-prompt --policy chunked --prefix-caching
 
 Without --json: a table per request and the run's metrics. With --json: the
 ServingRun (engine/contract/serving/trace.py); with --policy all, {"runs": [...]}.
@@ -16,6 +17,7 @@ import json
 
 from engine.cli.common import add_device_arguments, add_slo_arguments, dist, ms, shown, slo_from_args, table
 from engine.contract import limits
+from engine.contract.serving.metrics import prefix_cache_totals
 from engine.contract.serving.trace import POLICIES, ServingRun
 from engine.contract.serving.workloads import SCENARIOS, load_workload_file, scenario
 
@@ -45,6 +47,9 @@ def add_parser(sub) -> None:
                        help="preempt: admit when the prompt fits, preempt and recompute when blocks run out; "
                             "wait: admit only when the whole maximum length fits")
     serve.add_argument("--max-num-seqs", type=int, default=256, metavar="N", help="most requests running at once")
+    serve.add_argument("--prefix-caching", action="store_true",
+                       help="read full prompt blocks other requests already computed from the KV cache "
+                            "(automatic prefix caching; default off)")
     serve.add_argument("--seed", type=int, default=0, help="seed of a scenario's random arrivals (poisson-16)")
     add_slo_arguments(serve)
     serve.add_argument("--model", default=None, help="a local Hugging Face folder (default: the embedded model) "
@@ -70,7 +75,8 @@ def run_serve(args: argparse.Namespace) -> str:
     policies = POLICIES if args.policy == "all" else (args.policy,)
     configs = [ServeConfig(policy=p, token_budget=args.token_budget, block_size=args.block_size,
                            num_kv_blocks=args.kv_blocks, on_kv_full=args.on_kv_full, max_num_seqs=args.max_num_seqs,
-                           slo=slo) for p in policies]  # validated before the model loads
+                           slo=slo, prefix_caching=args.prefix_caching)
+               for p in policies]  # validated before the model loads
     lm = load_model(args.model, device=args.device, dtype=args.dtype)
     name = args.scenario or args.workload
     runs = [run_workload(lm, workload, c, scenario=name) for c in configs]
@@ -95,6 +101,8 @@ def format_run(run: ServingRun) -> str:
              _answer(r.output_pieces)) for r in run.requests]
     lines += table(("request", "arrival ms", "prompt", "output", "TTFT ms", "TPOT ms", "max ITL ms", "E2EL ms",
                     "preempted", "answer"), rows)
+    if s.prefix_caching:
+        lines += ["", *_prefix_lines(run)]
     lines += ["", *_metric_lines(run)]
     lines.append(f"KV at peak: {mem.peak_used_tokens} tokens in {mem.peak_used_blocks} blocks of {mem.block_size} "
                  f"({mem.paged_utilization:.0%} of reserved slots hold a token); contiguous pre-allocation to each "
@@ -109,6 +117,33 @@ def format_run(run: ServingRun) -> str:
                      f"over assumed links: {links}")
     lines += [f"note: {n}" for n in run.notes]
     return "\n".join(lines)
+
+
+def _prefix_lines(run: ServingRun) -> list[str]:
+    """Per request: prompt, cached and computed tokens and the miss's reason; then the run's hit rate."""
+    rows = []
+    for r in run.requests:
+        p = r.prefix
+        if p is not None:
+            rows.append((r.request_id, str(p.num_tokens), str(p.num_cached_tokens), str(p.num_computed_tokens),
+                         f"{p.hit_rate:.0%}", miss_words(p)))
+    total, cached, rate = prefix_cache_totals(run.requests)
+    evictions = sum(len(it.evictions) for it in run.iterations)
+    return [*table(("request", "prompt", "cached", "computed", "hit rate", "why not cached"), rows),
+            f"prefix cache: {cached} of {total} prompt tokens read from the cache ({rate:.0%}), "
+            f"{evictions} blocks evicted"]
+
+
+def miss_words(p) -> str:
+    """A look-up's miss in plain English (the page says it in zh/en: lesson.serving_views)."""
+    if p.miss == "diverged":
+        return (f"diverged from {p.other_request}'s cached block at position {p.diverged_at}: "
+                f"{shown(p.token_piece)!r} here, {shown(p.cached_piece)!r} cached")
+    if p.miss == "evicted":
+        return f"evicted by {p.other_request} at {p.evicted_at_ms:.0f} ms"
+    return {"": "-", "cache_off": "cache off", "too_short": "shorter than one block",
+            "first_seen": "first time this prefix was seen",
+            "in_flight": f"{p.other_request} was still computing it"}[p.miss]
 
 
 def _answer(pieces: tuple[str, ...], limit: int = 24) -> str:

@@ -90,3 +90,11 @@ def compute_kv_memory(iterations: Sequence[Iteration], requests: Sequence[Reques
         mean_paged_utilization=totals[0] / totals[1] if totals[1] else 0.0,
         mean_contiguous_utilization=totals[0] / totals[2] if totals[2] else 0.0,
     )
+
+
+def prefix_cache_totals(requests: Sequence[RequestRecord]) -> tuple[int, int, float]:
+    """(prompt tokens looked up, of them read from the prefix cache, the hit rate) over the run's requests,
+    each at its first look-up (the one its TTFT depends on); (0, 0, 0.0) for runs that recorded none."""
+    looked = [r.prefix for r in requests if r.prefix is not None]
+    total, cached = sum(p.num_tokens for p in looked), sum(p.num_cached_tokens for p in looked)
+    return total, cached, cached / total if total else 0.0

@@ -12,7 +12,8 @@ past the end of the answer, as `python -m engine trace --ignore-eos` does.
 A workload file has one JSON object per line:
     {"arrival_ms": 0, "prompt": "法国的首都是", "max_new_tokens": 16}
 optional keys: "ignore_eos" (bool), "prompt_tokens" (int, stretch to N tokens),
-"request_id" (str). Blank lines are skipped; a bad line is refused with its number.
+"system_tokens" (int, a shared system prompt of N filler tokens before the prompt), "request_id" (str).
+Blank lines are skipped; a bad line is refused with its number.
 Each line is read bounded (engine.contract.limits): nesting, number lengths, a prompt's characters and
 text that cannot be written as UTF-8 are refused before anything is tokenized.
 
@@ -33,6 +34,7 @@ from pathlib import Path
 
 from engine.contract import limits
 from engine.contract.errors import InputError, LimitError
+from engine.contract.prompts import FILLER_ZH
 
 CAPITALS_CSV = Path(__file__).resolve().parents[3] / "assets" / "data" / "capitals.csv"
 MAX_REQUESTS = 512  # a workload larger than this is refused (a classroom server, not a load test)
@@ -54,6 +56,9 @@ class WorkloadRequest:
     ignore_eos: bool = False  # keep writing past EOS (the default model's answers are 3-4 tokens)
     prompt_tokens: int = 0  # stretch the prompt to this many tokens with the lesson's filler (0: as written)
     request_id: str = ""  # "" -> r0, r1, ... in arrival order
+    # a system prompt before it: this many tokens of the lesson's filler, the same text in every request that
+    # asks for the same number (what prefix caching finds); 0: none
+    system_tokens: int = 0
 
 
 def questions() -> list[str]:
@@ -99,6 +104,40 @@ def _mixed_lengths(seed: int) -> tuple[WorkloadRequest, ...]:
     return tuple(WorkloadRequest(20.0 * i, qs[i], 16 + 8 * (i % 3), True, n) for i, n in enumerate(lengths))
 
 
+SHARED_SYSTEM_TOKENS = 512
+
+
+def _shared_system_prompt(seed: int) -> tuple[WorkloadRequest, ...]:
+    """8 chats, one every 50 ms, each a capital question after the same 512-token system prompt."""
+    qs = questions()
+    return tuple(WorkloadRequest(50.0 * i, qs[i], 16, True, system_tokens=SHARED_SYSTEM_TOKENS) for i in range(8))
+
+
+def _capitals() -> list[tuple[str, str]]:
+    with CAPITALS_CSV.open(encoding="utf-8") as f:
+        return [(r["country_zh"], r["capital_zh"]) for r in csv.DictReader(f)]
+
+
+def _multi_turn_chat(seed: int) -> tuple[WorkloadRequest, ...]:
+    """One conversation, four turns 400 ms apart; each turn resends everything before it (a 128-token system
+    prompt, every earlier question and its answer) and asks the next question."""
+    pairs, turns, said = _capitals()[:4], [], ""
+    for i, (country, capital) in enumerate(pairs):
+        turns.append(WorkloadRequest(400.0 * i, f"{said}{country}的首都是", 8, False, system_tokens=128,
+                                     request_id=f"turn{i + 1}"))
+        said += f"{country}的首都是{capital}。"
+    return tuple(turns)
+
+
+def _near_miss(seed: int) -> tuple[WorkloadRequest, ...]:
+    """The same ~180-token text three times, 300 ms apart: the second after a different first token (a miss
+    from token 1 on, however long the rest agrees), the third exactly the first again (a hit)."""
+    text = "".join(FILLER_ZH) + "法国的首都是"
+    return (WorkloadRequest(0.0, "Q: " + text, 8, False, request_id="first"),
+            WorkloadRequest(300.0, "A: " + text, 8, False, request_id="other-first-token"),
+            WorkloadRequest(600.0, "Q: " + text, 8, False, request_id="same-again"))
+
+
 # name -> (what it shows, builder(seed) -> workload). Names are kebab-case.
 SCENARIOS: dict[str, tuple[str, Callable[[int], tuple[WorkloadRequest, ...]]]] = {
     "long-prompt-during-chats": ("four chats decoding when a 1024-token prompt arrives at 100 ms",
@@ -110,6 +149,12 @@ SCENARIOS: dict[str, tuple[str, Callable[[int], tuple[WorkloadRequest, ...]]]] =
     "mixed-lengths": ("8 requests every 20 ms, prompts stretched to 0..512 tokens", _mixed_lengths),
     "capital-questions": ("8 capital questions at once, each answered until its own EOS",
                           lambda seed: tuple(_chats(8, 16, ignore_eos=False))),
+    "shared-system-prompt": ("8 chats every 50 ms after one 512-token system prompt (prefix caching)",
+                             _shared_system_prompt),
+    "multi-turn-chat": ("one chat, 4 turns 400 ms apart, each resending the conversation (prefix caching)",
+                        _multi_turn_chat),
+    "near-miss": ("one text 3 times: after a different first token, then the same again (prefix caching)",
+                  _near_miss),
 }
 
 
@@ -123,7 +168,7 @@ def scenario(name: str, seed: int = 0) -> tuple[WorkloadRequest, ...]:
 # --- JSON Lines ---------------------------------------------------------------
 
 _REQUIRED = {"arrival_ms": (int, float), "prompt": str, "max_new_tokens": int}
-_OPTIONAL = {"ignore_eos": bool, "prompt_tokens": int, "request_id": str}
+_OPTIONAL = {"ignore_eos": bool, "prompt_tokens": int, "request_id": str, "system_tokens": int}
 
 
 def parse_workload_lines(lines: list[str], max_new_tokens: int = MAX_NEW_TOKENS,
@@ -207,4 +252,9 @@ def _checked_line(line: str, number: int, max_new_tokens: int, max_prompt_tokens
     if not 0 <= stretch <= max_prompt_tokens:
         raise _bad(number, "prompt_tokens_range", f"prompt_tokens must be 0..{max_prompt_tokens}, got {stretch}",
                    value=stretch, limit=max_prompt_tokens)
-    return WorkloadRequest(arrival, prompt, max_new, data.get("ignore_eos", False), stretch, data.get("request_id", ""))
+    system = data.get("system_tokens", 0)
+    if not 0 <= system <= max_prompt_tokens:
+        raise _bad(number, "system_tokens_range", f"system_tokens must be 0..{max_prompt_tokens}, got {system}",
+                   value=system, limit=max_prompt_tokens)
+    return WorkloadRequest(arrival, prompt, max_new, data.get("ignore_eos", False), stretch, data.get("request_id", ""),
+                           system)

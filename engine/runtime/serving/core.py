@@ -43,6 +43,8 @@ def prepare_sequences(lm: LoadedModel, workload: tuple[WorkloadRequest, ...] | l
     seqs = []
     for i, req in enumerate(sorted(workload, key=lambda r: r.arrival_ms)):
         text = extend_prompt(lm.tokenizer, req.prompt, req.prompt_tokens) if req.prompt_tokens else req.prompt
+        if req.system_tokens:  # the same filler for every request asking this many: a prefix they share
+            text = extend_prompt(lm.tokenizer, "\n", req.system_tokens) + text
         ids = prompt_token_ids(lm.tokenizer, text)
         rid = req.request_id or f"r{i}"
         if not ids:

@@ -73,6 +73,7 @@ TEXT: dict = {
     "sl_wl_why_empty_prompt": "the prompt is empty",
     "sl_wl_why_max_new_tokens_range": "max_new_tokens must be from 1 to {limit} (this server's cap); here it is {value}",
     "sl_wl_why_prompt_tokens_range": "prompt_tokens must be from 0 to {limit} (this server's cap); here it is {value}",
+    "sl_wl_why_system_tokens_range": "system_tokens must be from 0 to {limit} (this server's cap); here it is {value}",
     "sl_wl_why_no_requests": "it has no requests (write one JSON object per line)",
     "sl_wl_why_too_many": "it has {n} requests; at most {limit}",
     "sl_wl_why_too_large": "the file has {n} bytes; at most {limit} are read",

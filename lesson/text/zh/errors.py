@@ -73,6 +73,7 @@ TEXT: dict = {
     "sl_wl_why_empty_prompt": "提示词是空的",
     "sl_wl_why_max_new_tokens_range": "max_new_tokens 必须在 1 到 {limit} 之间（本服务器的上限），这里是 {value}",
     "sl_wl_why_prompt_tokens_range": "prompt_tokens 必须在 0 到 {limit} 之间（本服务器的上限），这里是 {value}",
+    "sl_wl_why_system_tokens_range": "system_tokens 必须在 0 到 {limit} 之间（本服务器的上限），这里是 {value}",
     "sl_wl_why_no_requests": "里面没有任何请求（每行写一个 JSON 对象）",
     "sl_wl_why_too_many": "它有 {n} 个请求，最多 {limit} 个",
     "sl_wl_why_too_large": "文件有 {n} 字节，最多读取 {limit} 字节",
