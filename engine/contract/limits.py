@@ -39,6 +39,20 @@ MAX_IMPORT_TOKEN_TIMES = 4_000_000  # streamed chunks (itls entries) across one 
 MAX_ARRIVAL_MS = 60_000.0  # a workload's latest arrival: the engine really waits for it (a minute)
 MAX_WORKLOAD_PROMPT_CHARS = 65_536  # characters of one workload prompt, checked before it is tokenized
 MAX_WORKLOAD_BYTES = 64 * 2**20  # a workload file (serve --workload): its most requests times its longest prompts
+# --- the engine worker and its clients (engine/runtime/worker/server.py, engine/contract/worker/client.py) ---
+WORKER_MAX_CALL_BYTES = 1 << 20  # one call's frame (a call is a few KB; a serving workload's prompts a few hundred)
+WORKER_MAX_RESULT_BYTES = 64 << 20  # one frame from a worker (a 4096-step trace is about 4 MB), before it is read
+WORKER_SEND_BUFFER_BYTES = 16 << 20  # events one client may leave unread in the worker before it is dropped
+WORKER_SEND_DEADLINE_S = 10.0  # an event a client has not taken in this long: its call is cancelled, it is dropped
+WORKER_HANDSHAKE_DEADLINE_S = 5.0  # a connection that has not finished the key challenge by then is closed
+WORKER_MAX_PENDING = 64  # connections in the key challenge at once; more are closed at once
+WORKER_MAX_PENDING_PER_HOST = 8  # of those, from one address
+WORKER_CALL_DEADLINE_S = 10.0  # a keyed connection that has not sent its call by then is closed
+WORKER_MAX_SESSIONS = 256  # keyed connections held at once (a class of 30 needs a few each)
+WORKER_PROMPT_CHARS_PER_TOKEN = 16  # a prompt's characters per token of the worker's prompt cap (a stretched prompt)
+WORKER_SILENCE_S = 20.0  # a client hearing nothing (not even a heartbeat) this long: "the engine stopped answering"
+WORKER_STALL_S = 3.0  # the worker's clock jumped this far (the process stood still): the run is discarded
+WORKER_MAX_CALL_S = 3600.0  # the longest any call may take, heartbeats or not
 # --- the CLI's numbers ------------------------------------------------------------------------
 MAX_STRETCH_TOKENS = 131_072  # --prompt-tokens (a prompt stretched with filler), before the model's context is checked
 MAX_SEED = 2**32 - 1  # --seed: numpy's and torch's generators both take it
@@ -100,6 +114,32 @@ LIMITS: tuple[Limit, ...] = (
     Limit("MAX_WORKLOAD_PROMPT_CHARS", MAX_WORKLOAD_PROMPT_CHARS, "a workload prompt with more characters",
           "the line named, one line / one message"),
     Limit("MAX_WORKLOAD_BYTES", MAX_WORKLOAD_BYTES, "a larger workload file (serve --workload), before it is read"),
+    Limit("WORKER_MAX_CALL_BYTES", WORKER_MAX_CALL_BYTES, "a larger call frame, before it is read",
+          "the worker: one keyed error, the connection closed"),
+    Limit("WORKER_MAX_RESULT_BYTES", WORKER_MAX_RESULT_BYTES, "a larger frame from a worker, before it is read",
+          "the client: one keyed error"),
+    Limit("WORKER_SEND_BUFFER_BYTES", WORKER_SEND_BUFFER_BYTES, "more unread events held for one client",
+          "that client's call cancelled, its connection dropped; the others go on"),
+    Limit("WORKER_SEND_DEADLINE_S", WORKER_SEND_DEADLINE_S, "an event a client has not read after this many seconds",
+          "that client's call cancelled, its connection dropped; the others go on"),
+    Limit("WORKER_HANDSHAKE_DEADLINE_S", WORKER_HANDSHAKE_DEADLINE_S, "a key challenge unfinished after this many "
+          "seconds", "the connection closed"),
+    Limit("WORKER_MAX_PENDING", WORKER_MAX_PENDING, "more connections in the key challenge at once",
+          "closed at once; keyed clients are not held up"),
+    Limit("WORKER_MAX_PENDING_PER_HOST", WORKER_MAX_PENDING_PER_HOST, "more of them from one address",
+          "closed at once"),
+    Limit("WORKER_CALL_DEADLINE_S", WORKER_CALL_DEADLINE_S, "a keyed connection without a call after this many seconds",
+          "the connection closed"),
+    Limit("WORKER_MAX_SESSIONS", WORKER_MAX_SESSIONS, "more keyed connections at once", "closed at once"),
+    Limit("WORKER_PROMPT_CHARS_PER_TOKEN", WORKER_PROMPT_CHARS_PER_TOKEN, "a prompt longer than this many characters "
+          "per token of the worker's prompt cap (or than PREFILL_DECODE_MAX_PROMPT_CHARS, if larger)",
+          "before tokenizing: prompt_too_long"),
+    Limit("WORKER_SILENCE_S", WORKER_SILENCE_S, "a worker silent (no event, no heartbeat) for this many seconds",
+          "the client: engine_silent (a local worker is started again)"),
+    Limit("WORKER_STALL_S", WORKER_STALL_S, "a run during which the worker stood still this many seconds",
+          "the run discarded: engine_stalled"),
+    Limit("WORKER_MAX_CALL_S", WORKER_MAX_CALL_S, "a call still unfinished after this many seconds",
+          "the client: engine_silent"),
     Limit("MAX_STRETCH_TOKENS", MAX_STRETCH_TOKENS, "--prompt-tokens above it (or above the model's context)",
           "CLI: one line, exit 2"),
     Limit("MAX_SEED", MAX_SEED, "--seed below 0 or above it", "CLI: one line, exit 2"),

@@ -24,7 +24,7 @@ def test_the_operators_table_is_the_one_in_engine_limits():
 
 
 def test_every_limit_constant_is_in_the_table():
-    named = {name for name in vars(limits) if re.fullmatch(r"(MAX|PROBE|HUB|KV|MEMORY)_[A-Z_]+", name)}
+    named = {name for name in vars(limits) if re.fullmatch(r"(MAX|PROBE|HUB|KV|MEMORY|WORKER)_[A-Z_]+", name)}
     assert named == {limit.name for limit in limits.LIMITS}
     for limit in limits.LIMITS:
         assert getattr(limits, limit.name) == limit.value

@@ -21,11 +21,31 @@ class EngineWorkerError(EngineError):
 
 class WorkerUnreachable(EngineWorkerError):
     """No worker answers at the address (it is not running, or the network is in the way).
-    params: address ("HOST:PORT"), reason (the operating system's words)."""
+    params: address ("HOST:PORT"), reason (the operating system's words), local (the app's own worker:
+    it was started again, so the advice is to run again, not to start one)."""
 
-    def __init__(self, address: str, reason: str) -> None:
+    def __init__(self, address: str, reason: str, local: bool = False) -> None:
         super().__init__("engine_unreachable", f"no engine worker answers at {address}: {reason}",
-                         address=address, reason=reason)
+                         address=address, reason=reason, local=local)
+
+
+class WorkerSilent(EngineWorkerError):
+    """The worker stopped answering during a call: nothing came, not even its heartbeat, for `seconds`
+    (or the call ran past its longest time). params: address, seconds, local (the app's own worker,
+    which was then stopped and started again)."""
+
+    def __init__(self, address: str, seconds: float, local: bool = False) -> None:
+        super().__init__("engine_silent", f"the engine worker at {address} stopped answering (nothing for "
+                         f"{seconds:.0f} s)", address=address, seconds=round(seconds), local=local)
+
+
+class RunStalled(EngineWorkerError):
+    """The engine stood still during this run (the worker's clock jumped `seconds`, or its heartbeat
+    stopped that long): a pass timed across it is not a measurement, so the run is discarded."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__("engine_stalled", f"the engine stood still for {seconds:.1f} s during this run; it was "
+                         "discarded, not drawn", seconds=round(seconds, 1))
 
 
 class WorkerAuthError(EngineWorkerError):

@@ -91,6 +91,20 @@ class LocalWorker:
                 return
         raise WorkerRestarted(self.last_exit_code, during_run)
 
+    def replace_stuck(self, since: int | None) -> bool:
+        """A worker that is alive but stopped answering (a call heard nothing, not even its heartbeat):
+        kill it and start a new one now, so the next call runs (the page says to run again). `since`:
+        the generation the call began on; a newer one was started already. True when one was replaced."""
+        with self._lock:
+            if self._proc is None or (since is not None and since != self.generation):
+                return False
+            if self._proc.poll() is None:
+                self._proc.kill()
+                self._proc.wait()
+            self.last_exit_code = self._proc.returncode
+            self._start()
+            return True
+
     def stop(self) -> None:
         """Stop the worker (at exit too): terminate, then kill if it has not gone in STOP_GRACE_S."""
         with self._lock:

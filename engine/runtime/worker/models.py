@@ -43,13 +43,15 @@ class WorkerSettings:
     models_dir: Path | None = None
     presets: bool = True
     max_prompt_tokens: int = config.MAX_PROMPT_TOKENS.default  # the warm-up's longest prompt
+    max_prompt_chars: int = config.MAX_PROMPT_CHARS.default  # (with the tokens) the worker's prompt cap
     max_models: int = 4
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> WorkerSettings:
         server = config.settings_from_env(environ)
         return cls(models_dir=server.models_dir, presets=server.presets,
-                   max_prompt_tokens=server.limits.max_prompt_tokens)
+                   max_prompt_tokens=server.limits.max_prompt_tokens,
+                   max_prompt_chars=server.limits.max_prompt_chars)
 
 
 def folder_choices(models_dir: Path | None) -> list[str]:
