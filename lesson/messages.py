@@ -39,14 +39,14 @@ LIMIT_KEYS = ("limit_count", "limit_number", "limit_memory", "limit_json_depth",
 ENGINE_ERROR_KEYS = (
     "empty_prompt", "prompt_too_long", "max_new_tokens_range", "sampling_range", "model_not_found",
     "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
-    "mode_unknown", "graph_needs_cuda", "preset_too_large", *LIMIT_KEYS,
+    "mode_unknown", "graph_needs_cuda", "preset_too_large", "prompt_too_many_chars", *LIMIT_KEYS,
 )
 # The engine worker's keys (engine/contract/worker/errors.py), worded as err_<key> on every page: the process that
 # measures could not be reached, refused this server, or stopped (and was started again).
 WORKER_ERROR_KEYS = (
     "engine_restarted", "engine_unreachable", "engine_refused", "engine_start", "engine_internal", "engine_busy",
     "engine_no_token", "engine_address", "engine_token_file", "engine_token_short", "protocol_version",
-    "protocol_malformed", "run_cancelled",
+    "protocol_malformed", "run_cancelled", "engine_silent", "engine_stalled", "protocol_too_large",
 )
 # Keys the serving lab words as sl_err_<key>, with the engine's detail as code.
 SERVING_ERROR_KEYS = (
@@ -170,7 +170,11 @@ def worker_message(err: BaseException, lang: str) -> str:
     during this run or before it (engine_restarted's `during_run`), a worker that cannot be reached or
     refused this server, a version mismatch. Only data fields are shown; never a token, never `reason`."""
     key, raw = _key_and_params(err)
-    params = {k: safe_param(k, v) for k, v in raw.items() if k not in ("reason", "during_run")}
+    params = {k: safe_param(k, v) for k, v in raw.items() if k not in ("reason", "during_run", "local")}
+    if key in ("engine_unreachable", "engine_silent") and raw.get("local"):  # the app's own worker: started again
+        return t(lang, f"err_{key}_local", **params)
+    if key == "protocol_malformed" and raw.get("why") == "meaning":
+        return t(lang, "err_protocol_meaning", **params)
     if key == "engine_restarted":
         params["exit_code"] = safe_param("exit_code", "?" if raw.get("exit_code") is None else raw["exit_code"])
         return t(lang, "err_engine_restarted_run" if raw.get("during_run") else "err_engine_restarted", **params)

@@ -44,6 +44,7 @@ from .diagrams.serving_metrics import render_serving_metrics
 from .serving_views import figure_alt as serving_figure_alt
 from .serving_views import metrics_alt
 from .style import DEFAULT_STYLE, Style
+from .svgtext import visible
 from .text import check_language, t
 
 PNG_WIDTH = 1920  # px: a 1080p projector's width
@@ -174,10 +175,10 @@ def serving_slides(runs: Sequence[ServingRun], *, lang: str, tag: str, style: St
     if not runs:
         return []
     first = runs[0]
-    scenario = scenario_label(lang, first.scenario)
+    scenario = visible(scenario_label(lang, first.scenario))  # a file's scenario name: controls, bidi shown
     slides = [Slide(f"{serving_stem(first, 'metrics', tag)}_{lang}",
                     render_serving_metrics(list(runs), lang=lang, style=style), words(lang, "sv_table_title"),
-                    scenario, words(lang, "many_1"), metrics_alt(runs, lang))]
+                    scenario, words(lang, "many_1"), visible(metrics_alt(runs, lang)))]
     render = {"gantt": render_serving_gantt, "batch": render_batch_composition, "kv": render_kv_blocks}
     for figure, title, caption, notes in SERVING_FIGURES:
         for run in runs:
@@ -186,7 +187,7 @@ def serving_slides(runs: Sequence[ServingRun], *, lang: str, tag: str, style: St
             heading = f"{words(lang, title)} · {policy_label(lang, run.settings.policy)}"
             slides.append(Slide(f"{serving_stem(run, figure, tag)}_{lang}", render[figure](run, lang=lang, style=style),
                                 heading, f"{scenario} · {words(lang, caption)}", words(lang, notes),
-                                serving_figure_alt(figure, run, lang)))
+                                visible(serving_figure_alt(figure, run, lang))))
     return slides
 
 

@@ -7,9 +7,11 @@ gallery of them (one index.json per machine, written by `python -m engine record
 
 A file may come from anywhere (an upload), so it is read in a fixed order, each step bounded:
 its size against `max_bytes`, UTF-8, JSON through engine.contract.limits.load_json (depth, number length,
-no NaN or Infinity), its kind from its own markers, the engine's own `from_dict` / `from_json`,
-then every value against its field's type (a string where a time belongs would only fail later,
-inside a figure). Each refusal is one RecordedFileError: key "recorded_file", `why` names the
+no NaN or Infinity), its kind from its own markers, a trace's step count (before one step is built),
+the engine's own `from_dict` / `from_json`, every value against its field's type (a string where a
+time belongs would only fail later, inside a figure), then its meaning (engine.contract.meaning:
+times finite, non-negative and in order, lists that belong together of one length, a sweep kind the
+engine measures). Each refusal is one RecordedFileError: key "recorded_file", `why` names the
 step, and the page words it in its language (lesson.messages).
 
 No torch: a run recorded on a GPU machine is drawn on a laptop (a cache comparison's class is one of
@@ -29,6 +31,8 @@ from typing import Any
 
 from engine.contract.errors import InputError, LimitError
 from engine.contract.limits import load_json
+from engine.contract.meaning import MAX_TRACE_STEPS, MeaningError, check_comparison, check_plain_steps, \
+    check_serving, check_sweep, check_trace
 from engine.contract.results import CacheComparison
 from engine.contract.serving.trace import ServingRun
 from engine.contract.sweep import SCHEMA as SWEEP_SCHEMA
@@ -46,7 +50,6 @@ FIGURES = {
 }
 INDEX_SCHEMA = "prefill-decode.gallery/1"
 COMPARISON_SCHEMA = "prefill-decode.cache-comparison/1"
-MAX_TRACE_STEPS = 4096  # the engine's own cap on an answer (engine.runtime.generation.MAX_NEW_TOKENS)
 MAX_SERVING_RUNS = 8  # serving runs in one file: the serving lab's download holds one per policy
 MAX_INDEX_ENTRIES = 64
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.json")  # an index names files in its own folder only
@@ -126,18 +129,33 @@ def read_recorded(data: bytes | str, max_bytes: int) -> RecordedRun:
         raise RecordedFileError("not_text", "the file is not UTF-8 text") from None
     parsed = _parse(text)
     kind = kind_of(parsed)
+    steps = parsed.get("steps") if kind == "trace" else None
+    if isinstance(steps, list) and len(steps) > MAX_TRACE_STEPS:  # before one step is built
+        raise RecordedFileError("too_many", f"the trace has {len(steps):,} steps; at most {MAX_TRACE_STEPS}",
+                                n=len(steps), limit=MAX_TRACE_STEPS)
     try:
+        check_plain_steps(parsed)
         runs = _build(kind, parsed, text)
         for run in runs:
             check_types(run)
-    except (TraceFormatError, KeyError, TypeError, ValueError, AttributeError) as err:
+            check_meaning(kind, run)
+    except (TraceFormatError, MeaningError, KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
         if isinstance(err, RecordedFileError):
             raise
         raise RecordedFileError("invalid", f"not a valid {kind}: {err}", kind=kind) from None
-    if kind == "trace" and len(runs[0].steps) > MAX_TRACE_STEPS:
-        raise RecordedFileError("too_many", f"the trace has {len(runs[0].steps)} steps; at most {MAX_TRACE_STEPS}",
-                                n=len(runs[0].steps), limit=MAX_TRACE_STEPS)
     return RecordedRun(kind, runs)
+
+
+def check_meaning(kind: str, run: Any) -> None:
+    """A run's numbers checked for meaning (engine.contract.meaning), by its kind; MeaningError if not."""
+    if kind == "trace":
+        check_trace(run)
+    elif kind == "serving_run":
+        check_serving(run)
+    elif kind == "sweep":
+        check_sweep(run)
+    else:
+        check_comparison(run.comparison)
 
 
 def _parse(text: str) -> Any:

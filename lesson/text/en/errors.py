@@ -135,4 +135,10 @@ TEXT: dict = {
     "err_protocol_version": "The engine process speaks protocol version {theirs} and this app version {ours}: run the same release on both machines.",
     "err_protocol_malformed": "The engine process sent something this app cannot read. Ask the operator to run the same release on both machines.",
     "err_run_cancelled": "The run was cancelled before it finished. Run again.",
+    "err_engine_unreachable_local": "The app's own engine process did not answer, so the app started a new one. Only this run is lost; earlier runs and kept results are still here. Run it again.",
+    "err_engine_silent": "The engine stopped answering: the engine process at {address} sent nothing, not even its heartbeat, for {seconds} s. Ask the operator to check it (its log, its machine's load).",
+    "err_engine_silent_local": "The engine stopped answering (nothing for {seconds} s), so the app started a new engine process. Only this run is lost; earlier runs and kept results are still here. Run it again.",
+    "err_engine_stalled": "The engine stood still for {seconds} s while it measured this run, so its times would include that pause. The run was discarded, not drawn. Run it again.",
+    "err_protocol_meaning": "The engine process sent a result whose numbers cannot be true ({what}); nothing of it was drawn. Ask the operator to check the engine worker.",
+    "err_protocol_too_large": "The engine process sent a message over {limit} bytes; it was refused unread. Ask the operator to check the engine worker.",
 }

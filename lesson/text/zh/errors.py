@@ -135,4 +135,10 @@ TEXT: dict = {
     "err_protocol_version": "引擎进程使用协议版本 {theirs}，本应用使用版本 {ours}：两台机器请运行同一个版本。",
     "err_protocol_malformed": "引擎进程发来了本应用读不懂的消息。请运维人员在两台机器上运行同一个版本。",
     "err_run_cancelled": "这次运行在完成前被取消了。请再运行一次。",
+    "err_engine_unreachable_local": "应用自己的引擎进程没有应答，应用已经启动了一个新的。只有这次运行丢失了，之前的运行和保留的结果都还在。请再运行一次。",
+    "err_engine_silent": "引擎停止响应：{address} 上的引擎进程 {seconds} 秒内没有发来任何消息，连心跳也没有。请运维人员检查它（日志、机器负载）。",
+    "err_engine_silent_local": "引擎停止响应（{seconds} 秒内没有任何消息），应用已经启动了一个新的引擎进程。只有这次运行丢失了，之前的运行和保留的结果都还在。请再运行一次。",
+    "err_engine_stalled": "引擎在测量这次运行时停顿了 {seconds} 秒，测得的时间会包含这段停顿。这次运行已被丢弃，没有绘制。请再运行一次。",
+    "err_protocol_meaning": "引擎进程发来的结果中有不可能成立的数字（{what}），其中任何内容都没有绘制。请运维人员检查引擎进程。",
+    "err_protocol_too_large": "引擎进程发来了超过 {limit} 字节的消息，未读取即被拒绝。请运维人员检查引擎进程。",
 }
