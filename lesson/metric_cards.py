@@ -30,9 +30,9 @@ def metric_cards(trace: RequestTrace, lang: str, numbers: Headline | None = None
     A one-token answer has no gap to measure: TPOT and ITL read "—", and their
     definitions say why (a short value, so the card never cuts a sentence).
 
-    `numbers`: the headline numbers of N runs of this request (lesson.spread), whose first run
-    is `trace`. With N > 1, TTFT and TPOT read the median of the runs and say their range and
-    N; ITL p99 and E2EL stay the shown run's, and say so.
+    `numbers`: the headline numbers of N runs of this request (lesson.spread), whose shown run
+    is `trace`. Every value is that run's own (lesson.spread's rule: the run nearest the medians);
+    with N > 1 each card says which run it is, and TTFT and TPOT their range over the N runs.
     """
     metrics = trace.metrics
     if metrics is None:
@@ -53,17 +53,19 @@ def metric_cards(trace: RequestTrace, lang: str, numbers: Headline | None = None
     else:
         definitions["itl"] = t(lang, "metric_itl_one_token")
     spreads = dict.fromkeys(values, "")
-    if numbers is not None and numbers.n > 1:
-        spreads.update(itl=t(lang, "metric_this_run"), e2el=t(lang, "metric_this_run"))
+    if numbers is not None and numbers.n > 1:  # every value is the shown run's; the ranges are over all runs
+        shown = t(lang, "metric_shown_run", k=numbers.shown + 1, n=numbers.n)
+        spreads.update(itl=shown, e2el=shown)
         for key, spread in (("ttft", numbers.ttft_ms), ("tpot", numbers.tpot_ms)):
             if spread is not None:
-                values[key], spreads[key] = format_ms(spread.median), spread_text(spread, lang)
+                spreads[key] = spread_text(spread, lang, numbers.shown)
     return [MetricCard(k, t(lang, f"metric_{k}"), v, definitions[k], spreads[k]) for k, v in values.items()]
 
 
-def spread_text(spread: Spread, lang: str) -> str:
-    """"median of 5 runs (5.2 ms–8.0 ms)": a number's median over runs, with its range."""
-    return t(lang, "metric_spread", n=spread.n, low=format_ms(spread.low), high=format_ms(spread.high))
+def spread_text(spread: Spread, lang: str, shown: int) -> str:
+    """"median run 3 of 5 (5 runs: 5.2 ms–8.0 ms)": which run a value is of, with its range over the runs."""
+    return t(lang, "metric_spread_shown", k=shown + 1, n=spread.n, low=format_ms(spread.low),
+             high=format_ms(spread.high))
 
 
 PAGE_NOTE_MIN_MS = 0.1  # the page's drawing, summed over the run, worth a sentence
@@ -103,8 +105,9 @@ def metric_gap_notes(trace: RequestTrace, lang: str) -> tuple[str, ...]:
 def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | None = None) -> str | None:
     """The real Prefill beside a real Decode step, in words, and what their ratio means.
 
-    `numbers`: N runs of this request (lesson.spread; the first is `trace`); without them, the
-    one run `trace`. The sentence follows lesson.spread.verdict on the medians: alike (a small
+    `numbers`: N runs of this request (lesson.spread; the shown one is `trace`); without them, the
+    one run `trace`. Every number is the shown run's (the ranges are over all runs). The sentence
+    follows lesson.spread.verdict on the shown run: alike (a small
     model's fixed cost per pass), apart, the same work (a one-position prompt), or this
     machine's noise (a Decode step at or above Prefill: the lesson says it cannot be), which
     shows the runs' range and asks to measure again. None without a Decode step.
@@ -116,17 +119,16 @@ def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | Non
     ratio, kind = numbers.ratio, verdict(numbers, prefill.num_positions)
     if ratio is None or kind is None:
         return None
-    prefill_ms, decode_ms = numbers.prefill_ms, numbers.decode_ms
-    fields = dict(prefill_ms=format_ms(prefill_ms.median), prompt_len=prefill.num_positions,
-                  per_position=format_ms(prefill_ms.median / prefill.num_positions),
-                  decode_ms=format_ms(decode_ms.median))
+    own = numbers.shown_numbers
+    fields = dict(prefill_ms=format_ms(own.prefill_ms), prompt_len=prefill.num_positions,
+                  per_position=format_ms(own.prefill_ms / prefill.num_positions), decode_ms=format_ms(own.decode_ms))
     if numbers.n > 1:
-        words = [t(lang, "bottleneck_live_repeats", n=numbers.n, prefill_range=_range_ms(prefill_ms),
-                   decode_range=_range_ms(decode_ms), **fields)]
+        words = [t(lang, "bottleneck_live_shown", n=numbers.n, k=numbers.shown + 1,
+                   prefill_range=_range_ms(numbers.prefill_ms), decode_range=_range_ms(numbers.decode_ms), **fields)]
     else:
         words = [t(lang, "bottleneck_live", **fields)]
     m = trace.model
-    words.append(t(lang, f"bottleneck_{kind}", ratio=fmt_ratio(ratio.median), prompt_len=prefill.num_positions,
+    words.append(t(lang, f"bottleneck_{kind}", ratio=fmt_ratio(own.ratio), prompt_len=prefill.num_positions,
                    model=escape_markdown(m.model_id), params=fmt_count(m.num_params), device=m.device, dtype=m.dtype))
     if numbers.n > 1:
         low, high = fmt_ratio(ratio.low), fmt_ratio(ratio.high)
@@ -136,8 +138,8 @@ def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | Non
 
 
 def bottleneck_contradicts(trace: RequestTrace, numbers: Headline | None = None) -> bool:
-    """True when the medians contradict the lesson (a Decode step at or above Prefill on a prompt
-    of several positions): the page then offers to measure again."""
+    """True when the shown run contradicts the lesson (its Decode step at or above its Prefill on a
+    prompt of several positions): the page then offers to measure again."""
     prefill = trace.prefill
     if prefill is None or not trace.decode_steps:
         return False
@@ -146,3 +148,38 @@ def bottleneck_contradicts(trace: RequestTrace, numbers: Headline | None = None)
 
 def _range_ms(spread: Spread) -> str:
     return f"{format_ms(spread.low)}–{format_ms(spread.high)}"
+
+
+SAME_PER_POSITION = 0.05  # per-position ratios within 5 % of 1 read "about the same"
+
+
+def timeline_lesson(trace: RequestTrace, lang: str, numbers: Headline | None = None) -> str | None:
+    """The first figure's caption, in the lesson's terms: Prefill read N positions in one pass in X ms
+    (X/N per position); each Decode step read one position in Y ms (the median of the run's steps), so
+    per position Prefill was Y·N/X times cheaper. When this machine's noise made a Decode step at least
+    as slow as the whole Prefill, it says so, with the runs' range, and asks to measure again (the page
+    adds the button: bottleneck_contradicts). `numbers`: the run's repeats (lesson.spread; `trace` is
+    their shown run). None before a Decode step."""
+    prefill, decodes = trace.prefill, trace.decode_steps
+    if prefill is None or not decodes:
+        return None
+    numbers = numbers if numbers is not None else headline((trace,))
+    own, n = numbers.shown_numbers, prefill.num_positions
+    which = t(lang, "tl_lesson_which", k=numbers.shown + 1, n=numbers.n) if numbers.n > 1 else ""
+    words = [t(lang, "tl_lesson", n=n, x=format_ms(own.prefill_ms), per=format_ms(own.prefill_ms / n),
+               y=format_ms(own.decode_ms), which=which)]
+    per_position = own.decode_ms * n / own.prefill_ms if own.prefill_ms > 0 else float("inf")
+    if n <= 1:
+        words.append(t(lang, "tl_lesson_one_position"))
+    elif verdict(numbers, n) == "noise":  # a Decode step no faster than the whole Prefill: not the lesson
+        words.append(t(lang, "tl_lesson_noise", y=format_ms(own.decode_ms), x=format_ms(own.prefill_ms)))
+        if numbers.n > 1:
+            words.append(t(lang, "tl_lesson_noise_range", n=numbers.n, prefill=_range_ms(numbers.prefill_ms),
+                           decode=_range_ms(numbers.decode_ms)))
+    elif abs(per_position - 1) <= SAME_PER_POSITION:
+        words.append(t(lang, "tl_lesson_same"))
+    elif per_position > 1:
+        words.append(t(lang, "tl_lesson_cheaper", r=fmt_ratio(per_position)))
+    else:
+        words.append(t(lang, "tl_lesson_dearer", r=fmt_ratio(1 / per_position)))
+    return ("" if lang == "zh" else " ").join(words)

@@ -395,6 +395,13 @@ class RequestTrace:
     # or when a built runner was free.
     engine_setup_ms: float = 0.0
     provenance: Provenance | None = None  # where and when it was measured; None in older traces
+    # The lesson's TTFT, part by part (docs/engine.md): choosing the first token from Prefill's logits
+    # (sampling or argmax, with the wait for the device), a part of the Prefill step's duration_ms, and
+    # the request's start on the wall clock (time.time() seconds at the moment every *_ms above counts
+    # from), so a client on the same machine can place its own times (queue, transmission) beside the
+    # engine's. None in traces written before these fields, and where nothing measured them.
+    first_token_choice_ms: float | None = None
+    started_at_s: float | None = None
 
     # --- derived views (never stored twice) ---
     @property
@@ -488,6 +495,8 @@ class RequestTrace:
                 engine_note=data.get("engine_note", ""),
                 engine_setup_ms=data.get("engine_setup_ms", 0.0),
                 provenance=Provenance.from_dict(data.get("provenance")),
+                first_token_choice_ms=_optional_number(data.get("first_token_choice_ms")),
+                started_at_s=_optional_number(data.get("started_at_s")),
                 schema_version=SCHEMA_VERSION,  # upgraded on load (see READABLE_SCHEMA_VERSIONS)
             )
         except (KeyError, TypeError) as err:
@@ -505,6 +514,15 @@ class RequestTrace:
 
 
 _TUPLE_FIELDS = ("input_ids", "input_pieces", "kv_bytes_per_layer")
+
+
+def _optional_number(value: Any) -> float | None:
+    """A finite non-negative number, or None (absent in an older trace). Anything else is refused."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise TraceFormatError(f"expected a finite non-negative number or null, got {str(value)[:40]}")
+    return float(value)
 
 
 def _step_from_dict(data: dict[str, Any]) -> Step:

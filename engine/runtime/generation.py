@@ -106,6 +106,7 @@ class Pass:
     mode: str = "eager"  # the engine mode that really ran (a failed graph capture runs "static")
     note: str = ""  # why the mode asked for did not fully run (StaticRunner.note)
     setup_s: float = 0.0  # first pass only: building this request's runner (allocate, compile, capture)
+    chosen: float | None = None  # Prefill only, when recording: the device had the logits, the choice began
 
 
 def passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[Pass]:
@@ -148,6 +149,9 @@ def _run(lm: LoadedModel, runner: Runner, prompt_ids: list[int], cfg: Generation
             with torch.inference_mode():
                 start = device_clock(device) if record else None
                 logits = runner.prefill(fed) if i == 0 else runner.decode(fed[0], position)
+                # Prefill's logits are on the host's clock here (one synchronize per request): what follows,
+                # choosing the first token, is its own part of TTFT (RequestTrace.first_token_choice_ms)
+                chosen = device_clock(device) if record and i == 0 else None
                 token = choose_token(logits, cfg, generator)  # .item(): waits for the device
                 end = device_clock(device) if record else None
                 kv = runner.kv_bytes_per_layer() if record else ()
@@ -156,7 +160,8 @@ def _run(lm: LoadedModel, runner: Runner, prompt_ids: list[int], cfg: Generation
         stop = "eos" if token in eos else "length" if i == cfg.max_new_tokens - 1 else None
         yield Pass(input_ids=tuple(fed), output_id=token, context_before=before, context_after=position,
                    start=start, end=end, kv_bytes_per_layer=kv, stop_reason=stop, lock_wait_s=lock_wait_s,
-                   attention_kernel=kernel, mode=runner.mode, note=runner.note, setup_s=setup_s if i == 0 else 0.0)
+                   attention_kernel=kernel, mode=runner.mode, note=runner.note, setup_s=setup_s if i == 0 else 0.0,
+                   chosen=chosen)
         if stop:
             return
         fed = [token]  # the chain: the next pass can only start from this token
@@ -276,13 +281,14 @@ def stream_trace(
     spent queued for the model lock, not tokenizing or building the trace.
     """
     provenance = this_machine(lm.device)  # where and when: read before the request's clock starts
-    t0 = time.perf_counter()
+    t0, started_at_s = time.perf_counter(), time.time()  # the request's start, on both clocks
     prompt_ids = encode_prompt(lm, prompt, cfg, max_prompt_tokens)
     tokenize_ms = (time.perf_counter() - t0) * 1e3
     trace = RequestTrace(
         request_id=request_id, model=lm.info, prompt=prompt, prompt_ids=tuple(prompt_ids),
         prompt_pieces=token_pieces(lm.tokenizer, prompt_ids), sampling=cfg.sampling,
         max_new_tokens=cfg.max_new_tokens, tokenize_ms=tokenize_ms, provenance=provenance,
+        started_at_s=started_at_s,
     )
     steps: list[Step] = []  # append-only: every partial trace views a prefix of it
     pieces: dict[int, str] = {}  # token id -> its piece: answers repeat tokens (。 的 the), decoding costs ~75 µs
@@ -292,7 +298,9 @@ def stream_trace(
             # A runner is built once per cache bucket and then pooled, as a server compiles and captures at
             # start-up: the request's clock skips it, so TTFT is the request's own, and the trace says how long.
             t0 += p.setup_s
-            trace = dataclasses.replace(trace, engine_setup_ms=p.setup_s * 1e3)
+            trace = dataclasses.replace(trace, engine_setup_ms=p.setup_s * 1e3, started_at_s=started_at_s + p.setup_s)
+        if p.chosen is not None:  # Prefill: its logits were ready at p.chosen, the first token at p.end
+            trace = dataclasses.replace(trace, first_token_choice_ms=(p.end - p.chosen) * 1e3)
         # A decode step's input is the token the step before chose: reuse its piece.
         input_pieces = steps[-1].output_piece if steps else trace.prompt_pieces
         if p.output_id not in pieces:

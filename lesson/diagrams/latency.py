@@ -169,9 +169,10 @@ def _num_slots(trace: RequestTrace, full: RequestTrace | None) -> int:
 
 
 def latency_layout(trace: RequestTrace, table: Table, style: Style = DEFAULT_STYLE,
-                   full: RequestTrace | None = None) -> LatencyLayout:
+                   full: RequestTrace | None = None, run_note: str = "") -> LatencyLayout:
     """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it;
-    the y axis (and the bar slots, when it fits MAX_BARS) come from it."""
+    the y axis (and the bar slots, when it fits MAX_BARS) come from it. `run_note`: which of several
+    repeats this run is (lesson.spread.run_label), the first note."""
     metrics, parts = trace.metrics, trace.latency_parts()
     ticks = nice_ticks(0, _peak_ms(full or trace) * 1.05, 5)
     plot_w, y_label_w, gutter, top = PLOT_W, Y_LABEL_W, RIGHT_GUTTER, 160.0
@@ -211,7 +212,7 @@ def latency_layout(trace: RequestTrace, table: Table, style: Style = DEFAULT_STY
                                None if itl is None else y(itl),
                                pass_tick(index, step.phase, position, num_slots, table, max_named, max_ticks)))
     width = right + gutter + PAD
-    note_lines = _notes(trace, table)
+    note_lines = ((run_note,) if run_note else ()) + _notes(trace, table)
     x_label_y = bottom + 40 + max(0, style.tiny_size - 11)
     legend_y = x_label_y + (len(x_lines) - 1) * style.small_size * 1.3 + 32 + max(0, style.small_size - 13)
     items = _legend_items(trace, bars, table)
@@ -219,7 +220,7 @@ def latency_layout(trace: RequestTrace, table: Table, style: Style = DEFAULT_STY
     notes_y = legend_y + (len(lines) - 1) * style.small_size * 1.6 + 8
     height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
     if full is not None and full is not trace:  # the whole run's legend and notes take more lines: room for them
-        height = max(height, latency_layout(full, table, style, full).height)
+        height = max(height, latency_layout(full, table, style, full, run_note).height)
     value_w = max((text_width(fmt_ms(b.total_ms), style.tiny_size) for b in bars if b.phase == "decode"), default=0)
     return LatencyLayout(width, height, left, top, bottom, right, tuple(bars),
                          tuple((y(t), f"{t:g}") for t in ticks), _ref_lines(trace, y, table, style),
@@ -319,16 +320,17 @@ def _draw_legend(dwg, trace: RequestTrace, layout: LatencyLayout, style: Style, 
 
 
 def render_latency(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
-                   full: RequestTrace | None = None) -> str:
+                   full: RequestTrace | None = None, run_note: str = "") -> str:
     """One stacked bar per output token (pass + page drawing + other waiting), with TTFT,
     TPOT, ITL and its p50 / p99 marked (measured times).
 
     `full`: the whole run when `trace` is a prefix of it: the y axis and the bar slots
-    come from it, so stepping through the run never rescales the figure."""
+    come from it, so stepping through the run never rescales the figure. `run_note`: which of several
+    repeats this is (lesson.spread.run_label), drawn as the first note; "" for a single run."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     if not trace.steps:
         raise ValueError("the latency diagram needs a trace with at least one forward pass")
-    layout = latency_layout(trace, table, style, full)
+    layout = latency_layout(trace, table, style, full, run_note)
     dwg = new_drawing(layout.width, layout.height, style, "latency", label(table, "lat_title"))
     m = trace.model
     header(dwg, style, label(table, "lat_title"), f"{m.model_id} · {m.device} · {m.dtype}")

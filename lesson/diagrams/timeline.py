@@ -217,9 +217,10 @@ def _label_place(bar: tuple[float, float], width: float, scale: LinearScale) -> 
 
 
 def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: float = 112.0,
-                    full: RequestTrace | None = None) -> TimelineLayout:
+                    full: RequestTrace | None = None, run_note: str = "") -> TimelineLayout:
     """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it
-    (classroom stepping); the columns and the time axis come from it, so they never move."""
+    (classroom stepping); the columns and the time axis come from it, so they never move.
+    `run_note`: which of several repeats this run is (lesson.spread.run_label), the first note."""
     if not trace.steps:
         raise ValueError("the timeline needs a trace with at least one forward pass")
     slots = plan_slots(len(trace.steps), MAX_ROWS, HEAD_ROWS, TAIL_ROWS)
@@ -254,7 +255,8 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
     elif full is not None:  # room for the whole run's rows: stepping fills them, the axis and notes stay put
         y = max(y, header_y + 12 + _room(whole, row_h)[0])
     width = col["time_end"] + PAD
-    note_lines = (label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table))
+    note_lines = ((run_note,) if run_note else ()) + (
+        label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table))
     axis_y = y + 10
     legend = tuple(kind for kind, drawn in (("waiting", any(r.wait for r in rows)), ("page", any(r.page for r in rows)))
                    if drawn)
@@ -428,9 +430,9 @@ def subtitle(trace: RequestTrace, table: Table) -> str:
 
 
 def build_timeline(trace: RequestTrace, table: Table, style: Style, name: str, title: str, header_y: float = 112.0,
-                   full: RequestTrace | None = None):
+                   full: RequestTrace | None = None, run_note: str = ""):
     """The drawing, the layout and the row groups (the animation adds timing to them)."""
-    layout = timeline_layout(trace, table, style, header_y, full)
+    layout = timeline_layout(trace, table, style, header_y, full, run_note)
     dwg = new_drawing(layout.width, layout.height, style, name, title)
     add_markers(dwg, style)
     header(dwg, style, title, subtitle(trace, table))
@@ -454,11 +456,14 @@ def draw_legend(dwg, layout: TimelineLayout, style: Style, table: Table) -> None
 
 
 def render_timeline(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
-                    full: RequestTrace | None = None) -> str:
+                    full: RequestTrace | None = None, run_note: str = "") -> str:
     """One row per forward pass: positions in, token out, phase, measured time.
 
     `full`: the whole run when `trace` is a prefix of it: the columns and the time
-    axis come from it, so stepping through the run never rescales the figure."""
+    axis come from it, so stepping through the run never rescales the figure.
+    `run_note`: which of several repeats this is ("median run 3 of 5 (...)", lesson.spread.run_label),
+    drawn as the first note; "" for a single run."""
     table, style = table_for(lang), style or DEFAULT_STYLE
-    dwg, _, _ = build_timeline(trace, table, style, "timeline", label(table, "timeline_title"), full=full)
+    dwg, _, _ = build_timeline(trace, table, style, "timeline", label(table, "timeline_title"), full=full,
+                               run_note=run_note)
     return to_string(dwg)

@@ -9,7 +9,9 @@ import re
 import pytest
 
 from lesson.metric_cards import bottleneck_contradicts, bottleneck_live_text, metric_cards
-from lesson.spread import Headline, Spread, fmt_ratio, headline, outlier_indices, run_numbers, verdict
+from lesson.spread import (
+    Headline, Spread, fmt_ratio, headline, nearest_median, outlier_indices, run_label, run_numbers, shown_run, verdict,
+)
 from lesson.text import t
 from tests.factories import make_trace
 
@@ -57,13 +59,18 @@ def test_a_one_token_answer_has_no_decode_numbers():
     assert numbers.prefill_ms == Spread(6.0, 5.0, 7.0, 2) and verdict(numbers, 4) is None
 
 
-def test_the_headline_belongs_to_its_first_run_only_and_round_trips_json():
+def test_the_headline_belongs_to_its_shown_run_only_and_round_trips_json():
     first, second = run(6.0, (2.0, 2.0)), run(7.0, (2.5, 2.5))
-    numbers = headline([first, second])
+    numbers = headline([first, second], shown=0)
     assert numbers.belongs_to(first) and not numbers.belongs_to(second)
     prefix = dataclasses.replace(first, steps=first.steps[:2], stop_reason=None)  # the classroom's first passes
     assert not numbers.belongs_to(prefix)
     assert Headline.from_json(numbers.to_json()) == numbers
+    assert headline([first, second], shown=1).belongs_to(second)
+    old = numbers.to_json().replace(', "shown": 0', "")  # written before the page chose a run: it showed run 1
+    assert '"shown"' not in old and Headline.from_json(old) == numbers
+    with pytest.raises(ValueError):
+        Headline(numbers.runs, shown=2)
     with pytest.raises(ValueError):
         Headline.from_json('{"schema": "something else", "runs": []}')
     with pytest.raises(ValueError):
@@ -93,8 +100,8 @@ def test_outliers_are_repeats_far_from_the_others():
 def _sentences(ratio: float, lang: str, repeats: int) -> tuple[str, Headline]:
     decode = 3.0 / ratio
     runs = [run(3.0 * (1 + 0.02 * k), (decode,) * 3) for k in range(repeats)]
-    numbers = headline(runs)
-    return bottleneck_live_text(runs[0], lang, numbers), numbers
+    shown, numbers = shown_run(runs)
+    return bottleneck_live_text(shown, lang, numbers), numbers
 
 
 # the numbers each variant quotes, and words it must never say
@@ -112,7 +119,8 @@ NONSENSE = {"en": re.compile(r"only 0\.|only 1\.0×|took 0\.\d+×|grew .*×0\.")
 @pytest.mark.parametrize("ratio", RATIOS)
 def test_the_bottleneck_sentence_reads_sensibly_for_any_measured_ratio(ratio, repeats, lang):
     text, numbers = _sentences(ratio, lang, repeats)
-    kind = "noise" if numbers.ratio.median <= 1 else "alike" if numbers.ratio.median < 3 else "apart"
+    own = numbers.shown_numbers.ratio  # every number quoted is the shown run's
+    kind = "noise" if own <= 1 else "alike" if own < 3 else "apart"
     for phrase in VARIANTS[kind][lang]:
         assert phrase in text, (ratio, kind)
     for other in set(VARIANTS) - {kind}:
@@ -120,7 +128,7 @@ def test_the_bottleneck_sentence_reads_sensibly_for_any_measured_ratio(ratio, re
     assert not NONSENSE[lang].search(text), text
     assert "{" not in text and "}" not in text  # every field filled
     if kind != "noise":
-        assert f"{fmt_ratio(numbers.ratio.median)}" in text
+        assert f"{fmt_ratio(own)}" in text
     if repeats > 1:  # the spread is shown: the runs' number, both ends of the ratio's range
         assert str(repeats) in text and fmt_ratio(numbers.ratio.low) in text and fmt_ratio(numbers.ratio.high) in text
     assert bottleneck_contradicts(run(3.0, (3.0 / ratio,) * 3)) == (ratio <= 1)
@@ -136,12 +144,50 @@ def test_a_one_position_prompt_says_both_passes_do_the_same_work(lang):
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
-def test_the_cards_quote_the_median_of_the_runs_with_their_range_and_number(lang):
+def test_the_cards_quote_the_shown_run_with_the_runs_range_and_number(lang):
     runs = [run(6.0, (2.0, 2.0)), run(12.0, (3.0, 3.0)), run(4.0, (4.0, 4.0))]
-    cards = {c.key: c for c in metric_cards(runs[0], lang, headline(runs))}
-    assert cards["ttft"].value == "6.5 ms" and cards["tpot"].value == "3.0 ms"  # medians, not the first run's
-    assert cards["ttft"].spread == t(lang, "metric_spread", n=3, low="4.5 ms", high="12.5 ms")
-    assert cards["tpot"].spread == t(lang, "metric_spread", n=3, low="2.0 ms", high="4.0 ms")
-    assert cards["itl"].spread == cards["e2el"].spread == t(lang, "metric_this_run")
+    # per-pass medians 6 / 3 / 3 ms: distances 2 ln 1.5 = 0.81, ln 2 = 0.69, ln 1.5 + 2 ln 4/3 = 0.98: run 2
+    trace, numbers = shown_run(runs)
+    assert numbers.shown == 1 and trace is runs[1]
+    cards = {c.key: c for c in metric_cards(trace, lang, numbers)}
+    assert cards["ttft"].value == "12.5 ms" and cards["tpot"].value == "3.0 ms"  # the shown run's, not medians
+    k = numbers.shown + 1
+    assert cards["ttft"].spread == t(lang, "metric_spread_shown", k=k, n=3, low="4.5 ms", high="12.5 ms")
+    assert cards["tpot"].spread == t(lang, "metric_spread_shown", k=k, n=3, low="2.0 ms", high="4.0 ms")
+    assert cards["itl"].spread == cards["e2el"].spread == t(lang, "metric_shown_run", k=k, n=3)
     single = {c.key: c for c in metric_cards(runs[0], lang, headline(runs[:1]))}
     assert single["ttft"].value == "6.5 ms" and all(not c.spread for c in single.values())
+
+
+# --- one run, one set of numbers: the run nearest the medians ----------------------------------
+
+def test_the_shown_run_is_the_one_whose_passes_are_nearest_the_per_pass_medians():
+    runs = [run(10.0, (5.0, 5.0)), run(4.0, (2.1, 2.0)), run(4.2, (2.0, 2.2)), run(3.9, (1.9, 9.0)),
+            run(4.1, (2.0, 2.0))]
+    # medians per pass: 4.1, 2.0, 2.2; run 3 is ln(4.2 / 4.1) = 0.024 away, run 5 ln(2.2 / 2.0) = 0.095,
+    # run 2 ln(4.1 / 4) + ln(2.1 / 2) + ln(2.2 / 2) = 0.17; runs 1 and 4 (a 9 ms step) much further
+    assert nearest_median(runs) == 2
+    trace, numbers = shown_run(runs)
+    assert trace is runs[2] and numbers.shown == 2 and numbers.belongs_to(trace)
+    assert nearest_median(runs[:1]) == 0
+    assert nearest_median([runs[1], runs[1]]) == 0  # equal distances: the earliest
+    twice, half = run(8.0, (2.0,)), run(2.0, (2.0,))  # |ln 2| == |ln 1/2|: as far either way
+    assert nearest_median([twice, run(4.0, (2.0,)), half]) == 1
+    with pytest.raises(ValueError):
+        nearest_median([])
+
+
+def test_runs_of_different_lengths_are_compared_over_the_passes_all_of_them_have():
+    runs = [run(4.0, (2.0,)), run(4.0, (2.0, 50.0)), run(9.0, (2.0, 2.0, 2.0))]
+    assert nearest_median(runs) == 0  # the 50 ms third pass is past the shortest run: not counted
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_run_label_says_which_run_and_the_ranges(lang):
+    runs = [run(6.0, (2.0, 2.0)), run(12.0, (3.0, 3.0)), run(4.0, (4.0, 4.0))]
+    words = run_label(headline(runs), lang)
+    assert "2" in words and "3" in words and "4.0 ms–12.0 ms" in words and "2.0 ms–4.0 ms" in words
+    assert words.startswith({"zh": "中位数那一次：第 2 / 3 次", "en": "median run: run 2 of 3"}[lang])
+    assert run_label(headline(runs[:1]), lang) == "" and run_label(None, lang) == ""
+    one_token = run_label(headline([run(5.0, ()), run(7.0, ())]), lang)
+    assert "5.0 ms–7.0 ms" in one_token and "Decode" not in one_token

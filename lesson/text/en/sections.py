@@ -95,10 +95,11 @@ TEXT: dict = {
         "In this real run, Prefill took {prefill_ms} for {prompt_len} positions (about {per_position} per "
         "position); a Decode step took {decode_ms} (the median of its steps), for a single position."
     ),
-    "bottleneck_live_repeats": (
-        "Over {n} runs of this request (medians; the fastest and the slowest run in brackets), Prefill took "
-        "{prefill_ms} ({prefill_range}) for {prompt_len} positions (about {per_position} per position); a Decode "
-        "step took {decode_ms} ({decode_range}), for a single position."
+    "bottleneck_live_shown": (
+        "This request ran {n} times; quoted here is the median run (run {k}; the fastest and the slowest of the "
+        "{n} in brackets): Prefill took {prefill_ms} ({prefill_range}) for {prompt_len} positions (about "
+        "{per_position} per position); a Decode step took {decode_ms} ({decode_range}; the median of this run's "
+        "steps), for a single position."
     ),
     "bottleneck_ratio_range": "Run by run, Prefill ÷ a Decode step went from {low} to {high} over the {n} runs.",
     "bottleneck_ratio_same": "Run by run, Prefill ÷ a Decode step was {low} in each of the {n} runs.",
@@ -151,8 +152,36 @@ TEXT: dict = {
     "metric_e2el": "E2EL",
     "metric_e2el_def": "End-to-end latency: request start to the last token.",
     "metric_na": "—",
-    "metric_spread": "median of {n} runs ({low}–{high})",
-    "metric_this_run": "the run shown (one run)",
+    "ttft_parts_caption": "TTFT as the lesson defines it, taken apart: from sending the request to seeing the first output token, with the queue, tokenizing, Prefill, choosing the first token and the trip. The upper bracket is TTFT as the engine measured it (the timeline's and the cards' number); the lower one, what you felt on this page.",
+    "tl_lesson": (
+        "What this figure measured{which}: Prefill read {n} positions in one pass in {x} ({per} per position); "
+        "each Decode step read one position in {y} (the median step)."
+    ),
+    "tl_lesson_which": " (the median run, {k} of {n})",
+    "tl_lesson_cheaper": "So per position, Prefill was {r}× cheaper: one pass computed every prompt position at once.",
+    "tl_lesson_same": (
+        "So per position the two cost about the same: this time Prefill showed no gain from computing many "
+        "positions in one pass."
+    ),
+    "tl_lesson_dearer": (
+        "So per position, Prefill was {r}× dearer this time: that is not the lesson, it is a disturbed measurement."
+    ),
+    "tl_lesson_one_position": "The prompt is a single position, so Prefill did the same work as a Decode step.",
+    "tl_lesson_noise": (
+        "But this time a Decode step ({y}) was no faster than the whole Prefill ({x}): Prefill computes every "
+        "prompt position, a Decode step one, so this is not the lesson but the machine's noise (other programs "
+        "held its cores while it measured). Measure again."
+    ),
+    "tl_lesson_noise_range": "Over the {n} runs Prefill took {prefill}, a Decode step {decode}.",
+    "tl_measure_again": "Measure again",
+    "tl_measure_again_help": "Runs this request {n} more times; the figure and numbers then show the new median run.",
+    "metric_spread_shown": "median run {k} of {n} ({n} runs: {low}–{high})",
+    "metric_shown_run": "median run {k} of {n}",
+    "shown_run_label": "median run: run {k} of {n} (over the {n} runs {ranges})",
+    "shown_run_prefill": "Prefill {low}–{high}",
+    "shown_run_decode": "a Decode step {low}–{high}",
+    "shown_run_both": "{prefill}, {decode}",
+    "run_streaming": "run 1 of {n}, measuring…",
     "metric_tpot_one_token": "Only 1 output token so far: TPOT needs a gap after the first token.",
     "metric_itl_one_token": "Only 1 output token so far: no gap between consecutive tokens yet, so no ITL.",
     "latency_caption": (

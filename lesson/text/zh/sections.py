@@ -80,10 +80,10 @@ TEXT: dict = {
         "这次真实运行：Prefill 用 {prefill_ms} 处理了 {prompt_len} 个位置（每个位置约 {per_position}）；"
         "一次 Decode 用 {decode_ms}（各步的中位数），只处理 1 个位置。"
     ),
-    "bottleneck_live_repeats": (
-        "同一请求运行了 {n} 次（取中位数，括号里是最快与最慢的一次）：Prefill 用 {prefill_ms}（{prefill_range}）"
-        "处理了 {prompt_len} 个位置（每个位置约 {per_position}）；一次 Decode 用 {decode_ms}（{decode_range}），"
-        "只处理 1 个位置。"
+    "bottleneck_live_shown": (
+        "同一请求运行了 {n} 次，这里引用中位数那一次（第 {k} 次；括号里是 {n} 次中最快与最慢的）：Prefill 用 {prefill_ms}"
+        "（{prefill_range}）处理了 {prompt_len} 个位置（每个位置约 {per_position}）；一次 Decode 用 {decode_ms}"
+        "（{decode_range}，这一次各步的中位数），只处理 1 个位置。"
     ),
     "bottleneck_ratio_range": "逐次来看，这 {n} 次运行中 Prefill ÷ 一次 Decode 在 {low} 到 {high} 之间。",
     "bottleneck_ratio_same": "逐次来看，这 {n} 次运行中 Prefill ÷ 一次 Decode 每次都是 {low}。",
@@ -132,8 +132,30 @@ TEXT: dict = {
     "metric_e2el": "E2EL",
     "metric_e2el_def": "端到端延迟：从请求开始到最后一个 Token。",
     "metric_na": "—",
-    "metric_spread": "{n} 次运行的中位数（{low}–{high}）",
-    "metric_this_run": "所显示的这一次运行",
+    "ttft_parts_caption": "TTFT 按课文的定义拆开：从发出请求到看见第一个输出 Token，包括排队、分词、Prefill、选出第一个 Token 和传输。上方括号是引擎自己测得的 TTFT（上面时间线和卡片里的数），下方括号是你在页面上感受到的。",
+    "tl_lesson": (
+        "这张图测到的{which}：Prefill 一次前向读了 {n} 个位置，用 {x}（每个位置约 {per}）；"
+        "每次 Decode 只读 1 个位置，用 {y}（各步的中位数）。"
+    ),
+    "tl_lesson_which": "（中位数那一次，第 {k} / {n} 次）",
+    "tl_lesson_cheaper": "所以按每个位置算，Prefill 便宜了 {r} 倍：一次前向同时算完所有提示词位置。",
+    "tl_lesson_same": "所以按每个位置算，两者差不多：这次 Prefill 没有显出一次算完多个位置的好处。",
+    "tl_lesson_dearer": "所以这次按每个位置算，Prefill 反而贵了 {r} 倍：这不是课文讲的规律，而是这次测量受到了干扰。",
+    "tl_lesson_one_position": "提示词只有 1 个位置，所以 Prefill 和一次 Decode 做的是同样的工作。",
+    "tl_lesson_noise": (
+        "但这次一次 Decode（{y}）不比整个 Prefill（{x}）快：Prefill 要算全部提示词位置，一次 Decode 只算 1 个，"
+        "所以这不是课文讲的规律，而是这台机器的噪声（测量时别的程序占着 CPU 核）。请再测一次。"
+    ),
+    "tl_lesson_noise_range": "{n} 次运行里 Prefill 在 {prefill} 之间，一次 Decode 在 {decode} 之间。",
+    "tl_measure_again": "再测一次",
+    "tl_measure_again_help": "把这个请求再运行 {n} 次，图和数字换成新的中位数那一次。",
+    "metric_spread_shown": "中位数那一次：第 {k} / {n} 次（{n} 次：{low}–{high}）",
+    "metric_shown_run": "中位数那一次：第 {k} / {n} 次",
+    "shown_run_label": "中位数那一次：第 {k} / {n} 次运行（{n} 次里 {ranges}）",
+    "shown_run_prefill": "Prefill {low}–{high}",
+    "shown_run_decode": "一次 Decode {low}–{high}",
+    "shown_run_both": "{prefill}，{decode}",
+    "run_streaming": "第 1 / {n} 次运行，测量中…",
     "metric_tpot_one_token": "目前只有 1 个输出 Token：TPOT 要等首 Token 之后出现间隔才能算。",
     "metric_itl_one_token": "目前只有 1 个输出 Token：还没有相邻两个 Token 的间隔，所以没有 ITL。",
     "latency_caption": (
