@@ -330,3 +330,40 @@ def test_every_contract_module_imports_without_torch_in_a_fresh_interpreter():
 def test_the_contract_rule_finds_a_local_torch_import():
     tree = ast.parse("def f():\n    import torch\n    from engine.runtime.model import load_model\n")
     assert [n for _, n in external_imports(tree)] == ["torch", "engine.runtime.model"]
+
+
+# --- the one seam to transformers ----------------------------------------------------------
+
+HF_SEAM = "engine.runtime.hf"  # the one module that imports transformers (docs/architecture.md)
+
+
+def transformers_uses(tree: ast.Module, label: str) -> Iterator[str]:
+    """Each import of transformers (inside functions too) and each touch of a config's `_attn_implementation*`
+    (an attribute or a getattr/setattr string), as "label:line: what"."""
+    for line, name in external_imports(tree):
+        if name.split(".")[0] == "transformers":
+            yield f"{label}:{line}: imports {name}"
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_attn_implementation"):
+            yield f"{label}:{node.lineno}: .{node.attr}"
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value.startswith("_attn_implementation"):
+            yield f"{label}:{node.lineno}: {node.value!r}"
+
+
+def test_only_hf_imports_transformers_or_touches_the_attention_implementation():
+    """bench/ and tests/ measure and check transformers itself and may import it; the project's modules
+    reach it only through engine/runtime/hf.py, so a transformers release that renames something is one edit."""
+    found = [use for path in python_files(SOURCE) if module_name(path) != HF_SEAM
+             for use in transformers_uses(parse(path), str(path.relative_to(ROOT)))]
+    assert list(transformers_uses(parse(MODULES[HF_SEAM]), "hf.py")), "the seam itself imports transformers"
+    assert not found, "transformers reached outside engine/runtime/hf.py:\n" + "\n".join(found)
+
+
+def test_the_seam_rule_finds_a_local_import_and_an_attention_switch():
+    tree = ast.parse("def f(m):\n    from transformers.masking_utils import sdpa_mask\n"
+                     "    m.config._attn_implementation_internal = 'x'\n"
+                     "    getattr(m.config, '_attn_implementation')\n")
+    assert list(transformers_uses(tree, "m.py")) == [
+        "m.py:2: imports transformers.masking_utils", "m.py:3: ._attn_implementation_internal",
+        "m.py:4: '_attn_implementation'"]

@@ -29,9 +29,8 @@ from dataclasses import dataclass, field
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
-from transformers import AttentionInterface
-from transformers.integrations.sdpa_attention import sdpa_attention_forward
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+
+from engine.runtime import hf
 
 IMPLEMENTATION = "prefill_decode_sdpa"
 PRIORITY = (
@@ -73,12 +72,12 @@ def chosen_kernel_attention(module, query, key, value, attention_mask, **kwargs)
     """transformers' sdpa attention, run inside the kernel chosen for these inputs (and logged)."""
     log: KernelLog | None = getattr(module, "_prefill_decode_kernels", None)
     if log is None:  # a module install() did not see: behave exactly like plain sdpa
-        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+        return hf.sdpa_attention(module, query, key, value, attention_mask, **kwargs)
     sig = _signature(query, key, attention_mask, kwargs)
     name = log.chosen.get(sig)
     if name is not None:
         with sdpa_kernel([_BACKENDS[name]]):
-            out = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+            out = hf.sdpa_attention(module, query, key, value, attention_mask, **kwargs)
         if not torch.compiler.is_compiling():  # a compiled step would guard on the list's length and recompile
             log.used.append(name)
         return out
@@ -88,7 +87,7 @@ def chosen_kernel_attention(module, query, key, value, attention_mask, **kwargs)
             with warnings.catch_warnings():  # "kernel not used because ..." for each one that declines
                 warnings.simplefilter("ignore")
                 with sdpa_kernel([backend]):
-                    out = sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
+                    out = hf.sdpa_attention(module, query, key, value, attention_mask, **kwargs)
         except RuntimeError as err:
             error = err
             continue
@@ -98,20 +97,15 @@ def chosen_kernel_attention(module, query, key, value, attention_mask, **kwargs)
     raise RuntimeError(f"no attention kernel accepted these inputs: {error}")
 
 
-def _register() -> None:
-    AttentionInterface.register(IMPLEMENTATION, chosen_kernel_attention)
-    AttentionMaskInterface.register(IMPLEMENTATION, sdpa_mask)  # the same masks plain sdpa gets
-
-
 def install(model: torch.nn.Module) -> KernelLog:
     """Route the model's SDPA attention through the kernel choice above; return its log."""
-    current = getattr(model.config, "_attn_implementation", None)
+    current = hf.attention_of(model)
     log = KernelLog()
     if current != "sdpa":
         log.fixed = str(current or "eager")
         return log
-    _register()
-    model.set_attn_implementation(IMPLEMENTATION)
+    hf.register_attention(IMPLEMENTATION, chosen_kernel_attention)
+    hf.set_attention(model, IMPLEMENTATION)
     for module in model.modules():
         if type(module).__name__.endswith("Attention"):
             module._prefill_decode_kernels = log

@@ -85,13 +85,13 @@ def decode_attention(lm: LoadedModel, prompt_ids: list[int], output_ids: list[in
     new_token = output_ids[decode_index - 1]  # the step's input: the token the pass before chose
     model = lm.model
     with lm.lock, torch.inference_mode():
-        before = model.config._attn_implementation
-        model.set_attn_implementation("eager")
+        before = hf.attention_of(model)
+        hf.set_attention(model, "eager")
         try:
             _, cache = prefill(model, torch.tensor([history], device=lm.device), new_cache(model))
             attentions = _attend_one(model, new_token, cache, lm.device)
         finally:
-            model.set_attn_implementation(before)
+            hf.set_attention(model, before)
     num = len(history) + 1
     # layer: (1, heads, 1, read). A sliding-window layer's cache holds only its last positions
     # (read < num): the positions it dropped get weight 0, so every row spans all num positions.

@@ -10,16 +10,44 @@ transformers version that renames an argument is one edit in one file:
     Cache                             the type both are (transformers.Cache), for annotations
     eos_ids(lm)                       the token ids that end an answer
     device_clock(device)              host time once the device has finished its queued work
+
+and how a model is loaded and which attention it runs (no other module imports transformers or
+touches a config's `_attn_implementation`; tests/test_structure.py holds both):
+
+    load_pretrained(source, ...)      a model's weights from a folder; pretrained_config / pretrained_tokenizer
+    config_for(model_type, ...)       a config built in code; uninitialised_model(config, ...) its model, unfilled
+    quiet_progress()                  no "Loading weights" progress bars
+    register_attention(name, fn)      an attention function (and sdpa's masks) under `name`, for set_attention
+    set_attention(model, name)        the model's attention implementation; attention_of(model) reads it
+    attention_for_pass(model, name)   a context manager: `name` for one forward pass, the old one after
+    sdpa_attention(...)               transformers' own SDPA attention, for a function that wraps it
+    VERSION                           transformers' version, for a run's provenance
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import time
 
 import torch
-from transformers import Cache, DynamicCache, StaticCache
+import transformers
+from transformers import (AttentionInterface, AutoConfig, AutoModelForCausalLM, AutoTokenizer, Cache, DynamicCache,
+                          StaticCache)
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+from transformers.utils import logging as hf_logging
+
+try:
+    from transformers.initialization import no_init_weights
+except ImportError:  # older transformers (the GPU machine's 5.17 may be one) keep it here
+    from transformers.modeling_utils import no_init_weights
+
+# transformers' own SDPA attention (module, query, key, value, attention_mask, **kwargs) -> (out, None):
+# what engine/runtime/attention.py runs inside the kernel it chose
+sdpa_attention = sdpa_attention_forward
+VERSION = transformers.__version__  # for a run's provenance
 
 
 @functools.cache
@@ -111,3 +139,69 @@ def device_clock(device: torch.device) -> float:
     elif device.type == "mps":
         torch.mps.synchronize()
     return time.perf_counter()
+
+
+# --- loading ------------------------------------------------------------------
+
+def load_pretrained(source: str, **options):
+    """A causal LM's weights from `source` (a folder); `options` go to from_pretrained (dtype, local_files_only...)."""
+    return AutoModelForCausalLM.from_pretrained(source, **options)
+
+
+def pretrained_config(source: str, **options):
+    """The config of `source` (a folder's config.json), no weights."""
+    return AutoConfig.from_pretrained(source, **options)
+
+
+def pretrained_tokenizer(source: str, **options):
+    """The tokenizer of `source` (a folder)."""
+    return AutoTokenizer.from_pretrained(source, **options)
+
+
+def config_for(model_type: str, **fields):
+    """A config of `model_type` ("qwen2", "llama", ...) built in code from its fields."""
+    return AutoConfig.for_model(model_type, **fields)
+
+
+def uninitialised_model(config, *, dtype: torch.dtype, device: torch.device):
+    """A causal LM of `config` allocated on `device` in `dtype` with its weights NOT initialised (the caller
+    fills them: transformers' own init takes ~10 s for a 0.5B model on two CPU cores)."""
+    with no_init_weights(), device:
+        return AutoModelForCausalLM.from_config(config, dtype=dtype)
+
+
+def quiet_progress() -> None:
+    """No "Loading weights" progress bars (in a CLI table or a server log)."""
+    hf_logging.disable_progress_bar()
+
+
+# --- which attention runs ---------------------------------------------------------
+
+def register_attention(name: str, function) -> None:
+    """Register `function` as the attention implementation `name`, with the masks plain sdpa gets
+    (registering the same pair again changes nothing)."""
+    AttentionInterface.register(name, function)
+    AttentionMaskInterface.register(name, sdpa_mask)
+
+
+def attention_of(model) -> str | None:
+    """The attention implementation the model's config names ("sdpa", "eager", a registered name)."""
+    return getattr(model.config, "_attn_implementation", None)
+
+
+def set_attention(model, name: str) -> None:
+    """Switch the model (and its sub-configs) to the attention implementation `name`, checked by transformers."""
+    model.set_attn_implementation(name)
+
+
+@contextlib.contextmanager
+def attention_for_pass(model, name: str):
+    """The config names `name` for the with-block and its old implementation after: a plain field swap,
+    cheap enough for every pass (the caller holds the model's lock, so no other pass runs meanwhile)."""
+    config = model.config
+    before = config._attn_implementation_internal
+    config._attn_implementation_internal = name
+    try:
+        yield
+    finally:
+        config._attn_implementation_internal = before

@@ -34,8 +34,6 @@ import torch
 from huggingface_hub import constants, is_offline_mode, snapshot_download
 from huggingface_hub import utils as hub_utils
 from safetensors import SafetensorError
-from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
-from transformers.utils import logging as hf_logging
 
 from engine.contract import limits
 from engine.contract.config import EngineSettings
@@ -44,7 +42,7 @@ from engine.contract.errors import LimitError, ModelLoadError
 from engine.contract.prompts import prompt_token_ids
 from engine.contract.shape import ConfigReader, declared_params
 from engine.contract.trace import ModelInfo
-from engine.runtime import attention, presets
+from engine.runtime import attention, hf, presets
 from engine.runtime.attention import KernelLog
 from engine.runtime.runners import EagerRunner, RunnerPool
 
@@ -323,7 +321,7 @@ def _locate(path: str | Path | None, allow_hub: bool, within: Path | None, hub_t
 
 def load_tokenizer(path: str | Path = DEFAULT_MODEL_DIR):
     """The tokenizer of a local model folder (the embedded model's by default), no weights loaded."""
-    return AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
+    return hf.pretrained_tokenizer(str(path), local_files_only=True, trust_remote_code=False)
 
 
 def load_model(
@@ -348,7 +346,7 @@ def load_model(
     declared shape is checked first (check_declared_shape).
     """
     start = time.perf_counter()
-    hf_logging.disable_progress_bar()  # no "Loading weights" bars in a CLI table or a server log
+    hf.quiet_progress()  # no "Loading weights" bars in a CLI table or a server log
     set_num_threads(num_threads)
     source, model_id = _locate(path, allow_hub, within, hub_timeout_s)
     dev = resolve_device(device)
@@ -360,11 +358,11 @@ def load_model(
     try:
         if preset is not None:  # the default model's tokenizer: its ids fit every preset's vocabulary
             config, model = presets.build_model(preset, dev, torch_dtype, max_context)
-            tokenizer = AutoTokenizer.from_pretrained(str(DEFAULT_MODEL_DIR), **kwargs)
+            tokenizer = hf.pretrained_tokenizer(str(DEFAULT_MODEL_DIR), **kwargs)
         else:
-            config = AutoConfig.from_pretrained(source, **kwargs)
-            tokenizer = AutoTokenizer.from_pretrained(source, **kwargs)
-            model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, use_safetensors=True, **kwargs)
+            config = hf.pretrained_config(source, **kwargs)
+            tokenizer = hf.pretrained_tokenizer(source, **kwargs)
+            model = hf.load_pretrained(source, dtype=torch_dtype, use_safetensors=True, **kwargs)
         model.to(dev).eval()
         info = describe(model, config, model_id, torch_dtype, dev)
     except ModelLoadError:
@@ -430,7 +428,7 @@ def load_shape(folder: str | Path, name: str | None = None) -> ModelShape:
         what = "model folder not found" if not path.exists() else "not a model folder (no config.json)"
         raise ModelLoadError("model_not_found", f"{what}: {path}", path=str(path))
     try:
-        config = AutoConfig.from_pretrained(str(path), trust_remote_code=False)
+        config = hf.pretrained_config(str(path), trust_remote_code=False)
     except (ValueError, OSError, KeyError) as err:
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise ModelLoadError("model_load_failed", f"could not read {path / 'config.json'}: {reason}",

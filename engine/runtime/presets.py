@@ -32,6 +32,7 @@ from engine.contract.cost import ModelShape
 from engine.contract.errors import ModelLoadError
 from engine.contract.results import PRESET_PREFIX
 from engine.contract.trace import RANDOM_WEIGHTS_NOTE  # noqa: F401  (re-exported: the label belongs with the presets)
+from engine.runtime import hf
 
 DEFAULT_CONTEXT = 4096  # positions the memory check reserves K/V for when the caller names none
 HEADROOM = 1.10  # allocator slack, the runtime's own buffers: refuse when within 10 % of the limit
@@ -93,10 +94,8 @@ def get_preset(name: str) -> Preset:
 
 def preset_config(name: str):
     """The transformers config object, built in code."""
-    from transformers import AutoConfig
-
     fields = dict(get_preset(name).config)
-    return AutoConfig.for_model(fields.pop("model_type"), **fields)
+    return hf.config_for(fields.pop("model_type"), **fields)
 
 
 def preset_shape(name: str) -> ModelShape:
@@ -185,17 +184,9 @@ def build_model(name: str, device: torch.device, dtype: torch.dtype, context: in
     filled once: matrices ~ N(0, 0.02), norm scales 1, biases 0 (garbage memory could
     hold NaNs or denormals, which change the timings).
     """
-    from transformers import AutoModelForCausalLM
-
-    try:
-        from transformers.initialization import no_init_weights
-    except ImportError:  # older transformers (the GPU machine's 5.17 may be one) keep it here
-        from transformers.modeling_utils import no_init_weights
-
     check_fits(name, device, dtype, context)
     config = preset_config(name)
-    with no_init_weights(), device:
-        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
+    model = hf.uninitialised_model(config, dtype=dtype, device=device)
     model.tie_weights()  # skipped with the init: the LM head must be the embedding again
     _fill_random(model, std=config.initializer_range)
     return config, model.eval()

@@ -24,12 +24,9 @@ Prefill, or of a Prefill's final chunk). Greedy only: the token is the argmax, a
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass
 
 import torch
-from transformers import AttentionInterface
-from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
 
 from engine.runtime import hf
 from engine.runtime.attention import chosen_kernel_attention
@@ -130,24 +127,6 @@ def serving_attention(module, query, key, value, attention_mask, serving_plan: A
     return out.unsqueeze(0), None
 
 
-@contextlib.contextmanager
-def _serving_attention_on(model):
-    """Route this model's attention through `serving_attention` for one pass (the caller holds the
-    model's lock, so no other pass runs meanwhile; outside a serving pass it behaves as plain SDPA)."""
-    config = model.config
-    before = config._attn_implementation_internal
-    config._attn_implementation_internal = SERVING_ATTENTION
-    try:
-        yield
-    finally:
-        config._attn_implementation_internal = before
-
-
-def _register() -> None:
-    AttentionInterface.register(SERVING_ATTENTION, serving_attention)
-    AttentionMaskInterface.register(SERVING_ATTENTION, sdpa_mask)  # masks for a non-serving forward, as sdpa's
-
-
 @dataclass(frozen=True)
 class Work:
     """One request's share of a pass: compute its next `num_new` positions."""
@@ -179,7 +158,7 @@ class ModelRunner:
                                 if hasattr(m, "_prefill_decode_kernels")), None)
         self.last_kernel = ""
         self.placeholder_mask = torch.ones((1, 1, 1, 1), dtype=torch.bool, device=self.device)
-        _register()
+        hf.register_attention(SERVING_ATTENTION, serving_attention)  # outside a serving pass: plain SDPA's masks
 
     @torch.inference_mode()
     def run(self, works: list[Work]) -> list[int | None]:
@@ -188,7 +167,7 @@ class ModelRunner:
         inputs = self._inputs(works)
         # A 4D mask is taken as-is by transformers (no mask is built from the cache); serving_attention
         # ignores it: the plan says which keys each query sees.
-        with _serving_attention_on(self.model):
+        with hf.attention_for_pass(self.model, SERVING_ATTENTION):  # under the model's lock: no other pass
             out = hf.forward(self.model, inputs["input_ids"], inputs["cache"], position_ids=inputs["position_ids"],
                              logits_to_keep=inputs["emit_rows"], attention_mask=self.placeholder_mask,
                              serving_plan=inputs["plan"])

@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import transformers
 
 from engine.contract.cost import ModelShape
 from engine.contract.prompts import extend_prompt, prompt_token_ids
@@ -33,7 +32,7 @@ from engine.contract.trace import RequestTrace, Step
 from engine.contract.worker.codec import from_plain, to_plain
 from engine.contract.worker.errors import ProtocolError, RunCancelled
 from engine.contract.worker.protocol import PROTOCOL_VERSION, ModelRef
-from engine.runtime import machine
+from engine.runtime import hf, machine
 from engine.runtime.compare import compare_cache, decode_attention
 from engine.runtime.generation import GenerationConfig, stream_trace, token_pieces
 from engine.runtime.model import LoadedModel
@@ -261,7 +260,7 @@ def run_token_preview(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
 def run_ping(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
     """Who answers: the worker's process, versions and the models it holds now."""
     return {"pid": os.getpid(), "protocol": PROTOCOL_VERSION, "python": platform.python_version(),
-            "platform": sys.platform, "torch": torch.__version__, "transformers": transformers.__version__,
+            "platform": sys.platform, "torch": torch.__version__, "transformers": hf.VERSION,
             "threads": torch.get_num_threads()}
 
 
