@@ -1,0 +1,83 @@
+"""前缀缓存（服务实验室的开关、每个请求的命中表、块共享图、TTFT 对比、课文一节）的全部文字。"""
+
+TEXT: dict = {
+    # 场景
+    "sl_scn_shared_system_prompt": "8 个对话，每 50 ms 一个，前面是同一段 512 个 Token 的系统提示词（前缀缓存）。",
+    "sl_scn_multi_turn_chat": "一个对话的 4 轮，相隔 400 ms；每一轮都把之前的整段对话重新发一遍（前缀缓存）。",
+    "sl_scn_near_miss": "同一段文字发三次：第二次只是第一个 Token 不同，第三次与第一次完全相同（前缀缓存）。",
+    "sl_scn_name_shared_system_prompt": "共享系统提示词",
+    "sl_scn_name_multi_turn_chat": "多轮对话",
+    "sl_scn_name_near_miss": "差一个 Token",
+    # 开关
+    "sl_prefix_switch": "前缀缓存",
+    "sl_prefix_switch_help": "打开后，请求的提示词中已被别的请求算过的整块直接从 KV 缓存读取，Prefill 只算其余位置。"
+                             "打开时还会在同一工作负载上关掉缓存再跑一次，把两次的 TTFT 并排给出。",
+    # 页面上的一节
+    "pc_heading": "前缀缓存：哪些位置没有再算",
+    "pc_intro": "每个请求：提示词多少个 Token，多少从缓存读取，多少真正算了，没命中的原因。"
+                "只有**整块**才能共享；最后一个位置总要计算（它产生第一个 Token）。",
+    "pc_col_request": "请求",
+    "pc_col_prompt": "提示词 Token",
+    "pc_col_cached": "从缓存读取",
+    "pc_col_computed": "计算了",
+    "pc_col_rate": "命中率",
+    "pc_col_reason": "为什么没有全部命中",
+    "pc_col_ttft_off": "TTFT，不用缓存",
+    "pc_col_ttft_on": "TTFT，用缓存",
+    "pc_ttft_heading": "同一工作负载，用与不用前缀缓存的 TTFT（{policy}，都是实测）",
+    "pc_ttft_p50": "TTFT 中位数：不用缓存 {off} ms，用缓存 {on} ms（{ratio}×）；两次的 Token 完全相同：{same}。",
+    "pc_same_yes": "是",
+    "pc_same_no": "否",
+    "pc_off_note": "这组运行关闭了前缀缓存：打开上面的开关再运行，就能看到命中、未命中的原因和块共享图。",
+    "pc_tab": "块共享",
+    "pc_explain": "每行一个请求，每格一个 KV 块（格内是块哈希的前 8 位）。高亮的格从缓存读取，没有再算；"
+                  "×N：同时有 N 个请求持有这一块，它的 K/V 只存一份。",
+    # 未命中的原因
+    "pc_miss_none": "可用的整块全部命中",
+    "pc_miss_cache_off": "缓存关闭",
+    "pc_miss_too_short": "比一个块还短（最后一个位置总要计算）",
+    "pc_miss_first_seen": "第一次见到这个前缀",
+    "pc_miss_in_flight": "{other} 正在计算这一前缀，还没算完",
+    "pc_miss_diverged": "在位置 {k} 与 {other} 缓存的块分岔：这里是“{mine}”，缓存里是“{cached}”",
+    "pc_miss_evicted": "这一块曾在缓存中，{at} 被 {other} 驱逐",
+    # 图
+    "pc_title": "前缀缓存：哪些请求持有哪些块（{policy}）",
+    "pc_subtitle": "{scenario} · 每块 {block_size} 个 Token · {cached} / {total} 个提示词 Token 从缓存读取（{rate}）",
+    "pc_row": "{request}：{cached} / {prompt}",
+    "pc_cell_title": "{request} 的第 {index} 块（块 {block}，哈希 {hash}）：位置 {start}–{end}，{state}；最多 {refs} 个请求同时持有",
+    "pc_state_cached": "从缓存读取",
+    "pc_state_computed": "由这个请求计算",
+    "pc_state_partial": "未满的最后一块，从不共享",
+    "pc_legend_cached": "从缓存读取（没有再算）",
+    "pc_legend_computed": "本请求计算",
+    "pc_legend_partial": "未满的最后一块（从不共享）",
+    "pc_legend_stop": "查找停在这里",
+    "pc_legend_evicted": "后来被驱逐",
+    "pc_evictions": "驱逐了 {n} 个块：",
+    "pc_evictions_by": "{n} 个被 {by} 驱逐（{start}–{end}）",
+    "pc_note_hash": "每个整块用哈希命名：前一块的哈希加本块的 Token id（sha256，显示前 8 位）。"
+                    "哈希相同，内容就相同，K/V 只存一份；链上任何一个 Token 不同，之后的所有哈希都不同。",
+    "pc_note_off": "这次运行关闭了前缀缓存：每个请求都从头计算。",
+    "pc_note_more_requests": "只画了前 {n} 个请求（共 {total} 个）。",
+    "pc_note_more_blocks": "每行最多画 {n} 块；更长的提示词只画开头和结尾。",
+    "pc_at_ms": "{ms} 时",
+    # 导出 / 幻灯片
+    "pc_download": "块共享图",
+    # 练习
+    "ex_pc_second_title": "共享系统提示词：第二个请求的 TTFT",
+    "ex_pc_second_q": "“共享系统提示词”场景里 8 个对话前面都是同一段 512 个 Token 的系统提示词。打开前缀缓存后，"
+                      "第二个请求（r1）的 TTFT 会是不用缓存时的多少？",
+    "ex_pc_second_a1": "差不多一样：提示词一样长，Prefill 一样要算",
+    "ex_pc_second_a2": "小得多：512 个位置从缓存读取，Prefill 只算问题那几个 Token",
+    "ex_pc_second_a3": "更大：查缓存要时间",
+    "ex_pc_second_why": "r1 的前 32 个整块（512 个 Token）与 r0 的哈希相同，直接进入它的块表；"
+                        "Prefill 只算剩下的几个位置。实测见服务实验室打开开关后的 TTFT 对比。",
+    "ex_pc_miss_title": "差一个 Token：谁没命中，为什么",
+    "ex_pc_miss_q": "“差一个 Token”场景里同一段文字发三次，第二次只把第一个 Token 从 Q 换成 A。"
+                    "打开前缀缓存，哪个请求命中最多，第二个请求没命中的原因是什么？",
+    "ex_pc_miss_a1": "第二个命中了几乎全部：后面的文字都一样",
+    "ex_pc_miss_a2": "第二个一个块也没命中：在位置 0 就分岔了；第三个几乎全部命中",
+    "ex_pc_miss_a3": "三个都没命中：缓存只认完全相同的提示词",
+    "ex_pc_miss_why": "块的哈希链从第一个 Token 开始：第一块不同，之后每一块的哈希都不同，即使文字完全一样。"
+                      "第三个请求与第一个完全相同，除最后一块外全部命中。",
+}
