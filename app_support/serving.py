@@ -35,13 +35,13 @@ from lesson.serving_views import figure_alt, findings, metric_records, metrics_a
 from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t
 
-from . import frame, resources, serving_remote, slide_kit
+from . import frame, prefix_cache, resources, serving_remote, slide_kit
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
 
 SCENARIO_CHOICES = ("long-prompt-during-chats", "burst-16", "eight-chats", "poisson-16", "mixed-lengths",
-                    "capital-questions")
+                    "capital-questions", "shared-system-prompt", "multi-turn-chat", "near-miss")
 BLOCK_SIZES = (4, 8, 16, 32)
 FIGURES = ("gantt", "batch", "kv")
 EXAMPLE_JSONL = "\n".join((
@@ -54,7 +54,8 @@ SERVING_WIDGET_KEYS = ("sl_source", "sl_scenario", "sl_scn_seed", "sl_num_chats"
                        "sl_long_tokens", "sl_arrival", "sl_gap_ms", "sl_rate", "sl_seed", "sl_long_at",
                        "sl_token_budget", "sl_block_size", "sl_kv_blocks", "sl_on_kv_full", "sl_slo_ttft",
                        "sl_slo_tpot", "sl_hover", "sl_jsonl", "sl_probe_endpoint", "sl_probe_model", "sl_probe_api",
-                       "sl_probe_concurrency", "sl_probe_timeout", "sl_probe_key_env", "sl_probe_ignore_eos")
+                       "sl_probe_concurrency", "sl_probe_timeout", "sl_probe_key_env", "sl_probe_ignore_eos",
+                       "sl_prefix_caching", "sl_prefix_policy")
 
 
 # --- server caps (engine.contract.config.ServingCaps) -----------------------------------------
@@ -71,8 +72,9 @@ def check_caps(workload, caps: ServingCaps, count_tokens: Callable[[str], int] |
         if req.arrival_ms > MAX_ARRIVAL_MS:
             raise CapError("sl_cap_arrival", n=round(req.arrival_ms), limit=round(MAX_ARRIVAL_MS))
         typed = count_tokens(req.prompt) if count_tokens is not None else 0
-        if max(req.prompt_tokens, typed) > caps.max_prompt_tokens:
-            raise CapError("sl_cap_prompt", n=max(req.prompt_tokens, typed), limit=caps.max_prompt_tokens)
+        length = max(req.prompt_tokens, typed) + req.system_tokens  # a system prompt is part of the prompt
+        if length > caps.max_prompt_tokens:
+            raise CapError("sl_cap_prompt", n=length, limit=caps.max_prompt_tokens)
         if req.max_new_tokens > caps.max_new_tokens:
             raise CapError("sl_cap_answer", n=req.max_new_tokens, limit=caps.max_new_tokens)
 
@@ -112,21 +114,22 @@ def serving_store() -> resources.SweepStore:
 
 def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, scenario: str, policy: str,
                      token_budget: int, block_size: int, kv_blocks: int, on_kv_full: str, slo_ttft_ms: float,
-                     slo_tpot_ms: float, *, on_event=None) -> str:
+                     slo_tpot_ms: float, prefix_caching: bool = False, *, on_event=None) -> str:
     """One policy's run of the workload (as JSON), in the engine worker (engine.serving.run_workload
     there: a disaggregated run's two processes are the worker's children, never this page's), or the
     one kept in serving_store. `on_event`: the worker's events while it runs (Progress in answer tokens)."""
     from engine.contract.serving.workloads import WorkloadRequest
 
     key = (model_choice, device, dtype, workload, scenario, policy, token_budget, block_size, kv_blocks,
-           on_kv_full, slo_ttft_ms, slo_tpot_ms)
+           on_kv_full, slo_ttft_ms, slo_tpot_ms, prefix_caching)
     kept = serving_store().results.get(key)
     if kept is not None:
         return kept
     requests = tuple(WorkloadRequest(**r) for r in json.loads(workload))
     config = {"policy": policy, "token_budget": token_budget if policy == "chunked" else None,
               "block_size": block_size, "num_kv_blocks": kv_blocks or None, "on_kv_full": on_kv_full,
-              "slo": {"ttft_ms": slo_ttft_ms or None, "tpot_ms": slo_tpot_ms or None}}  # a ServeConfig's fields
+              "slo": {"ttft_ms": slo_ttft_ms or None, "tpot_ms": slo_tpot_ms or None},
+              "prefix_caching": bool(prefix_caching)}  # a ServeConfig's fields
     log.info("serving lab: %s, %d requests, %s", policy, len(requests), scenario)
     run = resources.client().serve_workload(ModelRef(model_choice, device, dtype), requests, config,
                                             scenario=scenario, on_event=on_event)
@@ -273,8 +276,10 @@ def _engine_controls(lang: str) -> dict:
                                      help=t(lang, "sl_slo_help")))
         tpot = float(st.number_input(t(lang, "sl_slo_tpot"), 0.0, 60_000.0, 0.0, step=5.0, key="sl_slo_tpot",
                                      help=t(lang, "sl_slo_help")))
+        prefix = st.toggle(t(lang, "sl_prefix_switch"), False, key="sl_prefix_caching",
+                           help=t(lang, "sl_prefix_switch_help"))  # app_support/prefix_cache.py shows what it did
     return {"token_budget": int(budget), "block_size": int(block_size), "kv_blocks": kv_blocks,
-            "on_kv_full": on_full, "slo_ttft_ms": ttft, "slo_tpot_ms": tpot}
+            "on_kv_full": on_full, "slo_ttft_ms": ttft, "slo_tpot_ms": tpot, "prefix_caching": bool(prefix)}
 
 
 class PolicyProgress:
@@ -324,6 +329,10 @@ def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps
             progress = PolicyProgress(lang, bar, place, policies, i, finished_s)
             runs.append(serving_run_json(*model, key, scenario, policy, **config, on_event=progress))
             finished_s.append(time.perf_counter() - progress.started)
+        off = None  # the cache on: the same workload once more with it off, for TTFT side by side
+        if config.get("prefix_caching"):
+            off = serving_run_json(*model, key, scenario, policies[0], **{**config, "prefix_caching": False},
+                                   on_event=lambda event: None if isinstance(event, Progress) else place(event))
     except Exception as err:  # noqa: BLE001 - a message, never a traceback
         log.info("serving lab refused: %s", err)
         bar.empty()
@@ -333,7 +342,7 @@ def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps
     finally:
         place.slot.empty()
     bar.progress(1.0, text=t(lang, "sl_done", n=len(policies)))
-    st.session_state.sl_runs = tuple(runs)
+    st.session_state.sl_runs, st.session_state.sl_prefix_off = tuple(runs), off
 
 
 def _show(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
@@ -379,6 +388,7 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
     st.download_button(t(lang, "sl_download_runs"), data="[" + ",".join(jsons) + "]", file_name="serving_runs.json",
                        mime="application/json", key="sl_download_runs", on_click="ignore",
                        icon=":material/download:")
+    prefix_cache.section(lang, runs, jsons, st.session_state.get("sl_prefix_off"), tag)  # switch on: hits, misses
     slide_kit.serving_button(lang, runs, jsons)  # every figure above for slides, in one zip (built when clicked)
     columns = st.columns(min(len(runs), 2))  # a Perfetto trace of every run (lesson.perfetto)
     for k, (run, run_json) in enumerate(zip(runs, jsons)):

@@ -15,7 +15,8 @@ key); metadata (ph "M") names processes and threads (`process_name`, `thread_nam
 
 Layout (what a student sees in Perfetto):
     process 1 "requests"  one thread (track) per request: waiting, Prefill / Prefill chunk /
-                          Decode slices (in-process), KV hand-off, or, observed from the
+                          Decode slices (in-process), KV hand-off, a "prefix-cache look-up"
+                          before a Prefill (prefix caching on: its cached tokens), or, observed from the
                           client, "until first token" and "streaming" with a tick per chunk
     process 2 "workers"   one thread per worker ("engine", or "prefill" and "decode"): one
                           slice per forward pass; counters "batch size" and "KV bytes" per worker
@@ -161,6 +162,12 @@ def _request_slices(run: ServingRun, tids: Mapping[str, int]) -> list[dict[str, 
         for rid in getattr(it, "stalled", ()):
             if rid in stalled:
                 stalled[rid].append((it.start_ms, it.end_ms))
+        for k in it.lookups:  # prefix caching: the look-up while this pass was scheduled, before its Prefill
+            if k.request_id in tids:
+                events.append(_slice(REQUESTS_PID, tids[k.request_id], "prefix-cache look-up", k.start_ms,
+                                     min(k.start_ms + k.lookup_ms, it.start_ms), "lookup",
+                                     {"tokens": k.num_tokens, "cached_tokens": k.num_cached_tokens,
+                                      "computed_tokens": k.num_computed_tokens, "miss": k.miss or "none"}))
         for e in it.entries:
             if e.request_id in passes:
                 args = {"pass": it.index, "worker": it.worker, "positions": f"{e.start}..{e.end - 1}",

@@ -40,9 +40,11 @@ from .diagrams import DIAGRAMS, render_animation, render_blocks_schematic
 from .diagrams.batch_composition import render_batch_composition
 from .diagrams.kv_blocks import render_kv_blocks
 from .diagrams.serving_gantt import policy_label, render_serving_gantt, scenario_label
+from .diagrams.prefix_cache import render_prefix_cache
 from .diagrams.serving_metrics import render_serving_metrics
 from .serving_views import figure_alt as serving_figure_alt
 from .serving_views import metrics_alt
+from .prefix_views import prefix_alt
 from .style import DEFAULT_STYLE, Style
 from .svgtext import visible
 from .text import check_language, t
@@ -188,6 +190,12 @@ def serving_slides(runs: Sequence[ServingRun], *, lang: str, tag: str, style: St
             slides.append(Slide(f"{serving_stem(run, figure, tag)}_{lang}", render[figure](run, lang=lang, style=style),
                                 heading, f"{scenario} · {words(lang, caption)}", words(lang, notes),
                                 visible(serving_figure_alt(figure, run, lang))))
+    for run in runs:  # prefix caching on: which request holds which block (lesson/diagrams/prefix_cache.py)
+        if run.settings.prefix_caching and run.iterations:
+            slides.append(Slide(f"{serving_stem(run, 'prefix', tag)}_{lang}", render_prefix_cache(run, lang=lang,
+                                style=style), f"{words(lang, 'pc_tab')} · {policy_label(lang, run.settings.policy)}",
+                                f"{scenario} · {words(lang, 'pc_explain')}", words(lang, "pc_note_hash"),
+                                visible(prefix_alt(run, lang))))
     return slides
 
 
