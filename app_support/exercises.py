@@ -74,7 +74,7 @@ def _serving_json(ref: ModelRef, spec: ServeRun) -> str:
     workload = scenario(spec.scenario)
     serving.check_caps(workload, ServingCaps.from_env())
     return serving.serving_run_json(ref.choice, ref.device, ref.dtype, serving.workload_json(workload), spec.scenario,
-                                    spec.policy, 64, 16, 0, "preempt", 0.0, 0.0)
+                                    spec.policy, 64, 16, 0, "preempt", 0.0, 0.0, spec.prefix_caching)
 
 
 def context(settings: ServerSettings, lm) -> Context:

@@ -179,6 +179,10 @@ def section_many(lang: str) -> None:
     st.markdown(t(lang, "many_1"))
     st.caption(t(lang, "many_server_note"))
     st.page_link("app_pages/serving_lab.py", label=t(lang, "sl_link"), icon=":material/dns:")  # the serving lab
+    st.subheader(t(lang, "sec_prefix"), anchor="prefix-caching")  # what the lab's prefix-caching switch shows
+    st.markdown(t(lang, "prefix_1"))
+    st.markdown(t(lang, "prefix_2"))
+    st.caption(t(lang, "prefix_3"))
 
 
 def section_summary(lang: str) -> None:

@@ -26,7 +26,7 @@ from engine.contract.trace import ModelInfo, RequestTrace
 from .diagrams.serving_gantt import policy_label, scenario_label
 from .inputs import default_prompt
 from .slides import plain_text
-from .svgtext import fmt_bytes, fmt_count, fmt_ms
+from .svgtext import fmt_bytes, fmt_count, fmt_ms, piece_label
 from .text import t
 
 # --- what to run --------------------------------------------------------------------
@@ -63,6 +63,7 @@ class ServeRun:
 
     scenario: str
     policy: str
+    prefix_caching: bool = False  # the run's prefix cache (ServeConfig.prefix_caching)
 
 
 RunSpec = TraceRun | CacheRun | SweepRun | ServeRun
@@ -332,6 +333,33 @@ def measure_p99_itl(results: Sequence[object]) -> Measured:
     return Measured(value, {"first": fmt_ms(first), "chunked": fmt_ms(chunked), "ratio": times(apart)})
 
 
+PREFIX_APART = 1.5  # the second request's TTFT at least this many times smaller (or larger) with the cache
+
+
+def measure_prefix_second_ttft(results: Sequence[object]) -> Measured:
+    """The second request's TTFT without the cache (results[0]) against with it (results[1])."""
+    off, on = results[0].requests[1], results[1].requests[1]
+    apart = ratio(off.ttft_ms, on.ttft_ms)
+    value = "smaller" if apart >= PREFIX_APART else "larger" if apart and apart <= 1 / PREFIX_APART else "same"
+    cached = on.prefix.num_cached_tokens if on.prefix else 0
+    return Measured(value, {"off": fmt_ms(off.ttft_ms), "on": fmt_ms(on.ttft_ms), "ratio": times(apart),
+                            "cached": str(cached), "prompt": str(on.prompt_len)})
+
+
+def measure_prefix_near_miss(results: Sequence[object]) -> Measured:
+    """Of the requests after the first, which read nothing from the cache (the near-miss scenario)."""
+    second, third = results[0].requests[1:3]
+    missed = [not (r.prefix and r.prefix.num_cached_tokens) for r in (second, third)]
+    value = {(True, False): "second", (False, True): "third", (True, True): "both"}.get(tuple(missed), "neither")
+    p = second.prefix
+    return Measured(value, {"c2": str(p.num_cached_tokens if p else 0), "p2": str(second.prompt_len),
+                            "c3": str(third.prefix.num_cached_tokens if third.prefix else 0),
+                            "p3": str(third.prompt_len), "k": str(p.diverged_at if p and p.diverged_at is not None
+                                                                 else "—"),
+                            "mine": piece_label(p.token_piece) if p else "", "cached": piece_label(p.cached_piece)
+                            if p else ""})
+
+
 def _model_params(ctx: Context) -> dict[str, object]:
     model = ctx.model
     if model is None:
@@ -363,6 +391,14 @@ def _cache_plan(ctx: Context) -> tuple[int, int]:
 
 
 LONG_PROMPT_SCENARIO = "long-prompt-during-chats"
+SHARED_PROMPT_SCENARIO = "shared-system-prompt"
+
+
+def _with_and_without_cache(ctx: Context) -> tuple[RunSpec, ...]:
+    """The shared-system-prompt scenario with the prefix cache off, then on (its prompts are ~520 tokens)."""
+    if ctx.max_prompt_tokens < 600:
+        return ()
+    return ServeRun(SHARED_PROMPT_SCENARIO, "chunked"), ServeRun(SHARED_PROMPT_SCENARIO, "chunked", True)
 
 EXERCISES: tuple[Exercise, ...] = (
     Exercise("first_token_phase", "timeline", Choice(("prefill", "decode")), "timeline_2",
@@ -392,6 +428,11 @@ EXERCISES: tuple[Exercise, ...] = (
     Exercise("p99_itl", "many", Choice(("prefill_first", "chunked", "same")), "bottleneck_2",
              lambda ctx: (ServeRun(LONG_PROMPT_SCENARIO, "prefill-first"), ServeRun(LONG_PROMPT_SCENARIO, "chunked")),
              measure_p99_itl),
+    Exercise("prefix_second_ttft", "many", Choice(("smaller", "same", "larger")), "prefix_1",
+             _with_and_without_cache, measure_prefix_second_ttft),
+    Exercise("prefix_near_miss", "many", Choice(("second", "third", "both", "neither")), "prefix_2",
+             lambda ctx: (ServeRun("near-miss", "chunked", True),) if ctx.max_prompt_tokens >= 256 else (),
+             measure_prefix_near_miss),
 )
 BY_KEY = {exercise.key: exercise for exercise in EXERCISES}
 

@@ -75,23 +75,43 @@ TEXT: dict = {
     "pc_at_ms": "at {ms}",
     # exports / slides
     "pc_download": "block sharing",
+    # the lesson's section (after "many requests")
+    "sec_prefix": "Prefix caching: a prompt computed once is not computed again",
+    "prefix_1": "Many requests start the same way: one system prompt, or a multi-turn chat that resends the whole "
+                "conversation each turn. The server cuts its KV cache into blocks and names each **whole block** by "
+                "a hash: the previous block's hash and this block's token ids. A new request looks its blocks up "
+                "first: the blocks it finds go straight into its block table (their reference counts go up), and "
+                "Prefill computes only the rest, so its TTFT is much shorter.",
+    "prefix_2": "The hashes form a **chain**: one different token early on changes the hash of every block after "
+                "it, however alike the rest of the text. A partly filled last block is never shared, and the last "
+                "position is always computed, since it yields the first token. Cached blocks nobody holds stay "
+                "until space is needed, then the least recently used go first. vLLM's automatic prefix caching and "
+                "SGLang's RadixAttention work this way.",
+    "prefix_3": "In the serving lab, switch on prefix caching and pick 'shared system prompt', 'multi-turn chat' or "
+                "'one token off': the page shows how much of each prompt was read from the cache, how much was "
+                "computed, why the rest missed, and TTFT with and without the cache on the same workload.",
     # exercises
-    "ex_pc_second_title": "Shared system prompt: the second request's TTFT",
-    "ex_pc_second_q": "In the 'shared system prompt' scenario, 8 chats start with the same 512-token system prompt. "
-                      "With prefix caching on, what is the second request's (r1) TTFT compared with the cache off?",
-    "ex_pc_second_a1": "About the same: the prompt is as long, Prefill has the same work",
-    "ex_pc_second_a2": "Much smaller: 512 positions are read from the cache, Prefill computes only the question",
-    "ex_pc_second_a3": "Larger: the look-up costs time",
-    "ex_pc_second_why": "r1's first 32 whole blocks (512 tokens) have the same hashes as r0's and go straight into "
-                        "its block table; Prefill computes only the few positions left. The serving lab measures "
-                        "it with the switch on: TTFT with and without the cache, side by side.",
-    "ex_pc_miss_title": "One token off: who misses, and why",
-    "ex_pc_miss_q": "In the 'one token off' scenario one text is sent three times; the second changes only its first "
-                    "token, Q to A. With prefix caching on, which request hits most, and why does the second miss?",
-    "ex_pc_miss_a1": "The second hits almost all of it: the rest of the text is the same",
-    "ex_pc_miss_a2": "The second hits no block: it diverges at position 0; the third hits nearly all",
-    "ex_pc_miss_a3": "None hits: the cache only matches identical prompts",
-    "ex_pc_miss_why": "A block's hash chains from the first token: a different first block makes every later hash "
-                      "different, however alike the text. The third request equals the first and hits every block "
-                      "but the last.",
+    "ex_prefix_second_ttft_title": "Shared system prompt: the second request's TTFT",
+    "ex_prefix_second_ttft_q": "8 chats start with the same 512-token system prompt, one every 50 ms. With prefix "
+                               "caching on, how does the second request's TTFT compare with the cache off?",
+    "ex_prefix_second_ttft_opt_smaller": "Much smaller: 512 positions are read from the cache, Prefill computes "
+                                         "only the question",
+    "ex_prefix_second_ttft_opt_same": "About the same: the prompt is as long",
+    "ex_prefix_second_ttft_opt_larger": "Larger: the look-up costs time",
+    "ex_prefix_second_ttft_rule": "Graded by the second request's TTFT in two chunked runs of the scenario, the "
+                                  "cache off and on: one at least 1.5 times the other.",
+    "ex_prefix_second_ttft_explain": "The second request's TTFT: {off} without the cache, {on} with it ({ratio}); "
+                                     "{cached} of its {prompt} prompt tokens were read from the cache.",
+    "ex_prefix_near_miss_title": "One token off: who misses",
+    "ex_prefix_near_miss_q": "One text is sent three times: the second changes only its first token, Q to A; the "
+                             "third is the first again. With prefix caching on, which of the two after the first "
+                             "reads no block from the cache?",
+    "ex_prefix_near_miss_opt_second": "The second: its first block differs, so every later hash differs",
+    "ex_prefix_near_miss_opt_third": "The third",
+    "ex_prefix_near_miss_opt_both": "Both: the cache only matches identical prompts",
+    "ex_prefix_near_miss_opt_neither": "Neither: the rest of the text is the same",
+    "ex_prefix_near_miss_rule": "Graded by the tokens each request read from the cache in the measured run (0: a "
+                                "miss).",
+    "ex_prefix_near_miss_explain": "The second request read {c2} of {p2} tokens from the cache (it diverges at "
+                                   "position {k}: \"{mine}\" here, \"{cached}\" cached); the third read {c3} of {p3}.",
 }

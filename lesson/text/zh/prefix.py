@@ -63,21 +63,35 @@ TEXT: dict = {
     "pc_at_ms": "{ms} 时",
     # 导出 / 幻灯片
     "pc_download": "块共享图",
+    # 课文一节（在“很多请求”之后）
+    "sec_prefix": "前缀缓存：算过的提示词不再算",
+    "prefix_1": "很多请求的提示词开头是一样的：同一段系统提示词，多轮对话里每一轮都重发之前的整段对话。"
+                "服务器把 KV 缓存切成块，每个**整块**用一个哈希命名：前一块的哈希加本块的 Token id。"
+                "新请求到来时，先按块查哈希：查到的块直接放进它的块表（引用计数加一），Prefill 只算其余的位置，"
+                "所以它的 TTFT 短得多。",
+    "prefix_2": "哈希是**链**起来的：只要前面有一个 Token 不同，后面每一块的哈希都不同，即使其余文字完全一样。"
+                "没满的最后一块从不共享；最后一个位置总要计算，因为它产生第一个 Token。没人持有的缓存块留着，"
+                "直到需要空间时才按“最久未用”驱逐。vLLM 的自动前缀缓存、SGLang 的 RadixAttention 都这样做。",
+    "prefix_3": "在服务实验室打开“前缀缓存”开关，选“共享系统提示词”“多轮对话”或“差一个 Token”：页面给出每个请求"
+                "从缓存读了多少、算了多少、没命中的原因，以及同一工作负载用与不用缓存的 TTFT。",
     # 练习
-    "ex_pc_second_title": "共享系统提示词：第二个请求的 TTFT",
-    "ex_pc_second_q": "“共享系统提示词”场景里 8 个对话前面都是同一段 512 个 Token 的系统提示词。打开前缀缓存后，"
-                      "第二个请求（r1）的 TTFT 会是不用缓存时的多少？",
-    "ex_pc_second_a1": "差不多一样：提示词一样长，Prefill 一样要算",
-    "ex_pc_second_a2": "小得多：512 个位置从缓存读取，Prefill 只算问题那几个 Token",
-    "ex_pc_second_a3": "更大：查缓存要时间",
-    "ex_pc_second_why": "r1 的前 32 个整块（512 个 Token）与 r0 的哈希相同，直接进入它的块表；"
-                        "Prefill 只算剩下的几个位置。实测见服务实验室打开开关后的 TTFT 对比。",
-    "ex_pc_miss_title": "差一个 Token：谁没命中，为什么",
-    "ex_pc_miss_q": "“差一个 Token”场景里同一段文字发三次，第二次只把第一个 Token 从 Q 换成 A。"
-                    "打开前缀缓存，哪个请求命中最多，第二个请求没命中的原因是什么？",
-    "ex_pc_miss_a1": "第二个命中了几乎全部：后面的文字都一样",
-    "ex_pc_miss_a2": "第二个一个块也没命中：在位置 0 就分岔了；第三个几乎全部命中",
-    "ex_pc_miss_a3": "三个都没命中：缓存只认完全相同的提示词",
-    "ex_pc_miss_why": "块的哈希链从第一个 Token 开始：第一块不同，之后每一块的哈希都不同，即使文字完全一样。"
-                      "第三个请求与第一个完全相同，除最后一块外全部命中。",
+    "ex_prefix_second_ttft_title": "共享系统提示词：第二个请求的 TTFT",
+    "ex_prefix_second_ttft_q": "8 个对话前面都是同一段 512 个 Token 的系统提示词，每 50 ms 来一个。打开前缀缓存后，"
+                               "第二个请求的 TTFT 与不用缓存时相比如何？",
+    "ex_prefix_second_ttft_opt_smaller": "小得多：512 个位置从缓存读取，Prefill 只算后面的问题",
+    "ex_prefix_second_ttft_opt_same": "差不多：提示词一样长",
+    "ex_prefix_second_ttft_opt_larger": "更大：查缓存要时间",
+    "ex_prefix_second_ttft_rule": "按同一场景、分块 Prefill、用与不用缓存各跑一次的第二个请求的 TTFT 评分：相差至少 1.5 倍。",
+    "ex_prefix_second_ttft_explain": "第二个请求的 TTFT：不用缓存 {off}，用缓存 {on}（{ratio}）；它的 {prompt} 个提示词 Token 中有 "
+                                     "{cached} 个从缓存读取。",
+    "ex_prefix_near_miss_title": "差一个 Token：谁没命中",
+    "ex_prefix_near_miss_q": "同一段文字发三次：第二次只把第一个 Token 从 Q 换成 A，第三次与第一次完全相同。打开前缀缓存，"
+                             "第一个之后的两个请求里，哪个一块也没从缓存读到？",
+    "ex_prefix_near_miss_opt_second": "第二个：第一块就不同，之后每一块的哈希都不同",
+    "ex_prefix_near_miss_opt_third": "第三个",
+    "ex_prefix_near_miss_opt_both": "两个都没有：缓存只认完全相同的提示词",
+    "ex_prefix_near_miss_opt_neither": "两个都读到了：后面的文字都一样",
+    "ex_prefix_near_miss_rule": "按实测运行中每个请求从缓存读取的 Token 数评分（0 即没命中）。",
+    "ex_prefix_near_miss_explain": "第二个请求从缓存读了 {c2} / {p2} 个 Token（在位置 {k} 分岔：这里是“{mine}”，缓存里是“{cached}”）；"
+                                   "第三个读了 {c3} / {p3} 个。",
 }
