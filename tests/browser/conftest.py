@@ -1,7 +1,10 @@
-"""A Streamlit server and a browser page on it, one of each per test module.
+"""One Streamlit server and one headless chromium for the whole test session; a tab (a page, its own
+browser context) per test module or per test.
 
-Without chromium or the playwright package (the session's `chromium` fixture) every test that
-uses them skips at setup, and fails instead under PREFILL_DECODE_REQUIRE_BROWSER=1."""
+The browser tests only read the server (each tab is a Streamlit session of its own, and every setting
+comes from the URL or the page's widgets), so they share one: the app, its engine worker and its caches
+start once, not once per module. Without chromium or the playwright package (the session's `chromium`
+fixture) every test that uses them skips at setup, and fails instead under PREFILL_DECODE_REQUIRE_BROWSER=1."""
 
 from __future__ import annotations
 
@@ -14,9 +17,9 @@ from tests.browser.pages import ARTIFACTS, CHROMIUM_FLAGS, wait_idle
 from tests.factories import HAS_DEFAULT_MODEL
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def server_url(chromium):
-    """A streamlit server for this module only; always terminated."""
+    """The app's streamlit server for the whole session; always terminated."""
     if not HAS_DEFAULT_MODEL:
         pytest.skip("the embedded default model is not built yet")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -28,27 +31,26 @@ def server_url(chromium):
         yield server.url
 
 
-@pytest.fixture(scope="module")
-def page(chromium, server_url):
-    """The lesson page in a 1440x1000 tab; every alert/confirm that fires is kept in `page.dialogs`."""
-    path, sync_api = chromium
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(path), args=CHROMIUM_FLAGS, headless=True)
-        context = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
-        page = context.new_page()
-        page.dialogs = []  # every alert/confirm that fires (there must be none)
-        page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
-        page.goto(server_url, wait_until="domcontentloaded")
-        wait_idle(page, first=True)
-        yield page
-        browser.close()
-
-
-@pytest.fixture(scope="module")
-def browser(chromium, server_url):
-    """One headless chromium per test module, for modules that open pages at several window sizes."""
+@pytest.fixture(scope="session")
+def browser(chromium):
+    """One headless chromium for the session (playwright's sync API runs one at a time per thread, so
+    every module takes its tabs from this one); tests open contexts or pages in it and close them."""
     path, sync_api = chromium
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(path), args=CHROMIUM_FLAGS, headless=True)
         yield browser
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def page(browser, server_url):
+    """The lesson page in a 1440x1000 tab of its own context, one per module; every alert/confirm that
+    fires is kept in `page.dialogs`."""
+    context = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
+    page = context.new_page()
+    page.dialogs = []  # every alert/confirm that fires (there must be none)
+    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
+    page.goto(server_url, wait_until="domcontentloaded")
+    wait_idle(page, first=True)
+    yield page
+    context.close()

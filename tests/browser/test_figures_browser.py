@@ -14,7 +14,6 @@ from lesson.diagrams.batch_composition import render_batch_composition
 from lesson.diagrams.kv_blocks import render_kv_blocks
 from lesson.diagrams.serving_gantt import render_serving_gantt
 from lesson.diagrams.serving_metrics import render_serving_metrics
-from tests.browser.pages import CHROMIUM_FLAGS
 from tests.factories import make_run, make_trace
 from tests.svg import parse
 
@@ -32,16 +31,14 @@ def run_of(num_tokens: int):
     return make_trace(("法国", "的", "首都", "是"), tuple(f"o{i}" for i in range(num_tokens)))
 
 
-def test_serving_figures_render_in_chromium(chromium, tmp_path, runs):
+def test_serving_figures_render_in_chromium(browser, tmp_path, runs):
     """Each figure loads in a real browser at its declared size (a PNG is kept for a human look)."""
-    path, sync_api = chromium
     figures = {"gantt": render_serving_gantt(runs["prefill-first"], lang="zh"),
                "batch": render_batch_composition(runs["chunked"], lang="en"),
                "kv": render_kv_blocks(runs["chunked"], lang="zh"),
                "metrics": render_serving_metrics([runs[p] for p in POLICIES], lang="en")}
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(path), args=CHROMIUM_FLAGS, headless=True)
-        page = browser.new_page()
+    page = browser.new_page()
+    try:
         for name, svg in figures.items():
             file = tmp_path / f"{name}.svg"
             file.write_text(svg, encoding="utf-8")
@@ -51,13 +48,13 @@ def test_serving_figures_render_in_chromium(chromium, tmp_path, runs):
             assert (box["width"], box["height"]) == (float(root.get("width")), float(root.get("height")))
             page.query_selector("svg").screenshot(path=str(tmp_path / f"{name}.png"))
             assert (tmp_path / f"{name}.png").stat().st_size > 5000
-        browser.close()
+    finally:
+        page.close()
 
 
-def test_latency_chart_labels_never_overlap_in_chromium(chromium):
+def test_latency_chart_labels_never_overlap_in_chromium(browser):
     """Draws the chart (plotly.js inline) and measures every tick label, the axis title and the
     legend items: no two overlap, none is stood on end, all inside the figure."""
-    path, sync_api = chromium
     measure = """() => {
       const box = e => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
       const all = s => [...document.querySelectorAll(s)].map(box);
@@ -68,26 +65,24 @@ def test_latency_chart_labels_never_overlap_in_chromium(chromium):
     def overlap(a, b):
         return a[0] < b[2] - 1 and b[0] < a[2] - 1 and a[1] < b[3] - 1 and b[1] < a[3] - 1
 
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(path), args=["--no-sandbox"], headless=True)
-        page = browser.new_page(viewport={"width": 1000, "height": 900})
-        try:
-            for num_tokens in (1, 8, 24, 128):
-                for lang in ("zh", "en"):
-                    for classroom in (False, True):
-                        fig = latency_figure(run_of(num_tokens), lang, classroom=classroom)
-                        fig.update_layout(width=760)  # about the lesson column beside the sidebar
-                        page.set_content(fig.to_html(include_plotlyjs=True, full_html=True))
-                        page.wait_for_selector(".xtick text")
-                        m = page.evaluate(measure)
-                        boxes = [("tick", b) for b in m["ticks"]] + [("title", b) for b in m["title"]] + \
-                            [("legend", b) for b in m["legend"]]
-                        case = (num_tokens, lang, classroom)
-                        assert m["title"] and len(m["legend"]) >= 3, case
-                        assert all(b[3] - b[1] < 40 for b in m["ticks"]), case  # level, not on end
-                        assert all(b[3] <= m["figure"][3] + 1 for _, b in boxes), case
-                        clashes = [(k1, k2) for i, (k1, b1) in enumerate(boxes) for k2, b2 in boxes[i + 1:]
-                                   if overlap(b1, b2) and not k1 == k2 == "legend"]
-                        assert not clashes, (case, clashes)
-        finally:
-            browser.close()
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
+    try:
+        for num_tokens in (1, 8, 24, 128):
+            for lang in ("zh", "en"):
+                for classroom in (False, True):
+                    fig = latency_figure(run_of(num_tokens), lang, classroom=classroom)
+                    fig.update_layout(width=760)  # about the lesson column beside the sidebar
+                    page.set_content(fig.to_html(include_plotlyjs=True, full_html=True))
+                    page.wait_for_selector(".xtick text")
+                    m = page.evaluate(measure)
+                    boxes = [("tick", b) for b in m["ticks"]] + [("title", b) for b in m["title"]] + \
+                        [("legend", b) for b in m["legend"]]
+                    case = (num_tokens, lang, classroom)
+                    assert m["title"] and len(m["legend"]) >= 3, case
+                    assert all(b[3] - b[1] < 40 for b in m["ticks"]), case  # level, not on end
+                    assert all(b[3] <= m["figure"][3] + 1 for _, b in boxes), case
+                    clashes = [(k1, k2) for i, (k1, b1) in enumerate(boxes) for k2, b2 in boxes[i + 1:]
+                               if overlap(b1, b2) and not k1 == k2 == "legend"]
+                    assert not clashes, (case, clashes)
+    finally:
+        page.close()

@@ -7,7 +7,7 @@ over from an earlier run only when a run finishes without a rerun: whatever the 
 replay drew and the replay did not draw again stayed on screen. Now a timer fragment starts each
 pass's run and every run finishes. The page is looked at between runs (while one draws, the
 elements it has not reached yet are the last run's, as on any Streamlit page). Same server and
-skip rules as tests/browser/test_app_browser.py (tests/browser/conftest.py: this module gets its own server).
+skip rules as tests/browser/test_app_browser.py (tests/browser/conftest.py: the session's server, a tab of its own).
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ import pytest
 
 from lesson.slides import lesson_slides, slides_html
 from lesson.style import classroom_style
-from tests.browser.pages import CHROMIUM_FLAGS
 from tests.factories import make_trace
 
 pytestmark = pytest.mark.browser
@@ -16,22 +15,19 @@ HOSTILE = '<img src=x onerror="alert(1)"><script>alert(2)</script>'
 
 
 @pytest.fixture(scope="module")
-def deck(chromium, tmp_path_factory):
+def deck(browser, tmp_path_factory):
     """slides.html of a run whose prompt is hostile, open in a 1280x720 tab: (page, requests, dialogs)."""
     trace = make_trace(prompt=HOSTILE + "法国的首都是")
     slides = lesson_slides(trace, lang="zh", run_name="run1", style=classroom_style())
     path = tmp_path_factory.mktemp("slides") / "slides.html"
     path.write_text(slides_html(slides, lang="zh", title="第十九课", subtitle=HOSTILE), encoding="utf-8")
-    executable, sync_api = chromium
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(executable), args=CHROMIUM_FLAGS, headless=True)
-        page = browser.new_page(viewport={"width": 1280, "height": 720})
-        requests, dialogs = [], []
-        page.on("request", lambda r: requests.append(r.url))
-        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-        page.goto(path.as_uri(), wait_until="load")
-        yield page, requests, dialogs, len(slides)
-        browser.close()
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    requests, dialogs = [], []
+    page.on("request", lambda r: requests.append(r.url))
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    page.goto(path.as_uri(), wait_until="load")
+    yield page, requests, dialogs, len(slides)
+    page.close()
 
 
 def shown(page) -> list[str]:

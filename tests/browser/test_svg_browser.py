@@ -13,7 +13,6 @@ import pytest
 
 from lesson.diagrams import DIAGRAMS, render_blocks_schematic
 from lesson.export import XML_DECLARATION
-from tests.browser.pages import CHROMIUM_FLAGS
 from tests.factories import ROOT, make_long_trace
 
 ARTIFACTS = ROOT / "tests" / "artifacts" / "diagrams"
@@ -25,12 +24,11 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture(scope="module")
-def page(chromium):
-    path, sync_api = chromium  # skips (fails in CI) without chromium or playwright: see conftest
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(path), args=CHROMIUM_FLAGS)
-        yield browser.new_page(device_scale_factor=1)
-        browser.close()
+def page(browser):
+    """A tab of the session's chromium (skips, or fails in CI, without chromium or playwright: see conftest)."""
+    page = browser.new_page(device_scale_factor=1)
+    yield page
+    page.close()
 
 
 @pytest.fixture(scope="module")
