@@ -40,7 +40,7 @@ from lesson.alt_text import attention_alt, figure_alt
 from lesson.diagrams import DIAGRAMS, render_attention, render_blocks_schematic, render_cache_compare
 from lesson.downloads import download_stem
 from lesson.inputs import DEFAULT_MODEL_CHOICE
-from lesson.spread import headline
+from lesson.spread import shown_run
 from lesson.style import DEFAULT_STYLE, classroom_style
 
 log = logging.getLogger("prefill_decode.app")
@@ -163,12 +163,14 @@ def finished_runs_json(
     repeats: int = 1,
 ) -> tuple[str, str]:
     """A whole request run `repeats` times (engine.runtime.repeats, in the worker; the first view, before any
-    Run): run 1's trace as JSON, and the runs' headline numbers (lesson.spread.Headline JSON)."""
+    Run): the shown run's trace as JSON (lesson.spread.shown_run: nearest the medians), and the runs'
+    headline numbers (lesson.spread.Headline JSON)."""
     cfg = generation_config(max_new_tokens, temperature, top_k, top_p, seed, ignore_eos)
     with closing(stream_runs(ModelRef(model_choice, device, dtype), prompt, cfg, repeats=repeats,
                              max_prompt_tokens=max_prompt_tokens)) as events:
         runs = next(event.result for event in events if isinstance(event, Done))
-    return runs[0].to_json(indent=None), headline(runs).to_json()
+    trace, numbers = shown_run(runs)
+    return trace.to_json(indent=None), numbers.to_json()
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -203,13 +205,20 @@ def figure_style(classroom: bool):
     return classroom_style() if classroom else DEFAULT_STYLE
 
 
+# The figures that quote a run's times, and so say which of its repeats they draw (lesson.spread.run_label).
+RUN_NOTED = ("timeline", "latency")
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
-def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False) -> str:
+def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False,
+                run_note: str = "") -> str:
     """One diagram of a trace, as an SVG string. `full_json`: the whole run while the
     classroom steps through it (`trace_json` is then a prefix): axes are fixed to it.
-    `classroom`: the classroom style (larger type, folded layouts)."""
+    `classroom`: the classroom style (larger type, folded layouts). `run_note`: which repeat the run
+    is ("median run 3 of 5 (...)"), drawn on the figures in RUN_NOTED."""
     full = None if full_json is None else parsed_trace(full_json)
-    return DIAGRAMS[name](parsed_trace(trace_json), lang=lang, full=full, style=figure_style(classroom))
+    noted = {"run_note": run_note} if run_note and name in RUN_NOTED else {}
+    return DIAGRAMS[name](parsed_trace(trace_json), lang=lang, full=full, style=figure_style(classroom), **noted)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

@@ -21,8 +21,9 @@ import streamlit as st
 from engine.contract.config import ServerSettings
 from engine.contract.prompts import DEFAULT_MAX_PROMPT_TOKENS
 from engine.contract.trace import RequestTrace
-from engine.contract.worker.client import Done, Pass, Progress
+from engine.contract.worker.client import Done, Pass, Progress, Started
 from lesson.answer import answer_text, past_eos_note
+from lesson.diagrams.ttft_parts import FeltTimes
 from lesson.downloads import download_stem, run_stamp, step_table, trace_csv
 from lesson.formats import format_ms, token_split_text
 from lesson.inputs import DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, default_prompt
@@ -31,7 +32,7 @@ from lesson.perfetto import to_perfetto_json
 from lesson.recorded import first_view_note, recorded_note, recorded_stamp, recorded_stem
 from lesson.run_words import queue_note, step_log_line, stop_reason_text, trace_summary
 from lesson.runs import history_add, keep_pins
-from lesson.spread import headline
+from lesson.spread import shown_run
 from lesson.text import t
 
 from . import frame, resources, stepping
@@ -195,8 +196,9 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int, repeats: i
     place = frame.QueuePlace(lang)
     progress = st.progress(0.0, text=t(lang, "running_prefill", num_positions=num_prompt_tokens))
     answer, log_box = answer_slots()
+    clock = FirstTokenClock()
     try:
-        runs = _follow_runs(lang, lm, args, cfg, repeats, place, (progress, answer, log_box))
+        runs = _follow_runs(lang, lm, args, cfg, repeats, place, (progress, answer, log_box), clock)
     except Exception:
         answer.empty()  # no half answer left behind: the box shows the run the figures show
         log_box.empty()
@@ -206,7 +208,10 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int, repeats: i
         progress.empty()
     if not runs:
         return False
-    _store_trace(runs[0].to_json(indent=None), args, is_default=False, spread_json=headline(runs).to_json())
+    trace, numbers = shown_run(runs)  # lesson.spread's one rule: the run nearest the medians, for every view
+    felt = clock.felt(runs[0])
+    _store_trace(trace.to_json(indent=None), args, is_default=False, spread_json=numbers.to_json(),
+                 felt_json=felt.to_json() if felt is not None else None)
     shown = parsed_trace(stepping.classroom_view(st.session_state.trace_json))
     answer_and_log(lang, shown, answer, log_box)
     _done_notes(lang, shown)
@@ -215,18 +220,45 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int, repeats: i
     return True
 
 
-def _follow_runs(lang: str, lm, args: RunArgs, cfg, repeats: int, place, slots) -> tuple[RequestTrace, ...]:
+class FirstTokenClock:
+    """The page's own times around run 1's first token, on this machine's wall clock (time.time()):
+    when the page asked, when the worker began, when the first token reached this process and when the
+    page had drawn it (lesson.diagrams.ttft_parts: the visitor's parts of TTFT)."""
+
+    def __init__(self) -> None:
+        self.sent_at_s = time.time()
+        self.started_at_s: float | None = None  # the worker's Started.at
+        self.received_at_s: float | None = None
+        self.shown_at_s: float | None = None
+
+    def felt(self, run1: RequestTrace) -> FeltTimes | None:
+        """The times, placed against run 1's own clock; None where a part was not seen."""
+        engine_start = run1.started_at_s if run1.started_at_s is not None else self.started_at_s
+        if None in (engine_start, self.received_at_s, self.shown_at_s) or run1.prefill is None:
+            return None
+        return FeltTimes(self.sent_at_s, self.received_at_s, self.shown_at_s, engine_start, run1.prefill.end_ms)
+
+
+def _follow_runs(lang: str, lm, args: RunArgs, cfg, repeats: int, place, slots,
+                 clock: FirstTokenClock | None = None) -> tuple[RequestTrace, ...]:
     """Draw the repeated run's events as they come (`slots`: the progress bar, the answer, the log);
-    returns every finished run, run 1 first (none if the call ended without them)."""
+    returns every finished run, run 1 first (none if the call ended without them). `clock` notes the
+    times around run 1's first token."""
     progress, answer, log_box = slots
-    last_draw = 0.0
+    last_draw, clock = 0.0, clock or FirstTokenClock()
     events = resources.stream_runs(lm.ref, args.prompt, cfg, repeats=repeats, max_prompt_tokens=args.max_prompt_tokens)
     with closing(events):  # Streamlit stops a rerun page inside this loop: closing cancels the call in the worker
         for event in events:
             if isinstance(event, Done):
                 return tuple(event.result)
             if isinstance(event, Pass):
-                last_draw = _draw_pass(lang, event.trace, cfg.max_new_tokens, last_draw, slots)
+                first = clock.received_at_s is None
+                clock.received_at_s = clock.received_at_s or time.time()
+                last_draw = _draw_pass(lang, event.trace, cfg.max_new_tokens, last_draw, slots, repeats)
+                clock.shown_at_s = time.time() if first else clock.shown_at_s  # drawn: Streamlit sends it now
+            elif isinstance(event, Started):
+                clock.started_at_s = event.at
+                place(event)
             elif isinstance(event, Progress):
                 if repeats > 1:  # each finished run counts on the progress bar
                     progress.progress(event.done / event.total, text=t(lang, "repeats_progress", done=event.done,
@@ -236,28 +268,32 @@ def _follow_runs(lang: str, lm, args: RunArgs, cfg, repeats: int, place, slots) 
     return ()
 
 
-def _draw_pass(lang: str, trace: RequestTrace, max_tokens: int, last_draw: float, slots) -> float:
+def _draw_pass(lang: str, trace: RequestTrace, max_tokens: int, last_draw: float, slots, repeats: int = 1) -> float:
     """Run 1 so far: Prefill at once, then at most every UI_REFRESH_S, its finished pass in full.
     Returns when it last drew. The worker never waits for the page (its passes are timed there);
-    the redraw limit keeps this process's work off the cores the worker measures on."""
+    the redraw limit keeps this process's work off the cores the worker measures on. With repeats,
+    the bar says this is run 1 of them, still measuring (the page then shows the median run)."""
     progress, answer, log_box = slots
     if not trace.finished and len(trace.steps) > 1 and time.perf_counter() - last_draw < UI_REFRESH_S:
         return last_draw
     if not trace.finished:
         done = len(trace.steps)
-        progress.progress(min(1.0, done / max_tokens), text=t(lang, "progress", step=done, num_tokens=done,
-                                                               max_tokens=max_tokens))
+        words = t(lang, "progress", step=done, num_tokens=done, max_tokens=max_tokens)
+        if repeats > 1:
+            words = f"{t(lang, 'run_streaming', n=repeats)} {words}"
+        progress.progress(min(1.0, done / max_tokens), text=words)
     answer_and_log(lang, trace, answer, log_box, tail=6)
     return time.perf_counter()
 
 
 def _store_trace(trace_json: str, args: RunArgs, is_default: bool, recorded: bool = False,
-                 spread_json: str | None = None) -> None:
+                 spread_json: str | None = None, felt_json: str | None = None) -> None:
     """The run every figure shows from now on, with when it ran (for download names). `recorded`: a run
     measured earlier, opened from a file or the gallery (stamped with its own UTC recording time).
-    `spread_json`: the headline numbers of its repeats (lesson.spread.Headline JSON), if it had any."""
+    `spread_json`: the headline numbers of its repeats (lesson.spread.Headline JSON), if it had any.
+    `felt_json`: the page's own times around its run 1's first token (lesson.diagrams.ttft_parts.FeltTimes)."""
     ss = st.session_state
-    ss.trace_spread = spread_json
+    ss.trace_spread, ss.trace_felt = spread_json, felt_json
     ss.trace_json, ss.trace_args, ss.trace_is_default, ss.trace_recorded = trace_json, args, is_default, recorded
     trace = parsed_trace(trace_json)
     # a recorded run, and the first view (measured once, cached for every visitor), keep their own time
@@ -357,16 +393,19 @@ def trace_to_show(lang: str, settings: ServerSettings) -> str | None:
 
 
 def _data_downloads(lang: str, trace: RequestTrace, stamp: str) -> None:
+    """The step table and the run's files; each file is written when its button is clicked (a callable:
+    Streamlit's deferred download), not on every page run of every visitor."""
     st.dataframe(step_table(trace), hide_index=True, width="stretch", height=240)
     stem = download_stem(trace, stamp)
     if st.session_state.trace_recorded:  # the file names say it too
         stem = recorded_stem(stem, trace.provenance)
     left, right = st.columns(2)
-    left.download_button(t(lang, "download_json"), data=trace.to_json(), file_name=f"{stem}_trace.json",
+    left.download_button(t(lang, "download_json"), data=trace.to_json, file_name=f"{stem}_trace.json",
                          mime="application/json", key="download_json", on_click="ignore",
                          icon=":material/download:")
-    right.download_button(t(lang, "download_csv"), data=trace_csv(trace), file_name=f"{stem}_steps.csv",
+    right.download_button(t(lang, "download_csv"), data=lambda: trace_csv(trace), file_name=f"{stem}_steps.csv",
                           mime="text/csv", key="download_csv", on_click="ignore", icon=":material/download:")
-    st.download_button(t(lang, "download_perfetto"), data=to_perfetto_json(trace), file_name=f"{stem}.perfetto.json",
+    st.download_button(t(lang, "download_perfetto"), data=lambda: to_perfetto_json(trace),
+                       file_name=f"{stem}.perfetto.json",
                        mime="application/json", key="download_perfetto", on_click="ignore",
                        icon=":material/download:", help=t(lang, "download_perfetto_help"))

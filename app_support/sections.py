@@ -18,13 +18,15 @@ from engine.contract.config import ServerSettings
 from lesson.alt_text import figure_alt, schematic_alt
 from lesson.answer import truncate_trace
 from lesson.diagrams.animation import render_animation
+from lesson.diagrams.ttft_parts import FeltTimes, render_ttft_parts, ttft_parts_alt
 from lesson.downloads import download_stem
 from lesson.engine_modes import engine_caption
 from lesson.formats import markdown_table
 from lesson.metric_cards import (
-    bottleneck_contradicts, bottleneck_live_text, metric_cards, metric_gap_notes, page_drawing_note,
+    bottleneck_contradicts, bottleneck_live_text, metric_cards, metric_gap_notes, page_drawing_note, timeline_lesson,
 )
 from lesson.recorded import figure_note, recorded_alt, recorded_stem, with_note
+from lesson.spread import run_label
 from lesson.style import DEFAULT_STYLE
 from lesson.text import label, t, table_for
 
@@ -56,10 +58,19 @@ def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | No
         st.info(t(lang, "no_trace"))
         return
     with error_boundary(lang, "err_diagram"):
-        svg = resources.diagram_svg(name, trace_json, lang, stepping_full(), classroom=st.session_state.classroom)
+        run_note = shown_run_note(lang, trace_json)  # which of the repeats every figure draws (lesson.spread)
+        svg = resources.diagram_svg(name, trace_json, lang, stepping_full(), classroom=st.session_state.classroom,
+                                    run_note=run_note)
         alt, stem = resources.diagram_words(name, trace_json, lang, st.session_state.trace_stamp)
         alt, stem, note = figure_words(lang, trace_json, alt, stem)  # a recorded run says so
+        alt = f"{alt} {run_note}" if run_note and name in resources.RUN_NOTED else alt
         svg_figure(name, svg, lang, with_note(caption, note), alt=alt, file_stem=stem)
+
+
+def shown_run_note(lang: str, trace_json: str) -> str:
+    """"median run 3 of 5 (...)" for the stored run (the whole run while the classroom steps), or ""."""
+    whole = parsed_trace(stepping_full() or trace_json)
+    return run_label(shown_spread(whole), lang)
 
 
 def section_timeline(lang: str, trace_json: str | None) -> None:
@@ -71,11 +82,64 @@ def section_timeline(lang: str, trace_json: str | None) -> None:
             st.info(t(lang, "difference_note", num_tokens=stretched, ignore_eos=t(lang, "ignore_eos")),
                     icon=":material/compare_arrows:")
         scroll_into_view("difference-note")
-    live_diagram("timeline", trace_json, lang, t(lang, "timeline_caption"))
+    live_diagram("timeline", trace_json, lang, _timeline_caption(lang, trace_json))
+    if trace_json is not None and bottleneck_contradicts(*_whole_and_spread(trace_json)):  # noise: measure again
+        repeats = resources.server_settings().repeats
+        st.button(t(lang, "tl_measure_again"), key="timeline_measure_again", icon=":material/refresh:",
+                  on_click=state.run_again, help=t(lang, "tl_measure_again_help", n=repeats))
     st.caption(t(lang, "timeline_real_split"))
+    if trace_json is not None:
+        ttft_bar(lang, trace_json)
     st.markdown(t(lang, "timeline_1"))
     st.markdown(markdown_table(t(lang, "timeline_table")))
     st.markdown(t(lang, "timeline_2"))
+
+
+def _whole_and_spread(trace_json: str):
+    """(the stored run, whole even while the classroom steps, and its repeats' headline numbers or None)."""
+    whole = parsed_trace(stepping_full() or trace_json)
+    return whole, shown_spread(whole)
+
+
+def _timeline_caption(lang: str, trace_json: str | None) -> str:
+    """The first figure's caption: what it measured in the lesson's terms (lesson.metric_cards.timeline_lesson)."""
+    if trace_json is None:
+        return t(lang, "timeline_caption")
+    whole, numbers = _whole_and_spread(trace_json)
+    lesson = timeline_lesson(whole, lang, numbers)
+    return f"{lesson} {t(lang, 'timeline_caption')}" if lesson else t(lang, "timeline_caption")
+
+
+def ttft_bar(lang: str, trace_json: str) -> None:
+    """TTFT as the lesson defines it, part by part, under the timeline (lesson.diagrams.ttft_parts): the
+    engine's parts of the run shown, and the visitor's (queue, trip, page) where the page measured them
+    for this visitor now; a recorded run or the first view says it has only the engine's."""
+    whole_json = stepping_full() or trace_json  # the replay and the classroom: TTFT is the whole run's
+    whole, numbers = _whole_and_spread(trace_json)
+    ss = st.session_state
+    felt = ss.get("trace_felt") if whole_json == ss.trace_json else None
+    source = "recorded" if ss.trace_recorded else "first_view" if ss.trace_is_default else "trace"
+    if felt and source == "trace":
+        source = "felt_other_run" if numbers is not None and numbers.shown else "felt"
+    else:
+        felt = None
+    with error_boundary(lang, "err_diagram"):
+        svg, alt = _ttft_figure(whole_json, lang, felt, source, run_label(numbers, lang), ss.classroom)
+        stem = download_stem(whole, ss.trace_stamp)
+        alt, stem, note = figure_words(lang, whole_json, alt, stem)
+        svg_figure("ttft_parts", svg, lang, with_note(t(lang, "ttft_parts_caption"), note), alt=alt,
+                   file_stem=f"{stem}_ttft_parts")
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _ttft_figure(trace_json: str, lang: str, felt_json: str | None, source: str, run_note: str,
+                 classroom: bool) -> tuple[str, str]:
+    """(the TTFT bar, its alt text), keyed by plain values."""
+    trace = parsed_trace(trace_json)
+    felt = FeltTimes.from_json(felt_json) if felt_json else None
+    svg = render_ttft_parts(trace, lang=lang, style=resources.figure_style(classroom), felt=felt, source=source,
+                            run_note=run_note)
+    return svg, ttft_parts_alt(trace, lang, felt)
 
 
 def section_prefill(lang: str, trace_json: str | None) -> None:

@@ -43,6 +43,7 @@ DEFAULTS: dict[str, Any] = {
     "trace_is_default": False,  # it is the page's own first view, not a run the visitor asked for
     "trace_recorded": False,  # it is a recorded run opened from a file or the gallery (app_support/gallery.py)
     "trace_spread": None,  # its repeats' headline numbers (lesson.spread.Headline JSON); None: one run only
+    "trace_felt": None,  # the page's times around its run 1's first token (lesson.diagrams.ttft_parts.FeltTimes JSON)
     "class_step": 1,  # classroom: forward passes shown so far
     "presenter": False,  # classroom: the presenter view, one figure per screen (app_support/presenter.py)
     "presenter_figure": 0,  # the presenter view's figure: an index into app_support.presenter.FIGURES

@@ -1,6 +1,7 @@
 """The lesson's headline numbers through AppTest: every run (the first view too) is repeated
-PREFILL_DECODE_REPEATS times, the cards and the bottleneck sentence quote the medians with their
-range and number of runs, and a run whose medians contradict the lesson offers to measure again."""
+PREFILL_DECODE_REPEATS times, the page shows the run nearest the medians (lesson.spread), the cards
+and the bottleneck sentence quote it with the runs' range and number, and a run that contradicts the
+lesson offers to measure again."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ def test_the_first_view_and_a_run_quote_the_median_of_the_repeats(app):
     numbers = Headline.from_json(app.session_state["trace_spread"])
     assert numbers.n == REPEATS.default and numbers.belongs_to(_shown(app))
     captions = texts(app, "caption")
-    assert t("zh", "metric_spread", n=numbers.n, low="§").split("§")[0] in captions  # "5 次运行的中位数（"
-    assert t("zh", "metric_this_run") in captions
+    k = numbers.shown + 1
+    assert t("zh", "metric_spread_shown", k=k, n=numbers.n, low="§").split("§")[0] in captions  # "中位数那一次…"
+    assert t("zh", "metric_shown_run", k=k, n=numbers.n) in captions
     app.slider(key="output_len").set_value(4)
     app.checkbox(key="ignore_eos").check()
     app.button(key="run").click().run()
@@ -28,7 +30,7 @@ def test_the_first_view_and_a_run_quote_the_median_of_the_repeats(app):
     numbers = Headline.from_json(app.session_state["trace_spread"])
     assert numbers.n == REPEATS.default and numbers.belongs_to(_shown(app))
     assert all(r.num_passes == 4 for r in numbers.runs)  # the same request, every time
-    assert t("zh", "bottleneck_live_repeats", n=numbers.n).split("（")[0] in texts(app, "info")
+    assert t("zh", "bottleneck_live_shown", n=numbers.n, k=numbers.shown + 1).split("（")[0] in texts(app, "info")
 
 
 @needs_model

@@ -22,6 +22,7 @@ engine error raised in the worker is raised here as the same class, with its key
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -60,7 +61,10 @@ class Queued:
 
 @dataclass(frozen=True)
 class Started:
-    """This call's measured run has begun."""
+    """This call's measured run has begun; `at`: when, on the worker's wall clock (time.time() seconds;
+    None from a worker that does not say), so a client on the same machine can time its queue wait."""
+
+    at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -370,7 +374,9 @@ def _event(kind: str, fields: dict[str, Any]) -> Event:
     if kind == "queued":
         return Queued(int(fields["ahead"]))
     if kind == "started":
-        return Started()
+        at = fields.get("at")
+        return Started(float(at) if isinstance(at, (int, float)) and not isinstance(at, bool) and math.isfinite(at)
+                       else None)
     if kind == "progress":
         return Progress(int(fields["done"]), int(fields["total"]))
     if kind == "waiting":

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -143,7 +144,7 @@ class EngineWorker:
 
     def _run(self, job: Job) -> None:
         ctx = JobContext(self.models, model=self.models.load, emit=job.send, cancelled=job.cancelled.is_set)
-        job.send("started")
+        job.send("started", at=time.time())  # the wall clock: a client on this machine places its queue wait
         try:
             result = self.measured[job.method](ctx, job.args)
         except RunCancelled:

@@ -1,0 +1,105 @@
+"""One run, one set of numbers through AppTest: a run of five repeats with
+deliberately different timings, and every number the page shows of it (the figures' SVG text, the
+cards, the sentences, the step log) is the run lesson.spread's rule chooses, labelled as such."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+import xml.etree.ElementTree as ET
+
+from engine.contract.trace import RequestTrace
+from engine.contract.worker.client import Done, Pass, Started
+from lesson.formats import format_ms
+from lesson.metric_cards import timeline_lesson
+from lesson.spread import nearest_median, run_label, shown_run
+from lesson.svgtext import fmt_ms
+from lesson.text import t
+from tests.app.apptest import assert_healthy, needs_model, texts
+from tests.factories import make_trace
+
+# Prefill / each Decode step, per repeat: far apart, so a number from another run cannot pass for the shown one
+TIMINGS = ((3.1, 1.7), (9.3, 4.9), (4.3, 2.3), (21.7, 11.1), (5.9, 3.3))
+
+
+def repeats(model) -> tuple[RequestTrace, ...]:
+    runs = []
+    for prefill_ms, decode_ms in TIMINGS:
+        trace = make_trace(("法国", "的", "首都", "是"), ("巴黎", "。", "</s>"), model=model,
+                           prefill_ms_per_position=(prefill_ms - 1.0) / 4, decode_ms=decode_ms)
+        runs.append(trace)
+    return tuple(runs)
+
+
+def _svgs(at) -> dict[str, ET.Element]:
+    roots = [ET.fromstring(c.value) for c in at.code if c.language == "xml"]
+    return {root.get("class").split()[1]: root for root in roots}
+
+
+def _texts(root: ET.Element) -> str:
+    return "\n".join(el.text or "" for el in root.iter())
+
+
+@needs_model
+def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkeypatch, app):
+    from app_support import resources
+
+    assert_healthy(app)
+    runs = list(repeats(RequestTrace.from_json(app.session_state["trace_json"]).model))
+    k = nearest_median(runs)
+    assert k == 4  # 5.9 ms / 3.3 ms sit nearest the per-pass medians (5.9 / 3.3)
+    chosen, numbers = shown_run(runs)
+    sent = time.time()
+
+    def fake_stream(ref, prompt, cfg, *, repeats, max_prompt_tokens):
+        yield Started(at=time.time())
+        first = runs[0] = dataclasses.replace(runs[0], started_at_s=time.time())  # the engine's clock starts
+        for n in range(1, len(first.steps) + 1):  # run 1 streams, as the worker sends it
+            yield Pass(dataclasses.replace(first, steps=first.steps[:n], stop_reason=None if n < 3 else "length"))
+        yield Done(tuple(runs))
+
+    monkeypatch.setattr(resources, "stream_runs", fake_stream)
+    app.button(key="run").click().run()
+    for name in ("timeline", "latency", "ttft_parts"):
+        app.toggle(key=f"raw_svg_{name}").set_value(True)
+    app.run()
+    assert_healthy(app)
+    assert app.session_state["trace_json"] == chosen.to_json(indent=None)  # stored: the chosen run itself
+    svgs = _svgs(app)
+    label = run_label(numbers, "zh")
+    for name in ("timeline", "latency"):  # each figure draws the chosen run and says which it is
+        drawn = [float(el.get("data-ms")) for el in svgs[name].iter() if "pass-time" in (el.get("class") or "")
+                 or (el.get("class") or "").startswith("bar-pass")]
+        words = _texts(svgs[name]).replace("\n", "")  # the notes wrap: their lines joined
+        assert label in words, name
+        rest = words.replace(label, "")  # the label's ranges name the fastest and slowest runs: all else is run k's
+        for other in (r for i, r in enumerate(runs) if i != k):
+            assert fmt_ms(other.prefill.duration_ms) not in rest, name
+        if name == "timeline":
+            assert drawn == [round(s.duration_ms, 3) for s in chosen.steps]
+    assert fmt_ms(chosen.metrics.ttft_ms) in _texts(svgs["latency"])
+    # the cards: the chosen run's own values, each saying which run it is
+    values = {m.label: m.value for m in app.metric}
+    assert values[t("zh", "metric_ttft")] == format_ms(chosen.metrics.ttft_ms)
+    assert values[t("zh", "metric_tpot")] == format_ms(chosen.metrics.tpot_ms)
+    assert t("zh", "metric_shown_run", k=k + 1, n=5) in texts(app, "caption")
+    # the sentences: the first figure's caption and the bottleneck section quote the chosen run
+    assert timeline_lesson(chosen, "zh", numbers) in texts(app, "caption")
+    info = texts(app, "info")
+    assert f"Prefill 用 {format_ms(chosen.prefill.duration_ms)}" in info
+    for other in (r for i, r in enumerate(runs) if i != k):
+        assert f"用 {format_ms(other.prefill.duration_ms)}" not in info
+    # the step log beside the answer: the chosen run's passes
+    log = texts(app, "markdown")
+    assert all(format_ms(s.duration_ms) in log for s in chosen.steps)
+    # TTFT's parts under the timeline: the chosen run's engine parts, the visitor's measured on run 1
+    bar = svgs["ttft-parts"]
+    kinds = [el.get("class").split()[1] for el in bar.iter() if (el.get("class") or "").startswith("part ")]
+    assert kinds == ["queue", "tokenize", "engine", "prefill", "trip", "page"]  # no choice timed in these traces
+    drawn = {el.get("class").split()[1]: float(el.get("data-ms")) for el in bar.iter()
+             if (el.get("class") or "").startswith("part ")}
+    assert drawn["prefill"] == round(chosen.prefill.duration_ms, 3)  # the engine's parts: the chosen run's
+    assert 0 <= drawn["queue"] <= (time.time() - sent) * 1e3
+    words = _texts(bar).replace("\n", "")
+    assert label in words and t("zh", "ttft_parts_run1")[:12] in words  # run 5 drawn, run 1 felt: said so
+    assert t("zh", "ttft_parts_engine", ms=fmt_ms(chosen.metrics.ttft_ms)) in words
