@@ -9,7 +9,7 @@ BIN := $(VENV)/bin
 # torch into .venv first; setup keeps any torch that already imports.
 TORCH ?= torch==2.13.0
 
-.PHONY: setup app test test-fast lint browser-deps bench export model
+.PHONY: setup app test test-fast lint browser-deps bench export model classroom
 
 setup: $(VENV)/.installed
 
@@ -21,6 +21,14 @@ $(VENV)/.installed: pyproject.toml
 
 app: setup
 	$(BIN)/streamlit run app.py
+
+# A class on one machine: REPLICAS app replicas behind HAProxy (sticky websockets), clients of WORKERS engine
+# workers (deploy/classroom.py; Debian: apt-get install haproxy). PORT is the proxy's.
+REPLICAS ?= 2
+WORKERS ?= 1
+PORT ?= 8500
+classroom: setup
+	$(BIN)/python deploy/classroom.py --replicas $(REPLICAS) --workers $(WORKERS) --port $(PORT)
 
 # Browser tests need Debian's chromium, CJK fonts and colour emoji (🚀 🇫🇷 in figures); never a downloaded browser.
 # The "compiled" engine mode (torch.compile, Inductor) needs a C++ compiler; the slide kit's PNGs (CairoSVG) cairo.

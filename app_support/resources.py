@@ -8,10 +8,13 @@
   serving lab's probe, stretching a prompt with the embedded tokenizer, loads transformers).
 - `get_model`: the page's view of a model the worker holds (EngineModel: the ModelRef a call names it
   by, its ModelInfo and device), loaded and warmed there once; `model_choices`: what the worker offers.
-- traces, token splits, comparisons and SVGs: `st.cache_data`, keyed by plain arguments (strings and
-  numbers), so repeated demos cost nothing. They are this process's: a worker that dies and is started
+- traces, token splits and comparisons: `st.cache_data`, keyed by plain arguments (strings and
+  numbers), so repeated demos cost nothing. The lesson's figures (SVGs, their words, the latency chart)
+  and parsed traces: app_support.shared_cache (`shared`), one bounded LRU per function keyed by the
+  arguments themselves, so every session showing the same run gets the same drawing without
+  Streamlit's per-call hashing and copying. They are this process's: a worker that dies and is started
   again takes none of them (nor any session's runs) with it.
-- `parsed_trace`: a trace's JSON parsed once (`st.cache_resource`: the same frozen
+- `parsed_trace`: a trace's JSON parsed once (`shared`: the same frozen
   object to every caller), so a page run never parses one run twice.
 
 Nothing cached here draws: Streamlit replays a cached function's elements, so a call that shows its
@@ -43,6 +46,8 @@ from lesson.inputs import DEFAULT_MODEL_CHOICE
 from lesson.spread import shown_run
 from lesson.style import DEFAULT_STYLE, classroom_style
 
+from .shared_cache import shared
+
 log = logging.getLogger("prefill_decode.app")
 
 # A call that has heard nothing for this long tells its page (Waiting), which redraws: Streamlit stops a
@@ -50,7 +55,7 @@ log = logging.getLogger("prefill_decode.app")
 HEARTBEAT_S = 0.25
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
+@shared(max_entries=64)
 def parsed_trace(trace_json: str) -> RequestTrace:
     """The trace a JSON string holds, parsed once per string and shared: every part of a page (and
     every visitor) that shows the same run reads the same frozen RequestTrace. Never mutate it."""
@@ -209,7 +214,7 @@ def figure_style(classroom: bool):
 RUN_NOTED = ("timeline", "latency")
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@shared(max_entries=256)
 def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False,
                 run_note: str = "") -> str:
     """One diagram of a trace, as an SVG string. `full_json`: the whole run while the
@@ -221,20 +226,23 @@ def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = N
     return DIAGRAMS[name](parsed_trace(trace_json), lang=lang, full=full, style=figure_style(classroom), **noted)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
+@shared(max_entries=256)
 def diagram_words(name: str, trace_json: str, lang: str, stamp: str) -> tuple[str, str]:
     """(the diagram's alt text, its download file name without extension)."""
     trace = parsed_trace(trace_json)
     return figure_alt(name, trace, lang), f"{download_stem(trace, stamp)}_{name}"
 
 
-@st.cache_data(show_spinner=False, max_entries=512)
+@shared(max_entries=512)
 def schematic_svg(prompt_len: int, output_len: int, lang: str, classroom: bool = False) -> str:
     """The block sketch for the two sliders; no model involved."""
     return render_blocks_schematic(prompt_len, output_len, lang=lang, style=figure_style(classroom))
 
 
+@shared(max_entries=64)
 def latency_figure(trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False):
+    """The latency chart (a plotly Figure, built once per run, language and style and shared by every
+    session: st.plotly_chart only serializes it; never mutate it)."""
     from lesson.charts.run import latency_figure as make_figure
 
     full = None if full_json is None else parsed_trace(full_json)

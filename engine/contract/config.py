@@ -112,8 +112,9 @@ DTYPE = Variable("PREFILL_DECODE_DTYPE", "text", "auto", "the weights' dtype (au
                  "MPS, float32 on CPU)", values="auto, float32, bfloat16, float16")
 THREADS = Variable("PREFILL_DECODE_THREADS", "int", None, "torch's CPU threads (on a busy machine more threads "
                    "make a small Decode step slower)", low=1, high=256, shown_default="half the cores, 1 to 4")
-ENGINE = Variable("PREFILL_DECODE_ENGINE", "address", "", "a remote engine worker the app sends its runs to; "
-                  "empty: the app starts a local one", values="HOST:PORT")
+ENGINE = Variable("PREFILL_DECODE_ENGINE", "address", "", "a remote engine worker the app sends its runs to, or "
+                  "several (a pool, comma-separated: each call goes to the shortest queue); empty: the app starts "
+                  "a local one", values="HOST:PORT[,HOST:PORT...]")
 ENGINE_TOKEN_FILE = Variable("PREFILL_DECODE_ENGINE_TOKEN_FILE", "path", "", "a file whose first line is the remote "
                              "engine worker's token (the app's side; a worker reads it with --token-file)",
                              values="a file")
@@ -316,7 +317,7 @@ class EngineSettings:
     """How the engine runs: torch's CPU threads, and where (a local worker, or a remote one)."""
 
     num_threads: int  # THREADS
-    address: str = ENGINE.default  # ENGINE: HOST:PORT of a remote engine worker; "" = start a local one
+    address: str = ENGINE.default  # ENGINE: HOST:PORT of a remote worker (or several, comma-separated); "" = local
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> EngineSettings:

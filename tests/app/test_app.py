@@ -359,6 +359,7 @@ def test_a_page_opened_in_english_starts_from_the_english_example():
 
 @needs_model
 def test_downloads_are_named_after_the_run(app, monkeypatch):
+    from streamlit.runtime.media_file_manager import MediaFileManager
     from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
     names: list[str] = []
@@ -369,6 +370,13 @@ def test_downloads_are_named_after_the_run(app, monkeypatch):
         return original(self, path_or_data, mimetype, kind, filename)
 
     monkeypatch.setattr(MemoryMediaFileStorage, "load_and_get_id", spy)
+    deferred = MediaFileManager.add_deferred  # the run's data files are written when clicked
+
+    def spy_deferred(self, data_callable, mimetype, coordinates, file_name=None, **kwargs):
+        names.append(file_name)
+        return deferred(self, data_callable, mimetype, coordinates, file_name, **kwargs)
+
+    monkeypatch.setattr(MediaFileManager, "add_deferred", spy_deferred)
     stems = []
     for output_len in (2, 1):
         names.clear()
@@ -696,7 +704,8 @@ def test_the_app_offers_the_perfetto_download(monkeypatch):
         button = next(b for b in at.get("download_button") if b.key == "download_perfetto")
         assert button.proto.label == "下载 Perfetto Trace（Chrome Trace Event JSON）"
         shown = json.loads(at.session_state["trace_json"])
-        assert button.proto.url  # the file is served by the app's media store
+        # written when clicked (a deferred download), not on every page run of every visitor
+        assert button.proto.deferred_file_id and not button.proto.url
     finally:
         resources.server_settings.clear()
     assert check_trace_events(request_trace_events(RequestTrace.from_dict(shown))) == []

@@ -40,13 +40,15 @@ from engine.contract.sweep import Sweep
 from engine.contract.trace import ModelInfo, RequestTrace, Step, StepsSoFar
 from engine.contract.worker.codec import from_plain, to_plain
 from engine.contract.worker.errors import (
-    ProtocolError, RunCancelled, WorkerAuthError, WorkerSetupError, WorkerUnreachable, error_from_wire,
+    EngineWorkerError, ProtocolError, RunCancelled, WorkerAuthError, WorkerSetupError, WorkerUnreachable,
+    error_from_wire,
 )
 from engine.contract.worker.local import DYING_GRACE_S, LocalWorker
 from engine.contract.worker.protocol import (
     FINAL_TYPES, HANDSHAKE_TIMEOUT_S, WORKER_TYPES, Channel, ModelRef, connect, format_address,
-    parse_address, read_token,
+    read_token,
 )
+from engine.contract.worker.pool import Address, WorkerPool, parse_addresses
 
 
 
@@ -125,7 +127,10 @@ class TokenPreview:
 # --- the client ---------------------------------------------------------------------
 
 class EngineClient:
-    """Calls to one engine worker. Thread-safe: every call has a connection of its own."""
+    """Calls to one engine worker (or to a pool of them: `pool`, each call to the shortest queue).
+    Thread-safe: every call has a connection of its own."""
+
+    pool: WorkerPool | None = None  # several workers (PREFILL_DECODE_ENGINE=A,B): the address is chosen per call
 
     def __init__(self, address: tuple[str, int] | None, authkey: bytes | None, *, local: LocalWorker | None = None,
                  connect_timeout_s: float = HANDSHAKE_TIMEOUT_S, heartbeat_s: float | None = None) -> None:
@@ -146,11 +151,17 @@ class EngineClient:
             return cls(None, None, local=LocalWorker(device=settings.device, dtype=settings.dtype, environ=environ),
                        heartbeat_s=heartbeat_s)
         token = read_token(config.read_text(environ, config.ENGINE_TOKEN_FILE) or None, environ)
-        return cls(parse_address(address), token, heartbeat_s=heartbeat_s)
+        addresses = parse_addresses(address)  # HOST:PORT, or several: a pool (engine/contract/worker/pool.py)
+        client = cls(addresses[0], token, heartbeat_s=heartbeat_s)
+        if len(addresses) > 1:
+            client.pool = WorkerPool(addresses, lambda where: queue_length(where, token))
+        return client
 
     @property
     def address(self) -> tuple[str, int]:
-        """Where the worker listens (a local one is started first, when needed)."""
+        """Where the worker listens (a local one is started first, when needed; a pool's shortest queue)."""
+        if self.pool is not None:
+            return self.pool.choose()
         return self.local.address() if self.local is not None else self._address
 
     def close(self) -> None:
@@ -390,3 +401,16 @@ def _description(data: dict[str, Any]) -> ModelDescription:
 
 def _reason(err: BaseException) -> str:
     return getattr(err, "strerror", None) or str(err) or type(err).__name__
+
+POOL_PING_TIMEOUT_S = 2.0  # a pool's worker that has not answered its ping by then is passed over for this call
+
+
+def queue_length(address: Address, authkey: bytes | None) -> int | None:
+    """One pool worker's queue (its ping's `queue_length`: measured calls waiting or running; 0 when it
+    reports none), or None when it does not answer."""
+    try:
+        answer = EngineClient(address, authkey, connect_timeout_s=POOL_PING_TIMEOUT_S).ping()
+    except (EngineWorkerError, OSError, EOFError):
+        return None
+    length = answer.get("queue_length") if isinstance(answer, dict) else None
+    return length if isinstance(length, int) and not isinstance(length, bool) and length >= 0 else 0

@@ -1,0 +1,365 @@
+"""A class on one server: N sessions open the lesson at once, N students press Run, K run the serving lab.
+
+    .venv/bin/python bench/classroom.py --sessions 1,10,30           # starts the app itself
+    .venv/bin/python bench/classroom.py --url http://127.0.0.1:8501 --sessions 30 --run
+    .venv/bin/python bench/classroom.py --engine --runs 30 --labs 3   # the engine's queue, no page
+
+Sessions speak Streamlit's own websocket protocol (`/_stcore/stream`, BackMsg / ForwardMsg from
+streamlit.proto), as a browser tab does, without a browser: each opens the lesson page, and its
+"first figure" is the first delta carrying the timeline figure (its SVG: `class="chip ...`), its
+"settled" the script's FINISHED_SUCCESSFULLY. `--run` then presses Run in every session (the run
+button's trigger, as the page sends it) and times the rerun to its end. A session fails when it
+shows an exception element or an error alert, never finishes, or never shows the figure. The server's
+resident memory (VmRSS, /proc) is read before, at the busiest point, and after the sessions closed.
+
+The engine part is the engine client the app uses (EngineClient with a LocalWorker): N lesson runs
+(the lesson's request with its repeats, as the page sends it) started within 3 s, while K serving
+labs (every policy of the lab's first scenario, one after another, as the lab sends them) run; it
+prints first-pass p50/p95 and each lab's completion time against one lab alone.
+
+Every goal is printed with its ratio (measured / goal; <= 1 is met). Exit 1 when a judged goal fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import os
+import random
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from websockets.asyncio.client import connect
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.app_server import streamlit_server  # noqa: E402
+from engine.contract.config import ServingCaps, settings_from_env  # noqa: E402
+from engine.contract.results import GenerationConfig  # noqa: E402
+from engine.contract.serving.workloads import scenario  # noqa: E402
+from engine.contract.worker.client import EngineClient, Pass  # noqa: E402
+from engine.contract.worker.protocol import ModelRef  # noqa: E402
+from lesson.inputs import DEFAULT_OUTPUT_LEN, default_prompt  # noqa: E402
+
+TIMELINE_MARK = b'class="chip '  # only the timeline draws chips (lesson/diagrams/timeline.py)
+SESSION_TIMEOUT_S = 300
+FIRST_FIGURE_GOAL_S, SETTLED_GOAL_S = 3.0, 6.0  # at 30 sessions
+FIRST_PASS_GOAL_S, LAB_GOAL_RATIO = 2.0, 1.2
+ALERT_ERROR = 1  # Alert.Format.ERROR (streamlit/proto/Alert.proto)
+FINISHED, FINISHED_FOR_RERUN = 0, 2  # ForwardMsg.ScriptFinishedStatus
+
+
+@dataclass
+class Session:
+    """One tab's times (seconds from its first message) and what went wrong in it."""
+
+    first_figure_s: float | None = None
+    settled_s: float | None = None
+    run_s: float | None = None
+    errors: list[str] = field(default_factory=list)
+    run_button_id: str = ""
+    replica: str = ""  # behind deploy/classroom.py's HAProxy: the replica that served it (X-Replica)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors and self.first_figure_s is not None and self.settled_s is not None
+
+
+def rerun_message(widget_id: str = "") -> bytes:
+    """The BackMsg a tab sends to run the page: a fresh open, or a click on the button `widget_id`."""
+    msg = BackMsg()
+    msg.rerun_script.query_string = ""
+    msg.rerun_script.page_script_hash = ""
+    if widget_id:
+        state = msg.rerun_script.widget_states.widgets.add()
+        state.id, state.trigger_value = widget_id, True
+    return msg.SerializeToString()
+
+
+def read_delta(session: Session, msg: ForwardMsg, started: float, watch_figure: bool) -> None:
+    """Note what one delta shows: the timeline figure, an exception, an error, the Run button's id."""
+    element = msg.delta.new_element if msg.delta.WhichOneof("type") == "new_element" else None
+    if element is None:
+        return
+    kind = element.WhichOneof("type")
+    if kind == "exception":
+        session.errors.append(f"exception: {element.exception.type}: {element.exception.message[:120]}")
+    elif kind == "alert" and element.alert.format == ALERT_ERROR:
+        session.errors.append(f"error alert: {element.alert.body[:120]}")
+    elif kind == "button" and element.button.id.endswith("-run"):  # key="run": the run panel's button
+        session.run_button_id = element.button.id
+    elif watch_figure and kind == "imgs" and session.first_figure_s is None:
+        if any(TIMELINE_MARK in svg_bytes(img.url) for img in element.imgs.imgs):
+            session.first_figure_s = time.monotonic() - started
+
+
+def svg_bytes(url: str) -> bytes:
+    """An st.image SVG's markup (Streamlit sends it as a base64 data URL)."""
+    prefix = "data:image/svg+xml;base64,"
+    return base64.b64decode(url[len(prefix):]) if url.startswith(prefix) else b""
+
+
+async def until_finished(ws, session: Session, started: float, watch_figure: bool) -> float:
+    """Read ForwardMsgs until the script run finishes (a run ended early for a rerun waits for the next)."""
+    while True:
+        msg = ForwardMsg()
+        msg.ParseFromString(await ws.recv())
+        kind = msg.WhichOneof("type")
+        if kind == "delta":
+            read_delta(session, msg, started, watch_figure)
+        elif kind == "script_finished" and msg.script_finished != FINISHED_FOR_RERUN:
+            return time.monotonic() - started
+
+
+class Hold:
+    """Keeps every tab open until all have done their work, so the memory read sees them all at once."""
+
+    def __init__(self, n: int) -> None:
+        self.n, self.arrived = n, 0
+        self.all_arrived, self.release = asyncio.Event(), asyncio.Event()
+
+    async def wait(self) -> None:
+        self.arrived += 1
+        if self.arrived >= self.n:
+            self.all_arrived.set()
+        await self.release.wait()
+
+
+async def open_session(url: str, press_run: bool, hold: Hold, headers: dict[str, str] | None = None) -> Session:
+    """One tab: open the lesson, wait for it to settle, optionally press Run; stay open until released.
+    `headers`: sent with the websocket's handshake (a proxy's sticky cookie)."""
+    session = Session()
+    ws_url = url.replace("http://", "ws://", 1) + "/_stcore/stream"
+    try:
+        async with connect(ws_url, subprotocols=["streamlit"], max_size=None, open_timeout=120,
+                           ping_interval=None, additional_headers=headers) as ws:
+            session.replica = ws.response.headers.get("X-Replica", "")
+            started = time.monotonic()
+            await ws.send(rerun_message())
+            session.settled_s = await asyncio.wait_for(until_finished(ws, session, started, True), SESSION_TIMEOUT_S)
+            if press_run and session.run_button_id:
+                clicked = time.monotonic()
+                await ws.send(rerun_message(session.run_button_id))
+                session.run_s = await asyncio.wait_for(until_finished(ws, session, clicked, False), SESSION_TIMEOUT_S)
+            elif press_run:
+                session.errors.append("no Run button on the page")
+            await hold.wait()
+    except Exception as err:  # noqa: BLE001 - a failed session is counted, the others go on
+        session.errors.append(f"{type(err).__name__}: {err}")
+        await hold.wait()
+    if session.first_figure_s is None and not session.errors:
+        session.errors.append("no timeline figure")
+    return session
+
+
+def rss_mib(pid: int | None) -> float:
+    """A process's resident memory (VmRSS) in MiB; NaN without a pid (a server started elsewhere)."""
+    if not pid:
+        return float("nan")
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+async def open_many(url: str, n: int, press_run: bool, pid: int | None) -> tuple[list[Session], float]:
+    """N tabs at once; returns them and the server's RSS while all of them are still open."""
+    hold = Hold(n)
+    tasks = [asyncio.create_task(open_session(url, press_run, hold)) for _ in range(n)]
+    await hold.all_arrived.wait()
+    open_rss = rss_mib(pid)
+    hold.release.set()
+    return list(await asyncio.gather(*tasks)), open_rss
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The nearest-rank percentile (p95 of 30 values: the 29th)."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered), max(1, -(-len(ordered) * q // 100))) - 1]
+
+
+def spread(values: list[float]) -> str:
+    return (f"p50 {percentile(values, 50):6.2f} s  p95 {percentile(values, 95):6.2f} s  "
+            f"max {max(values, default=float('nan')):6.2f} s")
+
+
+def goal_line(name: str, measured: float, goal: float, unit: str = "s") -> bool:
+    """Print a goal with its ratio (measured / goal); True when met."""
+    ratio = measured / goal if goal else float("inf")
+    met = ratio <= 1.0
+    print(f"  goal {name}: {measured:.2f} {unit} / {goal:.2f} {unit} = {ratio:.2f}x ({'met' if met else 'MISSED'})")
+    return met
+
+
+# --- the sessions part ------------------------------------------------------------
+
+def sessions_part(url: str, counts: list[int], press_run: bool, pid: int | None) -> bool:
+    """One round per count: N tabs at once; prints their times, errors and the server's memory."""
+    ok = True
+    print(f"server RSS before any session: {rss_mib(pid):.0f} MiB")
+    warm, _ = asyncio.run(open_many(url, 1, False, pid))  # the first visit starts the worker, measures the first view
+    print(f"warm-up session (cold server): first figure {warm[0].first_figure_s}, settled {warm[0].settled_s}, "
+          f"errors {warm[0].errors}")
+    for n in counts:
+        before = rss_mib(pid)
+        started = time.monotonic()
+        sessions, open_rss = asyncio.run(open_many(url, n, press_run, pid))
+        wall = time.monotonic() - started
+        time.sleep(3.0)  # the server forgets closed sessions
+        after = rss_mib(pid)
+        ok &= report_round(n, sessions, wall, (before, open_rss, after), press_run)
+    return ok
+
+
+def report_round(n: int, sessions: list[Session], wall: float, rss: tuple[float, float, float],
+                 press_run: bool) -> bool:
+    """Print one round's line and its goals; False when a judged goal failed."""
+    good = [s for s in sessions if s.ok]
+    first = [s.first_figure_s for s in good]
+    settled = [s.settled_s for s in good]
+    print(f"\n{n} session(s) at once ({wall:.1f} s wall): {len(good)}/{n} got their page")
+    print(f"  first figure  {spread(first)}")
+    print(f"  settled       {spread(settled)}")
+    if press_run:
+        print(f"  Run pressed   {spread([s.run_s for s in good if s.run_s is not None])}")
+    before, during, after = rss
+    print(f"  server RSS: {before:.0f} MiB before, {during:.0f} MiB with all {n} open, "
+          f"{after:.0f} MiB after they closed")
+    for err in sorted({e for s in sessions for e in s.errors})[:5]:
+        print(f"  error: {err}")
+    ok = len(good) == n
+    if n >= 30 and good:
+        ok &= goal_line(f"first figure p95 at {n} sessions", percentile(first, 95), FIRST_FIGURE_GOAL_S)
+        ok &= goal_line(f"every page settled at {n} sessions", max(settled), SETTLED_GOAL_S)
+    return ok
+
+
+# --- the engine part --------------------------------------------------------------
+
+def lesson_request(max_prompt_tokens: int):
+    """The lesson's request as the page sends it on Run: the default prompt and length, greedy."""
+    cfg = GenerationConfig(max_new_tokens=DEFAULT_OUTPUT_LEN, temperature=0.0, top_k=0, top_p=1.0, seed=0)
+    return default_prompt("zh"), cfg, max_prompt_tokens
+
+
+def first_pass_s(client: EngineClient, model: ModelRef, repeats: int, max_prompt_tokens: int) -> float:
+    """Seconds from sending the lesson's run to its first Pass (its Prefill), then read to the end."""
+    prompt, cfg, cap = lesson_request(max_prompt_tokens)
+    started, first = time.monotonic(), None
+    for event in client.stream_repeats(model, prompt, cfg, repeats=repeats, max_prompt_tokens=cap):
+        if isinstance(event, Pass) and first is None:
+            first = time.monotonic() - started
+    return first if first is not None else float("nan")
+
+
+def lab_s(client: EngineClient, model: ModelRef) -> float:
+    """One serving lab's click: every policy of the lab's first scenario, one after another."""
+    workload = scenario("long-prompt-during-chats", 0)
+    started = time.monotonic()
+    for policy in ServingCaps.from_env().policies:
+        config = {"policy": policy, "token_budget": 64 if policy == "chunked" else None, "block_size": 16,
+                  "num_kv_blocks": None, "on_kv_full": "preempt", "slo": {"ttft_ms": None, "tpot_ms": None}}
+        client.serve_workload(model, workload, config, scenario="long-prompt-during-chats")
+    return time.monotonic() - started
+
+
+def in_threads(jobs: list, spread_s: float) -> list:
+    """Run each job (a callable) in a thread of its own, started within `spread_s`; their results."""
+    results: list = [None] * len(jobs)
+
+    def run(i: int, job) -> None:
+        time.sleep(random.uniform(0, spread_s))
+        results[i] = job()
+
+    threads = [threading.Thread(target=run, args=(i, job)) for i, job in enumerate(jobs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def engine_part(runs: int, labs: int) -> bool:
+    """N lesson runs within 3 s while K labs run, through the app's own client and a local worker."""
+    settings = settings_from_env()
+    client = EngineClient.from_env({k: v for k, v in os.environ.items() if k != "PREFILL_DECODE_ENGINE"})
+    model = ModelRef("default", settings.device, settings.dtype)
+    try:
+        client.load(model)
+        cap, repeats = settings.limits.max_prompt_tokens, settings.repeats
+        alone = first_pass_s(client, model, repeats, cap)
+        print(f"\nengine: one lesson run alone, first pass {alone:.2f} s")
+        firsts = in_threads([lambda: first_pass_s(client, model, repeats, cap)] * runs, 3.0)
+        print(f"{runs} lesson runs within 3 s: first pass p50 {percentile(firsts, 50):.2f} s, "
+              f"p95 {percentile(firsts, 95):.2f} s")
+        ok = True
+        if labs:
+            one_lab = lab_s(client, model)
+            print(f"one serving lab alone: {one_lab:.1f} s")
+            ok &= labs_with_runs(client, model, runs, labs, one_lab, (repeats, cap))
+        return ok
+    finally:
+        client.close()
+
+
+def labs_with_runs(client: EngineClient, model: ModelRef, runs: int, labs: int, one_lab: float,
+                   run_args: tuple[int, int]) -> bool:
+    """K labs started together, and N lesson runs within 3 s of them; prints both and the goals."""
+    jobs = [lambda: lab_s(client, model)] * labs
+    results: dict[str, list] = {}
+    lab_thread = threading.Thread(target=lambda: results.setdefault("labs", in_threads(jobs, 0.0)))
+    lab_thread.start()
+    time.sleep(1.0)  # the labs are in the queue first
+    firsts = in_threads([lambda: first_pass_s(client, model, *run_args)] * runs, 3.0)
+    lab_thread.join()
+    done = sorted(results["labs"])
+    print(f"{labs} serving labs at once, {runs} lesson runs meanwhile: first pass p50 {percentile(firsts, 50):.2f} s, "
+          f"p95 {percentile(firsts, 95):.2f} s; labs done after {', '.join(f'{d:.1f}' for d in done)} s")
+    ok = goal_line(f"first pass p95 with {labs} labs", percentile(firsts, 95), FIRST_PASS_GOAL_S)
+    ok &= goal_line(f"last of {labs} labs / one lab alone", done[-1] / one_lab, LAB_GOAL_RATIO, "x")
+    return ok
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", default="1,10,30", help="tabs opened at once, one round per count")
+    parser.add_argument("--url", default="", help="a running app (default: start one on a free port)")
+    parser.add_argument("--pid", type=int, default=0, help="the running app's pid, for its memory (with --url)")
+    parser.add_argument("--run", action="store_true", help="every tab also presses Run once its page settled")
+    parser.add_argument("--engine", action="store_true", help="the engine part too (lesson runs and serving labs)")
+    parser.add_argument("--runs", type=int, default=30, help="lesson runs sent within 3 s (engine part)")
+    parser.add_argument("--labs", type=int, default=3, help="serving labs running meanwhile (engine part; 0: none)")
+    parser.add_argument("--log", default="", help="the started app's log file (checked for tracebacks)")
+    args = parser.parse_args()
+    counts = [int(c) for c in args.sessions.split(",") if c.strip()]
+    ok = True
+    if counts:
+        ok &= run_sessions(args, counts)
+    if args.engine:
+        ok &= engine_part(args.runs, args.labs)
+    print("\nPASS" if ok else "\nFAIL")
+    return 0 if ok else 1
+
+
+def run_sessions(args, counts: list[int]) -> bool:
+    """The sessions part against --url, or against an app started here (its log checked for tracebacks)."""
+    if args.url:
+        return sessions_part(args.url.rstrip("/"), counts, args.run, args.pid or None)
+    log_path = Path(args.log or "/tmp/classroom_app.log")
+    with streamlit_server(log_path) as server:
+        ok = sessions_part(server.url, counts, args.run, server.pid)
+    tracebacks = log_path.read_text(errors="replace").count("Traceback")
+    print(f"tracebacks in the app's log ({log_path}): {tracebacks}")
+    return ok and tracebacks == 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
