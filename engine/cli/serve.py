@@ -17,6 +17,7 @@ import json
 
 from engine.cli.common import add_device_arguments, add_slo_arguments, dist, ms, shown, slo_from_args, table
 from engine.contract import limits
+from engine.contract.serving.config import ServeConfig
 from engine.contract.serving.metrics import prefix_cache_totals
 from engine.contract.serving.trace import POLICIES, ServingRun
 from engine.contract.serving.workloads import SCENARIOS, load_workload_file, scenario
@@ -65,11 +66,6 @@ def run(args: argparse.Namespace) -> int:
 
 def run_serve(args: argparse.Namespace) -> str:
     limits.check_count("--seed", args.seed, limits.MAX_SEED)
-    # torch loads here, when the engine runs, not when the parser is built
-    from engine.contract.serving.config import ServeConfig
-    from engine.runtime.model import load_model
-    from engine.runtime.serving.engine import run_workload
-
     workload = scenario(args.scenario, args.seed) if args.scenario else load_workload_file(args.workload)
     slo = slo_from_args(args, "bad_serve_setting")
     policies = POLICIES if args.policy == "all" else (args.policy,)
@@ -77,6 +73,10 @@ def run_serve(args: argparse.Namespace) -> str:
                            num_kv_blocks=args.kv_blocks, on_kv_full=args.on_kv_full, max_num_seqs=args.max_num_seqs,
                            slo=slo, prefix_caching=args.prefix_caching)
                for p in policies]  # validated before the model loads
+    # torch loads here, once the workload and the settings are read and checked, not when the parser is built
+    from engine.runtime.model import load_model
+    from engine.runtime.serving.engine import run_workload
+
     lm = load_model(args.model, device=args.device, dtype=args.dtype)
     name = args.scenario or args.workload
     runs = [run_workload(lm, workload, c, scenario=name) for c in configs]

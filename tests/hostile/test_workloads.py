@@ -59,6 +59,8 @@ def test_a_million_lines_are_counted_before_any_is_parsed():
 
 
 SERVE = ["-m", "engine", "serve", "--policy", "chunked", "--workload"]
+# The file is refused before torch is imported: the child stays near 26 MB (importing torch alone: about 220 MB)
+TORCHLESS_MB = 100
 
 
 @pytest.mark.parametrize("name", ["100 000 brackets", "a 5000-digit number", "a lone surrogate in the prompt"])
@@ -66,7 +68,7 @@ def test_serve_refuses_the_file_in_one_line_before_loading_a_model(name, tmp_pat
     path = tmp_path / "workload.jsonl"
     path.write_text(GOOD + "\n" + LINES[name][0] + "\n", encoding="utf-8")
     outcome = python(*SERVE, str(path), timeout_s=60)
-    assert_one_line(outcome, 2, "line 2", seconds=30, peak_mb=600)
+    assert_one_line(outcome, 2, "line 2", seconds=30, peak_mb=TORCHLESS_MB)
 
 
 def test_serve_refuses_an_oversized_file_before_reading_it(tmp_path):
@@ -74,7 +76,7 @@ def test_serve_refuses_an_oversized_file_before_reading_it(tmp_path):
     with path.open("wb") as f:  # sparse: 65 MB on paper, nothing on disk
         f.truncate(65 * 2**20)
     outcome = python(*SERVE, str(path), timeout_s=60)
-    assert_one_line(outcome, 2, "bytes", seconds=30, peak_mb=400)
+    assert_one_line(outcome, 2, "bytes", seconds=30, peak_mb=TORCHLESS_MB)
 
 
 # --- the lab's caps: every request's typed prompt, and its arrival ----------------------------
