@@ -102,9 +102,10 @@ def _over_time(dwg, run, worker, top, left, right, colors, style, lang, multi, l
         snap = it.blocks
         col = dwg.g(class_="kv-column", **{"data-index": it.index, "data-used": snap.num_used_blocks,
                                            "data-free": snap.num_free_blocks, "data-waste": snap.wasted_slots})
-        base = bottom
-        for table in snap.tables:
-            h = ys(0) - ys(len(table.block_ids))
+        base, seen = bottom, set()
+        for table in snap.tables:  # a block shared through the prefix cache is stacked once, under its first holder
+            h = ys(0) - ys(len(set(table.block_ids) - seen))
+            seen.update(table.block_ids)
             if h <= 0:
                 continue
             col.add(dwg.rect((x, round(base - h, 2)), (round(bar_w, 2), round(h, 2)),
@@ -143,7 +144,7 @@ def _grid(dwg, run, peak, top, left, cols, num_cells, colors, style, lang, headi
     owner = {}
     for table in snap.tables:
         for block_id, tokens in zip(table.block_ids, table.tokens_per_block):
-            owner[block_id] = (table.request_id, tokens)
+            owner.setdefault(block_id, (table.request_id, tokens))  # shared (prefix cache): its first holder
     grid = dwg.g(class_="block-grid", **{"data-iteration": peak.index})
     for cell in range(num_cells):
         x = left + (cell % cols) * (CELL + CELL_GAP)

@@ -130,3 +130,19 @@ def test_rows_and_sentences_say_the_numbers(tight):
     sentence = ttft_sentence(tight, on, "en")
     assert "the same tokens: yes" in sentence
     assert "176 / 546" in prefix_alt(on, "en")
+
+
+def test_the_kv_blocks_figure_stacks_a_shared_block_once():
+    from lesson.diagrams.kv_blocks import render_kv_blocks
+
+    def first_column_height(run: ServingRun) -> float:
+        column = with_class(parse(render_kv_blocks(run, lang="en")), "kv-column")[0]
+        return sum(float(r.get("height")) for r in with_class(column, "owned"))
+
+    plain, shared = make_run(block_size=4), make_shared_run()
+    tables = {t.request_id: t for t in plain.iterations[0].blocks.tables}
+    assert shared.iterations[0].blocks.num_used_tokens <= plain.iterations[0].blocks.num_used_tokens
+    if plain.requests[1].request_id in tables:  # r1 holds r0's first block instead of its own
+        assert first_column_height(shared) < first_column_height(plain)
+    else:  # r1 joined holding r0's blocks: nothing more is stacked
+        assert first_column_height(shared) == first_column_height(plain)

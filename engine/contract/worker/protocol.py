@@ -63,7 +63,6 @@ MEASURED_METHODS = frozenset({
     "host_us_per_call", "machine_spec", "load", "trace_repeats",
 })
 LIGHT_METHODS = frozenset({"ping", "describe", "model_shape", "model_choices", "token_preview"})
-METHODS = MEASURED_METHODS | LIGHT_METHODS
 
 CLIENT_TYPES = frozenset({"call", "cancel"})
 WORKER_TYPES = frozenset({"queued", "started", "pass", "progress", "done", "error", "cancelled"})
