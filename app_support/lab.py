@@ -10,10 +10,12 @@ from __future__ import annotations
 import streamlit as st
 
 from engine.contract.config import ServerSettings
+from engine.contract.cost import DEVICE_SPECS, TORCH_DTYPES, trace_floors
+from engine.contract.sweep import Sweep
 from engine.contract.trace import RequestTrace
 from engine.contract.worker.client import Progress
 from lesson.alt_text import cache_compare_alt, cache_compare_caption
-from lesson.diagrams import render_roofline, render_step_floors
+from lesson.diagrams import render_roofline, render_step_floors, render_sweep
 from lesson.downloads import download_stem
 from lesson.formats import escape_markdown
 from lesson.lab import (
@@ -75,8 +77,6 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
 
 def _prediction(lang: str, lm, trace: RequestTrace):
     """The dtype and device knobs, the cost model's table for this run, and what it predicts."""
-    from engine.contract.cost import TORCH_DTYPES, trace_floors
-
     st.subheader(t(lang, "lab_prediction_title"), anchor="prediction")
     ran_in = TORCH_DTYPES.get(lm.info.dtype, "fp32")
     ss = st.session_state
@@ -124,8 +124,6 @@ def _prediction(lang: str, lm, trace: RequestTrace):
 
 
 def _spec_name(key: str) -> str:
-    from engine.contract.cost import DEVICE_SPECS
-
     return DEVICE_SPECS[key].name
 
 
@@ -208,7 +206,6 @@ def _sweeps(lang: str, lm, settings: ServerSettings) -> None:
 def _kept_sweep(lang: str, kind: str, sweep_json: str) -> None:
     """A sweep measured on this server: its figure, its words, when it was measured, its downloads."""
     with error_boundary(lang, "err_diagram"):
-        from engine.contract.sweep import Sweep
         from lesson.charts.lab import sweep_figure
 
         sweep = Sweep.from_json(sweep_json)
@@ -218,8 +215,6 @@ def _kept_sweep(lang: str, kind: str, sweep_json: str) -> None:
         st.caption(lab_sweep_kept_text(sweep, lang))  # when and where: a kept sweep says how old it is
         if sweep.random_weights:
             st.caption(t(lang, "random_weights_note"))
-        from lesson.diagrams import render_sweep
-
         name = f"prefill-decode_sweep_{kind}_{sweep.model_id.replace(':', '-')}"
         left, right = st.columns(2)
         left.download_button(t(lang, "lab_sweep_download"), data=sweep_json, mime="application/json",

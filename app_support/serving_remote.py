@@ -1,9 +1,9 @@
-"""The serving lab's view of servers outside this process (issue 12), part by part.
+"""The serving lab's view of servers outside this process, part by part.
 
     probe_panel   "measure a real server": the lab's workload sent to an OpenAI-compatible
                   streaming endpoint by engine.contract.interop.probe.run_probe, timed on the client
     vllm_panel    a `vllm bench serve --save-result --save-detailed` file uploaded and drawn
-                  (lesson.vllm_import), its summary set against the recomputed percentiles
+                  (engine.contract.interop.vllm_import), its summary set against the recomputed percentiles
     perfetto_button  a Chrome Trace Event download (lesson.perfetto) for any serving run
 
 Both runs are "observed from the client: no view inside the server's passes": the page says so
@@ -28,13 +28,19 @@ import streamlit as st
 
 from engine.contract.config import ProbeSettings
 from engine.contract.errors import RemoteError
-from engine.contract.serving.trace import ServingRun
+from engine.contract.interop.endpoint import APIS, Endpoint, ProbeConfig
+from engine.contract.interop.probe import run_probe
+from engine.contract.interop.prometheus import ServerMetrics, ServerSample
+from engine.contract.interop.vllm_import import arrivals_placed, read_vllm_result
+from engine.contract.serving.trace import SLO, ServingRun
+from lesson.diagrams.serving_gantt import render_serving_gantt
 from lesson.formats import escape_markdown
 from lesson.messages import as_error, code_span, data_field, failure_message, remote_message, technical_detail
+from lesson.perfetto import to_perfetto_json
 from lesson.serving_views import figure_alt, metric_records
 from lesson.text import t
 
-from .resources import client
+from .resources import client, figure_style
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
@@ -47,8 +53,6 @@ MAX_TIMEOUT_S = 300
 def check_probe_request(endpoint: str, key_env: str, settings: ProbeSettings) -> None:
     """The endpoint parses and its host is allowed; the key's variable is one this server lends.
     Raises ProbeError or RemoteError (engine.contract.errors) otherwise."""
-    from engine.contract.interop.endpoint import Endpoint
-
     ep = Endpoint.parse(endpoint)  # ProbeError("probe_endpoint") for anything but http(s)://host
     if not settings.host_allowed(ep.host):
         raise RemoteError("sl_err_probe_host", host=ep.host, hosts=", ".join(settings.allow))
@@ -60,8 +64,6 @@ def check_probe_request(endpoint: str, key_env: str, settings: ProbeSettings) ->
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def perfetto_json(run_json: str, samples_json: str = "[]") -> str:
-    from lesson.perfetto import to_perfetto_json
-
     return to_perfetto_json(ServingRun.from_json(run_json), json.loads(samples_json))
 
 
@@ -73,10 +75,6 @@ def perfetto_button(run_json: str, label: str, file_stem: str, key: str, lang: s
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def observed_gantt_svg(run_json: str, lang: str, classroom: bool) -> str:
-    from lesson.diagrams.serving_gantt import render_serving_gantt
-
-    from .resources import figure_style
-
     return render_serving_gantt(ServingRun.from_json(run_json), lang=lang, style=figure_style(classroom))
 
 
@@ -114,8 +112,6 @@ def show_observed_run(lang: str, run: ServingRun, run_json: str, name: str, samp
 
 def probe_panel(lang: str, workload, scenario: str, lm, slo: Mapping[str, float]) -> None:
     """The "measure a real server" panel (hidden when PREFILL_DECODE_PROBE=0)."""
-    from engine.contract.interop.endpoint import APIS
-
     settings = ProbeSettings.from_env()
     if not settings.enabled:
         return
@@ -151,10 +147,6 @@ def probe_panel(lang: str, workload, scenario: str, lm, slo: Mapping[str, float]
 
 def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, concurrency, timeout, key_env,
                ignore_eos, slo) -> None:
-    from engine.contract.interop.endpoint import ProbeConfig
-    from engine.contract.interop.probe import run_probe
-    from engine.contract.serving.trace import SLO
-
     st.session_state.sl_probe = None
     try:
         check_probe_request(endpoint, key_env, settings)
@@ -204,8 +196,6 @@ def show_remote_error(err: BaseException, lang: str) -> None:
 
 
 def server_metrics_of(data: Mapping):
-    from engine.contract.interop.prometheus import ServerMetrics, ServerSample
-
     sm = data["server_metrics"]
     return ServerMetrics(sm["url"], sm["available"], sm["reason"], dict(sm.get("names") or {}),
                          tuple(ServerSample(s["t_ms"], dict(s["values"])) for s in sm.get("samples") or ()))
@@ -245,8 +235,6 @@ def _show_probe(lang: str, data: Mapping) -> None:
 
 @st.cache_data(show_spinner=False, max_entries=8)
 def read_vllm(text: str, name: str):
-    from engine.contract.interop.vllm_import import read_vllm_result
-
     return read_vllm_result(text, name=name)
 
 
@@ -277,8 +265,6 @@ def vllm_panel(lang: str) -> None:
 
 
 def _show_vllm(lang: str, imp) -> None:
-    from engine.contract.interop.vllm_import import arrivals_placed
-
     src, run = imp.source, imp.run
     st.markdown(t(lang, "sl_vllm_source", model=code_span(src.get("model_id") or "?"),
                   backend=code_span(src.get("backend") or "?"), date=code_span(src.get("date") or "?"),

@@ -79,7 +79,7 @@ def prefill_ms(lm, prompt_tokens: int, repeats: int = 3) -> float:
 
 
 def kernels(trace) -> str:
-    """The attention kernels that ran, Prefill's beside Decode's (issue: report both)."""
+    """The attention kernels that ran, Prefill's beside Decode's (both are reported)."""
     def named(steps) -> str:
         return "/".join(attention_kernels(steps)) or "none recorded"
     return f"Prefill {named(trace.steps[:1])}, Decode {named(trace.decode_steps)}"

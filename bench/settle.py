@@ -13,7 +13,7 @@ Starts `streamlit run app.py` on a free local port, opens it in Debian chromium
 
 Prints each click's click->answer and answer->settled milliseconds and their
 medians, and exits 1 if the median answer->settled time is over --goal-ms
-(1500 ms: issue 8's "settled within 1.5 s of the answer").
+(1500 ms: the page's goal, "settled within 1.5 s of the answer").
 """
 
 from __future__ import annotations

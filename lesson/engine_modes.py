@@ -1,4 +1,4 @@
-"""The lab's engine modes (issue 10) in tables and words: which modes are offered here, one row per
+"""The lab's engine modes in tables and words: which modes are offered here, one row per
 mode measured, and where a measurement departs from the lesson's story (app_support/modes.py draws
 these).
 """

@@ -85,9 +85,6 @@ def render_schematic_diagrams(prompt_len: int, output_len: int, lang: str) -> di
     return {name: render(prompt_len, output_len, lang=lang) for name, render in SCHEMATIC_DIAGRAMS.items()}
 
 
-FLOOR_DIAGRAMS = ("roofline", "step_floors")  # written after a model run, beside the trace diagrams
-
-
 def render_floor_diagrams(trace, shape, device, lang: str) -> dict[str, str]:
     """The roofline and the per-pass floor bars of `trace` on `device` (an engine.contract.cost.DeviceSpec)."""
     floors = trace_floors(trace, shape, device)

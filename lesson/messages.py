@@ -53,17 +53,12 @@ SERVING_ERROR_KEYS = (
     "never_fits", "prompt_too_long", "serve_timeout", "bad_serve_setting", "empty_prompt", "unknown_scenario",
     "worker_failed", "worker_timeout", "serving_sliding_window",
 )
-# A workload the serving lab could not read: the why-key of engine.contract.serving.workloads, worded.
-WORKLOAD_ERROR_KEYS = ("bad_workload", "bad_workload_line")
 # Probe keys (engine.contract.interop.errors.ProbeError) worded as err_<key> with their data fields.
 PROBE_KEYS = ("probe_endpoint", "probe_api_key_env", "probe_unreachable", "probe_model", "probe_http",
               "probe_timeout", "probe_cut", "probe_bad_chunk", "probe_stream_error",
               # a reply over one of the probe's bounds (engine.contract.limits PROBE_*), or a field of a wrong type
               "probe_deadline", "probe_too_many_chunks", "probe_too_big", "probe_line_too_long", "probe_bad_field",
               "probe_bad_count", "probe_chunk_depth", "probe_chunk_number", "probe_chunk_not_finite")
-# The keys of the errors whose key is its text key (engine.contract.errors.CapError and RemoteError).
-CAP_KEYS = ("sl_cap_requests", "sl_cap_prompt", "sl_cap_answer", "sl_cap_arrival")
-REFUSAL_KEYS = ("sl_err_probe_host", "sl_err_probe_key_name")
 
 
 # --- the data inside a message ----------------------------------------------------------

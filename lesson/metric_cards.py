@@ -87,7 +87,7 @@ def page_drawing_note(trace: RequestTrace, lang: str) -> str | None:
 
 def metric_gap_notes(trace: RequestTrace, lang: str) -> tuple[str, ...]:
     """Why Prefill's pass time sits next to a slightly larger TTFT, and a Decode pass next to
-    a slightly larger ITL (issue 8): the waits count time outside the passes. From the trace's
+    a slightly larger ITL: the waits count time outside the passes. From the trace's
     own times; a note only where there is something to explain."""
     metrics, prefill, decodes = trace.metrics, trace.prefill, trace.decode_steps
     if metrics is None or prefill is None:

@@ -18,6 +18,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
+from engine.contract.serving.config import ServeConfig
 from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import scenario
 from engine.contract.trace import TraceFormatError
@@ -79,7 +80,6 @@ def _saved_run(args, write_files, write_perfetto=None) -> list[Path]:
 
 def _scenario(args, write_files, write_perfetto=None) -> list[Path]:
     # torch and transformers: loaded only when a scenario runs on the real engine, never to draw a saved run
-    from engine.contract.serving.config import ServeConfig
     from engine.runtime.model import load_model
     from engine.runtime.serving.engine import run_workload
 

@@ -22,7 +22,7 @@ FONT_STACK = (
     "'Noto Color Emoji', 'Apple Color Emoji', 'Segoe UI Emoji', sans-serif"
 )
 
-# Classroom mode (issue 8): at 1280x720 with the sidebar open, a figure is shown 820 px wide
+# Classroom mode: at 1280x720 with the sidebar open, a figure is shown 820 px wide
 # (measured in chromium) and the page's body text is 1.28rem = 20.5 px. A figure whose viewBox
 # is at most CLASSROOM_WIDTH wide, with no text under CLASSROOM_MIN_FONT units, is therefore
 # drawn at scale >= 1 and no label is smaller than the body text.

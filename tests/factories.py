@@ -113,7 +113,7 @@ def make_trace(
 
 
 def make_long_trace(prompt_len: int = 4096, output_len: int = 512) -> RequestTrace:
-    """The scale case from the diagrams issue: thousands of positions."""
+    """The scale case: thousands of positions."""
     prompt = tuple(f"t{i}" for i in range(prompt_len))
     output = tuple(f"o{i}" for i in range(output_len))
     return make_trace(prompt, output, prefill_ms_per_position=0.05)

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -367,3 +368,174 @@ def test_the_seam_rule_finds_a_local_import_and_an_attention_switch():
     assert list(transformers_uses(tree, "m.py")) == [
         "m.py:2: imports transformers.masking_utils", "m.py:3: ._attn_implementation_internal",
         "m.py:4: '_attn_implementation'"]
+
+
+# --- imports at the top ----------------------------------------------------------------------
+
+# A function-local import is for a dependency that is heavy or optional, named here by its top-level package
+# (lesson.charts: the plotly figures, which import plotly at their top), or for engine.runtime (torch) from
+# engine/cli/ or lesson/, where a model runs only when asked for (a command after its arguments are checked,
+# an export's --run), so those modules import without torch. Anything else goes at the top of its module;
+# two modules that need each other share a third, never a local import.
+LOCAL_IMPORTS_ALLOWED = ("torch", "transformers", "plotly", "cairosvg", "lesson.charts")
+LAZY_RUNTIME_IMPORTERS = ("engine.cli", "lesson")
+
+
+def top_level_modules(importer: str, tree: ast.Module) -> set[str]:
+    """The modules the module's own top level imports (a `from m import x` counts as m)."""
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            found.add(absolute(importer, node))
+    return found
+
+
+def local_import_allowed(importer: str, imported_name: str) -> bool:
+    if any(imported_name == a or imported_name.startswith(a + ".") for a in LOCAL_IMPORTS_ALLOWED):
+        return True
+    return imported_name.startswith("engine.runtime") and any(
+        importer == p or importer.startswith(p + ".") for p in LAZY_RUNTIME_IMPORTERS)
+
+
+def local_imports(importer: str, tree: ast.Module, label: str) -> Iterator[str]:
+    """Each import inside a function that the rule above does not allow, or that the module's top already has."""
+    top = top_level_modules(importer, tree)
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [absolute(importer, node)]
+            else:
+                continue
+            for name in names:
+                if name in top:
+                    yield f"{label}:{node.lineno}: {fn.name} imports {name}, already imported at the top"
+                elif not local_import_allowed(importer, name):
+                    yield f"{label}:{node.lineno}: {fn.name} imports {name}"
+
+
+def test_function_local_imports_are_only_for_heavy_or_optional_dependencies():
+    found = sorted({use for path in python_files(SOURCE)
+                    for use in local_imports(module_name(path), parse(path), str(path.relative_to(ROOT)))})
+    assert not found, "imports inside functions (move them to the top of the module):\n" + "\n".join(found)
+
+
+def test_the_local_import_rule_allows_heavy_and_lazy_runtime_imports_only():
+    code = ("import json\nfrom engine.contract import limits\n"
+            "def f():\n    import torch\n    from lesson.charts.run import x\n    from engine.runtime import hf\n"
+            "    from engine.contract.cost import y\n    import json\n")
+    assert list(local_imports("engine.cli.trace", ast.parse(code), "m.py")) == [
+        "m.py:7: f imports engine.contract.cost", "m.py:8: f imports json, already imported at the top"]
+    assert list(local_imports("app_support.lab", ast.parse(code), "m.py"))[0] == "m.py:6: f imports engine.runtime"
+
+
+# --- words that stay true ---------------------------------------------------------------------
+
+ISSUE_CITATION = re.compile(r"\bissues? #?\d+|\(#\d+\)", re.IGNORECASE)  # a word "issue", a number; "(#" a number ")"
+CITATION_CHECKED = (*PROJECT, ".ci")
+
+
+def issue_citations(text: str, label: str) -> Iterator[str]:
+    """Each line that cites an issue by number: the code says why, not which ticket asked (history is git's)."""
+    for number, line in enumerate(text.splitlines(), 1):
+        if ISSUE_CITATION.search(line):
+            yield f"{label}:{number}: {line.strip()[:100]}"
+
+
+def test_no_source_comment_cites_an_issue_number():
+    files = [f for root in CITATION_CHECKED if (ROOT / root).exists()
+             for f in ([ROOT / root] if (ROOT / root).is_file() else sorted((ROOT / root).rglob("*")))
+             if f.suffix in (".py", ".js", ".css", ".sh", ".toml") and "__pycache__" not in f.parts]
+    found = [hit for f in files for hit in issue_citations(f.read_text(encoding="utf-8"), str(f.relative_to(ROOT)))]
+    assert len(files) > 100
+    assert not found, "issue numbers in the source:\n" + "\n".join(found)
+
+
+def test_the_citation_finder_finds_issue_numbers_only():
+    word = "issue"  # spelled apart, so this file does not cite one itself
+    text = (f"x = 1  # {word} 8: slider\n# (#{12})\ncolor = '#336699'  # {word.title()}s 3 and 4\n"
+            f"{word} = 'a t{word} 5'\n")
+    assert [hit.split(":")[1] for hit in issue_citations(text, "m.py")] == ["1", "2", "3"]
+
+
+def test_app_support_names_every_module_it_holds():
+    doc = ast.get_docstring(parse(ROOT / "app_support" / "__init__.py"))
+    words = set(re.findall(r"[a-z_]+", doc))
+    missing = [f.stem for f in sorted((ROOT / "app_support").glob("*.py")) if f.stem != "__init__" and
+               f.stem not in words]
+    assert not missing, f"app_support/__init__.py does not describe: {', '.join(missing)}"
+
+
+# --- names nothing uses ------------------------------------------------------------------------
+
+DEFINED = ("engine", "lesson", "app_support")  # where every public top-level name must have a use
+USERS = (*SOURCE, "bench", "assets")  # where a use counts; tests/ too, but a module's own tests do not
+# Public API that the project itself need not call (each says who does): kept small on purpose.
+PUBLIC_API: dict[str, str] = {}
+
+
+def top_level_names(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """(line, name) of each public function, class and constant a module defines at its top level."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [target.id for target in node.targets if isinstance(target, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names = [node.target.id]
+        else:
+            continue
+        yield from ((node.lineno, name) for name in names if not name.startswith("_"))
+
+
+def names_used(tree: ast.Module) -> set[str]:
+    """Every name a module reads: names, attributes, imported names, and identifiers inside strings
+    (a name looked up by its text: getattr, a dispatch table, a patch target). By name, as vulture reads:
+    a use of any `x` keeps every `x` alive, so the check misses some dead code and never flags a live one."""
+    used = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Store):
+            used.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            used.add(node.attr)
+        elif isinstance(node, ast.ImportFrom):
+            used.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            used.update(re.findall(r"[A-Za-z_]\w*", node.value))
+    return used
+
+
+def own_tests(module: Path) -> str:
+    """A module's own tests are tests/**/test_<its name>*.py: a use there does not keep a name alive."""
+    return f"test_{module.stem}"
+
+
+def unused_names() -> list[str]:
+    uses = {path: names_used(parse(path)) for path in python_files((*USERS, "tests"))}
+    found = []
+    for path in python_files(DEFINED):
+        own = own_tests(path)
+        alive = set().union(*(names for user, names in uses.items()
+                              if not (user.is_relative_to(ROOT / "tests") and user.stem.startswith(own))))
+        for line, name in top_level_names(parse(path)):
+            if name not in alive and f"{module_name(path)}.{name}" not in PUBLIC_API:
+                found.append(f"{path.relative_to(ROOT)}:{line}: {name}")
+    return found
+
+
+def test_every_public_name_has_a_use_beyond_its_own_tests():
+    """A name only its own tests call is dead code they keep alive: remove both (or make it private)."""
+    found = unused_names()
+    assert not found, "public names nothing uses (outside their own tests):\n" + "\n".join(found)
+
+
+def test_the_unused_name_reader_sees_definitions_and_uses():
+    tree = ast.parse("A = 1\n_B = 2\ndef f():\n    return g(A)\nclass C:\n    pass\nx: int = 3\n"
+                     "getattr(m, 'h_name')\n")
+    assert [name for _, name in top_level_names(tree)] == ["A", "f", "C", "x"]
+    assert {"g", "A", "h_name", "getattr", "m"} <= names_used(tree) and "f" not in names_used(tree)

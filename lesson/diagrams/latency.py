@@ -33,7 +33,6 @@ MAX_BARS, MAX_TITLED = 600, 128
 PREFILL_SLOT_W = 40
 PAD, PLOT_W, PLOT_H, Y_LABEL_W, RIGHT_GUTTER = 32, 760, 290, 64, 96
 PAGE_NOTE_MIN_MS = 0.1  # below this the page's drawing is not worth a sentence
-SEGMENT_KINDS = ("pass", "page", "waiting")  # bottom to top
 
 
 @dataclass(frozen=True)

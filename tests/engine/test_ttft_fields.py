@@ -1,4 +1,4 @@
-"""The trace's TTFT parts (issue 24, item 3): choosing the first token timed on its own, and the
+"""The trace's TTFT parts: choosing the first token timed on its own, and the
 request's start on the wall clock; JSON that older traces and gallery runs without them still load."""
 
 from __future__ import annotations

@@ -15,12 +15,15 @@ from engine.contract.interop.errors import CONNECTION_CAUSES, ProbeError
 from engine.contract.worker.errors import EngineWorkerError, WorkerRestarted
 from lesson import messages
 from lesson.messages import (
-    CAP_KEYS, ENGINE_ERROR_KEYS, PROBE_KEYS, REFUSAL_KEYS, SERVING_ERROR_KEYS, WORKER_ERROR_KEYS, as_error, code_span,
-    data_field, error_message, failure_message, remote_message, serving_message, technical_detail,
+    ENGINE_ERROR_KEYS, PROBE_KEYS, SERVING_ERROR_KEYS, WORKER_ERROR_KEYS, as_error, code_span, data_field,
+    error_message, failure_message, remote_message, serving_message, technical_detail,
 )
 from lesson.text import LANGUAGES, TEXTS, t
 
 ROOT = Path(__file__).resolve().parents[2]
+# The errors whose key is its text key (engine.contract.errors.CapError and RemoteError), raised by the serving lab
+CAP_KEYS = ("sl_cap_requests", "sl_cap_prompt", "sl_cap_answer", "sl_cap_arrival")
+REFUSAL_KEYS = ("sl_err_probe_host", "sl_err_probe_key_name")
 UNFILLED = re.compile(r"\{[a-z_]+\}")
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from lesson.diagrams import DIAGRAMS
 from lesson.slides import (
-    LESSON_FIGURES, PNG_WIDTH, Slide, lesson_slides, plain_text, png_size, rasterizable, run_set_tag, safe_name,
+    LESSON_FIGURES, PNG_WIDTH, Slide, lesson_slides, plain_text, rasterizable, run_set_tag, safe_name,
     serving_slides, serving_stem, slide_kit, slides_html, unique_names,
 )
 from lesson.style import FONT_STACK, classroom_style
@@ -108,7 +108,7 @@ def test_every_file_in_the_zip_opens(cairo, lang):
         elif name.endswith(".png"):
             image = Image.open(io.BytesIO(data))
             image.load()  # decodes every pixel
-            assert image.size[0] == PNG_WIDTH and png_size(data) == image.size and image.size[1] > 100
+            assert image.size[0] == PNG_WIDTH and image.size[1] > 100
         else:
             assert name == "slides.html" and data.decode("utf-8").startswith("<!DOCTYPE html>")
 

@@ -34,9 +34,6 @@ from engine.runtime.serving.block_manager import BlockManager, Match
 from engine.runtime.serving.runner import Work
 from engine.runtime.serving.sequence import Sequence, Status
 
-SCHEDULER_POLICIES = ("one-at-a-time", "prefill-first", "chunked", "prefill-only", "decode-only")
-
-
 @dataclass(frozen=True)
 class SchedulerConfig:
     policy: str
