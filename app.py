@@ -19,13 +19,16 @@ state.init_session()
 # the lesson's prompt and lengths (and the labs' knobs) survive a visit to the other page.
 state.keep_widget_values((*state.WIDGET_KEYS, *lab.LAB_WIDGET_KEYS, *serving.SERVING_WIDGET_KEYS))
 settings = resources.server_settings()
-# what the engine worker offers (the first visitor's call starts a local worker): default, folders, presets
+# what the engine worker offers (the first visitor's call starts a local worker): default, folders, presets.
+# A session's first run says so first: a cold start was ~10 s of blank page before any word.
+starting = frame.starting_note()
 model_choices = resources.model_choices(settings.device, settings.dtype)
+starting.empty()
 state.repair_session(settings.limits, model_choices)
 lang = st.session_state.lang
 
 st.set_page_config(page_title=t(lang, "page_title"), page_icon="🧭", layout="wide")
-PAGES = {  # url path -> the page; a later page (a serving lab) is one more entry here
+PAGES = {  # url path -> the page; a new page is one more entry here
     "lesson": st.Page("app_pages/lesson.py", title=t(lang, "nav_lesson"), icon=":material/school:", default=True),
     "bottleneck_lab": st.Page("app_pages/bottleneck_lab.py", title=t(lang, "nav_bottleneck_lab"),
                               icon=":material/speed:", url_path="bottleneck_lab"),
@@ -38,6 +41,7 @@ page = st.navigation(list(PAGES.values()), position="sidebar")
 on_lesson = page.url_path == PAGES["lesson"].url_path
 if links.apply_link(page.url_path, settings, model_choices):  # a link's values, checked: drawn from them
     st.rerun()
+links.keep_language(lang)  # ?lang= stays in the address bar: a reload or another page keeps the language
 
 frame.header(lang)
 inject_css(st.session_state.classroom, presenter=on_lesson and st.session_state.presenter)

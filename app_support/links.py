@@ -7,9 +7,13 @@
     link_box(lang, path, settings, ...)   the sidebar's "link to this view": the URL in an st.code box,
                                           whose copy button copies it
 
+    keep_language(lang)                   every run: the page's language stays in the address bar (`?lang=en`),
+                                          so a reload or another page opened from it keeps the language
+
 In a link: the prompt, both lengths, writing past the end of sequence, the sampling, the model, the
-language, classroom mode and its step, the page (the URL's path) and the labs' settings (not the
-probe's server address or key, nor a pasted workload: a link never points this server at another), and
+language, classroom mode and its step, the presenter view and its figure, the page (the URL's path) and
+the labs' settings (not the probe's server address or key, nor a pasted workload: a link never points
+this server at another), and
 the gallery run a page shows. Opening one measures again with its settings (the lesson's run, the
 serving lab's policies), or opens the gallery run it names. A value out of range is clamped, anything
 else wrong left out, each said in the page's language; nothing from a link is executed or drawn as markup.
@@ -28,6 +32,7 @@ from lesson.text import LANGUAGES, t
 
 from . import gallery, state
 from .lab import SWEEP_KINDS
+from .presenter import FIGURES
 from .serving import BLOCK_SIZES, SCENARIO_CHOICES
 
 GALLERY_PAGE = {"": "lesson", "bottleneck_lab": "lab", "serving_lab": "serving"}  # url path -> gallery's page
@@ -51,6 +56,8 @@ def shared_fields(settings: ServerSettings, model_choices) -> tuple[Field, ...]:
         Field("seed", "seed", "int", 0, 2**31 - 1),
         Field("class", "classroom", "flag"),
         Field("step", "pending_class_step", "int", 1, max(limits.max_new_tokens, 1)),
+        Field("pres", "presenter", "flag"),  # in a link only while the presenter view is on (current_values)
+        Field("fig", "presenter_figure", "int", 0, len(FIGURES) - 1),
     )
 
 
@@ -87,6 +94,7 @@ def serving_fields(caps: ServingCaps) -> tuple[Field, ...]:
         Field("full", "sl_on_kv_full", "choice", choices=("preempt", "wait")),
         Field("slottft", "sl_slo_ttft", "float", 0.0, 600_000.0),
         Field("slotpot", "sl_slo_tpot", "float", 0.0, 60_000.0),
+        Field("pc", "sl_prefix_caching", "flag"),  # the prefix-caching switch
     )
 
 
@@ -115,14 +123,39 @@ def apply_link(path: str, settings: ServerSettings, model_choices) -> bool:
     signature = (path, tuple(sorted(query.items())))
     if not query or ss.link_applied == signature:
         return False
+    if set(query) == {"lang"}:  # the language kept in the address bar (keep_language): not a link
+        return _language_only(query["lang"])
     ss.link_applied = signature
     st.query_params.clear()
     read = read_query(page_fields(path, settings, model_choices), query)
     problems = list(read.problems)
+    if read.refused:  # not one of our links: nothing set, nothing measured, one message
+        ss.link_notice = (path, None, [(p.key, dict(p.params)) for p in problems])
+        return True
     _set_values(read)
     outcome = _measure_or_open(path, read, settings, problems)
     ss.link_notice = (path, outcome, [(p.key, dict(p.params)) for p in problems])
     return True
+
+
+def _language_only(raw: str) -> bool:
+    """`?lang=en` alone, on a session's first run (a reload, a page opened from the address bar): the
+    language set, nothing else measured or said; a language this page does not have is left alone.
+    True when it changed."""
+    ss = st.session_state
+    if ss.lang_in_url or raw not in LANGUAGES or raw == ss.lang:
+        return False  # after the session's first run the address bar says what the switch chose
+    ss.lang = raw
+    state.language_changed()  # the lesson's example follows the language, as the switch does
+    return True
+
+
+def keep_language(lang: str) -> None:
+    """The page's language in the address bar (`?lang=`), on every page and every run: Streamlit's own
+    navigation drops the query, and a reload is a new session that reads its language from there."""
+    st.session_state.lang_in_url = True
+    if st.query_params.get("lang") != lang:
+        st.query_params["lang"] = lang
 
 
 def _set_values(read: LinkRead) -> None:
@@ -163,8 +196,10 @@ def show_notice(lang: str, path: str) -> None:
     if not notice or notice[0] != path:
         return
     st.session_state.link_notice = None
-    _, (key, params), problems = notice
-    st.info(t(lang, key, **{k: escape_markdown(v) for k, v in params.items()}), icon=":material/link:")
+    _, outcome, problems = notice
+    if outcome is not None:  # None: the whole link was refused, its one warning below says so
+        key, params = outcome
+        st.info(t(lang, key, **{k: escape_markdown(v) for k, v in params.items()}), icon=":material/link:")
     for problem_key, problem_params in problems:
         st.warning(t(lang, problem_key, **{k: escape_markdown(str(v)) for k, v in problem_params.items()}),
                    icon=":material/link_off:")
@@ -179,6 +214,9 @@ def current_values(path: str, fields) -> dict[str, object]:
     kept = ss.get(state.KEPT) if isinstance(ss.get(state.KEPT), dict) else {}
     values = {f.key: ss[f.key] if f.key in ss else kept.get(f.key) for f in fields}
     values["pending_class_step"] = int(ss.class_step) if ss.classroom and ss.trace_json else None
+    presenting = path == "" and ss.classroom and ss.presenter is True
+    values["presenter"] = True if presenting else None
+    values["presenter_figure"] = values["presenter_figure"] if presenting else None
     gallery_page = GALLERY_PAGE.get(path)
     values["recorded_run"] = (ss.recorded_names or {}).get(gallery_page) if _shows_recorded(gallery_page) else None
     good = {}

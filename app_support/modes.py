@@ -16,8 +16,11 @@ import datetime
 import streamlit as st
 
 from engine.contract.config import ServerSettings
+from engine.contract.cost import trace_floors
 from engine.contract.trace import ENGINE_MODES, RequestTrace
+from engine.contract.worker.client import Progress
 from engine.contract.worker.protocol import ModelRef
+from lesson.diagrams.modes import headline, mode_summaries, render_modes
 from lesson.downloads import download_stem
 from lesson.engine_modes import MODES_MAX_NEW_TOKENS, modes_explanations, modes_table, offered_modes
 from lesson.formats import escape_markdown, format_ms
@@ -152,25 +155,49 @@ def _run_modes(lang: str, lm, prompt: str, max_prompt_tokens: int, num_tokens: i
     visitor's run between two modes): {mode asked: its trace as JSON}. Greedy and past end of sequence,
     so every mode writes `num_tokens` tokens and the tokens can be compared."""
     place = frame.QueuePlace(lang)
+    progress = ModesProgress(lang, st.progress(0.0, text=modes_progress_words(lang, modes, 0)), place, modes)
     try:
         runs = resources.client().modes(lm.ref, prompt, num_tokens=num_tokens, modes=modes,
-                                        max_prompt_tokens=max_prompt_tokens, on_event=place)
+                                        max_prompt_tokens=max_prompt_tokens, on_event=progress)
     finally:
         place.slot.empty()
+        progress.bar.empty()
     return {mode: run.to_json(indent=None) for mode, run in runs.items()}
+
+
+def modes_progress_words(lang: str, modes: tuple[str, ...], done: int) -> str:
+    """"eager measured (1 of 2); now static…": which modes are done and which one runs."""
+    if done >= len(modes):
+        return t(lang, "modes_progress_done", n=len(modes))
+    words = t(lang, "modes_progress", mode=modes[done], i=done + 1, n=len(modes))
+    if done:
+        words = t(lang, "modes_progress_measured", modes=", ".join(modes[:done])) + words
+    return words + (t(lang, "modes_progress_compiles") if modes[done] == "compiled" else "")
+
+
+class ModesProgress:
+    """The `on_event` of the engine modes' call: a bar that says which mode runs now (the worker's
+    Progress after each mode), the queue's place otherwise (frame.QueuePlace)."""
+
+    def __init__(self, lang: str, bar, place, modes: tuple[str, ...]) -> None:
+        self.lang, self.bar, self.place, self.modes = lang, bar, place, modes
+
+    def __call__(self, event) -> None:
+        if isinstance(event, Progress):
+            done = min(max(int(event.done), 0), len(self.modes))
+            self.bar.progress(done / max(len(self.modes), 1), text=modes_progress_words(self.lang, self.modes, done))
+        else:
+            self.place(event)
 
 
 def _floors_ms(lm, trace: RequestTrace) -> tuple[tuple[float, ...] | None, str]:
     """Each step's floor on this machine's measured roofs (the runs are measured here), and its name."""
-    from engine.contract.cost import trace_floors
-
     spec = resources.device_spec("this", lm.info.device)
     floors = trace_floors(trace, resources.model_shape(lm.ref.choice, lm.ref.device, lm.ref.dtype), spec)
     return tuple(step.floor_ms for step in floors.steps), spec.name
 
 
 def _show(lang: str, lm, trace: RequestTrace, entry: dict, num_tokens: int, estimate_ms: float | None) -> None:
-    from lesson.diagrams.modes import headline, mode_summaries, render_modes
     from lesson.charts.modes import modes_figure
 
     ss = st.session_state

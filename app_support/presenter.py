@@ -18,12 +18,15 @@ import streamlit as st
 
 from lesson.alt_text import figure_alt
 from lesson.answer import truncate_trace
-from lesson.diagrams import DIAGRAMS
+from lesson.diagrams import DIAGRAMS, render_animation
 from lesson.slides import LESSON_FIGURES
 from lesson.style import classroom_style
 from lesson.text import t
 
-from .resources import parsed_trace
+from lesson.inputs import is_default_prompt
+
+from . import state
+from .resources import parsed_trace, server_settings
 from .ui import error_boundary
 
 PRESENTER_WIDTH = 1280  # units: a landscape figure in the classroom's type, for a 16:9 or 4:3 projector
@@ -33,15 +36,39 @@ FIGURES = tuple((figure, title, notes) for figure, title, _, notes in LESSON_FIG
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def presenter_svg(name: str, trace_json: str, lang: str, full_json: str) -> tuple[str, str]:
-    """(the figure of the passes in `trace_json` on the whole run's axes and size, its alt text)."""
+    """(the figure of the passes in `trace_json` on the whole run's axes and size, its alt text).
+
+    The animation is its still frame at the step (lesson.diagrams.animation, still=True): the passes
+    shown so far, the last one framed and its caption shown, so it says the pass the controls name
+    (looping, it started again at Prefill whatever the step)."""
     trace, full = parsed_trace(trace_json), parsed_trace(full_json)
-    svg = DIAGRAMS[name](trace, lang=lang, full=full, style=classroom_style(width=PRESENTER_WIDTH))
+    style = classroom_style(width=PRESENTER_WIDTH)
+    if name == "animation":
+        svg = render_animation(trace, lang=lang, full=full, style=style, still=True)
+    else:
+        svg = DIAGRAMS[name](trace, lang=lang, full=full, style=style)
     return svg, figure_alt(name, trace, lang)
 
 
 def shown_passes(total: int) -> int:
     """The classroom's step, within the run."""
     return max(1, min(total, int(st.session_state.class_step)))
+
+
+def stretch_offered(step: int, total: int) -> int | None:
+    """At the last pass of the lesson's own example (its short prompt, not stretched yet), the next step
+    is the stretched prompt ("show the difference": the same prompt after the lesson's sentences, at the
+    server's longest): the prompt length it runs at, else None."""
+    ss = st.session_state
+    longest = server_settings().limits.max_prompt_tokens
+    if step < total or ss.prompt_len or not is_default_prompt(ss.prompt) or ss.trace_json is None:
+        return None
+    return longest if parsed_trace(ss.trace_json).prompt_len < longest else None
+
+
+def stretch() -> None:
+    """The next step after the default example: its prompt stretched and run (the run starts at Prefill)."""
+    state.show_the_difference(server_settings().limits)
 
 
 def _step(value: int, total: int, relative: bool) -> None:
@@ -59,6 +86,8 @@ def presenter_view(lang: str, trace_json: str) -> None:
     """The pass controls and the figure at the classroom's step; a step redraws this alone."""
     ss = st.session_state
     total = len(parsed_trace(trace_json).steps)
+    if ss.pending_class_step is not None:  # a link's step (app_support/links.py), as the lesson page applies it
+        ss.class_step, ss.pending_class_step = ss.pending_class_step, None
     _figure(0)  # a forged or stale figure number back in range
     name = FIGURES[ss.presenter_figure][0]
     _pass_controls(lang, total)

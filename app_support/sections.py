@@ -267,6 +267,9 @@ def section_animation(lang: str, trace_json: str | None) -> None:
         live_diagram("animation", trace_json, lang, t(lang, "animation_caption"))
         return
     total = len(parsed_trace(trace_json).steps)
+    if st.session_state.classroom and stepping_full() not in (None, trace_json):
+        _classroom_still(lang, trace_json)  # the classroom steps: the still frame at its step
+        return
     paused = st.session_state.anim_paused
     with st.container(key="anim_controls"):
         st.caption(t(lang, "anim_controls"))
@@ -277,7 +280,7 @@ def section_animation(lang: str, trace_json: str | None) -> None:
         if total > 1:  # the key names the count: a value left from a longer run never applies
             step = right.select_slider(
                 t(lang, "anim_step"), options=list(range(1, total + 1)), value=total, key=f"anim_step_{total}",
-                format_func=lambda k: t(lang, "anim_step_value", k=k, n=total), on_change=_pause_animation)
+                format_func=lambda k: anim_step_words(lang, k, total, paused), on_change=_pause_animation)
     step = int(step)
     if not paused and step >= total:
         live_diagram("animation", trace_json, lang, t(lang, "animation_caption"))
@@ -291,8 +294,30 @@ def section_animation(lang: str, trace_json: str | None) -> None:
                    file_stem=f"{stem}_animation_{'pass' if paused else 'from_pass'}{step}")
 
 
+def anim_step_words(lang: str, k: int, total: int, paused: bool) -> str:
+    """The slider's value: paused, the pass the still frame shows; playing, where the loop starts (the
+    figure's own caption says the pass it is on: the slider must not name another one)."""
+    if paused:
+        return t(lang, "anim_step_value", k=k, n=total)
+    if k >= total:
+        return t(lang, "anim_step_playing_all", n=total)
+    return t(lang, "anim_step_playing_from", k=k, n=total)
+
+
+def _classroom_still(lang: str, trace_json: str) -> None:
+    """The classroom's step (under the sidebar's buttons): the animation stands on the pass they name."""
+    with error_boundary(lang, "err_diagram"):
+        whole, step = stepping_full(), len(parsed_trace(trace_json).steps)
+        svg, alt = _animation_frame(trace_json, whole, step, lang, True, True)
+        stem = download_stem(parsed_trace(whole), st.session_state.trace_stamp)
+        alt, stem, note = figure_words(lang, whole, alt, stem)
+        svg_figure("animation", svg, lang, with_note(t(lang, "animation_caption"), note), alt=alt,
+                   file_stem=f"{stem}_animation_pass{step}")
+
+
 def _flip_animation() -> None:
     st.session_state.anim_paused = not st.session_state.anim_paused
+    state.redraw_labels(("anim_step_",), ())  # the slider's words: the paused pass, or where the loop starts
 
 
 def _pause_animation() -> None:

@@ -26,7 +26,7 @@ from engine.contract.config import ServerSettings, ServingCaps
 from engine.contract.errors import CapError
 from engine.contract.limits import MAX_ARRIVAL_MS
 from engine.contract.serving.trace import ServingRun
-from engine.contract.worker.client import Progress
+from engine.contract.worker.client import Progress, Started
 from engine.contract.worker.protocol import ModelRef
 from lesson.formats import escape_markdown
 from lesson.layout import figures_per_row
@@ -284,8 +284,10 @@ def _engine_controls(lang: str) -> dict:
 
 class PolicyProgress:
     """The `on_event` of one policy's run in the serving lab: the bar at (policies done + this one's share
-    of its answer tokens) / all policies, saying the tokens written and about how long is left
-    (lesson.serving_views.time_left_s), redrawn at most every REDRAW_S; the queue place otherwise."""
+    of its answer tokens) / all policies, saying the tokens written and, once that rests on enough of them,
+    about how long is left (lesson.serving_views.time_left_s), redrawn at most every REDRAW_S; the queue
+    place otherwise. The disaggregated policy's start-up (its two processes, the model loaded in each)
+    is a phase of its own, named and timed on every heartbeat until its first tokens are written."""
 
     REDRAW_S = 0.25
 
@@ -293,22 +295,41 @@ class PolicyProgress:
         self.lang, self.bar, self.place, self.policies = lang, bar, place, policies
         self.index, self.finished_s = index, finished_s
         self.started = self.drawn = time.perf_counter()
+        self.first_s, self.first_done = None, 0  # when (s into the policy) its first progress came, and its count
 
     def __call__(self, event) -> None:
         if not isinstance(event, Progress):
             self.place(event)  # queued, started, the heartbeat (a closed page stops here)
+            if isinstance(event, Started):
+                self.started = time.perf_counter()  # the queue's wait is not this policy's time
+            self._starting()
             return
         now = time.perf_counter()
+        if self.first_s is None:
+            self.first_s, self.first_done = now - self.started, event.done
         if now - self.drawn < self.REDRAW_S and event.done < event.total:
             return
         self.drawn = now
         fraction = event.done / max(event.total, 1)
-        left = time_left_s(self.finished_s, len(self.policies), fraction, now - self.started)
+        left = time_left_s(self.finished_s, len(self.policies), event.done, event.total, now - self.started,
+                           self.first_s, self.first_done)
         words = {"policy": _policy(self.policies[self.index], self.lang), "i": self.index + 1,
                  "n": len(self.policies), "done": event.done, "total": event.total}
         text = t(self.lang, "sl_running_progress_first", **words) if left is None else \
             t(self.lang, "sl_running_progress", left=t(self.lang, "sl_seconds", s=f"{left:.0f}"), **words)
+        if self.policies[self.index] == "disaggregated":
+            text += t(self.lang, "sl_startup_took", s=f"{self.first_s:.1f}")
         self.bar.progress(min((self.index + fraction) / len(self.policies), 1.0), text=text)
+
+    def _starting(self) -> None:
+        """Before the disaggregated policy's first tokens (and not queued): its start-up, with its seconds."""
+        if self.first_s is not None or self.policies[self.index] != "disaggregated":
+            return
+        if getattr(self.place, "ahead", 0):
+            return  # still queued: the queue's place is said
+        words = {"policy": _policy("disaggregated", self.lang), "i": self.index + 1, "n": len(self.policies),
+                 "s": f"{time.perf_counter() - self.started:.0f}"}
+        self.bar.progress(self.index / len(self.policies), text=t(self.lang, "sl_starting_disaggregated", **words))
 
 
 def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps) -> None:

@@ -18,7 +18,9 @@ from engine.contract.serving.trace import ServingRun
 from engine.contract.trace import RequestTrace
 from lesson.answer import answer_text
 from lesson.diagrams.serving_gantt import policy_label, scenario_label
-from lesson.slides import PNG_WIDTH, lesson_slides, run_set_tag, safe_name, serving_slides, slide_kit, svg_to_png
+from lesson.slides import (
+    PNG_WIDTH, lesson_slides, run_set_tag, safe_name, serving_slides, slide_kit, stamp_words, svg_to_png,
+)
 from lesson.style import DEFAULT_STYLE, classroom_style
 from lesson.svgtext import visible
 from lesson.text import t
@@ -63,7 +65,7 @@ def lesson_zip(trace_json: str, lang: str, run_name: str, classroom: bool, sketc
     slides = lesson_slides(trace, lang=lang, run_name=run_name, style=style, sketch=sketch)
     answer = answer_text(trace)  # as the page shows it: special tokens such as </s> left out
     subtitle = t(lang, "kit_deck_subtitle", prompt=_quote(trace.prompt), answer=_quote(answer),
-                 model=trace.model.model_id, when=when)
+                 model=trace.model.model_id, when=stamp_words(when))  # a date and time, not the file stamp
     return _zip(slides, lang, t(lang, "kit_deck_title"), subtitle)
 
 

@@ -75,6 +75,7 @@ DEFAULTS: dict[str, Any] = {
     "recorded_names": {},  # page ("lesson", "lab", "serving") -> the gallery run open there, by name; None: a file
     # ---- a link that reopens a state (app_support/links.py) ----
     "link_applied": None,  # the query of the link this session opened (applied once)
+    "lang_in_url": False,  # the page's language is in the address bar (app_support.links.keep_language)
     "link_notice": None,  # (page path, what the link did and what was wrong with it): said once there
     "pending_class_step": None,  # a link's classroom step, set once the run it steps through is stored
     "sl_link_run": False,  # a link to the serving lab: run its policies on the next draw
@@ -112,7 +113,7 @@ def keep_widget_values(keys: tuple[str, ...]) -> None:
     dropped. It never writes a widget's key while its widget is on the page: a write there
     is sent back to the browser as the widget's new value, and a slider moved with the
     keyboard while the page was running jumped back to the stale value on the server while
-    its thumb kept the new one (issue 8: slider at 64, token split still 4 tokens).
+    its thumb kept the new one (slider at 64, token split still 4 tokens).
     """
     ss = st.session_state
     kept = ss.get(KEPT)
@@ -125,12 +126,30 @@ def keep_widget_values(keys: tuple[str, ...]) -> None:
             ss[key] = kept[key]
 
 
+# Choice widgets whose options are drawn in the page's language (a format_func of `lang`). Streamlit keeps
+# such a widget's value in the browser as its drawn label: after a language switch the box went on
+# showing the old language's label ("每次前向 0.5 秒" on an English page) until the page was left.
+WORDED_WIDGETS = ("replay_pace", "model_choice", "compare_pins", "ex_pick", "lab_device_spec", "lab_sweep_kind",
+                  "presenter_figure", "sl_source", "sl_scenario", "sl_arrival", "sl_on_kv_full", "sl_probe_api")
+WORDED_PREFIXES = ("rec_pick_", "anim_step_", "ex_answer_")
+
+
+def redraw_labels(prefixes: tuple[str, ...] = WORDED_PREFIXES, names: tuple[str, ...] = WORDED_WIDGETS) -> None:
+    """Each worded choice widget's value set again (the same value): Streamlit then sends it to the
+    browser with its new label. Only from a callback, or before the widgets are drawn."""
+    ss = st.session_state
+    for key in [k for k in ss if isinstance(k, str) and (k in names or k.startswith(prefixes))]:
+        ss[key] = ss[key]
+
+
 def language_changed() -> None:
-    """The language radio's callback: the lesson's own example follows the language.
+    """The language radio's callback: the lesson's own example follows the language, and every choice
+    box says its value in the new language at once (redraw_labels).
 
     A prompt the visitor typed stays; the page's first view (not a run they asked
     for) is dropped so it is drawn again from the new language's example.
     """
+    redraw_labels()
     ss = st.session_state
     kept = ss.get(KEPT) if isinstance(ss.get(KEPT), dict) else {}
     prompt = ss["prompt"] if "prompt" in ss else kept.get("prompt", "")  # a lab page draws no prompt box

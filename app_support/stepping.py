@@ -67,15 +67,20 @@ def classroom_controls(lang: str, slot) -> None:
             classroom_keyboard()
             st.divider()
             return
-        st.button(t(lang, "classroom_step"), key="class_next", type="primary", width="stretch",
-                  icon=":material/skip_next:", on_click=_set_class_step, args=(1, total, True))
+        shown = max(1, min(int(st.session_state.class_step), total))
+        stretched = presenter.stretch_offered(shown, total)
+        if stretched is None:
+            st.button(t(lang, "classroom_step"), key="class_next", type="primary", width="stretch",
+                      icon=":material/skip_next:", on_click=_set_class_step, args=(1, total, True))
+        else:  # the default example's last pass: the next step (→) runs its prompt stretched, the lesson's contrast
+            st.button(t(lang, "classroom_stretch", num_tokens=stretched), key="class_next", type="primary",
+                      width="stretch", icon=":material/compare_arrows:", on_click=presenter.stretch)
         st.button(t(lang, "classroom_prev"), key="class_prev", width="stretch", icon=":material/skip_previous:",
                   on_click=_set_class_step, args=(-1, total, True))
         st.button(t(lang, "classroom_reset"), key="class_reset", width="stretch", icon=":material/first_page:",
                   on_click=_set_class_step, args=(1, total, False))
         st.button(t(lang, "classroom_all"), key="class_all", width="stretch", icon=":material/last_page:",
                   on_click=_set_class_step, args=(total, total, False))
-        shown = max(1, min(int(st.session_state.class_step), total))
         phase = t(lang, "phase_prefill") if shown == 1 else f"{t(lang, 'phase_decode')} {shown - 1}"
         with st.container(key="class_position"):  # browser tests read the step here
             st.progress(shown / total, text=t(lang, "classroom_position", shown=shown, total=total, phase=phase))

@@ -66,11 +66,20 @@ def clip_text(text: str, max_width: float, font_size: float) -> str:
     return text + "…"
 
 
+NO_LINE_START = frozenset("。，、；：！？）》」』】〉”’…")  # CJK closing marks: never the first of a line
+
+
 def _wrap_tokens(text: str) -> list[str]:
-    """Words (with their trailing space) and single wide characters."""
+    """Words (with their trailing space) and single wide characters; a closing mark (。，）…) stays with
+    what it closes, so no wrapped line starts with one."""
     tokens, word = [], ""
     for ch in text:
-        if char_width(ch) == 1.0:
+        if ch in NO_LINE_START and (tokens or word):
+            if word:
+                tokens.append(word)
+                word = ""
+            tokens[-1] += ch
+        elif char_width(ch) == 1.0:
             if word:
                 tokens.append(word)
                 word = ""

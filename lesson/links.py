@@ -59,6 +59,7 @@ class Problem:
 class LinkRead:
     values: Mapping[str, object]  # session key -> the value to set
     problems: tuple[Problem, ...]
+    refused: bool = False  # the whole link left out (too many values): nothing is set or measured
 
 
 def shown(value: str) -> str:
@@ -70,7 +71,8 @@ def shown(value: str) -> str:
 def read_query(fields: Sequence[Field], query: Mapping[str, str]) -> LinkRead:
     """The values a link sets, each checked by its field; what was clamped or left out, as problems."""
     if len(query) > MAX_PARAMS:
-        return LinkRead({}, (Problem("link_too_many", {"n": str(len(query)), "limit": str(MAX_PARAMS)}),))
+        return LinkRead({}, (Problem("link_too_many", {"n": str(len(query)), "limit": str(MAX_PARAMS)}),),
+                        refused=True)
     by_param = {f.param: f for f in fields}
     values: dict[str, object] = {}
     problems: list[Problem] = []

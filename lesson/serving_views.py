@@ -128,17 +128,31 @@ def name_column_px(records: Sequence[dict[str, str]], font_px: float = 14.0) -> 
     return round(max(text_width(n, font_px) for n in names) + 48)
 
 
-def time_left_s(finished_s: Sequence[float], num_policies: int, fraction: float, elapsed_s: float) -> float | None:
-    """Seconds left of the serving lab's run of every policy: the running policy's rest at its pace so far
-    (`fraction` of its answer tokens written in `elapsed_s`), then each policy still to come as long as the
-    finished ones took on average (before any finished: as long as this one will). None until the running
-    policy has written something to measure its pace by."""
-    if fraction <= 0 or elapsed_s <= 0:
+MIN_MEASURED_FRACTION = 0.10  # no time left until this share of the answer tokens has been written
+MIN_MEASURED_S = 3.0  # ... over at least this long, counted from the policy's first written token
+
+
+def time_left_s(finished_s: Sequence[float], num_policies: int, done: int, total: int, elapsed_s: float,
+                first_s: float | None, first_done: int = 0) -> float | None:
+    """Seconds left of the serving lab's run of every policy, or None until the estimate rests on enough
+    measurement: at least MIN_MEASURED_FRACTION of the running policy's `total` answer tokens written, over
+    at least MIN_MEASURED_S since its first progress (at `first_s` seconds into the policy, `first_done`
+    tokens written then).
+
+    The pace is measured from that first progress on, so the policy's start-up (the queue, a second
+    process and its model load, the first Prefill) is not spread over the tokens: "1 / 200 written · 1844 s
+    left" came from one token after a long start. The running policy's rest at that pace, then each
+    policy still to come as long as the finished ones took on average (before any finished: as long as
+    this one will take in all)."""
+    if total <= 0 or first_s is None or done < MIN_MEASURED_FRACTION * total:
         return None
-    this_total = elapsed_s / min(fraction, 1.0)
-    per_policy = sum(finished_s) / len(finished_s) if finished_s else this_total
+    measured_s, written = elapsed_s - first_s, done - first_done
+    if measured_s < MIN_MEASURED_S or written <= 0:
+        return None
+    rest_s = max(total - done, 0) * measured_s / written
+    per_policy = sum(finished_s) / len(finished_s) if finished_s else elapsed_s + rest_s
     still_to_come = max(num_policies - len(finished_s) - 1, 0)
-    return (this_total - elapsed_s) + still_to_come * per_policy
+    return rest_s + still_to_come * per_policy
 
 
 def slo_text(metrics: ServingMetrics, lang: str) -> str:

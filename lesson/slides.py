@@ -127,6 +127,19 @@ def words(lang: str, key: str, **params) -> str:
     return plain_text(t(lang, key, **params))
 
 
+_STAMP = re.compile(r"([0-9]{4})([0-9]{2})([0-9]{2})-([0-9]{2})([0-9]{2})([0-9]{2})")
+
+
+def stamp_words(stamp: str) -> str:
+    """A run's stamp ("20261201-192528", lesson.downloads.run_stamp: for file names) as a reader
+    writes a date and time: "2026-12-01 19:25:28"; anything else as it is."""
+    match = _STAMP.fullmatch(stamp.strip())
+    if match is None:
+        return stamp
+    year, month, day, hour, minute, second = match.groups()
+    return f"{year}-{month}-{day} {hour}:{minute}:{second}"
+
+
 # The lesson's figures, in the page's order: (figure, its section's heading, caption, the lesson's sentence).
 LESSON_FIGURES = (
     ("timeline", "sec_timeline", "timeline_caption", "timeline_2"),

@@ -151,10 +151,10 @@ def _draw_band_labels(dwg, layout: BlocksLayout, labels: dict[int, str], style: 
 
 def _column_texts(slot: Slot, span: PassSpan, durations, table: Table) -> tuple[str, str, str | None]:
     """(header under the column, "+N" over it, measured time or None)."""
-    if slot.kind == "gap":
+    if slot.kind == "gap":  # "+14" over it read as one pass of 14 positions: it says it folds passes
         head = label(table, "more_passes_short", n=fmt_int(slot.count))
         ms = None if durations is None else fmt_ms(sum(durations[slot.first:slot.last + 1]) / slot.count)
-        return head, label(table, "blocks_new", n=fmt_int(span.num_positions)), ms and "≈" + ms
+        return head, label(table, "blocks_folded_each"), ms and "≈" + ms
     key = "pass_short_prefill" if span.phase == "prefill" else "pass_short_decode"
     ms = None if durations is None else fmt_ms(durations[slot.first])
     return label(table, key, n=slot.first), label(table, "blocks_new", n=fmt_int(span.num_positions)), ms
@@ -173,6 +173,8 @@ def _draw_columns(dwg, layout: BlocksLayout, durations, style: Style, table: Tab
         cx = x + layout.col_w / 2
         group.add(text(dwg, new, cx, top - 6, size=style.tiny_size, fill=style.phase_color(span.phase),
                        anchor="middle", weight="bold", class_="new-count"))
+        if slot.kind == "gap":
+            group.add(_fold_mark(dwg, x, top, layout, style, label(table, "blocks_folded", n=fmt_int(slot.count))))
         heads = wrap_text(head, layout.col_w + COL_GAP, style.small_size) if style.fitted else (head,)
         for i, line in enumerate(heads):  # a gap's "…N…" may take two lines in a narrow column
             group.add(text(dwg, line, cx, layout.plot_bottom + 5 + style.small_size + i * style.small_size * 1.1,
@@ -187,6 +189,25 @@ def _draw_columns(dwg, layout: BlocksLayout, durations, style: Style, table: Tab
     dwg.add(text(dwg, label(table, "axis_pass"), layout.plot_left,
                  layout.plot_bottom + 17 + 2 * style.small_size + style.tiny_size, size=style.small_size,
                  fill=style.muted_ink, weight="bold", class_="axis-label"))
+
+
+def _fold_mark(dwg, x: float, top: float, layout: BlocksLayout, style: Style, words: str):
+    """A break mark on the folded column (two slanted cuts, a dashed frame, and up it "15 Decode passes
+    folded"): passes left out, not one pass. Its blocks stay (their data-count sums to the positions
+    those passes computed)."""
+    mark = dwg.g(class_="fold-mark")
+    cx, cy = x + layout.col_w / 2, (top + 30 + layout.plot_bottom) / 2
+    if text_width(words, style.tiny_size) + 12 < layout.plot_bottom - top - 30:  # room up the column
+        mark.add(text(dwg, words, cx + style.tiny_size * 0.36, cy, size=style.tiny_size, fill=style.ink,
+                      anchor="middle", weight="bold", class_="fold-label", transform=f"rotate(-90 {cx:g} {cy:g})"))
+    mark.add(dwg.rect((x - 2, top - 2), (layout.col_w + 4, layout.plot_bottom - top + 2), fill="none",
+                      stroke=style.muted_ink, stroke_width=1.2, stroke_dasharray="4,3"))
+    computed = [c for c in layout.cells if c.y == top and c.state != "cached" and c.slot.kind == "gap"]
+    middle = top + (computed[0].h / 2 if computed else 10)  # across the positions those passes computed
+    for dy in (-4, 4):
+        mark.add(dwg.line((x - 6, middle + dy / 2 + 5), (x + layout.col_w + 6, middle + dy / 2 - 5), stroke="white",
+                          stroke_width=3))
+    return mark
 
 
 def _position_labels(trace: RequestTrace | None) -> dict[int, str]:

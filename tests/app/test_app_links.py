@@ -67,7 +67,7 @@ def test_a_lesson_link_restores_every_field_measures_again_and_its_link_reads_th
     assert trace["prompt"].endswith("The capital of Germany is") and len(trace["prompt_ids"]) == 32
     assert len(trace["steps"]) == 5 and not at.session_state["trace_is_default"]
     assert t("en", "link_opened_run") in texts(at, "info") and not at.warning
-    assert not at.query_params  # the address bar no longer reopens it on the next page
+    assert at.query_params == {"lang": "en"}  # the address bar keeps the language only: no link reopened
     assert _link(at) == LESSON_LINK  # the link to this view: the same fields and values
 
 

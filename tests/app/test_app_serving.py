@@ -12,6 +12,7 @@ import pytest
 from app_support.serving import SCENARIO_CHOICES, check_caps, custom_workload
 from engine.contract.config import ServingCaps
 from engine.contract.errors import CapError
+from lesson.diagrams.serving_gantt import policy_label
 from lesson.messages import serving_message
 from lesson.text import t
 from tests.app.apptest import APP, assert_healthy, needs_model, serving_lab_page
@@ -43,10 +44,40 @@ def test_the_metric_table_pins_a_name_column_as_wide_as_its_longest_name(lang):
 def test_the_time_left_of_every_policy_follows_the_running_ones_pace_then_the_finished_ones():
     from lesson.serving_views import time_left_s
 
-    assert time_left_s([], 4, 0.0, 3.0) is None  # nothing written yet: no pace to project
-    assert time_left_s([], 4, 0.25, 5.0) == pytest.approx(15 + 3 * 20)  # this one takes 20 s, three to come
-    assert time_left_s([10.0, 6.0], 4, 0.5, 4.0) == pytest.approx(4 + 8)  # then one more, as long as the mean
-    assert time_left_s([10.0, 6.0, 7.0], 4, 1.0, 9.0) == 0
+    assert time_left_s([], 4, 0, 100, 3.0, None) is None  # nothing written yet: no pace to project
+    assert time_left_s([], 4, 5, 100, 30.0, 1.0) is None  # 5 % written: not enough to rest an estimate on
+    assert time_left_s([], 4, 50, 100, 2.5, 0.5) is None  # 2 s of writing: not enough either
+    # 25 of 100 written in the 5 s since the first progress (at 5 s, 0 written): 15 s more, 20 s in all,
+    # then three more policies as long
+    assert time_left_s([], 4, 25, 100, 10.0, 5.0) == pytest.approx(15 + 3 * 25)
+    assert time_left_s([10.0, 6.0], 4, 50, 100, 5.0, 1.0) == pytest.approx(4 + 8)  # then the finished ones' mean
+    assert time_left_s([10.0, 6.0, 7.0], 4, 100, 100, 9.0, 1.0) == 0
+
+
+@pytest.mark.parametrize("startup_s,tokens_per_s", [(0.2, 40.0), (8.0, 40.0), (26.0, 10.0), (1.0, 200.0)])
+def test_the_time_left_is_said_only_on_enough_measurement_then_within_2x_of_the_truth(startup_s, tokens_per_s):
+    """A simulated clock: each policy starts up (the disaggregated one's two processes and their model
+    loads: 26 s), then writes its 200 answer tokens at a steady pace; progress every 8 tokens. The old
+    estimate said 1844 s after one token of a run that ended 5 s later."""
+    from lesson.serving_views import MIN_MEASURED_FRACTION, MIN_MEASURED_S, time_left_s
+
+    total, policies = 200, 4
+    durations = [startup_s + total / tokens_per_s] * policies
+    finished: list[float] = []
+    for index in range(policies):
+        first_s = first_done = None
+        for done in range(8, total + 1, 8):
+            elapsed = startup_s + done / tokens_per_s
+            if first_s is None:
+                first_s, first_done = elapsed, done
+            left = time_left_s(finished, policies, done, total, elapsed, first_s, first_done)
+            truth = durations[index] - elapsed + sum(durations[index + 1:])
+            if left is None:
+                assert done < MIN_MEASURED_FRACTION * total or elapsed - first_s < MIN_MEASURED_S or truth < 1
+                continue
+            assert done >= MIN_MEASURED_FRACTION * total and elapsed - first_s >= MIN_MEASURED_S
+            assert truth / 2 <= left <= truth * 2 or abs(left - truth) < 1.0, (index, done, left, truth)
+        finished.append(durations[index])
 
 
 def test_the_serving_labs_bar_moves_with_each_policys_answer_tokens_and_says_the_time_left(monkeypatch):
@@ -68,15 +99,39 @@ def test_the_serving_labs_bar_moves_with_each_policys_answer_tokens_and_says_the
     progress = PolicyProgress("en", bar, placed.append, policies, 1, [8.0])  # started at 100.0
     progress(Queued(2))
     assert placed == [Queued(2)] and not bar.drawn  # the queue's place is said by the QueuePlace
-    progress(Progress(3, 12))  # 0.1 s after the last draw: not redrawn
+    progress(Progress(3, 12))  # 0.1 s in: the pace is measured from here; 0.1 s after the last draw: not drawn
     assert not bar.drawn
-    progress(Progress(6, 12))  # 4 s in, half written: 4 s more, then two policies of 8 s
+    progress(Progress(6, 12))  # 3 more in 3.9 s: the last 6 take 7.8 s, then two policies of 8 s
     value, text = bar.drawn[-1]
     assert value == pytest.approx((1 + 0.5) / 4)
     assert text == t("en", "sl_running_progress", policy="prefill-first", i=2, n=4, done=6, total=12,
-                     left=t("en", "sl_seconds", s="20"))
+                     left=t("en", "sl_seconds", s="24"))
     progress(Progress(12, 12))  # the last event is always drawn
     assert bar.drawn[-1][0] == pytest.approx(2 / 4)
+
+
+def test_the_disaggregated_policys_start_up_is_a_named_timed_phase(monkeypatch):
+    """It showed only "Running disaggregated (4 of 4)…" for 26 s: the two processes and their model loads."""
+    from app_support.serving import PolicyProgress
+    from engine.contract.worker.client import Progress, Started, Waiting
+
+    class Bar:
+        def __init__(self):
+            self.drawn = []
+
+        def progress(self, value, text):
+            self.drawn.append((value, text))
+
+    bar, policies = Bar(), ("one-at-a-time", "prefill-first", "chunked", "disaggregated")
+    clock = iter([50.0, 50.5, 50.5, 62.0, 76.0])
+    monkeypatch.setattr("app_support.serving.time.perf_counter", lambda: next(clock))
+    progress = PolicyProgress("zh", bar, lambda event: None, policies, 3, [8.0, 7.0, 9.0])
+    progress(Started())  # 50.5: the policy starts (after the queue)
+    progress(Waiting())  # 62.0: the heartbeat, 11.5 s into its start-up
+    assert bar.drawn[-1] == (3 / 4, t("zh", "sl_starting_disaggregated", policy=policy_label("zh", "disaggregated"),
+                                      i=4, n=4, s="12"))
+    progress(Progress(8, 200))  # 76.0: its first tokens, 25.5 s after it started
+    assert t("zh", "sl_startup_took", s="25.5") in bar.drawn[-1][1]
 
 
 def test_caps_come_from_env_with_safe_fallbacks():

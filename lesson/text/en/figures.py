@@ -39,6 +39,8 @@ TEXT: dict = {
     "axis_position": "position",
     "run_label": "{a}–{b} ({n})",
     "blocks_new": "+{n}",
+    "blocks_folded": "{n} Decode passes folded",
+    "blocks_folded_each": "+1 each",
     "blocks_total": "{k} forward passes, {n} positions computed",
     "ms_each": "≈{ms} each",
     # kv growth

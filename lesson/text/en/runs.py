@@ -47,4 +47,6 @@ TEXT: dict = {
     "anim_pause": "Pause",
     "anim_step": "Forward pass",
     "anim_step_value": "pass {k} / {n}",
+    "anim_step_playing_all": "playing: all {n} passes, looping",
+    "anim_step_playing_from": "playing: from pass {k} / {n}, looping",
 }

@@ -48,6 +48,8 @@ TEXT: dict = {
     "sl_running_progress": "Running {policy} ({i} of {n}) on the real model: {done} of {total} answer tokens written · about {left} left",
     "sl_running_progress_first": "Running {policy} ({i} of {n}) on the real model: {done} of {total} answer tokens written",
     "sl_seconds": "{s} s",
+    "sl_starting_disaggregated": "Starting {policy} ({i} of {n}): two processes (Prefill, Decode), each loading the model… {s} s so far",
+    "sl_startup_took": " (starting the two processes and loading the model took {s} s)",
     "sl_done": "Done: {n} policies, the same workload.",
     "sl_results": "Policy by policy",
     "sl_what_to_see": "**What to look for.** In the Gantt of **prefill-first**, the long prompt's Prefill is one long pass: every chat that was decoding gets no token until it ends (the red bracket: one huge ITL). Under **chunked prefill** the prompt goes in pieces and each pass still carries the Decodes: the gaps are shorter, the long prompt's TTFT longer. **Disaggregated** runs the Prefill on another worker: the Decodes keep going; the price is the KV hand-off (green) and a second model. **One at a time** has no stalls but every request waits for all the ones before it.",

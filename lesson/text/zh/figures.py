@@ -20,7 +20,7 @@ TEXT: dict = {
     "measured_on": "实测：模型 {model}（{params} 参数），{device}，{dtype}",
     "positions_range": "位置 {a}–{b}",
     # timeline
-    "timeline_title": "一次回答的时间线",
+    "timeline_title": "一次回答的每一次前向",
     "timeline_subtitle": "提示词“{prompt}” → 回答“{answer}”",
     "col_pass": "前向",
     "col_input": "本次送入模型的位置",
@@ -39,6 +39,8 @@ TEXT: dict = {
     "axis_position": "位置",
     "run_label": "{a}–{b}（{n} 个）",
     "blocks_new": "+{n}",
+    "blocks_folded": "省略 {n} 次 Decode",
+    "blocks_folded_each": "每次 +1",
     "blocks_total": "共 {k} 次前向，新计算 {n} 个位置",
     "ms_each": "每次约 {ms}",
     # kv growth

@@ -47,4 +47,6 @@ TEXT: dict = {
     "anim_pause": "暂停",
     "anim_step": "第几次前向",
     "anim_step_value": "第 {k} / {n} 次前向",
+    "anim_step_playing_all": "播放中：全部 {n} 次前向，循环",
+    "anim_step_playing_from": "播放中：从第 {k} / {n} 次前向起，循环",
 }

@@ -48,6 +48,8 @@ TEXT: dict = {
     "sl_running_progress": "正在真实模型上运行 {policy}（第 {i} / {n} 种）：已写出 {done} / {total} 个回答 Token · 还需约 {left}",
     "sl_running_progress_first": "正在真实模型上运行 {policy}（第 {i} / {n} 种）：已写出 {done} / {total} 个回答 Token",
     "sl_seconds": "{s} 秒",
+    "sl_starting_disaggregated": "正在启动 {policy}（第 {i} / {n} 种）：开两个进程（Prefill、Decode），各自加载模型……已 {s} 秒",
+    "sl_startup_took": "（启动两个进程、加载模型用了 {s} 秒）",
     "sl_done": "完成：{n} 种策略，同一份工作负载。",
     "sl_results": "各策略对比",
     "sl_what_to_see": "**看什么。** 在 **Prefill 优先** 的甘特图里，长提示词的 Prefill 是一次很长的前向：每个正在 Decode 的对话都要等它结束才拿到下一个 Token（红色括号：一个巨大的 ITL）。**分块 Prefill** 把提示词切成小块，每次前向仍带上 Decode：间隔变短，长提示词自己的 TTFT 变长。**Prefill / Decode 分离** 把 Prefill 放到另一个工作进程：Decode 一直在走；代价是 KV 交接（绿色）和第二份模型。**逐个处理** 没有停顿，但每个请求都要等前面所有请求做完。",

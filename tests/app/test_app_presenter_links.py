@@ -1,0 +1,113 @@
+"""The classroom's items through AppTest: the presenter view's animation stands on the step its
+controls name, a link carries the presenter view and its figure, the page's language stays in the
+address bar (a reload reads it there), a link with too many values says one thing, every choice box
+says its value in the new language at once, and in classroom mode the step after the default example's
+last pass offers the stretched prompt."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from app_support.presenter import FIGURES, presenter_svg
+from lesson.answer import truncate_trace
+from lesson.text import t
+from tests.app.apptest import APP, assert_healthy, needs_model, shown_trace, texts
+from tests.factories import make_trace
+
+ANIMATION = next(i for i, (name, _, _) in enumerate(FIGURES) if name == "animation")
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_presenter_views_animation_is_the_still_frame_of_its_step(lang):
+    whole = make_trace(output_pieces=("巴黎", "。", "</s>"))
+    full_json = whole.to_json(indent=None)
+    for step, caption in ((1, 'class="caption step-0"'), (2, 'class="caption step-1"'), (3, 'class="caption done"')):
+        shown = full_json if step == 3 else truncate_trace(whole, step).to_json(indent=None)
+        svg, _ = presenter_svg("animation", shown, lang, full_json)
+        assert "<animate" not in svg and caption in svg, step  # it looped from Prefill whatever the step
+
+
+@pytest.fixture
+def fresh(served_settings):
+    return lambda: AppTest.from_file(APP, default_timeout=300)
+
+
+def _link(at) -> dict:
+    (box,) = [c for c in at.sidebar.code if "?" in str(c.value)]
+    return dict(parse_qsl(urlsplit(box.value).query))
+
+
+def _open(make, query: dict):
+    at = make()
+    for name, value in query.items():
+        at.query_params[name] = value
+    return at.run()
+
+
+@needs_model
+def test_a_link_carries_the_presenter_view_and_its_figure(fresh):
+    at = _open(fresh, {"lang": "zh", "class": "1", "pres": "1", "fig": str(ANIMATION), "step": "2"})
+    assert_healthy(at)
+    assert at.session_state["presenter"] is True and at.session_state["presenter_figure"] == ANIMATION
+    link = _link(at)
+    assert link["pres"] == "1" and link["fig"] == str(ANIMATION) and link["step"] == "2"
+    images = [img.proto.imgs[0].alt for img in at.get("image")]
+    assert len(images) == 1 and images[0].startswith(t("zh", "alt_animation")[:6])
+    at.toggle(key="presenter").set_value(False).run()
+    assert "pres" not in _link(at) and "fig" not in _link(at)  # only while the presenter view is on
+
+
+@needs_model
+def test_the_language_stays_in_the_address_bar_and_a_reload_reads_it(fresh):
+    at = fresh().run()
+    assert at.query_params == {"lang": "zh"}
+    at.radio(key="lang").set_value("en").run()
+    assert at.query_params == {"lang": "en"}
+    reloaded = _open(fresh, {"lang": "en"})  # a reload: a new session, the address bar's query
+    assert_healthy(reloaded)
+    assert reloaded.session_state["lang"] == "en" and reloaded.session_state["prompt"] == "The capital of France is"
+    assert t("en", "link_opened_run") not in texts(reloaded, "info")  # not a link: nothing measured again
+    assert not reloaded.session_state["run_requested"]
+
+
+@needs_model
+def test_a_link_with_too_many_values_says_one_thing(fresh):
+    at = _open(fresh, {f"x{i}": "1" for i in range(70)})
+    assert_healthy(at)
+    assert t("zh", "link_too_many", n="70", limit="64") in texts(at, "warning")
+    assert t("zh", "link_opened_run") not in texts(at, "info")  # it said both: measured again, and not used
+
+
+@needs_model
+def test_a_choice_box_is_sent_its_new_label_when_the_language_changes(fresh, monkeypatch):
+    from app_support import state
+
+    at = fresh().run()
+    seen = []
+    original = state.redraw_labels
+    monkeypatch.setattr(state, "redraw_labels", lambda *a, **k: (seen.append(a), original(*a, **k)))
+    at.radio(key="lang").set_value("en").run()
+    assert_healthy(at)
+    assert seen  # the language switch sets every worded choice box's value again (Streamlit resends it)
+
+
+@needs_model
+def test_in_classroom_mode_the_step_after_the_default_examples_last_pass_offers_the_stretched_prompt(fresh):
+    at = fresh().run()
+    at.toggle(key="classroom").set_value(True).run()
+    total = len(shown_trace(at)["steps"])
+    longest = 256  # the served_settings fixture's PREFILL_DECODE_MAX_PROMPT_TOKENS
+    for _ in range(total - 1):
+        assert at.button(key="class_next").label == t("zh", "classroom_step")
+        at.button(key="class_next").click().run()
+    assert at.session_state["class_step"] == total
+    stretch = at.button(key="class_next")  # → presses it: the next step is the stretched prompt
+    assert stretch.label == t("zh", "classroom_stretch", num_tokens=longest)
+    stretch.click().run()
+    assert_healthy(at)
+    trace = shown_trace(at)
+    assert len(trace["prompt_ids"]) == longest and at.session_state["class_step"] == 1  # stretched, from Prefill
+    assert at.button(key="class_next").label == t("zh", "classroom_step")  # offered once: it is stretched now
