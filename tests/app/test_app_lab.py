@@ -16,7 +16,7 @@ from lesson.lab import (
 )
 from lesson.text import t
 from tests.app.apptest import APP, LAB, LESSON, assert_healthy, needs_model, texts
-from tests.factories import ROOT, make_trace
+from tests.factories import make_trace
 
 CONFIG = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
           "num_attention_heads": 8, "num_key_value_heads": 2, "head_dim": 32, "vocab_size": 2989,
@@ -179,43 +179,34 @@ def test_cache_compare_and_attention_moved_to_the_lab(app):
 
 
 @needs_model
-def test_a_model_picked_after_the_run_is_not_costed_with_the_runs_numbers(monkeypatch, tmp_path):
-    import os
-    import shutil
-
+def test_a_model_picked_after_the_run_is_not_costed_with_the_runs_numbers(served_settings):
+    """On the session's models folder (tests/app/conftest.py), whose copy_of_default is the default
+    model's twin: its engine worker is the one the app tests already share."""
     from streamlit.testing.v1 import AppTest
 
-    from app_support import resources
-
-    models = tmp_path / "models"
-    models.mkdir()
-    shutil.copytree(ROOT / "assets" / "default_model", models / "twin", copy_function=os.link)
-    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(models))
-    resources.server_settings.clear()
+    twin = "copy_of_default"
     at = AppTest.from_file(APP, default_timeout=300).run()
-    at.selectbox(key="model_choice").set_value("twin").run()
+    at.selectbox(key="model_choice").set_value(twin).run()
     at.switch_page(LAB).run()  # the page's own first view follows the picked model
     assert_healthy(at)
-    assert at.session_state["trace_args"].model_choice == "twin" and len(at.get("plotly_chart")) == 2
+    assert at.session_state["trace_args"].model_choice == twin and len(at.get("plotly_chart")) == 2
     at.switch_page(LESSON).run()
     at.button(key="run").click().run()  # a run the visitor asked for stays, whatever is picked next
     at.selectbox(key="model_choice").set_value("default").run()
     at.switch_page(LAB).run()
     assert_healthy(at)
-    assert t("zh", "lab_other_model", run_model="twin", model="default") in texts(at, "info")
+    shown = twin.replace("_", "\\_")  # escaped for Markdown
+    assert t("zh", "lab_other_model", run_model=shown, model="default") in texts(at, "info")
     assert len(at.get("plotly_chart")) == 0  # no roofline of one model's run on another's shape
-    resources.server_settings.clear()
 
 
 @needs_model
-def test_presets_that_fit_are_offered_labelled_and_can_be_hidden(monkeypatch):
+def test_presets_that_fit_are_offered_labelled_and_can_be_hidden(monkeypatch, fresh_settings):
     from streamlit.testing.v1 import AppTest
-
-    from app_support import resources
 
     for value, offered in (("1", True), ("0", False)):
         monkeypatch.setenv("PREFILL_DECODE_PRESETS", value)
-        resources.server_settings.clear()  # PREFILL_DECODE_PRESETS is the worker's too: another worker
+        fresh_settings()  # PREFILL_DECODE_PRESETS is the worker's too: another worker
         at = AppTest.from_file(APP, default_timeout=300).run()
         options = at.selectbox(key="model_choice").options
         presets = [o for o in options if o.startswith("preset:")]
@@ -228,7 +219,6 @@ def test_presets_that_fit_are_offered_labelled_and_can_be_hidden(monkeypatch):
             forged.run()
             assert forged.session_state["model_choice"] == "default"
             assert "qwen2" in texts(forged, "warning")  # escaped for Markdown: preset\\:qwen2\\.5…
-    resources.server_settings.clear()
 
 
 # ---------------------------------------------------------------------------
