@@ -24,12 +24,12 @@ LAB_KEYS = {"lab_device_spec": "h100", "lab_weight_dtype": "bf16", "lab_kv_dtype
             "modes_pick_static": False, "modes_pick_compiled": True}
 SERVING_LINK = {"src": "custom", "scn": "burst-16", "scnseed": "3", "chats": "2", "ctok": "16", "atok": "4",
                 "ltok": "64", "arr": "spacing", "gap": "20", "rate": "30", "sseed": "2", "lat": "10", "budget": "32",
-                "bs": "8", "kvb": "0", "full": "wait", "slottft": "500", "slotpot": "50"}
+                "bs": "8", "kvb": "0", "full": "wait", "slottft": "500", "slotpot": "50", "pc": "1"}
 SERVING_KEYS = {"sl_source": "custom", "sl_scenario": "burst-16", "sl_scn_seed": 3, "sl_num_chats": 2,
                 "sl_chat_tokens": 16, "sl_answer_tokens": 4, "sl_long_tokens": 64, "sl_arrival": "spacing",
                 "sl_gap_ms": 20, "sl_rate": 30, "sl_seed": 2, "sl_long_at": 10, "sl_token_budget": 32,
                 "sl_block_size": 8, "sl_kv_blocks": 0, "sl_on_kv_full": "wait", "sl_slo_ttft": 500.0,
-                "sl_slo_tpot": 50.0}
+                "sl_slo_tpot": 50.0, "sl_prefix_caching": True}
 
 
 @pytest.fixture
