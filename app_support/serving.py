@@ -26,8 +26,14 @@ from engine.contract.config import ServerSettings, ServingCaps
 from engine.contract.errors import CapError
 from engine.contract.limits import MAX_ARRIVAL_MS
 from engine.contract.serving.trace import ServingRun
+from engine.contract.serving.workloads import (WorkloadRequest, parse_workload_lines, poisson_workload, questions,
+                                               scenario)
 from engine.contract.worker.client import Progress, Started
 from engine.contract.worker.protocol import ModelRef
+from lesson.diagrams.batch_composition import render_batch_composition
+from lesson.diagrams.kv_blocks import render_kv_blocks
+from lesson.diagrams.serving_gantt import policy_label, render_serving_gantt, scenario_label
+from lesson.diagrams.serving_metrics import render_serving_metrics
 from lesson.formats import escape_markdown
 from lesson.layout import figures_per_row
 from lesson.messages import serving_message
@@ -85,8 +91,6 @@ def custom_workload(num_chats: int, chat_tokens: int, answer_tokens: int, arriva
                     rate_per_s: float, seed: int, long_tokens: int, long_at_ms: float):
     """Chats (capital questions stretched to `chat_tokens`, answering `answer_tokens`), arriving every
     `gap_ms` or as a Poisson process, plus one long prompt of `long_tokens` at `long_at_ms` (0: none)."""
-    from engine.contract.serving.workloads import WorkloadRequest, poisson_workload, questions
-
     if arrival == "poisson":
         chats = poisson_workload(num_chats, rate_per_s, seed, max_new_tokens=(answer_tokens, answer_tokens),
                                  prompt_tokens=(chat_tokens, chat_tokens))
@@ -118,8 +122,6 @@ def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, 
     """One policy's run of the workload (as JSON), in the engine worker (engine.serving.run_workload
     there: a disaggregated run's two processes are the worker's children, never this page's), or the
     one kept in serving_store. `on_event`: the worker's events while it runs (Progress in answer tokens)."""
-    from engine.contract.serving.workloads import WorkloadRequest
-
     key = (model_choice, device, dtype, workload, scenario, policy, token_budget, block_size, kv_blocks,
            on_kv_full, slo_ttft_ms, slo_tpot_ms, prefix_caching)
     kept = serving_store().results.get(key)
@@ -140,18 +142,12 @@ def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, 
 
 @st.cache_data(show_spinner=False, max_entries=256)
 def serving_svg(name: str, run_json: str, lang: str, classroom: bool = False) -> str:
-    from lesson.diagrams.batch_composition import render_batch_composition
-    from lesson.diagrams.kv_blocks import render_kv_blocks
-    from lesson.diagrams.serving_gantt import render_serving_gantt
-
     render = {"gantt": render_serving_gantt, "batch": render_batch_composition, "kv": render_kv_blocks}[name]
     return render(ServingRun.from_json(run_json), lang=lang, style=resources.figure_style(classroom))
 
 
 @st.cache_data(show_spinner=False, max_entries=64)
 def metrics_svg(run_jsons: tuple[str, ...], lang: str, classroom: bool = False) -> str:
-    from lesson.diagrams.serving_metrics import render_serving_metrics
-
     return render_serving_metrics([ServingRun.from_json(j) for j in run_jsons], lang=lang,
                                   style=resources.figure_style(classroom))
 
@@ -184,15 +180,7 @@ def serving_lab(lang: str, lm, settings: ServerSettings) -> None:
     serving_remote.vllm_panel(lang)
 
 
-def scenario_label(lang: str, name: str) -> str:
-    from lesson.diagrams.serving_gantt import scenario_label as label
-
-    return label(lang, name)
-
-
 def _policy(policy: str, lang: str) -> str:
-    from lesson.diagrams.serving_gantt import policy_label
-
     return policy_label(lang, policy)
 
 
@@ -204,8 +192,6 @@ def token_counter(lm) -> Callable[[str], int] | None:
 
 def _workload_controls(lang: str, caps: ServingCaps, counter: Callable[[str], int] | None = None):
     """(workload, scenario name), or (None, a message) when it is over this server's caps or invalid."""
-    from engine.contract.serving.workloads import scenario
-
     st.subheader(t(lang, "sl_workload"))
     source = st.radio(t(lang, "sl_source"), ("scenario", "custom", "jsonl"), key="sl_source", horizontal=True,
                       format_func=lambda s: t(lang, f"sl_source_{s}"))
@@ -221,8 +207,6 @@ def _workload_controls(lang: str, caps: ServingCaps, counter: Callable[[str], in
             check_caps(workload, caps, counter)
             return workload, name
         if source == "jsonl":
-            from engine.contract.serving.workloads import parse_workload_lines
-
             text = st.text_area(t(lang, "sl_jsonl"), EXAMPLE_JSONL, key="sl_jsonl", height=160,
                                 help=t(lang, "sl_jsonl_help"))
             workload = parse_workload_lines(text.splitlines(), max_new_tokens=caps.max_new_tokens,

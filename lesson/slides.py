@@ -26,7 +26,6 @@ import hashlib
 import html
 import io
 import re
-import struct
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -248,13 +247,6 @@ def svg_to_png(svg: str, width: int = PNG_WIDTH) -> bytes:
     import cairosvg
 
     return cairosvg.svg2png(bytestring=rasterizable(svg).encode("utf-8"), output_width=width)
-
-
-def png_size(png: bytes) -> tuple[int, int]:
-    """(width, height) of a PNG, read from its header; a ValueError for anything that is not one."""
-    if len(png) < 24 or png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
-        raise ValueError("not a PNG")
-    return struct.unpack(">II", png[16:24])
 
 
 # --- slides.html --------------------------------------------------------------------
