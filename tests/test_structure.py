@@ -539,3 +539,13 @@ def test_the_unused_name_reader_sees_definitions_and_uses():
                      "getattr(m, 'h_name')\n")
     assert [name for _, name in top_level_names(tree)] == ["A", "f", "C", "x"]
     assert {"g", "A", "h_name", "getattr", "m"} <= names_used(tree) and "f" not in names_used(tree)
+
+
+def test_only_one_fixture_forgets_the_servers_settings():
+    """resources.server_settings' cached read is forgotten in one place, the fresh_settings fixture
+    (tests/app/apptest.py, automatic in tests/app/), never by hand in a test."""
+    found = [f"{path.relative_to(ROOT)}:{number}" for path in python_files(("tests",))
+             if path != ROOT / "tests" / "app" / "apptest.py" and path.resolve() != Path(__file__).resolve()
+             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if "server_settings.clear" in line or "server_settings.cache_clear" in line]
+    assert not found, "forget the settings with the fresh_settings fixture:\n" + "\n".join(found)

@@ -33,18 +33,27 @@ def assert_healthy(at) -> None:
     assert not at.error, [e.value for e in at.error]
 
 
-def serving_lab_page(monkeypatch, env: dict[str, str]):
-    """Yield a session on the serving lab of a server with `env` set (its settings read afresh, and
-    forgotten again after the test): the body of the serving lab fixtures."""
-    from streamlit.testing.v1 import AppTest
-
+@pytest.fixture
+def fresh_settings():
+    """The server's settings read afresh: resources.server_settings' cached read is forgotten before the
+    test and after it, so the page reads the environment the test set (monkeypatch.setenv before the page
+    first reads it) and the next test reads its own. Automatic in tests/app/ (its conftest); elsewhere
+    import it and ask for it. Its value forgets the read once more, for a change made after a page ran."""
     from app_support import resources
+
+    resources.server_settings.clear()
+    yield resources.server_settings.clear
+    resources.server_settings.clear()
+
+
+def serving_lab_page(monkeypatch, env: dict[str, str]):
+    """Yield a session on the serving lab of a server with `env` set (read afresh: `fresh_settings`):
+    the body of the serving lab fixtures."""
+    from streamlit.testing.v1 import AppTest
 
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    resources.server_settings.clear()
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
     at.switch_page(SERVING_LAB).run()
     yield at
-    resources.server_settings.clear()

@@ -13,9 +13,8 @@ import shutil
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_support import resources
 from engine.runtime.model import DEFAULT_MODEL_DIR
-from tests.app.apptest import APP
+from tests.app.apptest import APP, fresh_settings  # noqa: F401  (a fixture, asked for below)
 
 
 def link_or_copy(src: str, dst: str) -> None:
@@ -43,6 +42,12 @@ def served_models(tmp_path_factory):
     return models
 
 
+@pytest.fixture(autouse=True)
+def settings_read_afresh(request):
+    """Every app test reads the server's settings afresh, and forgets them after (apptest.fresh_settings)."""
+    request.getfixturevalue("fresh_settings")
+
+
 @pytest.fixture
 def served_settings(monkeypatch, served_models):
     """The server's settings for the app tests: the shared models folder (one real and one broken model),
@@ -50,9 +55,6 @@ def served_settings(monkeypatch, served_models):
     monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(served_models))
     monkeypatch.setenv("PREFILL_DECODE_MAX_NEW_TOKENS", "32")
     monkeypatch.setenv("PREFILL_DECODE_MAX_PROMPT_TOKENS", "256")
-    resources.server_settings.clear()
-    yield
-    resources.server_settings.clear()
 
 
 @pytest.fixture

@@ -563,7 +563,6 @@ def test_bad_inputs_give_messages_and_the_page_recovers(app):
 def test_out_of_range_values_are_repaired_with_a_message(monkeypatch):
     """Values already in the session (e.g. after an operator lowers a cap) are clamped, not fatal."""
     monkeypatch.setenv("PREFILL_DECODE_MAX_NEW_TOKENS", "32")
-    resources.server_settings.clear()
     at = AppTest.from_file(APP, default_timeout=180)
     at.session_state["output_len"] = 10**6
     at.session_state["prompt_len"] = -5
@@ -571,7 +570,6 @@ def test_out_of_range_values_are_repaired_with_a_message(monkeypatch):
     at.session_state["lang"] = "fr"
     at.session_state["model_choice"] = "../../etc"  # a forged choice never becomes a path
     at.run()
-    resources.server_settings.clear()
     assert not at.exception
     assert at.slider(key="output_len").value == 32 and at.slider(key="prompt_len").value == 0
     assert at.slider(key="demo_output_len").value == 32 and at.session_state["lang"] == "zh"
@@ -600,15 +598,11 @@ def test_the_token_preview_shows_a_bos_and_counts_it(monkeypatch, tmp_path, tiny
     for name in ("config.json", "generation_config.json", "model.safetensors"):
         shutil.copy(tiny_model_dirs["llama"] / name, folder / name)
     words = len(build_bos_tokenizer(folder).encode("The capital of France is", add_special_tokens=False))
-    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(tmp_path / "models"))
-    resources.server_settings.clear()
-    try:
-        _, pieces, natural = resources.prompt_preview("llama_bos", "cpu", "float32", "The capital of France is", 0)
-        assert pieces[0] == "<s>" and natural == len(pieces) == words + 1
-        effective, pieces, _ = resources.prompt_preview("llama_bos", "cpu", "float32", "The capital of France is", 40)
-        assert effective.endswith("The capital of France is") and pieces[0] == "<s>" and len(pieces) == 40
-    finally:
-        resources.server_settings.clear()  # its worker (another models folder) is released with the next
+    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(tmp_path / "models"))  # its own worker, released after
+    _, pieces, natural = resources.prompt_preview("llama_bos", "cpu", "float32", "The capital of France is", 0)
+    assert pieces[0] == "<s>" and natural == len(pieces) == words + 1
+    effective, pieces, _ = resources.prompt_preview("llama_bos", "cpu", "float32", "The capital of France is", 40)
+    assert effective.endswith("The capital of France is") and pieces[0] == "<s>" and len(pieces) == 40
 
 
 @needs_model
@@ -697,15 +691,11 @@ def test_cache_compare_words_quote_the_comparisons_totals():
 def test_the_app_offers_the_perfetto_download(monkeypatch):
     """The lesson page's data downloads include the shown run as Trace Event JSON (AppTest)."""
     monkeypatch.setenv("PREFILL_DECODE_MAX_NEW_TOKENS", "32")
-    resources.server_settings.clear()
     at = AppTest.from_file(APP, default_timeout=180).run()
-    try:
-        assert not at.exception, [e.value for e in at.exception]
-        button = next(b for b in at.get("download_button") if b.key == "download_perfetto")
-        assert button.proto.label == "下载 Perfetto Trace（Chrome Trace Event JSON）"
-        shown = json.loads(at.session_state["trace_json"])
-        # written when clicked (a deferred download), not on every page run of every visitor
-        assert button.proto.deferred_file_id and not button.proto.url
-    finally:
-        resources.server_settings.clear()
+    assert not at.exception, [e.value for e in at.exception]
+    button = next(b for b in at.get("download_button") if b.key == "download_perfetto")
+    assert button.proto.label == "下载 Perfetto Trace（Chrome Trace Event JSON）"
+    shown = json.loads(at.session_state["trace_json"])
+    # written when clicked (a deferred download), not on every page run of every visitor
+    assert button.proto.deferred_file_id and not button.proto.url
     assert check_trace_events(request_trace_events(RequestTrace.from_dict(shown))) == []

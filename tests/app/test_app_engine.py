@@ -78,14 +78,12 @@ def remote_page(monkeypatch, held_engine):
     monkeypatch.setenv("PREFILL_DECODE_ENGINE_TOKEN", held_engine.key)
     monkeypatch.setenv("PREFILL_DECODE_MAX_NEW_TOKENS", "8")
     monkeypatch.setenv("PREFILL_DECODE_REPEATS", "1")
-    resources.server_settings.clear()
     held_engine.gate.reset()
     page = AppTest.from_file(APP, default_timeout=180).run()
     assert_healthy(page)
     yield page
     held_engine.gate.opened.set()  # never leave the runner held for the next test
     wait_for(lambda: len(held_engine.worker.queue) == 0)
-    resources.server_settings.clear()
 
 
 def hold_runner(engine) -> threading.Thread:
@@ -151,11 +149,7 @@ def test_a_worker_that_refuses_the_token_is_said_in_the_pages_language(monkeypat
     wrong = "x" * 32
     monkeypatch.setenv("PREFILL_DECODE_ENGINE", held_engine.address)
     monkeypatch.setenv("PREFILL_DECODE_ENGINE_TOKEN", wrong)
-    resources.server_settings.clear()
-    try:
-        page = AppTest.from_file(APP, default_timeout=180).run()
-    finally:
-        resources.server_settings.clear()
+    page = AppTest.from_file(APP, default_timeout=180).run()
     assert not page.exception
     assert error_message(WorkerAuthError(held_engine.address), "zh") in texts(page, "error")
     shown = "\n".join(texts(page, kind) for kind in ("error", "markdown", "caption", "info", "warning"))

@@ -16,14 +16,9 @@ EXERCISES_PAGE = "app_pages/exercises.py"
 def page(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from app_support import resources
-
     monkeypatch.setenv("PREFILL_DECODE_MAX_PROMPT_TOKENS", "256")
-    resources.server_settings.clear()
     at = AppTest.from_file(APP, default_timeout=300).run()
-    at.switch_page(EXERCISES_PAGE).run()
-    yield at
-    resources.server_settings.clear()
+    return at.switch_page(EXERCISES_PAGE).run()
 
 
 @needs_model

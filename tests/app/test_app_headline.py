@@ -34,18 +34,16 @@ def test_the_first_view_and_a_run_quote_the_median_of_the_repeats(app):
 
 
 @needs_model
-def test_the_repeats_follow_the_operators_setting(monkeypatch, app):
+def test_the_repeats_follow_the_operators_setting(monkeypatch, app, fresh_settings):
     from streamlit.testing.v1 import AppTest
 
-    from app_support import resources
     from tests.app.apptest import APP
 
     monkeypatch.setenv("PREFILL_DECODE_REPEATS", "2")
-    resources.server_settings.clear()
+    fresh_settings()  # the `app` fixture's page read them already
     at = AppTest.from_file(APP, default_timeout=300).run()
     assert_healthy(at)
     assert Headline.from_json(at.session_state["trace_spread"]).n == 2
-    resources.server_settings.clear()
 
 
 @needs_model

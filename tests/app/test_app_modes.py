@@ -21,11 +21,7 @@ from tests.factories import make_trace
 def app(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from app_support import resources
-
-    resources.server_settings.clear()
-    yield AppTest.from_file(APP, default_timeout=300).run()
-    resources.server_settings.clear()
+    return AppTest.from_file(APP, default_timeout=300).run()
 
 
 def _table(at):
@@ -94,19 +90,13 @@ def test_compiled_runs_once_and_says_what_ran(app):
 def test_compile_off_hides_the_compiled_mode(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from app_support import resources
-
     monkeypatch.setenv("PREFILL_DECODE_COMPILE", "0")
-    resources.server_settings.clear()
-    try:
-        at = AppTest.from_file(APP, default_timeout=300).run()
-        at.switch_page(LAB).run()
-        assert_healthy(at)
-        keys = {box.key for box in at.checkbox}
-        assert "modes_pick_eager" in keys and "modes_pick_compiled" not in keys
-        assert t("zh", "modes_compile_off") in texts(at, "caption")
-    finally:
-        resources.server_settings.clear()
+    at = AppTest.from_file(APP, default_timeout=300).run()
+    at.switch_page(LAB).run()
+    assert_healthy(at)
+    keys = {box.key for box in at.checkbox}
+    assert "modes_pick_eager" in keys and "modes_pick_compiled" not in keys
+    assert t("zh", "modes_compile_off") in texts(at, "caption")
 
 
 @needs_model

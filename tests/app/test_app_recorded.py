@@ -10,7 +10,6 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from app_support import resources
 from app_support.gallery import GALLERY_ROOT
 from engine.contract.recorded import RecordedFileError, gallery_indexes, load_entry, read_index
 from lesson.messages import error_message
@@ -26,9 +25,7 @@ ENTRIES = {f"{e.folder.name}/{e.name}": e for index in gallery_indexes(GALLERY_R
 def app(monkeypatch):
     monkeypatch.setenv("PREFILL_DECODE_MAX_PROMPT_TOKENS", "1024")
     monkeypatch.setenv("PREFILL_DECODE_RECORDED_MAX_MB", "0.2")  # the 1024-token traces fit, a 300 KB file does not
-    resources.server_settings.clear()  # read once per process: this module's settings, not an earlier one's
-    yield AppTest.from_file(APP, default_timeout=300).run()
-    resources.server_settings.clear()
+    return AppTest.from_file(APP, default_timeout=300).run()
 
 
 def images(at) -> list[str]:
@@ -146,11 +143,7 @@ def test_the_labs_open_a_recorded_sweep_cache_comparison_and_serving_runs(app):
 @needs_model
 def test_a_recorded_prompt_over_this_servers_cap_is_refused(monkeypatch):
     monkeypatch.setenv("PREFILL_DECODE_MAX_PROMPT_TOKENS", "256")  # the labs would measure its prompt again
-    resources.server_settings.clear()
-    try:
-        at = open_gallery(AppTest.from_file(APP, default_timeout=300).run(), "lesson", "cpu/lesson-zh-1024")
-    finally:
-        resources.server_settings.clear()
+    at = open_gallery(AppTest.from_file(APP, default_timeout=300).run(), "lesson", "cpu/lesson-zh-1024")
     assert not at.exception and not at.session_state["trace_recorded"]
     assert [e.value for e in at.error] == [error_message(
         RecordedFileError("over_cap", "x", n=1024, limit=256), "zh")]

@@ -26,7 +26,7 @@ from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import WorkloadRequest
 from lesson.messages import remote_message
 from lesson.perfetto import serving_run_events
-from tests.app.apptest import APP, SERVING_LAB, needs_model
+from tests.app.apptest import APP, SERVING_LAB, fresh_settings, needs_model  # noqa: F401  (a fixture)
 from tests.hostile.bounded import python
 from tests.hostile.fake_openai import hostile
 
@@ -306,34 +306,30 @@ def test_metric_values_that_overflow_are_no_value():
 
 @needs_model
 @pytest.mark.slow
+@pytest.mark.usefixtures("fresh_settings")
 def test_the_app_keeps_no_echoed_key_and_words_a_bad_reply(monkeypatch):
     """The serving lab's probe panel against the echoing server, with the key lent by a variable the
     operator allows: neither the session state nor the page nor the Perfetto download holds the key,
     and a request with a wrong field is one message in the page's language (the others kept)."""
     from streamlit.testing.v1 import AppTest
 
-    from app_support import resources
     from app_support.serving_remote import perfetto_json
 
     monkeypatch.setenv("PREFILL_DECODE_PROBE_API_KEY", SECRET)
     monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_NEW_TOKENS", "16")
-    resources.server_settings.clear()
-    try:
-        at = AppTest.from_file(APP, default_timeout=300)
+    at = AppTest.from_file(APP, default_timeout=300)
+    at.run()
+    at.switch_page(SERVING_LAB).run()
+    at.radio(key="sl_source").set_value("jsonl").run()
+    at.text_area(key="sl_jsonl").set_value("\n".join(json.dumps({"arrival_ms": 0, "prompt": p, "max_new_tokens": 8})
+                                                     for p in ("echo-key", "text-int")))
+    at.toggle(key="sl_probe_ignore_eos").set_value(False)
+    at.text_input(key="sl_probe_key_env").set_value("PREFILL_DECODE_PROBE_API_KEY")
+    with hostile(models="echo-key", lifetime_s=120) as url:
+        at.text_input(key="sl_probe_endpoint").set_value(url)
+        at.text_input(key="sl_probe_model").set_value("toy")
+        at.button(key="sl_probe_run").click()
         at.run()
-        at.switch_page(SERVING_LAB).run()
-        at.radio(key="sl_source").set_value("jsonl").run()
-        at.text_area(key="sl_jsonl").set_value("\n".join(json.dumps({"arrival_ms": 0, "prompt": p, "max_new_tokens": 8})
-                                                         for p in ("echo-key", "text-int")))
-        at.toggle(key="sl_probe_ignore_eos").set_value(False)
-        at.text_input(key="sl_probe_key_env").set_value("PREFILL_DECODE_PROBE_API_KEY")
-        with hostile(models="echo-key", lifetime_s=120) as url:
-            at.text_input(key="sl_probe_endpoint").set_value(url)
-            at.text_input(key="sl_probe_model").set_value("toy")
-            at.button(key="sl_probe_run").click()
-            at.run()
-    finally:
-        resources.server_settings.clear()
     assert not at.exception, [e.value for e in at.exception]
     stored = at.session_state["sl_probe"]
     data = json.loads(stored)

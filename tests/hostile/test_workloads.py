@@ -17,7 +17,7 @@ from engine.contract.limits import MAX_ARRIVAL_MS
 from engine.contract.serving.workloads import WorkloadError, parse_workload_lines
 from lesson.messages import serving_message
 from lesson.text import t
-from tests.app.apptest import APP, SERVING_LAB, needs_model
+from tests.app.apptest import APP, SERVING_LAB, fresh_settings, needs_model  # noqa: F401  (a fixture)
 from tests.hostile.bounded import assert_one_line, python
 
 GOOD = '{"arrival_ms": 0, "prompt": "法国的首都是", "max_new_tokens": 4}'
@@ -103,13 +103,11 @@ def test_an_arrival_past_the_limit_is_refused_by_the_caps_too():
 
 @needs_model
 @pytest.mark.slow
+@pytest.mark.usefixtures("fresh_settings")
 def test_the_lab_refuses_a_typed_3000_token_prompt(monkeypatch):
     from streamlit.testing.v1 import AppTest
 
-    from app_support import resources
-
     monkeypatch.setenv("PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS", "1024")
-    resources.server_settings.clear()
     at = AppTest.from_file(APP, default_timeout=300)
     at.run()
     at.switch_page(SERVING_LAB).run()
@@ -122,4 +120,3 @@ def test_the_lab_refuses_a_typed_3000_token_prompt(monkeypatch):
     [message] = [e.value for e in at.error]
     assert re.search(r"\d{4}", message) and "1024" in message, message
     assert at.session_state["sl_runs"] is None
-    resources.server_settings.clear()
