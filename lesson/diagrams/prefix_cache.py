@@ -67,11 +67,11 @@ def held_blocks(run: ServingRun) -> tuple[dict[str, tuple[int, ...]], dict[tuple
     return first, refs
 
 
-def cell_indices(num_blocks: int) -> list[int | None]:
+def cell_indices(num_blocks: int, max_cells: int = MAX_CELLS) -> list[int | None]:
     """Which blocks a row draws: all of them, or the first and the last with a gap (None) between."""
-    if num_blocks <= MAX_CELLS:
+    if num_blocks <= max_cells:
         return list(range(num_blocks))
-    head = MAX_CELLS - 4
+    head = max(1, max_cells - 4)
     return [*range(head), None, *range(num_blocks - 3, num_blocks)]
 
 
@@ -84,9 +84,13 @@ def render_prefix_cache(run: ServingRun, *, lang: str = "zh", style: Style | Non
     requests = run.requests[:MAX_ROWS]
     size = run.settings.block_size
     label_w = max([LABEL_W, *(text_width(_row_label(table, r), style.small_size) + 12 for r in requests)])
-    width = PAD + label_w + MAX_CELLS * CELL_W + PAD
+    max_cells = MAX_CELLS
+    if style.fitted:  # classroom: as many cells as the column holds beside the labels (at least 6)
+        label_w = min(label_w, style.max_width / 3)
+        max_cells = max(6, min(MAX_CELLS, int((style.max_width - 2 * PAD - label_w) // CELL_W)))
+    width = PAD + label_w + max_cells * CELL_W + PAD
     evictions = [e for it in run.iterations for e in it.evictions]
-    lines = _notes(run, table, len(requests), evictions)
+    lines = _notes(run, table, len(requests), evictions, max_cells)
     top = 128
     rows_h = len(requests) * (CELL_H * 2 + ROW_GAP)
     height = top + rows_h + 24 + notes_height(style, lines, width - 2 * PAD) + 24
@@ -105,7 +109,8 @@ def render_prefix_cache(run: ServingRun, *, lang: str = "zh", style: Style | Non
     evicted = {e.block_hash for e in evictions}
     for k, record in enumerate(requests):
         y = top + k * (CELL_H * 2 + ROW_GAP)
-        _row(dwg, style, lang, record, first.get(record.request_id, ()), refs, evicted, size, (PAD + label_w, y))
+        _row(dwg, style, lang, record, (first.get(record.request_id, ()), refs, evicted, max_cells), size,
+             (PAD + label_w, y))
     notes(dwg, style, lines, PAD, top + rows_h + 8, width - 2 * PAD)
     return to_string(dwg)
 
@@ -115,8 +120,9 @@ def _row_label(table: Table, record) -> str:
     return label(table, "pc_row", request=record.request_id, cached=fmt_int(cached), prompt=fmt_int(record.prompt_len))
 
 
-def _row(dwg, style: Style, lang: str, record, blocks: tuple[int, ...], refs, evicted: set[str], size: int,
-         at: tuple[float, float]) -> None:
+def _row(dwg, style: Style, lang: str, record, held, size: int, at: tuple[float, float]) -> None:
+    """`held`: (its block ids, most holders per (block, hash), hashes evicted later, cells per row)."""
+    blocks, refs, evicted, max_cells = held
     table, lookup = table_for(lang), record.prefix
     x0, y = at
     cached = lookup.num_cached_tokens if lookup else 0
@@ -128,7 +134,7 @@ def _row(dwg, style: Style, lang: str, record, blocks: tuple[int, ...], refs, ev
     names = lookup.block_hashes if lookup else ()
     num_blocks = -(-record.prompt_len // size)
     stop = lookup.miss_block if lookup and lookup.miss not in ("", "too_short", "cache_off") else None
-    for slot, i in enumerate(cell_indices(num_blocks)):
+    for slot, i in enumerate(cell_indices(num_blocks, max_cells)):
         x = x0 + slot * CELL_W
         if i is None:
             row.add(text(dwg, "…", x + CELL_W / 2, y + CELL_H * 0.65, size=style.small_size, fill=style.muted_ink,
@@ -170,7 +176,7 @@ def _cell(dwg, row, style, table, rid, i, block, name, hit, num_refs, size, prom
                          stroke_width=2, class_="evicted-mark"))
 
 
-def _notes(run: ServingRun, table: Table, num_rows: int, evictions) -> list[str]:
+def _notes(run: ServingRun, table: Table, num_rows: int, evictions, max_cells: int) -> list[str]:
     lines = [label(table, "pc_note_hash" if run.settings.prefix_caching else "pc_note_off")]
     by: dict[str, list[float]] = {}
     for e in evictions:
@@ -181,6 +187,6 @@ def _notes(run: ServingRun, table: Table, num_rows: int, evictions) -> list[str]
             for rid, times in by.items()))
     if num_rows < len(run.requests):
         lines.append(label(table, "pc_note_more_requests", n=num_rows, total=len(run.requests)))
-    if any(-(-r.prompt_len // run.settings.block_size) > MAX_CELLS for r in run.requests):
-        lines.append(label(table, "pc_note_more_blocks", n=MAX_CELLS))
+    if any(-(-r.prompt_len // run.settings.block_size) > max_cells for r in run.requests):
+        lines.append(label(table, "pc_note_more_blocks", n=max_cells))
     return lines

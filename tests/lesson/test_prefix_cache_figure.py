@@ -111,9 +111,12 @@ def test_classroom_style_and_hostile_request_ids(tight):
     hostile = dataclasses.replace(tight, requests=tuple(
         dataclasses.replace(r, request_id="<b>x</b>&", prefix=dataclasses.replace(r.prefix, request_id="<b>"))
         for r in tight.requests[:1]) + tight.requests[1:])
-    svg = render_prefix_cache(hostile, lang="en", style=classroom_style())
+    style = classroom_style()
+    svg = render_prefix_cache(hostile, lang="en", style=style)
     assert "<b>" not in svg and "&lt;b&gt;x&lt;/b&gt;&amp;" in svg
-    parse(svg)
+    root = parse(svg)
+    assert float(root.get("width")) <= style.max_width  # classroom: fewer cells per row, never wider
+    assert len(with_class(with_class(root, "prefix-row")[0], "block")) < MAX_CELLS
 
 
 def test_rows_and_sentences_say_the_numbers(tight):
