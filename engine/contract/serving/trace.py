@@ -12,7 +12,7 @@ when the engine began honouring arrivals; all are measured, none simulated):
     ServingRun
       schema_version, kind="serving_run", scenario (name or workload file name)
       settings: ServingSettings      policy, token_budget, block_size, num_kv_blocks,
-                                     on_kv_full ("wait" | "preempt"), threads, worker cores
+                                     on_kv_full ("wait" | "preempt"), threads, worker cores, prefix_caching
       model: ModelInfo               engine.contract.trace.ModelInfo (kv_bytes_per_token etc.)
       requests: (RequestRecord, ...) per request, in arrival order:
           request_id, prompt (text, "" if ids were given), prompt_ids, prompt_pieces,
@@ -21,7 +21,10 @@ when the engine began honouring arrivals; all are measured, none simulated):
           finish_ms, token_times_ms (when each output token was known on the host),
           itl_ms (gaps between consecutive tokens), stop_reason ("eos" | "length"),
           num_preemptions, prompt_count / output_count (observed runs: the token counts, ids empty;
-          older files wrote one -1 per token in the ids instead, and still read)
+          older files wrote one -1 per token in the ids instead, and still read),
+          prefix: PrefixLookup | None   its first prefix-cache look-up: num_tokens, num_cached_tokens,
+              block_hashes (the chain, short), miss ("" or one of prefix.MISS_REASONS) with its
+              details (miss_block, diverged_at and both tokens, other_request, evicted_at_ms), lookup_ms
           derived: ttft_ms, tpot_ms, e2el_ms, queue_ms, prompt_len, num_output_tokens
       iterations: (Iteration, ...)   one per forward pass, in start order:
           index, worker ("engine" | "prefill" | "decode": disaggregated runs have two),
@@ -35,8 +38,11 @@ when the engine began honouring arrivals; all are measured, none simulated):
           attention_kernel: the SDPA kernel(s) the pass ran ("flash", "math", ...; "" unknown)
           stalled: of `waiting`, those admitted (holding blocks) that got no positions: stalled Decodes
           blocks: BlockSnapshot after the pass (that worker's block manager):
-              block_size, num_blocks, num_free_blocks,
-              tables: (BlockTable(request_id, block_ids, tokens_per_block), ...)
+              block_size, num_blocks, num_free_blocks, num_cached_free_blocks (idle cached ones),
+              tables: (BlockTable(request_id, block_ids, tokens_per_block), ...)  a block shared
+              through the prefix cache is in several tables, its tokens counted once
+          lookups: (PrefixLookup, ...) the look-ups of requests admitted to this pass (cache on)
+          evictions: (Eviction(block_id, block_hash, by_request, at_ms), ...) idle cached blocks reused
           derived: num_prefill_tokens, num_decode_tokens, num_tokens, duration_ms
       handoffs: (Handoff, ...)       disaggregated only, per request:
           request_id, num_tokens, num_bytes (K and V of every layer, measured from the
