@@ -67,6 +67,7 @@ DEFAULTS: dict[str, Any] = {
     "cache_compare_for": None,  # the run (model and prompt ids) the cache on/off comparison was asked for
     "modes_results": {},  # engine modes measured, by (model, prompt, lengths, modes): app_support.modes
     "sl_runs": None,  # the serving lab's last runs, one ServingRun JSON per policy
+    "sl_prefix_off": None,  # the prefix-caching switch on: the same workload's run with the cache off (JSON)
     "sl_probe": None,  # the last probe of a real server (engine.contract.interop.probe.ProbeResult JSON)
     # ---- recorded runs opened (app_support/gallery.py) ----
     "recorded_notice": None,  # (page, "success" | "error", Markdown): what opening a file did, said once there
