@@ -45,9 +45,9 @@ WORKER_MAX_RESULT_BYTES = 64 << 20  # one frame from a worker (a 4096-step trace
 WORKER_SEND_BUFFER_BYTES = 16 << 20  # events one client may leave unread in the worker before it is dropped
 WORKER_SEND_DEADLINE_S = 10.0  # an event a client has not taken in this long: its call is cancelled, it is dropped
 WORKER_HANDSHAKE_DEADLINE_S = 5.0  # a connection that has not finished the key challenge by then is closed
-WORKER_MAX_PENDING = 64  # connections in the key challenge at once; more are closed at once
-WORKER_MAX_PENDING_PER_HOST = 8  # of those, from one address
-WORKER_CALL_DEADLINE_S = 10.0  # a keyed connection that has not sent its call by then is closed
+WORKER_MAX_PENDING = 64  # connections in the key challenge (or keyed, their call not in) at once
+WORKER_MAX_PENDING_PER_HOST = 8  # of those, from one address (past either, the oldest is closed)
+WORKER_CALL_DEADLINE_S = 5.0  # a keyed connection that has not sent its call by then is closed (a pending slot)
 WORKER_MAX_SESSIONS = 256  # keyed connections held at once (a class of 30 needs a few each)
 WORKER_PROMPT_CHARS_PER_TOKEN = 16  # a prompt's characters per token of the worker's prompt cap (a stretched prompt)
 WORKER_SILENCE_S = 20.0  # a client hearing nothing (not even a heartbeat) this long: "the engine stopped answering"
@@ -124,13 +124,14 @@ LIMITS: tuple[Limit, ...] = (
           "that client's call cancelled, its connection dropped; the others go on"),
     Limit("WORKER_HANDSHAKE_DEADLINE_S", WORKER_HANDSHAKE_DEADLINE_S, "a key challenge unfinished after this many "
           "seconds", "the connection closed"),
-    Limit("WORKER_MAX_PENDING", WORKER_MAX_PENDING, "more connections in the key challenge at once",
-          "closed at once; keyed clients are not held up"),
+    Limit("WORKER_MAX_PENDING", WORKER_MAX_PENDING, "more connections at once in the key challenge or keyed "
+          "without their call", "the oldest of them closed (a real client needs milliseconds there)"),
     Limit("WORKER_MAX_PENDING_PER_HOST", WORKER_MAX_PENDING_PER_HOST, "more of them from one address",
-          "closed at once"),
+          "that address's oldest closed"),
     Limit("WORKER_CALL_DEADLINE_S", WORKER_CALL_DEADLINE_S, "a keyed connection without a call after this many seconds",
           "the connection closed"),
-    Limit("WORKER_MAX_SESSIONS", WORKER_MAX_SESSIONS, "more keyed connections at once", "closed at once"),
+    Limit("WORKER_MAX_SESSIONS", WORKER_MAX_SESSIONS, "more keyed connections with a call at once",
+          "engine_busy, the connection closed"),
     Limit("WORKER_PROMPT_CHARS_PER_TOKEN", WORKER_PROMPT_CHARS_PER_TOKEN, "a prompt longer than this many characters "
           "per token of the worker's prompt cap (or than PREFILL_DECODE_MAX_PROMPT_CHARS, if larger)",
           "before tokenizing: prompt_too_long"),
