@@ -52,12 +52,17 @@ class JobContext:
 
     `model(ref)`: the loaded model (on the runner thread: loaded here if needed; on a connection
     thread: loaded through the queue first). `emit(kind, **fields)`: an event to this call's client.
+    `between_units()`: a long job calls it between its measured units (a serving iteration, a sweep
+    point, a mode); the worker then runs the waiting short jobs (engine/runtime/worker/queue.py). Nothing
+    the long job times may be running across it. `queue`: the worker's JobQueue (light calls: its history).
     """
 
     models: ModelCache
     model: Callable[[ModelRef], LoadedModel]
     emit: Callable[..., None]
     cancelled: Callable[[], bool]
+    between_units: Callable[[], None] = lambda: None
+    queue: Any = None
 
     def check_cancelled(self) -> None:
         if self.cancelled():
@@ -155,6 +160,8 @@ def run_modes(ctx: JobContext, args: dict[str, Any]) -> dict[str, str]:
                 if trace.finished:
                     runs[mode] = trace.to_json(indent=None)
         ctx.emit("progress", done=done + 1, total=len(modes))
+        if done + 1 < len(modes):
+            ctx.between_units()  # between two modes: waiting lesson runs go first
     return runs
 
 
@@ -175,6 +182,8 @@ def run_sweep_job(ctx: JobContext, args: dict[str, Any]) -> str:
     def progress(done: int, total: int, point) -> None:
         ctx.emit("progress", done=done, total=total)
         ctx.check_cancelled()  # raised inside run_sweep: "an exception from it stops the sweep"
+        if done < total:
+            ctx.between_units()  # between two points (none is timed here): waiting lesson runs go first
 
     points = args.get("points")
     sweep = run_sweep(ctx.lm(args), args.get("kind"), None if points is None else [int(p) for p in points],
@@ -204,7 +213,7 @@ def run_serve(ctx: JobContext, args: dict[str, Any]) -> str:
             ctx.emit("progress", done=min(written, budget - 1), total=budget)
 
     run = run_workload(ctx.lm(args), requests, config, scenario=str(args.get("scenario", "custom")),
-                       on_iteration=on_iteration)
+                       on_iteration=on_iteration, between_units=ctx.between_units)
     return run.to_json(indent=None)
 
 
@@ -257,6 +266,12 @@ def run_token_preview(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
     return {"prompt": effective, "pieces": list(token_pieces(tokenizer, ids)), "natural": natural}
 
 
+def run_queue_history(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
+    """The class's queue of the last minutes (engine.contract.engine_queue.QueueHistory's fields): kinds of
+    job, waits, runs and pauses, visitors served; no visitor, prompt or setting named."""
+    return ctx.queue.history()
+
+
 def run_ping(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
     """Who answers: the worker's process, versions and the models it holds now."""
     return {"pid": os.getpid(), "protocol": PROTOCOL_VERSION, "python": platform.python_version(),
@@ -272,5 +287,5 @@ MEASURED = {
 }
 LIGHT = {
     "ping": run_ping, "describe": run_describe, "model_shape": run_model_shape,
-    "model_choices": run_model_choices, "token_preview": run_token_preview,
+    "model_choices": run_model_choices, "token_preview": run_token_preview, "queue_history": run_queue_history,
 }

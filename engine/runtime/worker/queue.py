@@ -1,0 +1,316 @@
+"""The engine worker's queue: which measured call runs next, which calls share one measurement, and
+what the class's queue did in the last minutes (the serving lab draws it).
+
+    the server     submit(waiter)           one client's call: joins an identical measurement, or a new one
+                   remove(waiter)           a client that cancelled or left
+    the runner     take()                   the next measurement by ORDER (blocks); `running` until finish()
+                   take_short()             at a long job's unit boundary: a waiting short one, or None
+
+ORDER, the one policy (`ordered()`), composes two rules:
+  1. lanes: every waiting SHORT measurement (a lesson run: a few forward passes) before any LONG one
+     (a serving run, a sweep, engine modes, a model load, a benchmark). A running long job calls
+     `between_units()` between its measured units (a serving iteration, a sweep point, a mode) and the
+     runner then runs every waiting short job before the long one goes on, as chunked prefill lets
+     Decode steps through. The long job's timeline excludes that pause, so none of its numbers move.
+  2. within a lane: round-robin by client (`Waiter.client`, "" when the server names none), each
+     client's calls in arrival order; a client not served yet goes first, the one served last to the back.
+
+Identical work is measured once: a call whose `share_key` (a digest of its method and the canonical
+JSON of its arguments, which determine the result: prompt, lengths, sampling and seed, workload and
+policy, sweep points, ...) equals that of a waiting or running measurement joins it. Every waiter
+gets every event (a late joiner first hears the events it missed, so a streamed run reaches it whole),
+and the result's `done` message says `shared: {visitors, measured_at}` when it served more than one.
+A measurement is cancelled only when every waiter has left; one that is stopping is never joined.
+
+Every `queued` event is sent under the queue's lock, so a client's places arrive in order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+SHORT_METHODS = frozenset({"trace", "trace_repeats", "compare_cache", "decode_attention", "decode_ops"})
+# Methods whose result is determined by their arguments (a greedy run, or a sampled one with its seed; a
+# serving run of one workload and policy; a sweep of the same points): identical waiting calls share one.
+SHARED_METHODS = frozenset({
+    "trace", "trace_repeats", "modes", "compare_cache", "decode_attention", "sweep", "serve_workload",
+    "decode_ops", "host_us_per_call", "machine_spec", "load",
+})
+KINDS = {"trace": "lesson", "trace_repeats": "lesson", "compare_cache": "lesson", "decode_attention": "lesson",
+         "serve_workload": "serving", "sweep": "sweep", "modes": "modes", "load": "load"}  # the rest: "other"
+HISTORY_S = 600.0  # finished measurements kept this long for the queue's figure
+MAX_HISTORY = 512  # and at most this many
+
+
+def share_key(method: str, args: dict[str, Any]) -> str | None:
+    """One digest per job kind and arguments (canonical JSON: sorted keys, no spaces); None: never shared."""
+    if method not in SHARED_METHODS:
+        return None
+    canonical = json.dumps({"method": method, "args": args}, sort_keys=True, separators=(",", ":"),
+                           ensure_ascii=False, default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def lane_of(method: str) -> str:
+    return "short" if method in SHORT_METHODS else "long"
+
+
+class _Flag:
+    """A measurement's cancel flag: set when every waiter has cancelled (`set()` cancels them all)."""
+
+    def __init__(self, waiters: Callable[[], list]) -> None:
+        self._waiters = waiters
+
+    def is_set(self) -> bool:
+        return all(w.cancelled.is_set() for w in self._waiters())
+
+    def set(self) -> None:
+        for w in self._waiters():
+            w.cancelled.set()
+
+
+class _Finished:
+    """A measurement's end: `set()` ends every waiter's wait."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.waiters: list[Waiter] = []
+
+    def set(self) -> None:
+        self._event.set()
+        for w in self.waiters:
+            w.finished.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return self._event.wait(timeout)
+
+
+class Waiter:
+    """One client's call: its method and arguments, where its events go, its cancel and end flags.
+
+    `sink(kind, fields)` receives every event; for a client's call it sends them on the client's
+    connection, for an internal load it keeps the result for the light call that waits on it."""
+
+    def __init__(self, method: str, args: dict[str, Any], sink: Callable[[str, dict], None], *,
+                 client: str = "") -> None:
+        self.method, self.args, self.sink, self.client = method, args, sink, client
+        self.cancelled = threading.Event()
+        self.finished = threading.Event()
+
+    def send(self, kind: str, **fields: Any) -> None:
+        try:
+            self.sink(kind, fields)
+        except (OSError, EOFError):  # the client has gone
+            self.cancelled.set()
+
+
+Job = Waiter  # the server's name for one client's call
+
+
+class Measurement:
+    """One measured run and every waiter it serves: the runner's unit of work.
+
+    It looks like one call to the runner (`method`, `args`, `send`, `cancelled`, `finished`); `send`
+    goes to every waiter and is logged from `started` on, so a waiter that joins late hears it all."""
+
+    def __init__(self, first: Waiter) -> None:
+        self.method, self.args, self.client = first.method, first.args, first.client
+        self.key, self.lane = share_key(first.method, first.args), lane_of(first.method)
+        self.waiters = [first]
+        self.finished = _Finished()
+        self.finished.waiters = self.waiters
+        self.cancelled = _Flag(lambda: list(self.waiters))
+        self.log: list[tuple[str, dict]] = []  # events since `started`
+        self.lock = threading.Lock()
+        self.submitted = time.monotonic()
+        self.started: float | None = None
+        self.measured_at: float | None = None  # wall clock (time.time) at the start: the page's HH:MM:SS
+        self.ended: float | None = None
+        self.outcome = "waiting"
+        self.ahead: int | None = None  # the place last said to its waiters
+        self.pauses: list[list[float]] = []  # [start, end] of each between-units pause (monotonic)
+
+    def send(self, kind: str, **fields: Any) -> None:
+        with self.lock:
+            if kind == "started":
+                self.started, self.measured_at, self.outcome = time.monotonic(), time.time(), "running"
+            if kind == "done" and len(self.waiters) > 1:
+                fields = {**fields, "shared": {"visitors": len(self.waiters), "measured_at": self.measured_at}}
+            if kind in ("done", "error", "cancelled"):
+                self.outcome = kind
+            elif self.started is not None:
+                self.log.append((kind, fields))
+            for w in list(self.waiters):
+                w.send(kind, **fields)
+
+    def join(self, waiter: Waiter, ahead: int) -> None:
+        """Add `waiter`: its place, then (if the run began) every event it missed."""
+        with self.lock:
+            self.waiters.append(waiter)
+            waiter.send("queued", ahead=ahead)
+            for kind, fields in self.log:
+                waiter.send(kind, **fields)
+
+    def leave(self, waiter: Waiter) -> bool:
+        """Take `waiter` out while others stay; False when it is the last one (or not here)."""
+        with self.lock:
+            if waiter not in self.waiters or len(self.waiters) == 1:
+                return False
+            self.waiters.remove(waiter)
+            return True
+
+    def record(self, now: float) -> dict[str, Any]:
+        """This measurement as engine.contract.engine_queue.QueueJob's fields (times in s before `now`)."""
+        def ago(t: float | None) -> float | None:
+            return None if t is None else round(t - now, 3)
+
+        return {"kind": KINDS.get(self.method, "other"), "lane": self.lane, "queued_at_s": ago(self.submitted),
+                "started_at_s": ago(self.started), "ended_at_s": ago(self.ended), "visitors": len(self.waiters),
+                "outcome": self.outcome,
+                "pauses": [[ago(a), ago(b if b is not None else now)] for a, b in self.pauses]}
+
+
+def ordered(waiting: list[Measurement], rotation: list[str]) -> list[Measurement]:
+    """ORDER: short lane before long; in each lane, round-robin by client in `rotation`'s order (clients
+    in the order they were last served, the latest at its back; a client never served before them all),
+    each client's calls in arrival order."""
+    out: list[Measurement] = []
+    for lane in ("short", "long"):
+        groups: dict[str, deque[Measurement]] = {}
+        for m in waiting:
+            if m.lane == lane:
+                groups.setdefault(m.client, deque()).append(m)
+        clients = sorted(groups, key=lambda c: rotation.index(c) if c in rotation else -1)  # new ones first
+        while groups:
+            for c in list(clients):
+                if c in groups:
+                    out.append(groups[c].popleft())
+                    if not groups[c]:
+                        del groups[c]
+    return out
+
+
+class JobQueue:
+    """The waiting measurements, the running ones (a long one paused under the short ones it let
+    through), and the recent history. Thread-safe; `running` is the innermost one measuring now."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._waiting: list[Measurement] = []
+        self._running: list[Measurement] = []  # a stack: [a long job, a short one run in its pause]
+        self._rotation: list[str] = []
+        self._done: deque[Measurement] = deque(maxlen=MAX_HISTORY)
+
+    @property
+    def running(self) -> Measurement | None:
+        with self._cond:
+            return self._running[-1] if self._running else None
+
+    def submit(self, waiter: Waiter) -> None:
+        with self._cond:
+            key = share_key(waiter.method, waiter.args)
+            same = None if key is None else next(
+                (m for m in [*self._running, *self._waiting] if m.key == key and not m.cancelled.is_set()), None)
+            if same is not None:
+                same.join(waiter, ahead=self._ahead(same))
+                return
+            measurement = Measurement(waiter)
+            self._waiting.append(measurement)
+            self._announce()  # its place, and a new place for each long one it goes before
+            self._cond.notify()
+
+    def remove(self, waiter: Waiter) -> bool:
+        """Take a waiter out: True when it left (its measurement goes on for others, or had not started);
+        False when it alone holds a running measurement (that stops at its next pass) or is gone."""
+        with self._cond:
+            for m in self._running:
+                if waiter in m.waiters:
+                    return m.leave(waiter)
+            for m in self._waiting:
+                if waiter in m.waiters:
+                    if not m.leave(waiter):
+                        self._waiting.remove(m)
+                        m.outcome, m.ended = "cancelled", time.monotonic()
+                        self._done.append(m)
+                        self._announce()
+                    return True
+            return False
+
+    def take(self) -> Measurement:
+        """The next measurement by ORDER (blocks until there is one); it is `running` until `finish`."""
+        with self._cond:
+            while not self._waiting:
+                self._cond.wait()
+            return self._start(ordered(self._waiting, self._rotation)[0])
+
+    def take_short(self) -> Measurement | None:
+        """A waiting short measurement to run in a long one's pause (None: none waits)."""
+        with self._cond:
+            first = next(iter(ordered(self._waiting, self._rotation)), None)
+            return self._start(first) if first is not None and first.lane == "short" else None
+
+    def finish(self) -> None:
+        """The innermost running measurement has ended."""
+        with self._cond:
+            m = self._running.pop()
+            m.ended = time.monotonic()
+            self._done.append(m)
+
+    def paused(self, measurement: Measurement) -> Callable[[], None]:
+        """Mark the start of a pause of `measurement`; the returned callable marks its end."""
+        with self._cond:
+            span = [time.monotonic(), None]
+            measurement.pauses.append(span)
+            measurement.outcome = "paused"
+
+        def resume() -> None:
+            with self._cond:
+                span[1] = time.monotonic()
+                measurement.outcome = "running"
+        return resume
+
+    def history(self, window_s: float = HISTORY_S) -> dict[str, Any]:
+        """The recent measurements, oldest first, as engine.contract.engine_queue.QueueHistory's fields:
+        kinds, lanes, waits, runs and pauses, how many visitors each served; no client, prompt or setting."""
+        with self._cond:
+            now = time.monotonic()
+            recent = [m for m in self._done if m.ended is not None and now - m.ended <= window_s]
+            jobs = [m.record(now) for m in sorted([*recent, *self._running, *self._waiting],
+                                                  key=lambda m: m.submitted)]
+        return {"window_s": window_s, "jobs": jobs}
+
+    def _start(self, m: Measurement) -> Measurement:
+        self._waiting.remove(m)
+        self._running.append(m)
+        if m.client in self._rotation:
+            self._rotation.remove(m.client)
+        self._rotation.append(m.client)  # served last: to the back of its lane's round
+        self._announce()
+        return m
+
+    def _ahead(self, m: Measurement) -> int:
+        """Runs before `m`: those ORDER puts first, and the one measuring now (0 for a running one)."""
+        if m in self._running:
+            return 0
+        return ordered(self._waiting, self._rotation).index(m) + bool(self._running)
+
+    def _announce(self) -> None:
+        """Tell every waiting measurement whose place changed its new place (under the lock)."""
+        for ahead, m in enumerate(ordered(self._waiting, self._rotation), start=1 if self._running else 0):
+            if m.ahead != ahead:
+                m.ahead = ahead
+                for w in list(m.waiters):
+                    w.send("queued", ahead=ahead)
+
+    def __len__(self) -> int:
+        with self._cond:
+            return len(self._waiting) + len(self._running)
