@@ -107,7 +107,8 @@ def _timeline_caption(lang: str, trace_json: str | None) -> str:
         return t(lang, "timeline_caption")
     whole, numbers = _whole_and_spread(trace_json)
     lesson = timeline_lesson(whole, lang, numbers)
-    return f"{lesson} {t(lang, 'timeline_caption')}" if lesson else t(lang, "timeline_caption")
+    joiner = "" if lang == "zh" else " "  # Chinese sentences run on without a space
+    return f"{lesson}{joiner}{t(lang, 'timeline_caption')}" if lesson else t(lang, "timeline_caption")
 
 
 def ttft_bar(lang: str, trace_json: str) -> None:

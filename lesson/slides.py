@@ -41,6 +41,7 @@ from .diagrams.kv_blocks import render_kv_blocks
 from .diagrams.serving_gantt import policy_label, render_serving_gantt, scenario_label
 from .diagrams.prefix_cache import render_prefix_cache
 from .diagrams.serving_metrics import render_serving_metrics
+from .diagrams.ttft_parts import render_ttft_parts, ttft_parts_alt
 from .serving_views import figure_alt as serving_figure_alt
 from .serving_views import metrics_alt
 from .prefix_views import prefix_alt
@@ -142,6 +143,7 @@ def stamp_words(stamp: str) -> str:
 # The lesson's figures, in the page's order: (figure, its section's heading, caption, the lesson's sentence).
 LESSON_FIGURES = (
     ("timeline", "sec_timeline", "timeline_caption", "timeline_2"),
+    ("ttft_parts", "sec_timeline", "ttft_parts_caption", "timeline_1"),
     ("blocks", "sec_prefill", "blocks_caption", "prefill_2"),
     ("kv_growth", "sec_decode", "kv_caption", "decode_2"),
     ("blocks_schematic", "sec_blocks", "kit_schematic_caption", "blocks_note"),
@@ -159,25 +161,32 @@ SERVING_FIGURES = (  # (figure, its tab's name, caption, the lesson's sentence)
 # --- the slides of a run ------------------------------------------------------------
 
 def lesson_slides(trace: RequestTrace, *, lang: str, run_name: str, style: Style = DEFAULT_STYLE,
-                  sketch: tuple[int, int] = (4, 2)) -> list[Slide]:
+                  sketch: tuple[int, int] = (4, 2), run_note: str = "") -> list[Slide]:
     """Every figure of the lesson for the whole run `trace`, in the page's order, named
-    `<run_name>_<figure>_<lang>`; `sketch`: the block sketch's (prompt, answer) lengths."""
+    `<run_name>_<figure>_<lang>`; `sketch`: the block sketch's (prompt, answer) lengths; `run_note`:
+    which of several repeats the run is (lesson.spread.run_label), on the figures that quote its times."""
     check_language(lang)
     run = safe_name(run_name)
     slides = []
     for figure, title, caption, notes in LESSON_FIGURES:
-        svg, alt, still = _lesson_figure(figure, trace, lang, style, sketch)
+        svg, alt, still = _lesson_figure(figure, trace, lang, style, sketch, run_note)
         slides.append(Slide(f"{run}_{figure}_{lang}", svg, words(lang, title),
                             words(lang, caption, p=sketch[0], o=sketch[1]), words(lang, notes), alt, still))
     return slides
 
 
+NOTED_FIGURES = ("timeline", "latency", "ttft_parts")  # the figures that say which repeat they draw
+
+
 def _lesson_figure(figure: str, trace: RequestTrace, lang: str, style: Style,
-                   sketch: tuple[int, int]) -> tuple[str, str, str]:
+                   sketch: tuple[int, int], run_note: str = "") -> tuple[str, str, str]:
     """(the SVG, its alt text, the still its PNG is drawn from: "" for the SVG itself)."""
     if figure == "blocks_schematic":
         return (render_blocks_schematic(*sketch, lang=lang, style=style), schematic_alt(*sketch, lang), "")
-    svg = DIAGRAMS[figure](trace, lang=lang, style=style)
+    noted = {"run_note": run_note} if run_note and figure in NOTED_FIGURES else {}
+    if figure == "ttft_parts":  # a trace alone: the engine's parts of TTFT (the visitor's are the page's)
+        return render_ttft_parts(trace, lang=lang, style=style, **noted), ttft_parts_alt(trace, lang), ""
+    svg = DIAGRAMS[figure](trace, lang=lang, style=style, **noted)
     still = render_animation(trace, lang=lang, still=True, style=style) if figure == "animation" else ""
     return svg, figure_alt(figure, trace, lang), still
 
