@@ -103,3 +103,26 @@ def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkey
     words = _texts(bar).replace("\n", "")
     assert label in words and t("zh", "ttft_parts_run1")[:12] in words  # run 5 drawn, run 1 felt: said so
     assert t("zh", "ttft_parts_engine", ms=fmt_ms(chosen.metrics.ttft_ms)) in words
+
+
+@needs_model
+def test_the_first_figure_says_when_noise_made_a_decode_step_slow_and_offers_to_measure_again(app):
+    from lesson.spread import headline
+
+    model = RequestTrace.from_json(app.session_state["trace_json"]).model
+    noisy = make_trace(decode_ms=9.0, model=model)  # Decode 9 ms, Prefill 3 ms
+    calm = make_trace(decode_ms=1.0, model=model)
+    app.session_state["trace_json"] = noisy.to_json(indent=None)
+    app.session_state["trace_spread"] = headline([noisy, calm, noisy], shown=0).to_json()
+    app.run()
+    assert_healthy(app)
+    caption = texts(app, "caption")
+    assert t("zh", "tl_lesson_noise", y="9.0 ms", x="3.0 ms") in caption  # said beside the first figure
+    assert "1.0 ms–9.0 ms" in caption  # with the range over the repeats
+    assert [b for b in app.button if b.key == "timeline_measure_again"]
+    before = app.session_state["trace_json"]
+    app.button(key="timeline_measure_again").click().run()  # the run panel runs the request again
+    assert_healthy(app)
+    assert app.session_state["trace_json"] != before
+    calm_caption = texts(app, "caption")
+    assert not [b for b in app.button if b.key == "timeline_measure_again"] or "噪声" in calm_caption
