@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import subprocess
 import sys
@@ -50,6 +51,7 @@ def is_package(path: Path) -> bool:
 MODULES = {module_name(f): f for f in python_files(PROJECT)}
 
 
+@functools.cache  # one parse per file for the whole module: the trees are only read
 def parse(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
@@ -516,14 +518,17 @@ def own_tests(module: Path) -> str:
 
 
 def unused_names() -> list[str]:
-    uses = {path: names_used(parse(path)) for path in python_files((*USERS, "tests"))}
+    used = set().union(*(names_used(parse(path)) for path in python_files(USERS)))
+    test_users: dict[str, set[str]] = {}  # name -> the test files (by stem) that use it
+    for path in python_files(("tests",)):
+        for name in names_used(parse(path)):
+            test_users.setdefault(name, set()).add(path.stem)
     found = []
     for path in python_files(DEFINED):
         own = own_tests(path)
-        alive = set().union(*(names for user, names in uses.items()
-                              if not (user.is_relative_to(ROOT / "tests") and user.stem.startswith(own))))
         for line, name in top_level_names(parse(path)):
-            if name not in alive and f"{module_name(path)}.{name}" not in PUBLIC_API:
+            alive = name in used or any(not stem.startswith(own) for stem in test_users.get(name, ()))
+            if not alive and f"{module_name(path)}.{name}" not in PUBLIC_API:
                 found.append(f"{path.relative_to(ROOT)}:{line}: {name}")
     return found
 
