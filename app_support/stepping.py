@@ -87,12 +87,27 @@ def classroom_controls(lang: str, slot) -> None:
         st.caption(t(lang, "classroom_keys"))
         classroom_keyboard()
         st.divider()
+    if st.session_state.pop("class_stepped", False):
+        nonce = f"// {time.time():.3f}"  # new content each step: the browser runs it again
+        st.html(f"\n<script>\n{nonce}\n{BRING_STEPPED_FIGURE_JS}\n</script>\n", unsafe_allow_javascript=True)
+
+
+# After a step: the timeline (the figure stepped) brought up to the window's top when the page is scrolled
+# above it, so its new pass is on screen (at 1280x720 the first screen showed its first row only); a
+# lecturer who scrolled down to another figure stays there. Fixed code, no user text.
+BRING_STEPPED_FIGURE_JS = """setTimeout(function () {
+  var box = document.querySelector('.st-key-figure-timeline');
+  if (!box) { return; }
+  var r = box.getBoundingClientRect();
+  if (r.top > 0 && r.bottom > window.innerHeight) { box.scrollIntoView({block: 'start'}); }
+}, 80);"""
 
 
 def _set_class_step(value: int, total: int, relative: bool) -> None:
     """Button callback: runs before the page, so every part shows the same step."""
     current = max(1, min(total, int(st.session_state.class_step)))
     st.session_state.class_step = max(1, min(total, current + value if relative else value))
+    st.session_state.class_stepped = True
 
 
 # --- the replay: the run's measured token times, stretched -------------------------------------

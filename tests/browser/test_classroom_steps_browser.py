@@ -1,0 +1,86 @@
+"""Classroom mode and the presenter view at a projector's 1280x720 and 1024x768.
+
+- The presenter view's animation stands on the pass its controls name (it looped from Prefill whatever
+  the step: "第 3 / 3 次前向" over a figure showing only Prefill).
+- After a click on a figure in the sidebar's list, ← steps back a pass (it chose the figure above).
+- The link to this view carries the presenter view and its figure.
+- Without the presenter view, the timeline is on screen while stepping (it started at y≈498, 702 px
+  tall: only its first pass was visible).
+
+Same server (tests/browser/conftest.py) and skip rules as test_app_browser.py; screenshots in tests/artifacts/.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+
+from tests.browser.pages import ARTIFACTS, IDLE, wait_idle
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PROJECTORS = [(1280, 720), (1024, 768)]
+LINK = "/?lang=zh&eos=1&out=3&class=1"  # a run of 3 passes in classroom mode
+CLASS_POSITION = "() => (document.querySelector('.st-key-class_position') || {}).innerText || ''"
+PRESENTER_POSITION = "() => (document.querySelector('.st-key-presenter-position') || {}).innerText || ''"
+FIGURE_SVG = """async () => { const img = document.querySelector('.st-key-presenter-figure img');
+  return await (await fetch(img.src)).text(); }"""
+
+
+def open_page(browser, url: str, width: int, height: int):
+    page = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1).new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    wait_idle(page, first=True)
+    page.wait_for_function(f"() => ({CLASS_POSITION})().includes('第 1 /') && ({IDLE})()", timeout=120_000)
+    return page
+
+
+def press(page, key: str, position_js: str, expected: str) -> None:
+    page.keyboard.press(key)
+    page.wait_for_function(f"() => ({position_js})().includes('{expected}') && ({IDLE})()", timeout=60_000,
+                           polling=50)
+    page.wait_for_timeout(300)
+
+
+@pytest.mark.parametrize("width,height", PROJECTORS)
+def test_the_presenter_views_animation_follows_the_step_and_the_keys_keep_their_meaning(browser, server_url,
+                                                                                       width, height):
+    page = open_page(browser, server_url + LINK, width, height)
+    try:
+        page.locator(".st-key-presenter label").click()
+        wait_idle(page)
+        radios = page.locator(".st-key-presenter_figure label")
+        radios.nth(4).click()  # the animation, clicked in the sidebar's list: the focus is on the radio group
+        page.wait_for_function(f"() => document.querySelector('.st-key-presenter-figure img') && ({IDLE})()",
+                               timeout=60_000)
+        page.wait_for_timeout(300)
+        press(page, "End", PRESENTER_POSITION, "第 3 / 3")
+        svg = page.evaluate(FIGURE_SVG)
+        assert "lesson-diagram animation" in svg and "<animate" not in svg and 'class="caption done"' in svg
+        press(page, "ArrowLeft", PRESENTER_POSITION, "第 2 / 3")  # it chose the figure above instead
+        svg = page.evaluate(FIGURE_SVG)
+        assert "lesson-diagram animation" in svg and 'class="caption step-1"' in svg  # the pass the header names
+        page.screenshot(path=str(ARTIFACTS / f"presenter_animation_{width}x{height}.png"))
+        page.locator("[data-testid=stSidebar] [data-testid=stExpander] summary", has_text="链接").click()
+        page.wait_for_timeout(500)
+        link = page.locator("[data-testid=stSidebar] [data-testid=stCode]").last.inner_text().strip()
+        query = dict(parse_qsl(urlsplit(link).query))
+        assert query["pres"] == "1" and query["fig"] == "4" and query["step"] == "2", query
+    finally:
+        page.context.close()
+
+
+@pytest.mark.parametrize("width,height", PROJECTORS)
+def test_without_the_presenter_view_the_timeline_is_on_screen_while_stepping(browser, server_url, width, height):
+    page = open_page(browser, server_url + LINK, width, height)
+    try:
+        for step in (2, 3):
+            press(page, "ArrowRight", CLASS_POSITION, f"第 {step} /")
+            page.wait_for_timeout(500)
+            box = page.evaluate("() => { const r = document.querySelector('.st-key-figure-timeline img')"
+                                ".getBoundingClientRect(); return [r.top, r.bottom, innerHeight]; }")
+            assert box[0] >= -1 and box[1] <= box[2] + 1, (step, box)  # the whole figure, its new pass too
+        page.screenshot(path=str(ARTIFACTS / f"classroom_step_{width}x{height}.png"))
+    finally:
+        page.context.close()
