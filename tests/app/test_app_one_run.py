@@ -92,8 +92,11 @@ def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkey
     # the step log beside the answer: the chosen run's passes
     log = texts(app, "markdown")
     assert all(format_ms(s.duration_ms) in log for s in chosen.steps)
-    # TTFT's parts under the timeline: the chosen run's engine parts, the visitor's measured on run 1
-    bar = svgs["ttft-parts"]
+    _check_ttft_bar(svgs["ttft-parts"], chosen, label, sent)
+
+
+def _check_ttft_bar(bar: ET.Element, chosen: RequestTrace, label: str, sent: float) -> None:
+    """TTFT's parts under the timeline: the chosen run's engine parts, the visitor's measured on run 1."""
     kinds = [el.get("class").split()[1] for el in bar.iter() if (el.get("class") or "").startswith("part ")]
     assert kinds == ["queue", "tokenize", "engine", "prefill", "trip", "page"]  # no choice timed in these traces
     drawn = {el.get("class").split()[1]: float(el.get("data-ms")) for el in bar.iter()
