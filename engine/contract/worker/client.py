@@ -22,33 +22,49 @@ engine error raised in the worker is raised here as the same class, with its key
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import os
+import secrets
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from contextlib import closing
 from multiprocessing.connection import AuthenticationError
-from typing import Any
+from typing import Any, TypeVar
 
 from engine.contract import config
 from engine.contract.cost import DeviceSpec, ModelShape
+from engine.contract.engine_queue import QueueHistory
 from engine.contract.results import CacheComparison, DecodeAttention, DecodeOps, GenerationConfig
 from engine.contract.serving.config import ServeConfig
 from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import WorkloadRequest
 from engine.contract.sweep import Sweep
+from engine.contract.limits import WORKER_MAX_CALL_S, WORKER_MAX_RESULT_BYTES, WORKER_SILENCE_S, WORKER_STALL_S
+from engine.contract.limits import load_json
+from engine.contract.meaning import (
+    MAX_TRACE_STEPS, MeaningError, check_comparison, check_plain_steps, check_serving, check_step, check_sweep,
+    check_time, check_trace,
+)
+from engine.contract.recorded import check_types
 from engine.contract.trace import ModelInfo, RequestTrace, Step, StepsSoFar
 from engine.contract.worker.codec import from_plain, to_plain
 from engine.contract.worker.errors import (
-    EngineWorkerError, ProtocolError, RunCancelled, WorkerAuthError, WorkerSetupError, WorkerUnreachable,
-    error_from_wire,
+    EngineWorkerError, ProtocolError, RunCancelled, RunStalled, WorkerAuthError, WorkerSetupError, WorkerSilent,
+    WorkerUnreachable, error_from_wire,
 )
 from engine.contract.worker.local import DYING_GRACE_S, LocalWorker
 from engine.contract.worker.protocol import (
-    FINAL_TYPES, HANDSHAKE_TIMEOUT_S, WORKER_TYPES, Channel, ModelRef, connect, format_address,
-    read_token,
+    FINAL_TYPES, HANDSHAKE_TIMEOUT_S, HEARTBEAT_S, MEASURED_METHODS, WORKER_TYPES, Channel, ModelRef, connect,
+    format_address, read_token,
 )
 from engine.contract.worker.pool import Address, WorkerPool, parse_addresses
+
+T = TypeVar("T")
+MAX_REPEATS = 20  # traces in one trace_repeats result (engine.runtime.repeats' cap)
+STALL_CHECKED = MEASURED_METHODS - {"load"}  # calls whose result is a measurement (a load is not one)
+CLIENT_STALL_S = WORKER_STALL_S + 2 * HEARTBEAT_S  # no heartbeat this long in a run: the worker stood still
 
 
 
@@ -92,13 +108,22 @@ class Done:
 
 
 @dataclass(frozen=True)
+class Shared:
+    """The worker measured this call once for `visitors` identical calls (engine/runtime/worker/queue.py);
+    the measurement began at `measured_at` (seconds since the epoch). Sent just before Done."""
+
+    visitors: int
+    measured_at: float
+
+
+@dataclass(frozen=True)
 class Waiting:
     """Nothing came from the worker for the client's `heartbeat_s` (the call is queued, or in a long
     pass). Only a client made with `heartbeat_s` sends it: a page redraws on it, and Streamlit stops
     a script whose page was rerun or closed only at a redraw, so a queued call is cancelled at once."""
 
 
-Event = Queued | Started | Pass | Progress | Done | Waiting
+Event = Queued | Started | Pass | Progress | Shared | Done | Waiting
 OnEvent = Callable[[Event], None] | None
 
 
@@ -126,6 +151,46 @@ class TokenPreview:
 
 # --- the client ---------------------------------------------------------------------
 
+class CallClock:
+    """One call's clocks, as the client keeps them. `waited`: the seconds this client sat waiting for
+    the worker since its last message (a page drawing between two reads is not counted: messages wait
+    in the socket meanwhile). Silent: `waited` reached `silence_s`, or the call ran past `max_s`.
+    Stalled: after `started`, a measured call waited longer than `stall_s` (heartbeats come every
+    HEARTBEAT_S, so the worker stood still, and a pass timed across that gap is not a measurement)."""
+
+    def __init__(self, silence_s: float, measured: bool, stall_s: float = CLIENT_STALL_S,
+                 max_s: float = WORKER_MAX_CALL_S) -> None:
+        self.silence_s, self.measured, self.stall_s, self.max_s = silence_s, measured, stall_s, max_s
+        self.began = time.monotonic()
+        self.waited = 0.0
+        self.running = False
+        self.stalled = 0.0  # the longest such wait, seconds (0.0: none)
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.began
+
+    def wait(self, channel: Channel, heartbeat_s: float | None) -> bool:
+        """Whether a message (or the connection's end) is there, waiting at most a heartbeat or what is left."""
+        step = max(0.0, min(self.silence_s if heartbeat_s is None else heartbeat_s, self.silence_s - self.waited))
+        before = time.monotonic()
+        try:
+            arrived = channel.conn.poll(step)
+        except (OSError, EOFError):
+            return True  # the read that follows says what happened
+        self.waited += time.monotonic() - before
+        return arrived
+
+    def silent(self) -> bool:
+        return self.waited >= self.silence_s or self.elapsed > self.max_s
+
+    def heard(self, kind: str) -> None:
+        if self.running and self.measured and self.waited > self.stall_s:
+            self.stalled = max(self.stalled, self.waited)
+        self.waited = 0.0
+        self.running = self.running or kind == "started"
+
+
 class EngineClient:
     """Calls to one engine worker (or to a pool of them: `pool`, each call to the shortest queue).
     Thread-safe: every call has a connection of its own."""
@@ -133,13 +198,18 @@ class EngineClient:
     pool: WorkerPool | None = None  # several workers (PREFILL_DECODE_ENGINE=A,B): the address is chosen per call
 
     def __init__(self, address: tuple[str, int] | None, authkey: bytes | None, *, local: LocalWorker | None = None,
-                 connect_timeout_s: float = HANDSHAKE_TIMEOUT_S, heartbeat_s: float | None = None) -> None:
+                 connect_timeout_s: float = HANDSHAKE_TIMEOUT_S, heartbeat_s: float | None = None,
+                 silence_s: float = WORKER_SILENCE_S, max_call_s: float = WORKER_MAX_CALL_S,
+                 client_name: str = "") -> None:
         if local is None and (address is None or not authkey):
             raise WorkerSetupError("engine_no_token", "a remote engine worker needs its address and token",
                                    host=address[0] if address else "")
         self._address, self._authkey, self.local = address, authkey, local
         self.connect_timeout_s = connect_timeout_s
         self.heartbeat_s = heartbeat_s  # a Waiting event after this long without a message; None: never
+        self.silence_s = silence_s  # nothing at all from the worker this long: WorkerSilent
+        self.max_call_s = max_call_s  # no call takes longer, heartbeats or not: WorkerSilent
+        self.client_name = client_name or secrets.token_hex(4)  # whose turn in the worker's queue
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ, *, heartbeat_s: float | None = None) -> EngineClient:
@@ -181,18 +251,15 @@ class EngineClient:
         steps: list = []
         for kind, fields in self.call("trace", args):
             if kind == "pass":
-                if fields.get("header") is not None:
-                    header = RequestTrace.from_dict({**fields["header"], "steps": []})
-                if header is None:
-                    raise ProtocolError("protocol_malformed", "a pass before the trace's header", why="pass")
-                for step in fields["steps"]:  # the passes since the last event: one Pass each
-                    steps.append(from_plain(Step, step))
+                header = _header(fields, header)
+                for step in _steps(fields, steps):  # the passes since the last event: one Pass each
+                    steps.append(step)
                     yield Pass(dataclasses.replace(header, steps=StepsSoFar(steps)))
             elif kind == "done":
-                trace = RequestTrace.from_dict(fields["result"])
+                trace = checked_trace(fields.get("result"))
                 every = list(trace.steps)
                 for n in range(len(steps) + 1, len(every)):  # passes the worker had gathered, not yet sent
-                    yield Pass(dataclasses.replace(header, steps=StepsSoFar(every, n)))
+                    yield Pass(dataclasses.replace(header or trace, steps=StepsSoFar(every, n)))
                 yield Pass(trace)
                 yield Done(trace)
             else:
@@ -210,16 +277,13 @@ class EngineClient:
         steps: list = []
         for kind, fields in self.call("trace_repeats", args):
             if kind == "pass":
-                if fields.get("header") is not None:
-                    header = RequestTrace.from_dict({**fields["header"], "steps": []})
-                if header is None:
-                    raise ProtocolError("protocol_malformed", "a pass before the trace's header", why="pass")
-                for step in fields["steps"]:  # one event carries one pass here (run 1, pass by pass)
-                    steps.append(from_plain(Step, step))
+                header = _header(fields, header)
+                for step in _steps(fields, steps):  # one event carries one pass here (run 1, pass by pass)
+                    steps.append(step)
                     yield Pass(dataclasses.replace(header, steps=tuple(steps) if header.finished else
                                                    StepsSoFar(steps)))
             elif kind == "done":
-                yield Done(tuple(RequestTrace.from_dict(t) for t in fields["result"]["traces"]))
+                yield Done(_traces(fields.get("result")))
             else:
                 yield _event(kind, fields)
 
@@ -229,7 +293,7 @@ class EngineClient:
         """The finished trace of one request (no per-pass events: the worker's loop never waits on a send)."""
         args = {"model": model.to_wire(), "prompt": prompt, "config": to_plain(config), "stream": False,
                 "max_prompt_tokens": max_prompt_tokens, "request_id": request_id}
-        return RequestTrace.from_dict(self._result("trace", args, on_event))
+        return checked_trace(self._result("trace", args, on_event))
 
     def modes(self, model: ModelRef, prompt: str, *, num_tokens: int, modes: Sequence[str],
               max_prompt_tokens: int | None = None, on_event: OnEvent = None) -> dict[str, RequestTrace]:
@@ -237,25 +301,29 @@ class EngineClient:
         args = {"model": model.to_wire(), "prompt": prompt, "num_tokens": num_tokens, "modes": list(modes),
                 "max_prompt_tokens": max_prompt_tokens}
         runs = self._result("modes", args, on_event)
-        return {mode: RequestTrace.from_json(run_json) for mode, run_json in runs.items()}
+        return checked("modes", lambda: {str(mode): checked_trace(load_json(run_json))
+                                         for mode, run_json in list(runs.items())[:len(modes)]})
 
     def compare_cache(self, model: ModelRef, prompt_ids: Sequence[int], max_new_tokens: int, *,
                       on_event: OnEvent = None) -> CacheComparison:
         args = {"model": model.to_wire(), "prompt_ids": list(prompt_ids), "max_new_tokens": max_new_tokens}
-        return from_plain(CacheComparison, self._result("compare_cache", args, on_event))
+        data = self._result("compare_cache", args, on_event)
+        return checked("cache comparison", lambda: from_plain(CacheComparison, data), check_comparison)
 
     def decode_attention(self, model: ModelRef, prompt_ids: Sequence[int], output_ids: Sequence[int],
                          decode_index: int, *, on_event: OnEvent = None) -> DecodeAttention:
         args = {"model": model.to_wire(), "prompt_ids": list(prompt_ids), "output_ids": list(output_ids),
                 "decode_index": decode_index}
-        return from_plain(DecodeAttention, self._result("decode_attention", args, on_event))
+        data = self._result("decode_attention", args, on_event)
+        return checked("attention", lambda: from_plain(DecodeAttention, data))
 
     def sweep(self, model: ModelRef, kind: str, points: Sequence[int] | None = None, *, repeats: int = 3,
               batch_context: int = 128, cap: int | None = None, seed: int = 0, on_event: OnEvent = None) -> Sweep:
         """engine.runtime.sweep.run_sweep in the worker; a Progress event after each point."""
         args = {"model": model.to_wire(), "kind": kind, "points": None if points is None else list(points),
                 "repeats": repeats, "batch_context": batch_context, "cap": cap, "seed": seed}
-        return Sweep.from_json(self._result("sweep", args, on_event))
+        text = self._result("sweep", args, on_event)
+        return checked("sweep", lambda: _sweep(text), check_sweep)
 
     def serve_workload(self, model: ModelRef, requests: Sequence[WorkloadRequest],
                        config: ServeConfig | Mapping[str, Any] | None = None, *, scenario: str = "custom",
@@ -266,17 +334,21 @@ class EngineClient:
         plain = to_plain(config) if dataclasses.is_dataclass(config) else dict(config or {})
         args = {"model": model.to_wire(), "requests": [to_plain(r) for r in requests], "config": plain,
                 "scenario": scenario}
-        return ServingRun.from_json(self._result("serve_workload", args, on_event))
+        text = self._result("serve_workload", args, on_event)
+        return checked("serving run", lambda: ServingRun.from_json(text), check_serving)
 
     def decode_ops(self, model: ModelRef) -> DecodeOps:
-        return from_plain(DecodeOps, self._result("decode_ops", {"model": model.to_wire()}))
+        data = self._result("decode_ops", {"model": model.to_wire()})
+        return checked("operator count", lambda: from_plain(DecodeOps, data))
 
     def host_us_per_call(self, device: str) -> float:
-        return float(self._result("host_us_per_call", {"device": device}))
+        value = self._result("host_us_per_call", {"device": device})
+        return checked("host time", lambda: float(value), lambda us: check_time("host_us_per_call", us))
 
     def machine_spec(self, device: str | None = None, *, fresh: bool = False) -> DeviceSpec:
         """The worker's machine measured (kept per worker process; `fresh`: measured anew)."""
-        return from_plain(DeviceSpec, self._result("machine_spec", {"device": device, "fresh": fresh}))
+        data = self._result("machine_spec", {"device": device, "fresh": fresh})
+        return checked("machine", lambda: from_plain(DeviceSpec, data))
 
     def load(self, model: ModelRef, *, on_event: OnEvent = None) -> ModelDescription:
         """Load (and warm) a model now, through the queue; its description."""
@@ -286,7 +358,8 @@ class EngineClient:
         return _description(self._result("describe", {"model": model.to_wire()}))
 
     def model_shape(self, model: ModelRef) -> ModelShape:
-        return from_plain(ModelShape, self._result("model_shape", {"model": model.to_wire()}))
+        data = self._result("model_shape", {"model": model.to_wire()})
+        return checked("model shape", lambda: from_plain(ModelShape, data))
 
     def model_choices(self, device: str = "auto", dtype: str = "auto") -> tuple[str, ...]:
         """The models this worker offers: "default", its folders, the presets its device holds."""
@@ -295,7 +368,11 @@ class EngineClient:
     def token_preview(self, model: ModelRef, prompt: str, target_tokens: int = 0) -> TokenPreview:
         data = self._result("token_preview", {"model": model.to_wire(), "prompt": prompt,
                                               "target_tokens": target_tokens})
-        return TokenPreview(data["prompt"], tuple(data["pieces"]), data["natural"])
+        return checked("token preview", lambda: TokenPreview(data["prompt"], tuple(data["pieces"]), data["natural"]))
+
+    def queue_history(self) -> QueueHistory:
+        """The worker's queue of the last minutes: kinds of job, waits, runs, pauses (no visitor named)."""
+        return QueueHistory.from_plain(self._result("queue_history", {}))
 
     def ping(self) -> dict[str, Any]:
         """Who answers: pid, protocol, python, torch and transformers versions, torch threads."""
@@ -305,22 +382,40 @@ class EngineClient:
 
     def call(self, method: str, args: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         """One call's raw events, (type, fields), up to its last; an `error` is raised as its exception.
-        Closing the iterator early closes the connection, which cancels the call in the worker."""
+        Closing the iterator early closes the connection, which cancels the call in the worker.
+
+        Its deadlines (CallClock): nothing from the worker, not even its `alive` heartbeat, for
+        `silence_s` of waiting raises WorkerSilent (a local worker is started again first); so does a
+        call past WORKER_MAX_CALL_S. A measured run during which the worker went quiet for longer than
+        a heartbeat allows (it stood still) raises RunStalled instead of giving its result."""
         since = self._check_local()
         channel, where = self._open(since)
+        clock = CallClock(self.silence_s, measured=method in STALL_CHECKED, max_s=self.max_call_s)
         try:
-            channel.send("call", method=method, args=args)
+            channel.send("call", method=method, args=args, client=self.client_name)
             while True:
-                if not self._arrived(channel):
-                    yield "waiting", {}
+                if not clock.wait(channel, self.heartbeat_s):
+                    if clock.silent():
+                        raise self._silent(where, since, clock)
+                    if self.heartbeat_s is not None:
+                        yield "waiting", {}
                     continue
                 message = self._receive(channel, where, since)
                 kind = message.pop("type")
                 message.pop("v", None)
+                clock.heard(kind)
+                if clock.silent():  # past the longest call (a worker that says `queued` for ever)
+                    raise self._silent(where, since, clock)
+                if kind == "alive":
+                    continue
                 if kind == "error":
                     raise error_from_wire(message.get("error"))
                 if kind == "cancelled":
                     raise RunCancelled()
+                if kind == "done" and clock.stalled:
+                    raise RunStalled(clock.stalled)
+                if kind == "done" and isinstance(message.get("shared"), dict):
+                    yield "shared", message.pop("shared")  # one measurement served several visitors
                 yield kind, message
                 if kind in FINAL_TYPES:
                     return
@@ -336,14 +431,12 @@ class EngineClient:
                     on_event(_event(kind, fields))
         raise ProtocolError("protocol_malformed", "the call ended without a result", why="result")
 
-    def _arrived(self, channel: Channel) -> bool:
-        """Whether a message (or the end of the connection) is there to read, waiting at most heartbeat_s."""
-        if self.heartbeat_s is None:
-            return True
-        try:
-            return channel.conn.poll(self.heartbeat_s)
-        except (OSError, EOFError):
-            return True  # the read that follows says what happened
+    def _silent(self, where: str, since: int | None, clock: CallClock) -> WorkerSilent:
+        """The worker stopped answering: a local one is stopped and started again (the app's own advice)."""
+        if self.local is not None:
+            self.local.replace_stuck(since)
+        return WorkerSilent(where, clock.waited if clock.waited >= clock.silence_s else clock.elapsed,
+                            local=self.local is not None)
 
     def _check_local(self) -> int | None:
         """The local worker's generation this call runs on (restarting a dead one raises first)."""
@@ -365,15 +458,18 @@ class EngineClient:
             raise WorkerUnreachable(where, "what answers there is not an engine worker") from None
         except (OSError, EOFError) as err:
             self._lost(since, during_run=False)
-            raise WorkerUnreachable(where, _reason(err)) from None
-        return Channel(conn, WORKER_TYPES), where
+            if self.local is not None and isinstance(err, (EOFError, TimeoutError)):  # alive, not answering:
+                self.local.replace_stuck(since)  # stuck; the app starts a new one
+            raise WorkerUnreachable(where, _reason(err), local=self.local is not None) from None
+        return Channel(conn, WORKER_TYPES, WORKER_MAX_RESULT_BYTES), where
 
     def _receive(self, channel: Channel, where: str, since: int | None) -> dict[str, Any]:
         try:
             return channel.recv()
         except (EOFError, OSError) as err:
             self._lost(since, during_run=True)
-            raise WorkerUnreachable(where, f"the connection closed during the call ({_reason(err)})") from None
+            raise WorkerUnreachable(where, f"the connection closed during the call ({_reason(err)})",
+                                    local=self.local is not None) from None
 
     def _lost(self, since: int | None, during_run: bool) -> None:
         """A connection that failed: if the local worker died, restart it and raise WorkerRestarted."""
@@ -390,17 +486,98 @@ def _event(kind: str, fields: dict[str, Any]) -> Event:
                        else None)
     if kind == "progress":
         return Progress(int(fields["done"]), int(fields["total"]))
+    if kind == "shared":
+        return Shared(int(fields["visitors"]), float(fields["measured_at"]))
     if kind == "waiting":
         return Waiting()
     raise ProtocolError("protocol_malformed", f"unexpected event {kind!r}", why="type", type=kind)
 
 
 def _description(data: dict[str, Any]) -> ModelDescription:
-    return ModelDescription(from_plain(ModelInfo, data["info"]), data["device"], float(data["load_ms"]))
+    return checked("model", lambda: ModelDescription(from_plain(ModelInfo, data["info"]), data["device"],
+                                                     float(data["load_ms"])),
+                   lambda d: check_time("load_ms", d.load_ms))
+
+
+# --- results checked before anything is drawn ----------------------------------------
+
+def checked(what: str, build: Callable[[], T], check: Callable[[T], None] | None = None) -> T:
+    """`build()`'s value, its fields of the types their hints name (engine.contract.recorded.check_types)
+    and passing `check` (engine.contract.meaning); anything else a worker sent is one ProtocolError
+    (key protocol_malformed, why "meaning"), never an exception from inside a figure."""
+    try:
+        value = build()
+        check_types(value)
+        if check is not None:
+            check(value)
+        return value
+    except ProtocolError:
+        raise
+    except (MeaningError, TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError) as err:
+        reason = str(err).splitlines()[0][:200] if str(err) else type(err).__name__
+        raise ProtocolError("protocol_malformed", f"the engine worker's {what} was refused: {reason}",
+                            why="meaning", what=what) from None
+
+
+def checked_trace(data: Any) -> RequestTrace:
+    """A finished trace from the worker: its step count before one Step is built, then types and meaning."""
+    return checked("trace", lambda: _trace(data), check_trace)
+
+
+def _trace(data: Any) -> RequestTrace:
+    check_plain_steps(data)
+    return RequestTrace.from_dict(data)
+
+
+def _traces(data: Any) -> tuple[RequestTrace, ...]:
+    traces = data.get("traces") if isinstance(data, dict) else None
+    if not isinstance(traces, list) or not 1 <= len(traces) <= MAX_REPEATS:
+        raise ProtocolError("protocol_malformed", f"the engine worker's repeats are 1 to {MAX_REPEATS} traces",
+                            why="meaning", what="repeats")
+    return tuple(checked_trace(t) for t in traces)
+
+
+def _sweep(text: Any) -> Sweep:
+    load_json(text)  # bounded first: Sweep.from_json parses with the standard library
+    return Sweep.from_json(text)
+
+
+def _header(fields: dict[str, Any], header: RequestTrace | None) -> RequestTrace:
+    """A streamed pass's trace header (the first pass carries it; later ones may repeat it)."""
+    if fields.get("header") is not None:
+        plain = fields["header"]
+        header = checked("trace header", lambda: RequestTrace.from_dict({**plain, "steps": []}),
+                         functools.partial(check_trace, header=True))
+    if header is None:
+        raise ProtocolError("protocol_malformed", "a pass before the trace's header", why="pass")
+    return header
+
+
+def _steps(fields: dict[str, Any], so_far: list[Step]) -> list[Step]:
+    """A pass event's steps, each checked, in order after `so_far`; never more than the engine's cap."""
+    plain = fields.get("steps")
+    if not isinstance(plain, list) or len(so_far) + len(plain) > MAX_TRACE_STEPS:
+        raise ProtocolError("protocol_malformed", f"a streamed trace is at most {MAX_TRACE_STEPS} passes",
+                            why="meaning", what="pass")
+    steps: list[Step] = []
+    for data in plain:
+        before = steps[-1] if steps else so_far[-1] if so_far else None
+        steps.append(checked("pass", functools.partial(_next_step, data, before, len(so_far) + len(steps))))
+    return steps
+
+
+def _next_step(data: Any, before: Step | None, n: int) -> Step:
+    """Pass `n` rebuilt and checked: its own meaning, its index, its start after the pass before it."""
+    step = from_plain(Step, data)
+    check_step(step, f"steps[{n}]")
+    if step.index != n or (before is not None and step.start_ms < before.end_ms):
+        raise MeaningError(f"steps[{n}] is out of order")
+    return step
 
 
 def _reason(err: BaseException) -> str:
     return getattr(err, "strerror", None) or str(err) or type(err).__name__
+
 
 POOL_PING_TIMEOUT_S = 2.0  # a pool's worker that has not answered its ping by then is passed over for this call
 

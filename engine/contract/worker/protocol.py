@@ -18,7 +18,7 @@ One call per connection: the client connects, sends one `call`, reads events unt
 `error` or `cancelled`, then closes. A connection closed before the end cancels its call: a
 queued call leaves the queue, a running one stops at its next forward pass.
 
-    client -> worker   call       {"method": str, "args": {...}}
+    client -> worker   call       {"method": str, "args": {...}, "client": str}   (client: whose turn, see below)
                        cancel     {}                               stop this connection's call
     worker -> client   queued     {"ahead": N}                     N runs before this one (the running one counted)
                        started    {}                               this call's measured run has begun
@@ -26,13 +26,23 @@ queued call leaves the queue, a running one stops at its next forward pass.
                                                                    event (Steps; the Prefill's at once, then every
                                                                    50 ms); the first also carries the trace header
                        progress   {"done": i, "total": n}          sweeps (points), modes, serving (requests)
+                       alive      {}                               the worker's heartbeat, every HEARTBEAT_S while a
+                                                                   call is open (a client that hears nothing for
+                                                                   WORKER_SILENCE_S says the engine stopped answering)
                        done       {"result": ...}                  plain JSON; contract/worker/client.py rebuilds it
+                                  (+ "shared": {"visitors", "measured_at"} when one measurement served several)
                        error      {"error": {"class", "key", "params", "message"}}
                        cancelled  {}
 
-Methods (`call.method`): MEASURED_METHODS run one at a time in the worker's FIFO queue (a
-forward pass or a benchmark is inside each); LIGHT_METHODS answer at once from the connection's
-own thread (no forward pass; a model they need is loaded through the queue first).
+Methods (`call.method`): MEASURED_METHODS run one at a time in the worker's queue (a forward pass
+or a benchmark is inside each), taken in turns by client (the call's `client` name on the peer's
+address): one client's many calls do not all go before another client's one. LIGHT_METHODS answer
+at once from the connection's own thread (no forward pass; a model they need is loaded through the
+queue first).
+
+Every frame is bounded before it is read (a call: WORKER_MAX_CALL_BYTES; anything from a worker:
+WORKER_MAX_RESULT_BYTES) and parsed with engine.contract.limits.load_json (depth, number length,
+no NaN or Infinity); a refusal is a keyed ProtocolError, never a traceback.
 """
 
 from __future__ import annotations
@@ -48,12 +58,15 @@ from pathlib import Path
 from typing import Any
 
 from engine.contract import config
+from engine.contract.errors import LimitError
+from engine.contract.limits import WORKER_MAX_RESULT_BYTES, load_json
 from engine.contract.worker.errors import ProtocolError, ProtocolVersionError, WorkerSetupError
 
-PROTOCOL_VERSION = 1
-MAX_MESSAGE_BYTES = 256 << 20  # a serving run of a large workload is a few MB; anything near this is not ours
+PROTOCOL_VERSION = 2  # 2: the `alive` heartbeat, a call's `client`, bounded frames
 MIN_TOKEN_CHARS = 16  # a remote worker's token: shorter ones are guessable
-HANDSHAKE_TIMEOUT_S = 10.0  # a peer that has not finished the key challenge by then is dropped
+HANDSHAKE_TIMEOUT_S = 10.0  # a client's connect and key challenge, in all (the worker allows its peers less)
+HEARTBEAT_S = 1.0  # the worker says `alive` this often to every open call
+MAX_CLIENT_NAME = 64  # characters of a call's `client` name
 # What a failed key challenge raises: a wrong digest, a peer that is not this protocol (its first frame
 # is not a challenge: the standard library asserts that), one that hung up or sent an oversized frame.
 HANDSHAKE_ERRORS = (AuthenticationError, AssertionError, EOFError, OSError)
@@ -62,26 +75,30 @@ MEASURED_METHODS = frozenset({
     "trace", "modes", "compare_cache", "decode_attention", "sweep", "serve_workload", "decode_ops",
     "host_us_per_call", "machine_spec", "load", "trace_repeats",
 })
-LIGHT_METHODS = frozenset({"ping", "describe", "model_shape", "model_choices", "token_preview"})
+LIGHT_METHODS = frozenset({"ping", "describe", "model_shape", "model_choices", "token_preview", "queue_history"})
 
 CLIENT_TYPES = frozenset({"call", "cancel"})
-WORKER_TYPES = frozenset({"queued", "started", "pass", "progress", "done", "error", "cancelled"})
+WORKER_TYPES = frozenset({"queued", "started", "pass", "progress", "done", "error", "cancelled", "alive"})
 FINAL_TYPES = frozenset({"done", "error", "cancelled"})  # the last message of a call
 
 
 def encode(kind: str, **fields: Any) -> bytes:
     """One message as its frame's bytes: the version and type first, then `fields`."""
-    return json.dumps({"v": PROTOCOL_VERSION, "type": kind, **fields}, ensure_ascii=False).encode("utf-8")
+    return json.dumps({"v": PROTOCOL_VERSION, "type": kind, **fields}, ensure_ascii=False,
+                      allow_nan=False).encode("utf-8")
 
 
 def decode(frame: bytes, allowed: frozenset[str]) -> dict[str, Any]:
     """A frame's message, checked: a JSON object of this version whose type is one of `allowed`.
 
+    Parsed bounded (engine.contract.limits.load_json: depth, number length, no NaN or Infinity).
     Raises ProtocolVersionError for another version, ProtocolError for anything else malformed."""
     try:
-        message = json.loads(frame.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ProtocolError("protocol_malformed", f"not a JSON message: {err}", why="json") from err
+        message = load_json(frame.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise ProtocolError("protocol_malformed", f"not a JSON message: {type(err).__name__}", why="json") from None
+    except LimitError as err:
+        raise ProtocolError("protocol_malformed", f"a message refused: {err}", why=err.key) from None
     if not isinstance(message, dict):
         raise ProtocolError("protocol_malformed", "a message is a JSON object", why="object")
     if message.get("v") != PROTOCOL_VERSION:
@@ -96,9 +113,10 @@ class Channel:
     """One authenticated connection, carrying whole messages. Sends are serialised by a lock,
     so the worker's runner thread and a connection's own thread may both send on it."""
 
-    def __init__(self, conn: Connection, receives: frozenset[str]) -> None:
+    def __init__(self, conn: Connection, receives: frozenset[str], max_bytes: int = WORKER_MAX_RESULT_BYTES) -> None:
         self.conn = conn
         self.receives = receives  # the message types the other end may send
+        self.max_bytes = max_bytes  # a longer frame is refused before it is read
         self._send_lock = threading.Lock()
 
     def send(self, kind: str, **fields: Any) -> None:
@@ -107,14 +125,32 @@ class Channel:
             self.conn.send_bytes(frame)
 
     def recv(self) -> dict[str, Any]:
-        """The next message (blocks). EOFError / OSError when the other end has gone."""
-        return decode(self.conn.recv_bytes(MAX_MESSAGE_BYTES), self.receives)
+        """The next message (blocks). EOFError / OSError when the other end has gone; ProtocolError for a
+        frame over `max_bytes` (refused from its length, unread) or one that is not this protocol's."""
+        return decode(recv_frame(self.conn, self.max_bytes), self.receives)
 
     def close(self) -> None:
         try:
             self.conn.close()
         except OSError:
             pass  # already gone
+
+
+def recv_frame(conn: Connection, max_bytes: int) -> bytes:
+    """One frame's bytes, refused from its length prefix when over `max_bytes` (ProtocolError: the
+    connection is then out of step and must be closed)."""
+    try:
+        return conn.recv_bytes(max_bytes)
+    except OSError as err:
+        if str(err) != "bad message length":
+            raise
+        raise ProtocolError("protocol_too_large", f"a frame over {max_bytes:,} bytes was refused unread",
+                            limit=max_bytes) from None
+
+
+def client_name(value: Any) -> str:
+    """A call's `client` name as the queue keys it: text, at most MAX_CLIENT_NAME characters."""
+    return value[:MAX_CLIENT_NAME] if isinstance(value, str) else ""
 
 
 class Deadline:
@@ -130,7 +166,10 @@ class Deadline:
         self._timer.daemon = True
 
     def __enter__(self) -> Deadline:
-        self._timer.start()
+        try:
+            self._timer.start()
+        except RuntimeError as err:  # "can't start new thread": this call fails, as a connection that cannot open
+            raise OSError(f"no thread for the deadline: {err}") from None
         return self
 
     def __exit__(self, *exc) -> None:
@@ -173,8 +212,13 @@ def connect(address: tuple[str, int], authkey: bytes, timeout_s: float = HANDSHA
     return conn
 
 
-def accept_handshake(conn: Connection, authkey: bytes, timeout_s: float = HANDSHAKE_TIMEOUT_S) -> None:
-    """The worker's side of the key challenge (Listener.accept's order). Raises one of HANDSHAKE_ERRORS."""
+def accept_handshake(conn: Connection, authkey: bytes, timeout_s: float | None = HANDSHAKE_TIMEOUT_S) -> None:
+    """The worker's side of the key challenge (Listener.accept's order). Raises one of HANDSHAKE_ERRORS.
+    `timeout_s` None: no timer thread of its own (the worker's watchdog holds the deadline)."""
+    if timeout_s is None:
+        deliver_challenge(conn, authkey)
+        answer_challenge(conn, authkey)
+        return
     with Deadline(conn, timeout_s):
         deliver_challenge(conn, authkey)
         answer_challenge(conn, authkey)

@@ -1,8 +1,15 @@
 """The engine worker: a process that holds the models and runs every measured forward pass.
 
-    main thread      accepts connections (multiprocessing.connection.Listener)
-    one per client   proves the key (both ways), reads the one call, then waits for a cancel or EOF
-    the runner       takes measured calls from a FIFO queue, ONE at a time, and streams their events
+    main thread      accepts connections (multiprocessing.connection.Listener); a bounded pool of
+                     pending key challenges (peers.PendingHandshakes), refused, never a crash, when
+                     threads or memory run short
+    one per client   proves the key (both ways, within WORKER_HANDSHAKE_DEADLINE_S), reads the one call
+                     (bounded, within WORKER_CALL_DEADLINE_S), then waits for a cancel or EOF
+    one sender each  writes that client's events from its Outbox (peers.py): the runner never waits
+                     on a client; one that does not read in time is dropped, and only its call is lost
+    the watchdog     deadlines, the `alive` heartbeat, the worker's own stalls (peers.Watchdog)
+    the runner       takes measured calls from the queue (queue.py), ONE at a time, and streams
+                     their events
 
 Why a process of its own: in the page's process, another visitor's page work (building an SVG,
 Streamlit's own server) takes the GIL between a Decode step's ~245 operator calls; measured, a
@@ -11,7 +18,9 @@ while a pass is timed: connection threads sleep in a blocking read, and the runn
 events between passes (their cost is the step's `consumer_ms`, never inside `duration_ms`).
 
 The queue: a measured call is answered `queued {ahead: N}` at once (N runs before it, the one
-measuring counted), and again whenever the queue moves. A call whose connection closes, or that
+measuring counted), and again whenever the queue moves. Calls are taken in turns by client
+(queue.py's ORDER; the client is the peer's address and the call's `client` name), so one client's
+20 calls do not all go before another client's one. A call whose connection closes, or that
 sends `cancel`, leaves the queue; a running one stops at its next pass boundary (`cancelled`).
 Light calls (ping, describe, token_preview, ...) answer from their own thread; a model they need
 that is not loaded yet is loaded by the runner, through the queue, like any measured work.
@@ -19,91 +28,42 @@ that is not loaded yet is loaded by the runner, through the queue, like any meas
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, Listener
 from typing import Any
 
-from engine.contract.worker.errors import EngineWorkerError, ProtocolError, RunCancelled, error_from_wire, error_to_wire
+from engine.contract.errors import InputError
+from engine.contract.limits import (
+    MAX_SEED, MAX_STRETCH_TOKENS, MAX_WORKLOAD_PROMPT_CHARS, WORKER_CALL_DEADLINE_S, WORKER_HANDSHAKE_DEADLINE_S,
+    WORKER_MAX_CALL_BYTES, WORKER_MAX_SESSIONS, WORKER_PROMPT_CHARS_PER_TOKEN, check_count,
+)
+from engine.contract.worker.errors import (
+    EngineWorkerError, ProtocolError, RunCancelled, RunStalled, error_from_wire, error_to_wire,
+)
+from engine.contract.worker.protocol import (
+    CLIENT_TYPES, FINAL_TYPES, HANDSHAKE_ERRORS, PROTOCOL_VERSION, ModelRef, accept_handshake, client_name, decode,
+    encode, format_address, recv_frame,
+)
 from engine.runtime.model import LoadedModel, set_num_threads
 from engine.runtime.worker.jobs import LIGHT, MEASURED, JobContext
 from engine.runtime.worker.models import ModelCache, WorkerSettings
-from engine.contract.worker.protocol import (
-    CLIENT_TYPES, HANDSHAKE_ERRORS, PROTOCOL_VERSION, Channel, ModelRef, accept_handshake, format_address,
-)
+from engine.runtime.worker.queue import Job, JobQueue, Measurement
+from engine.runtime.worker.peers import Outbox, PendingHandshakes, Watchdog
 
 log = logging.getLogger("prefill_decode.worker")
-MAX_SESSIONS = 256  # connections held at once; more are closed at once (a class of 30 needs a few each)
-
-
-class Job:
-    """One measured call: its method and arguments, where its events go, its cancel flag.
-
-    `sink(kind, fields)` receives every event; for a client's call it sends them on the client's
-    connection, for an internal load it keeps the result for the light call that waits on it."""
-
-    def __init__(self, method: str, args: dict[str, Any], sink: Callable[[str, dict], None]) -> None:
-        self.method, self.args, self.sink = method, args, sink
-        self.cancelled = threading.Event()
-        self.finished = threading.Event()
-
-    def send(self, kind: str, **fields: Any) -> None:
-        try:
-            self.sink(kind, fields)
-        except (OSError, EOFError):  # the client has gone
-            self.cancelled.set()
-
-
-class JobQueue:
-    """First in, first out; the runner takes one job at a time. Every `queued` event is sent under
-    the queue's lock, so a client's positions arrive in order and only ever count down."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._waiting: deque[Job] = deque()
-        self.running: Job | None = None
-
-    def submit(self, job: Job) -> None:
-        with self._cond:
-            self._waiting.append(job)
-            job.send("queued", ahead=len(self._waiting) - 1 + (self.running is not None))
-            self._cond.notify()
-
-    def remove(self, job: Job) -> bool:
-        """Take a job that has not started out of the queue; False when it is running or gone."""
-        with self._cond:
-            if job not in self._waiting:
-                return False
-            self._waiting.remove(job)
-            self._announce()
-            return True
-
-    def take(self) -> Job:
-        """The next job (blocks until there is one); it is `running` until `finish`."""
-        with self._cond:
-            while not self._waiting:
-                self._cond.wait()
-            self.running = self._waiting.popleft()
-            self._announce()
-            return self.running
-
-    def finish(self) -> None:
-        with self._cond:
-            self.running = None
-
-    def _announce(self) -> None:
-        """Tell every waiting job its new place (under the lock)."""
-        for ahead, job in enumerate(self._waiting, start=1):
-            job.send("queued", ahead=ahead)
-
-    def __len__(self) -> int:
-        with self._cond:
-            return len(self._waiting) + (self.running is not None)
+MAX_SESSIONS = WORKER_MAX_SESSIONS  # keyed connections held at once; more are closed at once
+# accept() failing for want of descriptors or memory: refuse (wait a moment), never stop serving
+RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+THREAD_ERRORS = (RuntimeError, MemoryError)  # "can't start new thread", and a stack that cannot be mapped
+# A connection's threads (its key challenge and call, its sender) need little stack; 8 MB each (the
+# default) would make a few hundred of them reserve gigabytes of address space.
+CONNECTION_STACK_BYTES = 2 << 20
 
 
 class EngineWorker:
@@ -117,10 +77,18 @@ class EngineWorker:
         self.queue = JobQueue()
         self._authkey = authkey
         self._sessions = threading.BoundedSemaphore(MAX_SESSIONS)
+        self.pending = PendingHandshakes()
+        self.watchdog = Watchdog()
+        settings = models.settings  # a prompt's characters are checked before anything is tokenized:
+        self.max_prompt_chars = max(settings.max_prompt_chars,  # the app's cap, or what a stretched prompt needs
+                                    WORKER_PROMPT_CHARS_PER_TOKEN * settings.max_prompt_tokens)
 
     # --- the runner: one measured call at a time ---------------------------------------
 
     def start_runner(self) -> threading.Thread:
+        """The runner thread, and the watchdog's (its clocks and heartbeats: peers.Watchdog)."""
+        if not self.watchdog.running:
+            self.watchdog.start()
         runner = threading.Thread(target=self._run_forever, name="engine-runner", daemon=True)
         runner.start()
         return runner
@@ -130,23 +98,41 @@ class EngineWorker:
         # until torch resets it, and a matmul alone does not (measured: 2 on this 2-core machine).
         set_num_threads()
         while True:
-            job = self.queue.take()
-            try:
-                if job.cancelled.is_set():
-                    job.send("cancelled")  # cancelled while the runner was taking it
-                else:
-                    self._run(job)
-            except Exception:  # noqa: BLE001 - a bug in sending must not stop the runner for everyone
-                log.exception("%s: its events could not be sent", job.method)
-            finally:
-                job.finished.set()
-                self.queue.finish()
+            self._run_taken(self.queue.take())
 
-    def _run(self, job: Job) -> None:
-        ctx = JobContext(self.models, model=self.models.load, emit=job.send, cancelled=job.cancelled.is_set)
+    def _run_taken(self, job: Measurement) -> None:
+        try:
+            if job.cancelled.is_set():
+                job.send("cancelled")  # cancelled while the runner was taking it
+            else:
+                self._run(job)
+        except Exception:  # noqa: BLE001 - a bug in sending must not stop the runner for everyone
+            log.exception("%s: its events could not be sent", job.method)
+        finally:
+            job.finished.set()
+            self.queue.finish()
+
+    def _between_units(self, job: Measurement) -> None:
+        """A long job's unit boundary (engine/runtime/worker/queue.py): every waiting short job runs now,
+        on this thread, while the long one is paused (its own clock leaves the pause out)."""
+        resume = None
+        while (short := self.queue.take_short()) is not None:
+            resume = resume or self.queue.paused(job)
+            self._run_taken(short)
+        if resume is not None:
+            resume()
+
+    def _run(self, job: Measurement) -> None:
+        between = (lambda: self._between_units(job)) if job.lane == "long" else (lambda: None)
+        ctx = JobContext(self.models, model=self.models.load, emit=job.send, cancelled=job.cancelled.is_set,
+                         between_units=between)
+        started_at = self.watchdog.note_clock()
         job.send("started", at=time.time())  # the wall clock: a client on this machine places its queue wait
         try:
             result = self.measured[job.method](ctx, job.args)
+            stalled = self.watchdog.stalled_since(started_at)
+            if stalled and job.method != "load":  # a pass timed across the stall is not a measurement
+                raise RunStalled(stalled)
         except RunCancelled:
             job.send("cancelled")
             return
@@ -174,7 +160,7 @@ class EngineWorker:
         elif kind == "error":
             log.warning("preload failed: %s", fields["error"]["message"])
 
-    def loaded_via_queue(self, ref: ModelRef, forward: Channel | None = None) -> LoadedModel:
+    def loaded_via_queue(self, ref: ModelRef, forward: Session | None = None) -> LoadedModel:
         """A loaded model for a light call: loaded by the runner first when needed (the light call's
         client sees the load's queue place and start; an error is raised as the load's own)."""
         lm = self.models.loaded(ref)
@@ -184,11 +170,11 @@ class EngineWorker:
 
         def sink(kind: str, fields: dict) -> None:
             if kind in ("queued", "started") and forward is not None:
-                _send_quietly(forward, kind, **fields)  # a light client that left does not cancel the load
+                forward.send_quietly(kind, **fields)  # a light client that left does not cancel the load
             elif kind in ("done", "error"):
                 outcome[kind] = fields
 
-        job = Job("load", {"model": ref.to_wire()}, sink)
+        job = Job("load", {"model": ref.to_wire()}, sink, client=forward.client if forward is not None else "")
         self.queue.submit(job)
         job.finished.wait()
         if "error" in outcome:
@@ -201,68 +187,164 @@ class EngineWorker:
     # --- connections ----------------------------------------------------------------
 
     def serve(self, listener: Listener) -> None:
-        """Accept connections, one thread each, until the listener is closed (the runner must be started)."""
+        """Accept connections until the listener is closed (the runner must be started). A connection
+        waits for its key challenge in a bounded pool; when threads, descriptors or memory run short,
+        connections are refused (closed), and the worker goes on."""
         while True:
             try:
                 conn = listener.accept()
-            except OSError:  # closed: the worker is stopping
-                return
-            peer = format_address(listener.last_accepted) if listener.last_accepted else "?"
-            if not self._sessions.acquire(blocking=False):
-                log.warning("refused %s: %d connections open already", peer, MAX_SESSIONS)
-                conn.close()
+            except OSError as err:
+                if err.errno not in RESOURCE_ERRNOS:
+                    return  # closed: the worker is stopping
+                self.watchdog.warn("accept", "refusing connections for a moment: %s", err.strerror or err)
+                time.sleep(0.05)
                 continue
-            threading.Thread(target=self._session, args=(conn, peer), name=f"engine-session {peer}",
-                             daemon=True).start()
+            except MemoryError:
+                time.sleep(0.05)
+                continue
+            address = listener.last_accepted or ("?", 0)
+            self._admit(conn, str(address[0]), format_address(address))
 
-    def _session(self, conn: Connection, peer: str) -> None:
+    def _admit(self, conn: Connection, host: str, peer: str) -> None:
+        """A pending slot (the oldest pending connection shut down when the pool, in all or for this
+        address, is full) and a thread for the key challenge."""
+        evicted = self.pending.evicted
+        self.pending.admit(host, conn)
+        if self.pending.evicted != evicted:
+            self.watchdog.warn("pending", "too many connections in the key challenge: the oldest closed (%s came)",
+                               peer)
+        try:
+            threading.Thread(target=self._session, args=(conn, host, peer), name=f"engine-session {peer}",
+                             daemon=True).start()
+        except THREAD_ERRORS as err:  # "can't start new thread": refuse this one, keep serving the rest
+            self.pending.release(conn)
+            self.watchdog.warn("threads", "refused %s: %s", peer, err)
+            conn.close()
+
+    def _session(self, conn: Connection, host: str, peer: str) -> None:
+        """A connection's life: in the pending pool until its key challenge and its call are in (both
+        bounded in time, so an idle connection, keyed or not, holds a pending slot for seconds only);
+        then a session slot, the call answered, the connection closed."""
+        session = Session(conn, host, peer, self.watchdog)
         try:
             try:
-                accept_handshake(conn, self._authkey)
-            except HANDSHAKE_ERRORS:
-                log.warning("refused a connection from %s: wrong or missing token", peer)
-                return
-            self._answer(Channel(conn, CLIENT_TYPES))
+                message = self._handshake(conn, peer) and self._read_call(session)
+            finally:
+                self.pending.release(conn)
+            if message and self._sessions.acquire(blocking=False):
+                try:
+                    self._keyed(session, message)
+                finally:
+                    self._sessions.release()
+            elif message:
+                self.watchdog.warn("sessions", "refused %s: %d connections open already", peer, MAX_SESSIONS)
+                session.say_now("error", error=error_to_wire(EngineWorkerError(
+                    "engine_busy", f"the worker holds {MAX_SESSIONS} connections already; try again")))
+        except Exception as err:  # noqa: BLE001 - one line, and this session only
+            log.error("session %s ended: %s: %s", peer, type(err).__name__, str(err).splitlines()[:1])
         finally:
             conn.close()
-            self._sessions.release()
 
-    def _answer(self, channel: Channel) -> None:
-        """Read the one call of this connection and answer it."""
+    def _handshake(self, conn: Connection, peer: str) -> bool:
+        """The key challenge, both ways, within WORKER_HANDSHAKE_DEADLINE_S (the watchdog shuts a late one)."""
         try:
-            message = channel.recv()
-            method, args = message.get("method"), message.get("args", {})
-            known = self.measured.keys() | LIGHT.keys()
-            if message["type"] != "call" or not isinstance(args, dict) or method not in known:
-                raise ProtocolError("protocol_malformed", f"not a call this worker knows: {method!r}", why="method",
-                                    method=str(method))
-        except (EOFError, OSError):
-            return
-        except ProtocolError as err:  # ProtocolVersionError included: say why, then close
-            _send_quietly(channel, "error", error=error_to_wire(err))
-            return
-        if method in LIGHT:
-            self._light(channel, method, args)
-        else:
-            self._measured(channel, method, args)
+            with self.watchdog.deadline(conn, WORKER_HANDSHAKE_DEADLINE_S):
+                accept_handshake(conn, self._authkey, timeout_s=None)
+            return True
+        except HANDSHAKE_ERRORS:
+            self.watchdog.warn(f"token {peer}", "refused a connection from %s: wrong or missing token "
+                               "(or no answer within %.0f s)", peer, WORKER_HANDSHAKE_DEADLINE_S)
+            return False
 
-    def _light(self, channel: Channel, method: str, args: dict[str, Any]) -> None:
-        ctx = JobContext(self.models, model=lambda ref: self.loaded_via_queue(ref, channel), emit=channel.send,
-                         cancelled=lambda: False)
+    def _read_call(self, session: Session) -> dict[str, Any] | None:
+        """The one call (its frame bounded before it is read, parsed bounded, within WORKER_CALL_DEADLINE_S);
+        None when the client left, sent none in time, or sent what is refused (it is told why)."""
+        try:
+            with self.watchdog.deadline(session.conn, WORKER_CALL_DEADLINE_S):
+                message = decode(recv_frame(session.conn, WORKER_MAX_CALL_BYTES), CLIENT_TYPES)
+            self._checked_call(message)
+            return message
+        except (EOFError, OSError):
+            return None  # gone, or no call in time
+        except ProtocolError as err:  # ProtocolVersionError included: say why, then close
+            session.say_now("error", error=error_to_wire(err))
+            return None
+
+    def _keyed(self, session: Session, message: dict[str, Any]) -> None:
+        """Answer the call through the session's outbox (its sender thread writes it)."""
+        method, args = self._checked_call(message)
+        session.client = f"{session.host}/{client_name(message.get('client'))}"
+        if not session.start_sender():
+            self.watchdog.warn("threads", "refused %s's call: no thread to send its events", session.peer)
+            session.say_now("error", error=error_to_wire(EngineWorkerError("engine_busy", "the worker is out of "
+                                                                              "threads; try again")))
+            return
+        self.watchdog.watch(session)
+        try:
+            try:
+                self.check_inputs(method, args)
+            except InputError as err:
+                session.send_quietly("error", error=error_to_wire(err))
+            else:
+                self._light(session, method, args) if method in LIGHT else self._measured(session, method, args)
+            session.outbox.end()
+            session.outbox.flush()
+        finally:
+            session.outbox.drop("the call is over")  # an event for it after now cancels what is left
+            self.watchdog.forget(session)
+
+    def _checked_call(self, message: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        method, args = message.get("method"), message.get("args", {})
+        known = self.measured.keys() | LIGHT.keys()
+        if message["type"] != "call" or not isinstance(args, dict) or method not in known:
+            raise ProtocolError("protocol_malformed", f"not a call this worker knows: {str(method)[:40]!r}",
+                                why="method", method=str(method)[:40])
+        return method, args
+
+    def check_inputs(self, method: str, args: dict[str, Any]) -> None:
+        """What must be refused before anything is queued or tokenized: a prompt over the worker's cap
+        (prompt_too_many_chars), a stretch target or a seed out of range (InputError)."""
+        prompts = [args.get("prompt")]
+        if method == "serve_workload" and isinstance(args.get("requests"), list):
+            prompts = [r.get("prompt") for r in args["requests"] if isinstance(r, dict)]
+            limit = min(self.max_prompt_chars, MAX_WORKLOAD_PROMPT_CHARS)
+        else:
+            limit = self.max_prompt_chars
+        for prompt in prompts:
+            if isinstance(prompt, str) and len(prompt) > limit:
+                raise InputError("prompt_too_many_chars", f"the prompt has {len(prompt):,} characters; this worker "
+                                 f"takes at most {limit:,}", num_chars=len(prompt), limit=limit)
+        if "target_tokens" in args:
+            check_count("target_tokens", args["target_tokens"], MAX_STRETCH_TOKENS)
+        config = args.get("config")
+        seed = config.get("seed", 0) if isinstance(config, dict) and method != "serve_workload" else args.get("seed", 0)
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed <= MAX_SEED:
+            raise InputError("sampling_range", f"seed={str(seed)[:40]} is out of range (0 to {MAX_SEED})",
+                             name="seed", value=str(seed)[:40])
+
+    def _light(self, session: Session, method: str, args: dict[str, Any]) -> None:
+        ctx = JobContext(self.models, model=lambda ref: self.loaded_via_queue(ref, session), emit=session.send,
+                         cancelled=lambda: session.outbox.dropped is not None, queue=self.queue)
         try:
             result = LIGHT[method](ctx, args)
         except Exception as err:  # noqa: BLE001 - keyed, back to the client
-            _send_quietly(channel, "error", error=error_to_wire(err))
-        else:
-            _send_quietly(channel, "done", result=result)
+            session.send_quietly("error", error=error_to_wire(err))
+            return
+        try:
+            session.send_quietly("done", result=result)
+        except (TypeError, ValueError) as err:  # a result JSON cannot carry: a bug, said to the client
+            session.send_quietly("error", error=error_to_wire(err))
 
-    def _measured(self, channel: Channel, method: str, args: dict[str, Any]) -> None:
-        """Queue the call, then wait on the connection: `cancel`, or EOF before the end, cancels it."""
-        job = Job(method, args, sink=lambda kind, fields: channel.send(kind, **fields))
+    def _measured(self, session: Session, method: str, args: dict[str, Any]) -> None:
+        """Queue the call, then wait on the connection: `cancel`, or EOF before the end, cancels it.
+        Once the call's last event is in its outbox, the sender writes it and shuts the connection, so
+        this read ends too (a client that keeps a finished connection open holds nothing)."""
+        job = Job(method, args, sink=session.sink, client=session.client)
+        session.job = job
         self.queue.submit(job)
         while not job.finished.is_set():
             try:
-                message = channel.recv()
+                message = decode(recv_frame(session.conn, WORKER_MAX_CALL_BYTES), CLIENT_TYPES)
             except (EOFError, OSError, ProtocolError):
                 break  # the client has gone (or sent what it may not): its call is cancelled
             if message["type"] == "cancel":
@@ -278,11 +360,57 @@ class EngineWorker:
             job.finished.set()
 
 
-def _send_quietly(channel: Channel, kind: str, **fields: Any) -> None:
-    try:
-        channel.send(kind, **fields)
-    except (OSError, EOFError):
-        pass  # the client has gone
+class Session:
+    """One keyed connection: its peer, its outbox (and sender thread), its call's job while it has one."""
+
+    def __init__(self, conn: Connection, host: str, peer: str, watchdog: Watchdog) -> None:
+        self.conn, self.host, self.peer, self.watchdog = conn, host, peer, watchdog
+        self.outbox = Outbox(conn, peer)
+        self.client = ""
+        self.job: Job | None = None
+
+    def start_sender(self) -> bool:
+        try:
+            threading.Thread(target=self.outbox.run, name=f"engine-send {self.peer}", daemon=True).start()
+        except THREAD_ERRORS:
+            return False
+        return True
+
+    def send(self, kind: str, **fields: Any) -> None:
+        """Into the outbox, never waiting (EOFError once the client was dropped)."""
+        self.outbox.put(kind, **fields)
+
+    def sink(self, kind: str, fields: dict[str, Any]) -> None:
+        """A measured call's events; after its last one the sender writes what is left and shuts the
+        connection (so a client that keeps a finished connection open holds nothing)."""
+        self.outbox.put(kind, **fields)
+        if kind in FINAL_TYPES:
+            self.outbox.end()
+
+    def send_quietly(self, kind: str, **fields: Any) -> None:
+        try:
+            self.outbox.put(kind, **fields)
+        except (OSError, EOFError):
+            pass  # the client has gone
+
+    def say_now(self, kind: str, **fields: Any) -> None:
+        """One message before there is a sender (a refused call), written at once within the send deadline."""
+        try:
+            with self.watchdog.deadline(self.conn, self.outbox.deadline_s):
+                self.conn.send_bytes(encode(kind, **fields))
+        except (OSError, EOFError):
+            pass
+
+    def beat(self) -> None:
+        """The heartbeat: `alive` to a call still open."""
+        if self.job is None or not self.job.finished.is_set():
+            self.send_quietly("alive")
+
+    def drop(self, why: str) -> None:
+        """Cancel this client's call and close it (it did not read in time); the others go on."""
+        self.outbox.drop(why)
+        if self.job is not None:
+            self.job.cancelled.set()
 
 
 @dataclass
@@ -317,6 +445,7 @@ def serve_worker(host: str, port: int, authkey: bytes, *, preload: tuple[ModelRe
     worker = EngineWorker(ModelCache(settings or WorkerSettings.from_env()), authkey)
     listener = Listener((host, port), family="AF_INET", backlog=64)
     worker.start_runner()
+    threading.stack_size(CONNECTION_STACK_BYTES)  # threads started from now on: connections, not the runner
     for ref in preload:
         worker.preload(ref)
     bound = listener.address[1]

@@ -4,6 +4,7 @@ command line). Each test starts a fresh Python that imports torch: seconds, so m
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -16,7 +17,7 @@ import pytest
 
 from engine.contract.results import GenerationConfig
 from engine.contract.worker.client import EngineClient, Pass
-from engine.contract.worker.errors import WorkerAuthError, WorkerRestarted
+from engine.contract.worker.errors import WorkerAuthError, WorkerRestarted, WorkerSilent, WorkerUnreachable
 from engine.contract.worker.local import PACKAGE_ROOT, LocalWorker
 from engine.contract.worker.protocol import ModelRef
 
@@ -137,3 +138,22 @@ def test_a_worker_without_a_token_does_not_start(tmp_path):
         proc, log = start_worker(tmp_path, "--host", host, "--port", "0")
         assert proc.wait(60) == 2
         assert "needs a token" in log.read_text()
+
+
+def test_a_stuck_local_worker_is_replaced_and_the_page_is_told_to_run_again(local):
+    first = local.ping()["pid"]
+    os.kill(first, signal.SIGSTOP)  # alive, but answering nothing (not even its heartbeat)
+    try:
+        stuck = EngineClient(None, None, local=local.local, silence_s=3.0)
+        with pytest.raises(WorkerSilent) as caught:
+            stuck.ping()  # the key challenge itself goes unanswered: connect's deadline, then replaced
+    except WorkerUnreachable as err:  # the handshake timed out first: the same advice, the same replacement
+        caught = None
+        assert err.params["local"] is True
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # killed already: the replacement came first
+            os.kill(first, signal.SIGCONT)
+    if caught is not None:
+        assert caught.value.params["local"] is True
+    wait_dead(first)  # the stuck one was killed ...
+    assert local.ping()["pid"] not in (first, None)  # ... and the next call runs on a new one

@@ -1,0 +1,204 @@
+"""Hostile peers of a real engine worker: `python -m tests.hostile.worker_peers CASE` runs one case.
+
+The child starts a worker (engine.runtime.worker.server.start_in_thread, the real server code) with
+test handlers in place of forward passes ("short": a lesson-sized run, about 20 ms; "flood": a
+streamed run's worth of events; "slow": a long run), then a hostile peer as CASE says, and, while
+that peer is still connected, a well-behaved client's short call. It prints one JSON line: the short
+call's time alone and beside the peer, what the peer got, and the worker's log lines. The test
+asserts on that line; bench/worker_peers.py prints the same cases' ratios.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import resource
+import socket
+import subprocess
+import sys
+import threading
+import time
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
+from pathlib import Path
+
+from engine.contract.worker.client import EngineClient
+from engine.contract.worker.protocol import PROTOCOL_VERSION, connect
+from engine.runtime.worker.jobs import MEASURED
+from engine.runtime.worker.models import WorkerSettings
+from engine.runtime.worker.server import CONNECTION_STACK_BYTES, start_in_thread
+
+KEY = b"worker-peers-key-0123456789abcdef"
+LOG: list[str] = []
+
+
+class Remember(logging.Handler):
+    def emit(self, record: logging.LogRecord) -> None:
+        LOG.append(self.format(record))
+
+
+def short(ctx, args):
+    time.sleep(0.02)
+    return {"ok": True}
+
+
+def flood(ctx, args):
+    """`mb` MB of events (64: a 4000-token run streamed to a client, many times over)."""
+    pad = "x" * 65536
+    for i in range(16 * int(args.get("mb", 64))):
+        ctx.check_cancelled()
+        ctx.emit("progress", done=i, total=1000, pad=pad)
+    return {"ok": True}
+
+
+def slow(ctx, args):
+    for _ in range(120):
+        ctx.check_cancelled()
+        time.sleep(0.05)
+    return {"ok": True}
+
+
+def start():
+    logger = logging.getLogger("prefill_decode.worker")
+    logger.addHandler(Remember())
+    logger.setLevel(logging.INFO)
+    settings = WorkerSettings(presets=False, max_prompt_tokens=64)
+    running = start_in_thread(KEY, settings, measured={**MEASURED, "short": short, "flood": flood, "slow": slow})
+    return running
+
+
+def short_call_s(address, name: str = "good") -> float:
+    started = time.monotonic()
+    events = list(EngineClient(address, KEY, client_name=name).call("short", {}))
+    assert events[-1][0] == "done", events
+    return time.monotonic() - started
+
+
+def raw(address, source: str = "127.0.0.2") -> socket.socket:
+    sock = socket.create_connection(address, timeout=10, source_address=(source, 0))
+    sock.settimeout(None)
+    return sock
+
+
+def keyed(address, source: str = "127.0.0.2") -> Connection:
+    conn = Connection(raw(address, source).detach())
+    answer_challenge(conn, KEY)
+    deliver_challenge(conn, KEY)
+    return conn
+
+
+def frame(kind: str, **fields) -> bytes:
+    return json.dumps({"v": PROTOCOL_VERSION, "type": kind, **fields}).encode()
+
+
+# --- the cases: each returns what the hostile peer saw (and keeps it connected until the good call is in) ---
+
+def unread(address, good, mb: int = 64):
+    """A keyed client that calls a streamed run and never reads (a small receive buffer): `mb` MB of
+    events, past the send buffer's bound (the send deadline: tests/engine/worker/test_peers.py)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: a small window
+    sock.connect(address)
+    conn = Connection(sock.detach())
+    answer_challenge(conn, KEY)
+    deliver_challenge(conn, KEY)
+    conn.send_bytes(frame("call", method="flood", args={"mb": mb}, client="hostile"))
+    time.sleep(0.5)  # the flood is running, its events piling up unread
+    return {"good_s": good(), "peer": "connected"}
+
+
+def silent_flood(address, good):
+    """300 connections that never answer the key challenge."""
+    socks = []
+    for i in range(300):
+        try:
+            socks.append(raw(address, f"127.0.0.{2 + i % 40}"))
+        except OSError:
+            pass
+    return {"good_s": good(), "opened": len(socks)}
+
+
+def idle_keyed(address, good):
+    """Keyed connections that never send their call, as many as the worker lets through."""
+    conns = []
+    for i in range(300):
+        try:
+            conns.append(keyed(address, f"127.0.0.{2 + i % 40}"))
+        except (OSError, EOFError):
+            pass
+    return {"good_s": good(), "keyed": len(conns)}
+
+
+def frames(address, good):
+    """Every kind of frame a call may not be, each answered by one keyed error; then a good call."""
+    answers = {}
+    sends = {
+        "huge": lambda c: c._send(b"\x0e\xe6\xb2\x80"),  # a length prefix of 250 MB
+        "deep": lambda c: c.send_bytes(b'{"v": %d, "type": "call", "args": ' % PROTOCOL_VERSION + b"[" * 100_000),
+        "digits": lambda c: c.send_bytes(frame("call", method="trace", args={})[:-1] + b', "n": ' + b"9" * 5000 + b"}"),
+        "prompt": lambda c: c.send_bytes(frame("call", method="trace", args={"prompt": "a" * 70_000})),
+        "preview": lambda c: c.send_bytes(frame("call", method="token_preview", args={"prompt": "b" * 300_000})),
+        "seed": lambda c: c.send_bytes(frame("call", method="trace", args={"prompt": "hi", "config": {"seed": 2**40}})),
+        "target": lambda c: c.send_bytes(frame("call", method="token_preview", args={"prompt": "hi",
+                                                                                     "target_tokens": 10**9})),
+    }
+    for name, send in sends.items():
+        conn = connect(address, KEY)
+        send(conn)
+        reply = json.loads(conn.recv_bytes(1 << 20))
+        answers[name] = reply.get("error", {}).get("key")
+        conn.close()
+    return {"good_s": good(), "answers": answers}
+
+
+def threads(address, good):
+    """Connections while no thread can be started: refused, and the worker serves again after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (vm_bytes() + (512 << 20), hard))  # 512 MB more address space ...
+    threading.stack_size(1 << 30)  # ... and every new thread asks for 1 GiB of stack: none can start
+    socks = [raw(address, f"127.0.0.{2 + i}") for i in range(20)]
+    time.sleep(1.0)
+    threading.stack_size(0)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    for s in socks:
+        s.close()
+    return {"good_s": good(), "opened": len(socks)}
+
+
+def stall(address, good):
+    """The whole worker process stopped for 4 s (SIGSTOP) during a run: that run is discarded."""
+    subprocess.Popen(["sh", "-c", f"sleep 1; kill -STOP {os.getpid()}; sleep 4; kill -CONT {os.getpid()}"])
+    try:
+        list(EngineClient(address, KEY).call("slow", {}))
+        got = None
+    except Exception as err:  # noqa: BLE001 - the answer this case is about
+        got = getattr(err, "key", type(err).__name__)
+    return {"good_s": good(), "slow": got}
+
+
+def vm_bytes() -> int:
+    """This process's address space now (VmSize)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    raise OSError("no VmSize")
+
+
+CASES = {f.__name__: f for f in (unread, silent_flood, idle_keyed, frames, threads, stall)}
+
+
+def main(name: str) -> None:
+    running = start()
+    threading.stack_size(CONNECTION_STACK_BYTES)  # as serve_worker sets it (start_in_thread leaves it)
+    alone = min(short_call_s(running.address) for _ in range(3))
+    started = time.monotonic()
+    result = CASES[name](running.address, lambda: short_call_s(running.address))
+    result.update(alone_s=round(alone, 3), case_s=round(time.monotonic() - started, 2), log=LOG[-40:])
+    result["good_s"] = round(result["good_s"], 3)
+    print(json.dumps(result))
+    sys.stdout.flush()
+    os._exit(0)  # the hostile connections die with the process
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
