@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from engine.contract.worker.errors import RunStalled, WorkerSilent, WorkerUnreachable
+from lesson.messages import error_message
 from tests.hostile.bounded import python
 
 MEMORY_MB = 768  # the client's side imports no torch
@@ -58,3 +60,15 @@ def test_a_run_the_worker_stood_still_in_is_discarded_and_says_so():
 def test_a_long_pass_kept_alive_by_heartbeats_is_not_a_stall():
     got = run_case("heartbeat_then_done")
     assert got["raised"] is None and got["seconds"] > 3.5, got  # longer than the silence deadline, and fine
+
+
+def test_the_page_says_the_engine_stopped_answering_and_a_local_worker_gets_the_apps_advice():
+    assert "引擎停止响应" in error_message(WorkerSilent("10.0.0.5:8600", 20.0), "zh")
+    assert "stopped answering" in error_message(WorkerSilent("10.0.0.5:8600", 20.0), "en")
+    local = (WorkerSilent("127.0.0.1:5", 20.0, local=True), WorkerUnreachable("127.0.0.1:5", "EOFError", local=True))
+    for err in local:
+        for lang in ("zh", "en"):
+            words = error_message(err, lang)
+            assert "python -m engine worker" not in words and "PREFILL_DECODE_ENGINE" not in words, words
+    assert "python -m engine worker" in error_message(WorkerUnreachable("10.0.0.5:8600", "refused"), "en")
+    assert "discarded" in error_message(RunStalled(4.0), "en") and "丢弃" in error_message(RunStalled(4.0), "zh")
