@@ -5,9 +5,12 @@ dependency, the wait users feel; then the serving techniques (continuous
 batching, chunked prefill, disaggregation, PagedAttention) and the closing
 sentence. With a trace, a "this run" row carries the run's live numbers.
 
-With a width to fit (classroom mode) the map folds instead of shrinking: each
-row's heading goes on its own line above its two cells, and the four serving
-techniques sit two by two.
+With a narrow width to fit (classroom mode's 820-unit column) the map folds
+instead of shrinking: each row's heading goes on its own line above its two
+cells, and the four serving techniques sit two by two. The presenter's
+landscape figure (1280 units) keeps the heading column and four techniques in
+a row, in the classroom's type: folded it came out 1280x1199 units, drawn
+630 of about 930 px wide at 1280x720 with 10 px labels.
 """
 
 from __future__ import annotations
@@ -39,14 +42,23 @@ class TableRow:
     head_h: float = 0.0  # folded: the heading's own line(s) above the cells
 
 
+LANDSCAPE_W = 1200  # a width to fit this wide or wider (the presenter's landscape 1280) keeps the heading column
+
+
 def _width(style: Style) -> float:
     return style.max_width if style.fitted else WIDTH
+
+
+def _folded(style: Style) -> bool:
+    """Fold (headings above their cells, techniques two by two) only in a narrow width: the presenter's
+    landscape figure folded came out 1280x1199 units, 630 of about 930 px wide at 1280x720, labels 10 px."""
+    return style.fitted and style.max_width < LANDSCAPE_W
 
 
 def _col_x(style: Style = DEFAULT_STYLE) -> tuple[float, float, float]:
     """x of the Prefill and Decode cells and their width; folded: the whole width, no heading column."""
     width = _width(style)
-    if style.fitted:
+    if _folded(style):
         col_w = (width - 2 * PAD - GAP) / 2
         return PAD, PAD + GAP + col_w, col_w
     col_w = (width - 2 * PAD - HEAD_W - 2 * GAP) / 2
@@ -82,10 +94,10 @@ def table_rows(trace: RequestTrace | None, table: Table, style: Style, top: floa
         size = style.small_size if live else style.font_size
         wrapped = (wrap_text(pre, col_w - 2 * CELL_PAD - (70 if key == "new" else 0), size),
                    wrap_text(dec, col_w - 2 * CELL_PAD - (70 if key == "new" else 0), size))
-        head_room = _width(style) - 2 * PAD - 2 * CELL_PAD if style.fitted else HEAD_W - CELL_PAD
+        head_room = _width(style) - 2 * PAD - 2 * CELL_PAD if _folded(style) else HEAD_W - CELL_PAD
         head = wrap_text(heading, head_room, style.small_size if live else style.font_size)
-        head_h = len(head) * line_h if style.fitted else 0.0
-        body = max(len(wrapped[0]), len(wrapped[1]), 0 if style.fitted else len(head))
+        head_h = len(head) * line_h if _folded(style) else 0.0
+        body = max(len(wrapped[0]), len(wrapped[1]), 0 if _folded(style) else len(head))
         h = head_h + body * line_h + 2 * CELL_PAD - 6
         rows.append(TableRow(key, head, wrapped, y, h, live, head_h))
         y += h + 6
@@ -139,7 +151,7 @@ def _draw_headers(dwg, y: float, style: Style, table: Table) -> None:
 def _draw_serving(dwg, y: float, style: Style, table: Table) -> float:
     dwg.add(text(dwg, label(table, "review_serving_title"), PAD, y + 18, size=style.font_size + 1, fill=style.ink,
                  weight="bold", class_="section-title"))
-    per_row = 2 if style.fitted else 4  # folded: two by two
+    per_row = 2 if _folded(style) else 4  # folded: two by two
     box_w = (_width(style) - 2 * PAD - (per_row - 1) * GAP) / per_row
     desc_lines = [wrap_text(label(table, f"review_{k}_desc"), box_w - 2 * CELL_PAD, style.small_size)
                   for k, _ in TECHNIQUES]

@@ -79,3 +79,17 @@ def test_the_animations_still_frame_names_the_pass_the_presenter_stands_on(lang)
     first = render_animation(truncate_trace(whole, 1), lang=lang, full=whole, still=True,
                              style=classroom_style(width=1280))
     assert 'class="caption step-0"' in first and total == 3
+
+
+def test_the_presenters_review_map_is_landscape_and_fills_a_1280x720_window():
+    """Folded for the 820-unit column it came out 1280x1199 units in the presenter view: 630 of about
+    930 px wide at 1280x720 (its box: 930x590 px), labels about 10 px."""
+    import re
+
+    from lesson.diagrams import render_review_map
+
+    svg = render_review_map(make_trace(), lang="zh", style=classroom_style(width=1280))
+    width, height = (float(re.search(f'{k}="([0-9.]+)"', svg).group(1)) for k in ("width", "height"))
+    scale = min(930 / width, 590 / height)
+    assert width * scale >= 800 and classroom_style().small_size * scale >= 12, (width, height, scale)
+    assert height < 1000
