@@ -9,13 +9,14 @@ caption in the sidebar. A page whose call waits for other visitors' runs says ho
 
 from __future__ import annotations
 
+import datetime
 import logging
 from pathlib import Path
 
 import streamlit as st
 
 from engine.contract.config import ServerSettings
-from engine.contract.worker.client import Queued, Started, Waiting
+from engine.contract.worker.client import Queued, Shared, Started, Waiting
 from engine.contract.worker.errors import EngineWorkerError
 from lesson.formats import escape_markdown, format_bytes, format_count
 from lesson.messages import error_message
@@ -167,14 +168,19 @@ class QueuePlace:
     """An engine call's place in the worker's queue, said in `slot` while it waits ("2 runs are ahead of
     yours") and cleared when it starts. Give it every event of the call (an EngineClient `on_event`):
     on each heartbeat (Waiting) it redraws, and Streamlit stops a page that was rerun or closed at a
-    redraw, which closes the call and takes it out of the queue. `waited`: the most runs that were ahead."""
+    redraw, which closes the call and takes it out of the queue. `waited`: the most runs that were ahead.
+    `shared`: the worker's Shared event when one measurement served several visitors (shared_note says so)."""
 
     def __init__(self, lang: str, slot=None) -> None:
         self.lang = lang
         self.slot = st.empty() if slot is None else slot
         self.ahead = self.waited = 0
+        self.shared: Shared | None = None
 
     def __call__(self, event) -> None:
+        if isinstance(event, Shared):
+            self.shared = event
+            return
         if isinstance(event, Queued):
             self.ahead = event.ahead
             self.waited = max(self.waited, event.ahead)
@@ -187,3 +193,10 @@ class QueuePlace:
             self.slot.info(t(self.lang, key, ahead=self.ahead), icon=":material/hourglass_top:")
         else:
             self.slot.empty()
+
+    def shared_note(self) -> str | None:
+        """The note "measured once for N visitors at HH:MM:SS" (the server's clock); None for a run of its own."""
+        if self.shared is None or self.shared.visitors < 2:
+            return None
+        when = datetime.datetime.fromtimestamp(self.shared.measured_at).strftime("%H:%M:%S")
+        return t(self.lang, "engine_measured_once", n=self.shared.visitors, time=when)

@@ -217,6 +217,8 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int, repeats: i
     _done_notes(lang, shown)
     if place.waited:  # the wait was the queue's, before the run: in no time shown
         st.caption(t(lang, "engine_queue_waited", ahead=place.waited))
+    if place.shared_note():  # identical runs asked at once: one measurement for all of them
+        st.caption(place.shared_note())
     return True
 
 

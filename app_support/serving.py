@@ -31,6 +31,7 @@ from engine.contract.serving.workloads import (WorkloadRequest, parse_workload_l
 from engine.contract.worker.client import Progress, Started
 from engine.contract.worker.protocol import ModelRef
 from lesson.diagrams.batch_composition import render_batch_composition
+from lesson.diagrams.engine_queue import render_engine_queue, summary_lines
 from lesson.diagrams.kv_blocks import render_kv_blocks
 from lesson.diagrams.serving_gantt import policy_label, render_serving_gantt, scenario_label
 from lesson.diagrams.serving_metrics import render_serving_metrics
@@ -39,7 +40,7 @@ from lesson.layout import figures_per_row
 from lesson.messages import serving_message
 from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label, time_left_s
 from lesson.slides import run_set_tag, serving_stem
-from lesson.text import t
+from lesson.text import t, table_for
 
 from . import frame, prefix_cache, resources, serving_remote, slide_kit
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
@@ -49,6 +50,7 @@ log = logging.getLogger("prefill_decode.app")
 SCENARIO_CHOICES = ("long-prompt-during-chats", "burst-16", "eight-chats", "poisson-16", "mixed-lengths",
                     "capital-questions", "shared-system-prompt", "multi-turn-chat", "near-miss")
 BLOCK_SIZES = (4, 8, 16, 32)
+QUEUE_REFRESH_S = 5  # the engine queue figure is asked for and redrawn this often
 FIGURES = ("gantt", "batch", "kv")
 EXAMPLE_JSONL = "\n".join((
     '{"arrival_ms": 0, "prompt": "法国的首都是", "max_new_tokens": 16, "ignore_eos": true}',
@@ -175,9 +177,27 @@ def serving_lab(lang: str, lm, settings: ServerSettings) -> None:
     shown = st.session_state.get("sl_runs")
     if shown:
         _show(lang, [ServingRun.from_json(j) for j in shown], shown)
+    engine_queue_panel(lang)  # the class's own queue: lesson runs going through between serving iterations
     st.info(t(lang, "sl_honest"))
     serving_remote.probe_panel(lang, workload, scenario, lm, config)  # a real server, from the client
     serving_remote.vllm_panel(lang)
+
+
+@st.fragment(run_every=QUEUE_REFRESH_S)
+def engine_queue_panel(lang: str) -> None:
+    """The engine worker's queue of the last minutes (lesson/diagrams/engine_queue.py), redrawn every
+    QUEUE_REFRESH_S without rerunning the page; a message, never a traceback, when it cannot be asked."""
+    st.subheader(t(lang, "eq_heading"))
+    st.caption(t(lang, "eq_caption"))
+    try:
+        history = resources.client().queue_history()
+    except Exception as err:  # noqa: BLE001 - a message, never a traceback
+        st.info(t(lang, "eq_unavailable", message=serving_message(err, lang)))
+        return
+    style = resources.figure_style(bool(st.session_state.get("classroom")))
+    svg = render_engine_queue(history, lang=lang, style=style)
+    alt = " ".join([t(lang, "eq_title"), *summary_lines(list(history.jobs), table_for(lang))])
+    svg_figure("engine_queue", svg, lang, alt=alt, file_stem="engine_queue")
 
 
 def _policy(policy: str, lang: str) -> str:
@@ -347,6 +367,8 @@ def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps
     finally:
         place.slot.empty()
     bar.progress(1.0, text=t(lang, "sl_done", n=len(policies)))
+    if place.shared_note():  # another lab asked the same at the same time: measured once for both
+        st.caption(place.shared_note())
     st.session_state.sl_runs, st.session_state.sl_prefix_off = tuple(runs), off
 
 

@@ -257,13 +257,20 @@ def run_model_choices(ctx: JobContext, args: dict[str, Any]) -> list[str]:
 
 def run_token_preview(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
     """(the prompt the model will get, its token pieces, the typed prompt's token count), as the
-    page's prompt preview shows them: a target above the typed length stretches it with filler."""
-    tokenizer = ctx.lm(args).tokenizer
+    page's prompt preview shows them: a target above the typed length stretches it with filler.
+
+    Under the model's lock: this runs on a connection's thread, and tokenizing (a stretch to 1024
+    tokens most of all) would otherwise take the GIL from another visitor's timed pass on that model;
+    holding the lock it runs between two passes, never inside one."""
+    lm = ctx.lm(args)
     prompt, target = str(args.get("prompt", "")), int(args.get("target_tokens", 0))
-    natural = len(prompt_token_ids(tokenizer, prompt)) if prompt.strip() else 0
-    effective = extend_prompt(tokenizer, prompt, target) if prompt.strip() and target > natural else prompt
-    ids = prompt_token_ids(tokenizer, effective) if effective.strip() else []
-    return {"prompt": effective, "pieces": list(token_pieces(tokenizer, ids)), "natural": natural}
+    with lm.lock:
+        tokenizer = lm.tokenizer
+        natural = len(prompt_token_ids(tokenizer, prompt)) if prompt.strip() else 0
+        effective = extend_prompt(tokenizer, prompt, target) if prompt.strip() and target > natural else prompt
+        ids = prompt_token_ids(tokenizer, effective) if effective.strip() else []
+        pieces = list(token_pieces(tokenizer, ids))
+    return {"prompt": effective, "pieces": pieces, "natural": natural}
 
 
 def run_queue_history(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:

@@ -152,18 +152,23 @@ class Measurement:
             for w in list(self.waiters):
                 w.send(kind, **fields)
 
-    def join(self, waiter: Waiter, ahead: int) -> None:
-        """Add `waiter`: its place, then (if the run began) every event it missed."""
+    def join(self, waiter: Waiter, ahead: int) -> bool:
+        """Add `waiter`: its place, then (if the run began) every event it missed. False once the run has
+        sent its last message (checked under the lock `send` holds: a waiter hears the end, or is refused)."""
         with self.lock:
+            if self.outcome in ("done", "error", "cancelled"):
+                return False
             self.waiters.append(waiter)
             waiter.send("queued", ahead=ahead)
             for kind, fields in self.log:
                 waiter.send(kind, **fields)
+            return True
 
     def leave(self, waiter: Waiter) -> bool:
-        """Take `waiter` out while others stay; False when it is the last one (or not here)."""
+        """Take `waiter` out while others stay; False when it is the last one, not here, or the run has
+        already sent its end (a client that hangs up after its result still counts as served)."""
         with self.lock:
-            if waiter not in self.waiters or len(self.waiters) == 1:
+            if waiter not in self.waiters or len(self.waiters) == 1 or self.outcome in ("done", "error", "cancelled"):
                 return False
             self.waiters.remove(waiter)
             return True
@@ -220,8 +225,7 @@ class JobQueue:
             key = share_key(waiter.method, waiter.args)
             same = None if key is None else next(
                 (m for m in [*self._running, *self._waiting] if m.key == key and not m.cancelled.is_set()), None)
-            if same is not None:
-                same.join(waiter, ahead=self._ahead(same))
+            if same is not None and same.join(waiter, ahead=self._ahead(same)):
                 return
             measurement = Measurement(waiter)
             self._waiting.append(measurement)

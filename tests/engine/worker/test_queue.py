@@ -157,3 +157,30 @@ def test_submitting_from_many_threads_keeps_every_waiter():
     assert len(queue) == 17  # the 16 identical ones are one measurement
     taken = [queue.take() for _ in range(17)]
     assert sum(len(m.waiters) for m in taken) == 32
+
+
+def test_a_call_that_comes_after_the_last_message_is_a_new_measurement():
+    queue = JobQueue()
+    first = waiter("trace", GREEDY)
+    queue.submit(first)
+    measurement = queue.take()
+    measurement.send("started")
+    measurement.send("done", result="r")  # sent, but the runner has not called finish() yet
+    late = waiter("trace", GREEDY)
+    queue.submit(late)
+    assert measurement.waiters == [first] and late.heard == [("queued", {"ahead": 1})]
+    queue.finish()
+    assert queue.take().waiters == [late]  # measured anew: it would otherwise never hear an end
+
+
+def test_a_waiter_that_hangs_up_after_the_result_still_counts_as_served():
+    queue = JobQueue()
+    a, b = waiter("trace", GREEDY), waiter("trace", GREEDY)
+    queue.submit(a)
+    queue.submit(b)
+    measurement = queue.take()
+    measurement.send("started")
+    measurement.send("done", result="r")
+    assert not queue.remove(a)  # its connection closed after the result: nothing to cancel
+    queue.finish()
+    assert QueueHistory.from_plain(queue.history()).jobs[0].visitors == 2
