@@ -111,3 +111,28 @@ def test_in_classroom_mode_the_step_after_the_default_examples_last_pass_offers_
     trace = shown_trace(at)
     assert len(trace["prompt_ids"]) == longest and at.session_state["class_step"] == 1  # stretched, from Prefill
     assert at.button(key="class_next").label == t("zh", "classroom_step")  # offered once: it is stretched now
+
+
+def test_the_engine_modes_bar_names_the_mode_that_runs():
+    """Eager + static took 5.9 s with no progress text."""
+    from app_support.modes import ModesProgress, modes_progress_words
+    from engine.contract.worker.client import Progress, Queued
+
+    class Bar:
+        def __init__(self):
+            self.drawn = []
+
+        def progress(self, value, text):
+            self.drawn.append((value, text))
+
+    bar, placed, modes = Bar(), [], ("eager", "static", "compiled")
+    progress = ModesProgress("en", bar, placed.append, modes)
+    progress(Queued(1))
+    assert placed == [Queued(1)] and not bar.drawn  # the queue's place, said by the QueuePlace
+    progress(Progress(1, 3))
+    assert bar.drawn[-1] == (1 / 3, t("en", "modes_progress_measured", modes="eager")
+                             + t("en", "modes_progress", mode="static", i=2, n=3))
+    progress(Progress(2, 3))
+    assert bar.drawn[-1][1].endswith(t("en", "modes_progress_compiles"))  # compiled builds first
+    assert modes_progress_words("zh", modes, 3) == t("zh", "modes_progress_done", n=3)
+    assert modes_progress_words("zh", modes, 0) == t("zh", "modes_progress", mode="eager", i=1, n=3)
