@@ -99,5 +99,6 @@ def format_probe(result: ProbeResult) -> str:
                      ", ".join(f"{k} {v:g} ({sm.names[k]})" for k, v in peak.items()))
     else:
         lines.append(f"server /metrics: not sampled ({sm.reason})")
+    lines.append(result.prefix_cache.sentence)  # the usage's cached tokens against /metrics' prefix-cache hits
     lines += [f"failed: {fl.message}" for fl in result.failures]
     return "\n".join(lines)

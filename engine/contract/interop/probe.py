@@ -63,6 +63,7 @@ Standard library only (http.client, threading): the probe runs wherever Python d
     sse.py         one request's Server-Sent Events, read within its bounds
     fields.py      a chunk's fields checked for their JSON types and counts
     prometheus.py  the /metrics sampler thread
+    prefix_check.py  the prefix cache by the usage's cached_tokens and by /metrics' counters: agree?
     errors.py      ProbeError, connection_cause, a server's error text as one line
     probe.py       run_probe and what it returns (this module)
 """
@@ -81,6 +82,7 @@ from engine.contract.interop.endpoint import Endpoint, ProbeConfig
 from engine.contract.interop.errors import MAX_SHOWN_CHARS, ProbeError, connection_cause, error_detail
 from engine.contract.interop.keymask import KeyMask
 from engine.contract.interop.observed import OBSERVED_NOTE, observed_model, observed_run
+from engine.contract.interop.prefix_check import PrefixCacheCheck, check_prefix_cache
 from engine.contract.interop.prometheus import Sampler, ServerMetrics
 from engine.contract.interop.sse import Stream, request_body, stream_one
 from engine.contract.interop.transport import bounded_get
@@ -105,6 +107,7 @@ class ProbeRequest:
     completion_tokens: int | None
     finish_reason: str | None  # "stop", "length", ... as the server said
     num_events: int  # SSE data events read (text chunks, role / usage / finish chunks)
+    cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens (None: not reported)
 
 
 @dataclass(frozen=True)
@@ -143,11 +146,19 @@ class ProbeResult:
             "kind": "probe_result", "endpoint": self.endpoint, "api": self.api, "model": self.model,
             "note": OBSERVED_NOTE, "requests": per_request, "failures": [asdict(f) for f in self.failures],
             "metrics": asdict(self.run.metrics), "server_metrics": asdict(self.server_metrics),
+            "prefix_cache": {**asdict(self.prefix_cache), "sentence": self.prefix_cache.sentence},
             "run": self.run.to_dict(),
         }
 
     def to_json(self, indent: int | None = 2) -> str:
         return dump_json(self.to_dict(), ensure_ascii=False, indent=indent)
+
+    @property
+    def prefix_cache(self) -> PrefixCacheCheck:
+        """The server's prefix cache by the usage and by /metrics, and whether they agree (prefix_check.py)."""
+        sm = self.server_metrics
+        return check_prefix_cache([p.cached_tokens for p in self.requests], [p.prompt_tokens for p in self.requests],
+                                  sm.prefix_first, sm.prefix_last, sm.prefix_names)
 
     def server_samples(self) -> list[dict[str, Any]]:
         """For lesson.perfetto: [{"t_ms", "values"}, ...]."""
@@ -280,7 +291,7 @@ def _result(cfg, ep, workload, prompts, ids, streams, errors, t0, wall_ms, serve
             continue
         records.append(_record(req, prompt, rid, s, t0))
         extras.append(ProbeRequest(rid, req.arrival_ms, s.prompt_tokens, s.completion_tokens, s.finish_reason,
-                                   s.events))
+                                   s.events, s.cached_tokens))
     records.sort(key=lambda r: r.arrival_ms)
     notes = [OBSERVED_NOTE, PLACEHOLDER_NOTE, f"endpoint {ep.shown}, {cfg.api} API, "
              f"concurrency {cfg.concurrency or 'unlimited'}, timeout {cfg.timeout_s:g} s without a byte"]

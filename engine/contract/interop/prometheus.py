@@ -4,6 +4,8 @@ Where the server exposes it (vLLM, SGLang): running and waiting requests and KV-
 (vllm:num_requests_running, vllm:num_requests_waiting, vllm:kv_cache_usage_perc or the older
 vllm:gpu_cache_usage_perc; sglang:num_running_reqs, sglang:num_queue_reqs, sglang:token_usage),
 summed over label sets (usage: averaged). Each scrape has a deadline and a body cap of its own.
+vLLM's prefix-cache counters (vllm:prefix_cache_queries / _hits) are kept at the first and the last
+scrape, for engine/contract/interop/prefix_check.py.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 
 from engine.contract.interop.endpoint import Endpoint
 from engine.contract.interop.keymask import KeyMask
+from engine.contract.interop.prefix_check import prefix_counters
 from engine.contract.interop.transport import bounded_get
 from engine.contract.limits import MAX_MAGNITUDE, PROBE_MAX_METRICS_BYTES, PROBE_METRICS_DEADLINE_S
 
@@ -41,6 +44,9 @@ class ServerMetrics:
     reason: str  # why not sampled ("HTTP 404", "no vLLM or SGLang metric names"), "" when sampled
     names: dict[str, str] = field(default_factory=dict)  # series -> the Prometheus name found
     samples: tuple[ServerSample, ...] = ()
+    prefix_names: dict[str, str] = field(default_factory=dict)  # prefix-cache counters found: series -> name
+    prefix_first: dict[str, float] = field(default_factory=dict)  # their values at the first scrape
+    prefix_last: dict[str, float] = field(default_factory=dict)  # and at the last one
 
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})?\s+(\S+)(?:\s+\S+)?$")
@@ -91,6 +97,9 @@ class Sampler:
         self.url = f"{ep.scheme}://{ep.host}:{ep.port}/metrics"
         self.samples: list[ServerSample] = []
         self.names: dict[str, str] = {}
+        self.prefix_names: dict[str, str] = {}
+        self.prefix_first: dict[str, float] = {}
+        self.prefix_last: dict[str, float] = {}
         self.reason = ""
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -113,7 +122,10 @@ class Sampler:
         if text is None:
             self.reason = f"/metrics is over {PROBE_MAX_METRICS_BYTES} bytes"
             return
-        names, values = server_values(parse_prometheus(text))
+        parsed = parse_prometheus(text)
+        self.prefix_names, self.prefix_first = prefix_counters(parsed)
+        self.prefix_last = dict(self.prefix_first)
+        names, values = server_values(parsed)
         if not names:
             self.reason = "no vLLM or SGLang metric names"
             return
@@ -135,11 +147,14 @@ class Sampler:
         except (OSError, http.client.HTTPException):
             return  # a missed sample is a gap, not a zero
         if status == 200 and text is not None:
-            self.samples.append(ServerSample(self._ms(), server_values(parse_prometheus(text))[1]))
+            parsed = parse_prometheus(text)
+            self.samples.append(ServerSample(self._ms(), server_values(parsed)[1]))
+            self.prefix_last = prefix_counters(parsed)[1] or self.prefix_last
 
     def stop(self) -> ServerMetrics:
         if self._thread is not None:
             self._stop.set()
             self._thread.join(timeout=10)
             self._sample_once()  # the state after the last request
-        return ServerMetrics(self.url, bool(self.names), self.reason, dict(self.names), tuple(self.samples))
+        return ServerMetrics(self.url, bool(self.names), self.reason, dict(self.names), tuple(self.samples),
+                             dict(self.prefix_names), dict(self.prefix_first), dict(self.prefix_last))

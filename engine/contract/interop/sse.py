@@ -35,6 +35,7 @@ class Stream:
         self.finish_reason: str | None = None
         self.prompt_tokens: int | None = None  # the server's usage counts (None: not reported)
         self.completion_tokens: int | None = None
+        self.cached_tokens: int | None = None  # usage.prompt_tokens_details.cached_tokens (None: not reported)
         self.events = 0
         self.bytes = 0
 
@@ -196,6 +197,10 @@ def _take_chunk(api: str, rid: str, chunk: dict[str, Any], stream: Stream, now: 
         typed(rid, "usage", usage, dict)
         stream.prompt_tokens = token_count(rid, "usage.prompt_tokens", usage.get("prompt_tokens"))
         stream.completion_tokens = token_count(rid, "usage.completion_tokens", usage.get("completion_tokens"))
+        details = typed(rid, "usage.prompt_tokens_details", usage.get("prompt_tokens_details"), dict)
+        if details:  # the prompt tokens the server's prefix cache held (engine/contract/interop/prefix_check.py)
+            stream.cached_tokens = token_count(rid, "usage.prompt_tokens_details.cached_tokens",
+                                               details.get("cached_tokens"))
     for i, choice in enumerate(typed(rid, "choices", chunk.get("choices"), list) or ()):
         typed(rid, f"choices[{i}]", choice, dict)
         if api == "completions":
