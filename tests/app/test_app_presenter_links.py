@@ -136,3 +136,22 @@ def test_the_engine_modes_bar_names_the_mode_that_runs():
     assert bar.drawn[-1][1].endswith(t("en", "modes_progress_compiles"))  # compiled builds first
     assert modes_progress_words("zh", modes, 3) == t("zh", "modes_progress_done", n=3)
     assert modes_progress_words("zh", modes, 0) == t("zh", "modes_progress", mode="eager", i=1, n=3)
+
+
+def _starting_page():
+    import streamlit as st
+
+    from app_support import frame
+
+    st.session_state.setdefault("lang", "zh")
+    frame.starting_note()  # app.py clears it once the engine worker has answered
+
+
+def test_a_sessions_first_run_says_the_model_is_loading_before_the_worker_is_asked():
+    """A cold start was about 10 s of blank page before any word; in the address bar's language."""
+    at = AppTest.from_function(_starting_page)
+    at.query_params["lang"] = "en"
+    at.run()
+    assert [i.value for i in at.info] == [t("en", "loading_model")]
+    at.run()  # later runs: the worker has answered once in this session, nothing is said
+    assert not at.info
