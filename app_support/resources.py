@@ -32,6 +32,7 @@ from contextlib import closing
 from dataclasses import dataclass
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from engine.contract import config, cost
 from engine.contract.config import EngineSettings, ServerSettings, settings_from_env
@@ -92,8 +93,13 @@ def engine_client(key: tuple) -> EngineClient:
 
 
 def client() -> EngineClient:
-    """The engine worker's client every page calls (thread-safe; see engine_client)."""
-    return engine_client(worker_key(server_settings()))
+    """The engine worker's client every page calls (thread-safe; see engine_client), named for this page
+    session (a digest of its id), so the worker takes the visitors' runs in turns."""
+    base = engine_client(worker_key(server_settings()))
+    ctx = get_script_run_ctx(suppress_warning=True)  # None off a page's own thread (a background job)
+    if ctx is None:
+        return base
+    return base.named(hashlib.sha256(ctx.session_id.encode()).hexdigest()[:12])
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ engine error raised in the worker is raised here as the same class, with its key
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import math
@@ -226,6 +227,13 @@ class EngineClient:
         if len(addresses) > 1:
             client.pool = WorkerPool(addresses, lambda where: queue_length(where, token))
         return client
+
+    def named(self, client_name: str) -> EngineClient:
+        """This client under another name for the worker's turns (one per page session, say): the same
+        worker, local process and settings; only whose turn its calls take differs."""
+        other = copy.copy(self)
+        other.client_name = client_name or self.client_name
+        return other
 
     @property
     def address(self) -> tuple[str, int]:

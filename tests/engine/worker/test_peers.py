@@ -194,3 +194,11 @@ def test_one_result_larger_than_the_bound_is_sent_when_it_comes_alone():
     outbox.end()
     assert Channel(client_end, WORKER_TYPES).recv()["result"] == "r" * 50_000
     assert outbox.dropped is None
+
+
+def test_a_named_client_is_the_same_client_taking_another_turn():
+    base = EngineClient(("127.0.0.1", 9), b"k" * 16, heartbeat_s=0.25, silence_s=7.0)
+    named = base.named("session-a")
+    assert named.client_name == "session-a" and base.client_name != "session-a"
+    assert (named.address, named.heartbeat_s, named.silence_s, named.local) == \
+        (base.address, base.heartbeat_s, base.silence_s, base.local)
