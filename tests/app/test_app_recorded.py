@@ -47,7 +47,7 @@ def test_the_first_view_says_when_and_on_which_machine_it_was_recorded(app):
     assert first_view_note(trace.provenance, "zh") in texts(app, "caption")  # under the run panel's answer
     assert figure_note(trace.provenance, "zh") in texts(app, "caption")  # under each figure
     alts = images(app)
-    assert sum(t("zh", "rec_alt").split("{")[0] in alt for alt in alts) == 6  # every figure of the run, not the sketch
+    assert sum(t("zh", "rec_alt").split("{")[0] in alt for alt in alts) == 7  # every figure of the run (TTFT bar too), no sketch
     assert app.session_state["history"][0].recorded
 
 
@@ -59,7 +59,7 @@ def test_a_gallery_trace_becomes_the_pages_run_labelled_and_pins_beside_another_
     assert shown_trace(at)["prompt_ids"] == list(recorded.prompt_ids) and at.session_state["trace_recorded"]
     assert recorded_note(recorded.provenance, "zh") in texts(at, "caption")
     assert t("zh", "stale_note") not in texts(at, "info")  # a recorded run is not the page's settings
-    assert at.success and sum(t("zh", "rec_alt").split("{")[0] in alt for alt in images(at)) == 6
+    assert at.success and sum(t("zh", "rec_alt").split("{")[0] in alt for alt in images(at)) == 7  # TTFT's parts too
     history = at.session_state["history"]
     assert [e.recorded for e in history] == [True, True]  # the opened run, and the first view before it
     at.multiselect(key="compare_pins").set_value([e.run_id for e in history]).run()
