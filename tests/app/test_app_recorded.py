@@ -47,7 +47,7 @@ def test_the_first_view_says_when_and_on_which_machine_it_was_recorded(app):
     assert first_view_note(trace.provenance, "zh") in texts(app, "caption")  # under the run panel's answer
     assert figure_note(trace.provenance, "zh") in texts(app, "caption")  # under each figure
     alts = images(app)
-    assert sum(t("zh", "rec_alt").split("{")[0] in alt for alt in alts) == 7  # every figure of the run (TTFT bar too), no sketch
+    assert sum(t("zh", "rec_alt").split("{")[0] in alt for alt in alts) == 7  # every run figure, the TTFT bar too
     assert app.session_state["history"][0].recorded
 
 
