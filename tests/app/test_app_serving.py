@@ -218,7 +218,9 @@ def test_running_every_policy_gives_figures_and_a_metric_table(lab):
     assert len(runs) == 4  # every policy, disaggregated included
     frame = lab.dataframe[0].value
     assert list(frame.columns)[0] == "指标" and len(frame.columns) == 5 and len(frame) >= 18
-    assert len(lab.get("image")) == 3 * 4 + 1  # three figures (tabs) per policy and the table, as <img>
+    assert len(lab.get("image")) == 3 * 4 + 2  # three figures (tabs) per policy, the table and the engine's queue
+    queue_alts = [i.proto.imgs[0].alt for i in lab.get("image") if i.proto.imgs[0].alt.startswith("引擎的队列")]
+    assert len(queue_alts) == 1  # the class's own queue, drawn from the worker's history
     from engine.contract.serving.trace import ServingRun
 
     parsed = [ServingRun.from_json(j) for j in runs]
