@@ -37,6 +37,7 @@ from lesson.diagrams.serving_gantt import render_serving_gantt
 from lesson.formats import escape_markdown
 from lesson.messages import as_error, code_span, data_field, failure_message, remote_message, technical_detail
 from lesson.perfetto import to_perfetto_json
+from lesson.prefix_views import probe_prefix_words
 from lesson.serving_views import figure_alt, metric_records
 from lesson.text import t
 
@@ -229,6 +230,9 @@ def _show_probe(lang: str, data: Mapping) -> None:
     else:
         st.plotly_chart(server_metrics_figure(sm, lang, classroom=bool(st.session_state.get("classroom"))),
                         key="sl_probe_server_metrics", config=plotly_config(lang))
+    prefix = probe_prefix_words(data.get("prefix_cache"), lang)  # the usage's cached tokens against /metrics'
+    if prefix:
+        st.caption(prefix)
 
 
 # --- a vLLM result file -----------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from statistics import median
 
+from engine.contract.interop.prefix_check import VERDICTS
 from engine.contract.serving.metrics import prefix_cache_totals
 from engine.contract.serving.trace import ServingRun
 
@@ -69,3 +70,25 @@ def prefix_alt(run: ServingRun, lang: str) -> str:
                      f"{fmt_int(r.prompt_len)}, {miss_words(r.prefix, lang)}" for r in run.requests[:24])
     return t(lang, "pc_title", policy=policy_label(lang, run.settings.policy)) + ". " + \
         f"{fmt_int(cached)} / {fmt_int(total)} ({rate:.0%}). " + rows
+
+
+def _count(value) -> str:
+    """A count from a probe's JSON as the page writes it; anything but a finite number >= 0 as a dash."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < float("inf")
+    return fmt_int(round(value)) if ok else "—"
+
+
+def probe_prefix_words(check, lang: str) -> str | None:
+    """A probe's `prefix_cache` (engine/contract/interop/prefix_check.py, as its JSON) in `lang`; None when
+    the result has none (an older probe) or its verdict is not one the probe gives."""
+    if not isinstance(check, dict) or check.get("verdict") not in VERDICTS:
+        return None
+    usage = t(lang, "pc_probe_usage", cached=_count(check.get("usage_cached_tokens")),
+              prompt=_count(check.get("usage_prompt_tokens")), n=_count(check.get("usage_requests")),
+              total=_count(check.get("num_requests"))) if check.get("usage_cached_tokens") is not None \
+        else t(lang, "pc_probe_no_usage")
+    metrics = t(lang, "pc_probe_metrics", hits=_count(check.get("metrics_hits")),
+                queries=_count(check.get("metrics_queries"))) if check.get("metrics_hits") is not None \
+        else t(lang, "pc_probe_no_metrics")
+    sep = "；" if lang == "zh" else "; "
+    return f"{t(lang, 'pc_probe_heading')} {usage}{sep}{metrics}{sep}{t(lang, 'pc_probe_verdict_' + check['verdict'])}"

@@ -114,4 +114,17 @@ TEXT: dict = {
                                 "miss).",
     "ex_prefix_near_miss_explain": "The second request read {c2} of {p2} tokens from the cache (it diverges at "
                                    "position {k}: \"{mine}\" here, \"{cached}\" cached); the third read {c3} of {p3}.",
+    # probing a real server: its prefix cache
+    "pc_probe_usage": "the usage says {cached} of {prompt} prompt tokens were cached ({n} of {total} requests "
+                      "reported `cached_tokens`)",
+    "pc_probe_no_usage": "the usage reports no cached tokens (`prompt_tokens_details.cached_tokens`; vLLM sends it "
+                         "with `--enable-prompt-tokens-details`)",
+    "pc_probe_metrics": "`/metrics` counted {hits} hit tokens of {queries} queried during the run",
+    "pc_probe_no_metrics": "`/metrics` has no prefix-cache counters (`vllm:prefix_cache_hits` / `_queries`)",
+    "pc_probe_verdict_agree": "They agree.",
+    "pc_probe_verdict_disagree": "They **disagree** (other clients' requests also count in `/metrics`).",
+    "pc_probe_verdict_usage_missing": "Only `/metrics` says.",
+    "pc_probe_verdict_metrics_missing": "Only the usage says.",
+    "pc_probe_verdict_both_missing": "The server says nothing about its prefix cache.",
+    "pc_probe_heading": "The server's prefix cache:",
 }

@@ -94,4 +94,15 @@ TEXT: dict = {
     "ex_prefix_near_miss_rule": "按实测运行中每个请求从缓存读取的 Token 数评分（0 即没命中）。",
     "ex_prefix_near_miss_explain": "第二个请求从缓存读了 {c2} / {p2} 个 Token（在位置 {k} 分岔：这里是“{mine}”，缓存里是“{cached}”）；"
                                    "第三个读了 {c3} / {p3} 个。",
+    # 探测真实服务器：它的前缀缓存
+    "pc_probe_usage": "用量（usage）说 {cached} / {prompt} 个提示词 Token 命中了缓存（{n} / {total} 个请求报告了 `cached_tokens`）",
+    "pc_probe_no_usage": "用量（usage）没有报告命中缓存的 Token（`prompt_tokens_details.cached_tokens`；vLLM 要加 `--enable-prompt-tokens-details`）",
+    "pc_probe_metrics": "`/metrics` 在运行期间计了 {hits} 个命中 Token、{queries} 个查询 Token",
+    "pc_probe_no_metrics": "`/metrics` 没有前缀缓存计数（`vllm:prefix_cache_hits` / `_queries`）",
+    "pc_probe_verdict_agree": "两者一致。",
+    "pc_probe_verdict_disagree": "两者**不一致**（别的客户端的请求也计入 `/metrics`）。",
+    "pc_probe_verdict_usage_missing": "只有 `/metrics` 说了。",
+    "pc_probe_verdict_metrics_missing": "只有用量说了。",
+    "pc_probe_verdict_both_missing": "服务器没有说它的前缀缓存。",
+    "pc_probe_heading": "服务器的前缀缓存：",
 }
