@@ -50,7 +50,7 @@ endef
 test: setup browser-deps
 	$(call run_pytest,)
 
-# The lane to run while working: no browser, nothing marked slow (about 2 minutes on 2 cores).
+# The lane to run while working: no browser, nothing marked slow (what it costs: docs/testing.md).
 test-fast: setup
 	$(call run_pytest,-m "not browser and not slow")
 
