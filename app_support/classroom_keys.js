@@ -20,6 +20,7 @@
       .find((b) => b && !b.disabled);
     if (!button) return;
     event.preventDefault();  // Page Down / Home / End step the lesson instead of scrolling it
+    event.stopPropagation();  // and a focused radio group does not also move its choice
     button.click();
-  });
+  }, true);  // capture: before the page's own handlers (a radio's runs first and takes the arrows)
 })();
