@@ -280,10 +280,11 @@ def run_queue_history(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_ping(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
-    """Who answers: the worker's process, versions and the models it holds now."""
+    """Who answers: the worker's process, versions, and its queue now (`queue_length`: measured calls
+    waiting or running; a pool of workers sends each call to the shortest, engine/contract/worker/pool.py)."""
     return {"pid": os.getpid(), "protocol": PROTOCOL_VERSION, "python": platform.python_version(),
             "platform": sys.platform, "torch": torch.__version__, "transformers": hf.VERSION,
-            "threads": torch.get_num_threads()}
+            "threads": torch.get_num_threads(), "queue_length": len(ctx.queue) if ctx.queue is not None else 0}
 
 
 MEASURED = {

@@ -227,9 +227,18 @@ def test_waiting_clients_see_their_place_and_run_in_order(served, gate):
     for t in threads + [held]:
         t.join(WAIT_S)
     rest = dict(finished)
-    assert rest["second"][0] == Started()  # nothing ahead once the gate left: it starts at once
-    assert rest["third"][0] == Queued(ahead=1) and rest["third"][1] == Started()
+    assert isinstance(rest["second"][0], Started)  # nothing ahead once the gate left: it starts at once
+    assert rest["third"][0] == Queued(ahead=1) and isinstance(rest["third"][1], Started)
+    assert rest["second"][0].at <= rest["third"][1].at  # the worker's clock: the second started first
     assert isinstance(rest["second"][-1], Done) and isinstance(rest["third"][-1], Done)
+
+
+def test_ping_reports_the_queue_a_pool_of_workers_picks_by(served, gate):
+    assert served.client.ping()["queue_length"] == 0
+    held = hold_runner(served)
+    assert served.client.ping()["queue_length"] == 1  # the held call runs: light calls still answer
+    gate.opened.set()
+    held.join(WAIT_S)
 
 
 def test_closing_a_queued_call_takes_it_out_of_the_queue(served, gate):
