@@ -250,9 +250,9 @@ def test_first_view_shows_the_default_prompt_live(app):
     trace = shown_trace(app)
     assert trace["prompt"] == "法国的首都是" and trace["steps"][0]["phase"] == "prefill"
     assert "巴黎" in trace["output_text"]
-    assert len(app.get("image")) == 7  # every diagram, as an <img> (pixels are checked in the browser test)
+    assert len(app.get("image")) == 8  # every diagram and TTFT's parts, as an <img> (pixels: the browser test)
     alts = [img.proto.imgs[0].alt for img in app.get("image")]
-    assert all(alts) and len(set(alts)) == 7 and "巴黎" in alts[0]  # each says what it shows, with the run's numbers
+    assert all(alts) and len(set(alts)) == 8 and "巴黎" in alts[0]  # each says what it shows, with the run's numbers
     assert len(app.get("plotly_chart")) == 1
     assert {"download_json", "download_csv", "download_svg_timeline", "download_svg_blocks_schematic"} <= {
         b.key for b in app.get("download_button")}

@@ -183,7 +183,7 @@ def test_probe_panel_measures_a_streaming_server_and_keeps_the_failed_requests_m
     assert t("zh", "probe_observed_note") in [i.value for i in lab.info]
     frame = lab.dataframe[0].value
     assert list(frame.columns) == ["指标", "从客户端观测"] and frame.iloc[0, 1] == "1/1"
-    assert len(lab.get("image")) == 1  # the Gantt
+    assert len(lab.get("image")) == 1 + 1  # the Gantt, and the engine's own queue above it
     assert len(lab.get("plotly_chart")) == 1  # the server's /metrics: running, waiting, KV usage
     button = next(b for b in lab.get("download_button") if b.key == "sl_perfetto_probe")
     assert button.proto.label == t("zh", "download_perfetto")
@@ -247,7 +247,7 @@ def test_vllm_upload_draws_the_file_and_compares_its_summary(lab):
     from engine.contract.interop.vllm_import import read_vllm_result
 
     imp = read_vllm_result(raw.decode(), name="bench")
-    assert len(lab.get("image")) == 1  # the Gantt
+    assert len(lab.get("image")) == 1 + 1  # the Gantt, and the engine's own queue above it
     frames = [d.value for d in lab.dataframe]
     compare = frames[-1]
     assert list(compare.columns)[:3] == ["数字", "文件中", "重新计算"] and len(compare) == len(imp.comparisons)
@@ -256,7 +256,7 @@ def test_vllm_upload_draws_the_file_and_compares_its_summary(lab):
     assert any(str(len(imp.comparisons)) in v for v in verdict)
     assert any(b.key == "sl_perfetto_vllm" for b in lab.get("download_button"))
     lab.toggle(key="sl_hover_vllm").set_value(True).run()  # the Gantt with hover
-    assert not lab.exception and len(lab.get("plotly_chart")) == 1 and not lab.get("image")
+    assert not lab.exception and len(lab.get("plotly_chart")) == 1 and len(lab.get("image")) == 1  # the queue's
 
 
 def test_the_labs_figures_fold_in_classroom_mode():

@@ -64,9 +64,11 @@ def run_concurrently(lm) -> tuple[list, list[list[tuple[float, float]]]]:
     windows = []
     for trace, ident in zip(traces, idents):
         reads = clock_reads[ident]
+        # the recorded clock reads are exactly this trace's passes: one start and one end each, and in the
+        # Prefill one more between them, when the first token was chosen (RequestTrace.first_token_choice_ms)
+        assert len(reads) == 2 * len(trace.steps) + 1
+        reads = [reads[0], *reads[2:]]
         pairs = list(zip(reads[::2], reads[1::2]))
-        # the recorded clock reads are exactly this trace's passes: one start and one end each
-        assert len(reads) == 2 * len(trace.steps)
         assert [(end - start) * 1e3 for start, end in pairs] == pytest.approx([s.duration_ms for s in trace.steps])
         windows.append(pairs)
     return traces, windows
