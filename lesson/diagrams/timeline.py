@@ -258,8 +258,7 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
     note_lines = ((run_note,) if run_note else ()) + (
         label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table))
     axis_y = y + 10
-    legend = tuple(kind for kind, drawn in (("waiting", any(r.wait for r in rows)), ("page", any(r.page for r in rows)))
-                   if drawn)
+    legend = wait_legend(rows, whole if full is not None else None, scale, style, table)
     legend_y = axis_y + 34 + style.tiny_size * 2
     notes_y = legend_y + 8 if legend else axis_y + 12 + style.tiny_size * 2
     height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
@@ -419,6 +418,17 @@ def add_markers(dwg, style: Style) -> None:
     arrow_marker(dwg, "arrow-prefill", style.prefill)
     arrow_marker(dwg, "arrow-decode", style.decode)
     arrow_marker(dwg, "arrow-muted", style.muted_ink)
+
+
+def wait_legend(rows: list[Row], whole: RequestTrace | None, scale: LinearScale, style: Style,
+                table: Table) -> tuple[str, ...]:
+    """The kinds of wait drawn ("waiting", "page"). While the classroom steps (`whole`: the whole run), the
+    kinds the whole run draws, so the legend's line is there from the first pass and the figure never grows."""
+    spans = [(r.wait, r.page) for r in rows]
+    if whole is not None:
+        slots = plan_slots(len(whole.steps), MAX_ROWS, HEAD_ROWS, TAIL_ROWS)
+        spans = [(t["wait"], t["page"]) for t in (_time_row(whole, slot, scale, style, table) for slot in slots)]
+    return tuple(kind for i, kind in enumerate(("waiting", "page")) if any(span[i] for span in spans))
 
 
 def subtitle(trace: RequestTrace, table: Table) -> str:
