@@ -11,6 +11,7 @@ Same server (tests/browser/conftest.py) and skip rules as test_app_browser.py.
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from tests.browser.pages import ARTIFACTS, wait_idle
 
@@ -55,14 +56,30 @@ def test_the_language_survives_a_reload_and_another_page(browser, server_url, wi
         page.context.close()
 
 
+def pick_option(page, key: str, text: str, tries: int = 3) -> None:
+    """Open the select box `key` and click its option holding `text`. A rerun of the page while the list
+    is open (the run settling, a fragment) closes it: open it again, a few times at most."""
+    for _ in range(tries):
+        page.locator(f".st-key-{key} input").click()
+        option = page.locator("[role=option]", has_text=text).first
+        try:
+            option.wait_for(state="visible", timeout=10_000)
+        except PlaywrightTimeout:
+            page.keyboard.press("Escape")
+            wait_idle(page)
+            continue
+        option.click()
+        return
+    raise AssertionError(f"the select box {key} never showed an option with {text!r}")
+
+
 @pytest.mark.parametrize("width,height", PROJECTORS)
 def test_a_choice_box_says_its_value_in_the_new_language_at_once(browser, server_url, width, height):
     page = open_page(browser, server_url, width, height)
     try:
         page.locator("summary", has_text="打开录制的运行").click()
         wait_idle(page)
-        page.locator(".st-key-rec_pick_lesson input").click()
-        page.locator("[role=option]", has_text="本课示例").first.click()
+        pick_option(page, "rec_pick_lesson", "本课示例")
         wait_idle(page)
         assert "本课示例" in page.evaluate(PICKED)
         page.locator(".st-key-lang label", has_text="English").click()
