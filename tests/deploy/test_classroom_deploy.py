@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from email.message import Message
 from pathlib import Path
 
@@ -89,7 +90,10 @@ def test_each_replica_serves_a_whole_lesson_through_the_proxy(classroom):
         hold.release.set()
         return await asyncio.gather(*tasks)
 
-    sessions = asyncio.run(both())
+    # In a thread of its own: a test process may already hold a running event loop (playwright's, after the
+    # browser lane), and asyncio.run refuses to start inside one.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        sessions = pool.submit(lambda: asyncio.run(both())).result()
     assert [s.replica for s in sessions] == ["r1", "r2"]  # sticky: each went where its cookie says
     for session in sessions:
         assert session.ok, session.errors  # its page settled, the timeline drawn, no error or exception
