@@ -23,7 +23,7 @@ from dataclasses import asdict
 import streamlit as st
 
 from engine.contract.config import ServerSettings, ServingCaps
-from engine.contract.errors import CapError
+from engine.contract.errors import CapError, InputError
 from engine.contract.limits import MAX_ARRIVAL_MS
 from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import (WorkloadRequest, parse_workload_lines, poisson_workload, questions,
@@ -79,12 +79,25 @@ def check_caps(workload, caps: ServingCaps, count_tokens: Callable[[str], int] |
     for req in workload:
         if req.arrival_ms > MAX_ARRIVAL_MS:
             raise CapError("sl_cap_arrival", n=round(req.arrival_ms), limit=round(MAX_ARRIVAL_MS))
-        typed = count_tokens(req.prompt) if count_tokens is not None else 0
+        typed = typed_tokens(req.prompt, count_tokens, caps)
         length = max(req.prompt_tokens, typed) + req.system_tokens  # a system prompt is part of the prompt
         if length > caps.max_prompt_tokens:
             raise CapError("sl_cap_prompt", n=length, limit=caps.max_prompt_tokens)
         if req.max_new_tokens > caps.max_new_tokens:
             raise CapError("sl_cap_answer", n=req.max_new_tokens, limit=caps.max_new_tokens)
+
+
+def typed_tokens(prompt: str, count_tokens: Callable[[str], int] | None, caps: ServingCaps) -> int:
+    """The model's count of a typed prompt (0 without a counter). A prompt the engine worker will not even
+    count (more characters than it takes) is over the cap whatever its count: said as such (CapError)."""
+    if count_tokens is None:
+        return 0
+    try:
+        return count_tokens(prompt)
+    except InputError as err:
+        if err.key != "prompt_too_many_chars":
+            raise
+        raise CapError("sl_cap_prompt_chars", chars=len(prompt), limit=caps.max_prompt_tokens) from None
 
 
 # --- workloads --------------------------------------------------------------------

@@ -12,7 +12,7 @@ import pytest
 
 from app_support.serving import check_caps
 from engine.contract.config import ServingCaps
-from engine.contract.errors import CapError
+from engine.contract.errors import CapError, InputError
 from engine.contract.limits import MAX_ARRIVAL_MS
 from engine.contract.serving.workloads import WorkloadError, parse_workload_lines
 from lesson.messages import serving_message
@@ -88,6 +88,25 @@ def test_a_typed_prompt_over_the_cap_is_refused_as_a_stretched_one_is():
     with pytest.raises(CapError) as err:
         check_caps(work, caps, count_tokens=lambda text: len(text.split()))
     assert err.value.key == "sl_cap_prompt" and err.value.params == {"n": 3000, "limit": 1024}
+
+
+def test_a_typed_prompt_the_engine_will_not_even_count_is_over_the_cap_and_said_so():
+    """The engine worker refuses to count a prompt over its character cap (prompt_too_many_chars): the
+    lab says the prompt is over its own cap, in words, instead of an error box (it failed so once a test
+    process's shared worker held a small cap)."""
+    work = parse_workload_lines([json.dumps({"arrival_ms": 0, "prompt": "word " * 3000, "max_new_tokens": 4})])
+    caps = ServingCaps(max_requests=4, max_prompt_tokens=1024, max_new_tokens=16)
+
+    def refusing(text: str) -> int:
+        raise InputError("prompt_too_many_chars", "too many characters", num_chars=len(text), limit=100)
+
+    with pytest.raises(CapError) as err:
+        check_caps(work, caps, count_tokens=refusing)
+    assert err.value.key == "sl_cap_prompt_chars" and err.value.params == {"chars": 15000, "limit": 1024}
+    for lang in ("zh", "en"):
+        assert "15000" in serving_message(err.value, lang) and "1024" in serving_message(err.value, lang)
+    with pytest.raises(InputError):  # any other refusal is not a cap: it stays what it was
+        check_caps(work, caps, count_tokens=lambda text: (_ for _ in ()).throw(InputError("bad_workload", "x")))
 
 
 def test_an_arrival_past_the_limit_is_refused_by_the_caps_too():

@@ -64,6 +64,7 @@ TEXT: dict = {
     "sl_download_runs": "Download the runs (JSON)",
     "sl_honest": "**Honest numbers.** This runs a 3.5M-parameter model on this server's CPU: a Decode step takes a few milliseconds, so Python and scheduling overhead are a large share of every pass and the absolute times are small. On a GPU a batched Decode step costs about as much as a single one until the batch is large (it is bound by reading the weights), so batching gains far more, and a long Prefill is compute-bound and takes a larger share of the time: the stall and what chunking saves grow with the model. Disaggregation on one CPU splits its cores between two processes; with two GPUs each worker has its own device, and the hand-off goes over NVLink or the network (the estimates above).",
     "sl_cap_requests": "This workload has {n} requests; this server runs at most {limit} (PREFILL_DECODE_SERVING_MAX_REQUESTS).",
+    "sl_cap_prompt_chars": "A prompt of {chars} characters is longer than the engine counts, so longer than this server allows ({limit} tokens, PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS).",
     "sl_cap_prompt": "A prompt of {n} tokens is longer than this server allows ({limit}, PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS).",
     "sl_cap_answer": "An answer of {n} tokens is longer than this server allows ({limit}, PREFILL_DECODE_SERVING_MAX_NEW_TOKENS).",
     "sl_scn_name_long_prompt_during_chats": "A long prompt during chats",

@@ -64,6 +64,7 @@ TEXT: dict = {
     "sl_download_runs": "下载这些运行（JSON）",
     "sl_honest": "**诚实的数字。** 这里是在本服务器的 CPU 上运行一个 350 万参数的模型：一次 Decode 只要几毫秒，Python 和调度的开销在每次前向里占了很大比例，绝对时间都很小。在 GPU 上，批处理的 Decode 一步和单个请求的一步花的时间差不多（瓶颈是读权重），直到批很大，所以批处理的收益大得多；长 Prefill 受算力限制，占的时间比例更大：模型越大，停顿越明显，分块省下的也越多。在一台 CPU 上做分离，是把它的核分给两个进程；有两块 GPU 时，每个工作进程有自己的设备，交接走 NVLink 或网络（见上面的估算）。",
     "sl_cap_requests": "这份工作负载有 {n} 个请求；本服务器最多运行 {limit} 个（PREFILL_DECODE_SERVING_MAX_REQUESTS）。",
+    "sl_cap_prompt_chars": "有一个提示词长 {chars} 个字符，超过引擎肯计数的长度，因而超过本服务器的上限 {limit} 个 Token（PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS）。",
     "sl_cap_prompt": "有一个提示词长 {n} 个 Token，超过本服务器的上限 {limit}（PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS）。",
     "sl_cap_answer": "有一个回答长 {n} 个 Token，超过本服务器的上限 {limit}（PREFILL_DECODE_SERVING_MAX_NEW_TOKENS）。",
     "sl_scn_name_long_prompt_during_chats": "对话中途来了长提示词",
