@@ -2,7 +2,7 @@
 
 A workload (a named scenario, or one made with sliders), the KV block settings and
 SLOs go in; one button runs every policy on that same workload with the real engine
-(engine.serving.run_workload, in the engine worker), one after another with a progress bar; the figures
+(engine.runtime.serving.engine.run_workload, in the engine worker), one after another with a progress bar; the figures
 (lesson/diagrams/serving_*.py, kv_blocks, batch_composition) and the metric table
 come out, policy beside policy, with what the measured numbers say.
 
@@ -134,7 +134,7 @@ def serving_store() -> resources.SweepStore:
 def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, scenario: str, policy: str,
                      token_budget: int, block_size: int, kv_blocks: int, on_kv_full: str, slo_ttft_ms: float,
                      slo_tpot_ms: float, prefix_caching: bool = False, *, on_event=None) -> str:
-    """One policy's run of the workload (as JSON), in the engine worker (engine.serving.run_workload
+    """One policy's run of the workload (as JSON), in the engine worker (engine.runtime.serving.engine.run_workload
     there: a disaggregated run's two processes are the worker's children, never this page's), or the
     one kept in serving_store. `on_event`: the worker's events while it runs (Progress in answer tokens)."""
     key = (model_choice, device, dtype, workload, scenario, policy, token_budget, block_size, kv_blocks,

@@ -6,7 +6,7 @@ The set, each run written as the engine writes it anyway (JSON), and an index th
   1) the lesson's example, 法国的首都是 and The capital of France is, as typed (4 prompt tokens) and
      stretched to 1024 with the lesson's filler (engine.contract.prompts.extend_prompt, as the app's prompt slider)
   2) cache on vs off for the Chinese example at its longest (engine.runtime.compare)
-  3) every serving policy on one named scenario (engine.serving)
+  3) every serving policy on one named scenario (engine.runtime.serving)
   4) a preset's Prefill and Decode sweeps (engine.contract.sweep) at points a CPU measures in a minute or two
 Every number is measured here and now, and every run carries this machine's provenance; nothing is
 copied or scaled from another machine. The folder is named after the machine ("cpu", or the device and

@@ -433,7 +433,7 @@ class KVMemory:
 
 @dataclass(frozen=True)
 class ServingRun:
-    """Everything one serving run did. Built by engine.serving.run_workload."""
+    """Everything one serving run did. Built by engine.runtime.serving.engine.run_workload."""
 
     scenario: str
     settings: ServingSettings

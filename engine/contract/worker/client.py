@@ -336,7 +336,7 @@ class EngineClient:
     def serve_workload(self, model: ModelRef, requests: Sequence[WorkloadRequest],
                        config: ServeConfig | Mapping[str, Any] | None = None, *, scenario: str = "custom",
                        on_event: OnEvent = None) -> ServingRun:
-        """engine.serving.run_workload in the worker; Progress events as requests finish. `config`: a
+        """engine.runtime.serving.engine.run_workload in the worker; Progress events as requests finish. `config`: a
         ServeConfig, or its fields as plain values (`slo` as {"ttft_ms", "tpot_ms"}), checked in the
         worker (a bad setting raises its InputError here); None: the defaults."""
         plain = to_plain(config) if dataclasses.is_dataclass(config) else dict(config or {})
