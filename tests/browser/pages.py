@@ -11,6 +11,7 @@ CHROMIUM_FLAGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
 ]
+PROJECTORS = [(1280, 720), (1024, 768)]  # a 16:9 and a 4:3 projector, in CSS pixels
 IDLE = """() => {
   const s = document.querySelector('[data-test-script-state]');
   return !!s && s.getAttribute('data-test-script-state') === 'notRunning'
@@ -23,3 +24,11 @@ def wait_idle(page, first: bool = False) -> None:
     page.wait_for_timeout(600)
     page.wait_for_function(IDLE, timeout=240_000 if first else 120_000)
     page.wait_for_timeout(400)
+
+
+def open_page(browser, url: str, width: int, height: int):
+    """A fresh context (its own session) of `width` x `height` at `url`, once its first run finished."""
+    page = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1).new_page()
+    page.goto(url, wait_until="domcontentloaded")
+    wait_idle(page, first=True)
+    return page

@@ -20,7 +20,7 @@ import shutil
 import pytest
 
 from lesson.contrast import failing_labels
-from tests.browser.pages import ARTIFACTS, SCREENSHOTS, wait_idle
+from tests.browser.pages import ARTIFACTS, SCREENSHOTS, open_page, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -58,14 +58,6 @@ BODY_PX_JS = """() => {
 PLOTLY_PX_JS = """() => [...document.querySelectorAll('.js-plotly-plot .main-svg text')]
   .filter(t => t.textContent.trim() && t.getBoundingClientRect().width > 0)
   .map(t => parseFloat(getComputedStyle(t).fontSize || t.style.fontSize))"""
-
-
-def open_page(browser, url: str, width: int, height: int):
-    context = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1)
-    page = context.new_page()
-    page.goto(url, wait_until="domcontentloaded")
-    wait_idle(page, first=True)
-    return page
 
 
 @pytest.mark.parametrize("width,height", [(1280, 720), (1024, 768)])

@@ -16,11 +16,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from tests.browser.pages import ARTIFACTS, IDLE, wait_idle
+from tests.browser.pages import ARTIFACTS, IDLE, PROJECTORS, open_page, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PROJECTORS = [(1280, 720), (1024, 768)]
 LINK = "/?lang=zh&eos=1&out=3&class=1"  # a run of 3 passes in classroom mode
 CLASS_POSITION = "() => (document.querySelector('.st-key-class_position') || {}).innerText || ''"
 PRESENTER_POSITION = "() => (document.querySelector('.st-key-presenter-position') || {}).innerText || ''"
@@ -28,10 +27,8 @@ FIGURE_SVG = """async () => { const img = document.querySelector('.st-key-presen
   return await (await fetch(img.src)).text(); }"""
 
 
-def open_page(browser, url: str, width: int, height: int):
-    page = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1).new_page()
-    page.goto(url, wait_until="domcontentloaded")
-    wait_idle(page, first=True)
+def open_stepping_page(browser, url: str, width: int, height: int):
+    page = open_page(browser, url, width, height)
     page.wait_for_function(f"() => ({CLASS_POSITION})().includes('第 1 /') && ({IDLE})()", timeout=120_000)
     return page
 
@@ -46,7 +43,7 @@ def press(page, key: str, position_js: str, expected: str) -> None:
 @pytest.mark.parametrize("width,height", PROJECTORS)
 def test_the_presenter_views_animation_follows_the_step_and_the_keys_keep_their_meaning(browser, server_url,
                                                                                        width, height):
-    page = open_page(browser, server_url + LINK, width, height)
+    page = open_stepping_page(browser, server_url + LINK, width, height)
     try:
         page.locator(".st-key-presenter label").click()
         wait_idle(page)
@@ -74,7 +71,7 @@ def test_the_presenter_views_animation_follows_the_step_and_the_keys_keep_their_
 
 @pytest.mark.parametrize("width,height", PROJECTORS)
 def test_without_the_presenter_view_the_timeline_is_on_screen_while_stepping(browser, server_url, width, height):
-    page = open_page(browser, server_url + LINK, width, height)
+    page = open_stepping_page(browser, server_url + LINK, width, height)
     try:
         for step in (2, 3):
             press(page, "ArrowRight", CLASS_POSITION, f"第 {step} /")

@@ -13,20 +13,12 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from tests.browser.pages import ARTIFACTS, wait_idle
+from tests.browser.pages import ARTIFACTS, PROJECTORS, open_page, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PROJECTORS = [(1280, 720), (1024, 768)]
 TITLE_EN = "Prefill and Decode"
 PICKED = "() => (document.querySelector('.st-key-rec_pick_lesson input') || {}).value || ''"
-
-
-def open_page(browser, url: str, width: int, height: int):
-    page = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1).new_page()
-    page.goto(url, wait_until="domcontentloaded")
-    wait_idle(page, first=True)
-    return page
 
 
 def title(page) -> str:

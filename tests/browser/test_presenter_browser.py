@@ -21,11 +21,10 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from tests.browser.pages import ARTIFACTS, IDLE, SCREENSHOTS, wait_idle
+from tests.browser.pages import ARTIFACTS, IDLE, PROJECTORS, SCREENSHOTS, open_page, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PROJECTORS = [(1280, 720), (1024, 768)]
 CLASS_POSITION = "() => (document.querySelector('.st-key-class_position') || {}).innerText || ''"
 PRESENTER_POSITION = "() => (document.querySelector('.st-key-presenter-position') || {}).innerText || ''"
 FIGURE_BOX = """() => { const img = document.querySelector('.st-key-presenter-figure img');
@@ -34,13 +33,6 @@ FIGURE_BOX = """() => { const img = document.querySelector('.st-key-presenter-fi
           overflow: main.scrollHeight - main.clientHeight, alt: img.alt}; }"""
 # A run of 6 passes in classroom mode, opened as a link (app_support/links.py) in the page's language
 LINK = "/?lang=zh&eos=1&out=6&class=1"
-
-
-def open_page(browser, url: str, width: int, height: int):
-    page = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1).new_page()
-    page.goto(url, wait_until="domcontentloaded")
-    wait_idle(page, first=True)
-    return page
 
 
 def press_until(page, key: str, position_js: str, expected: str) -> float:
