@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.contract.errors import InputError
-from engine.contract.trace import ENGINE_MODES, Sampling
+from engine.contract.trace import ENGINE_MODES, PREFIX_SCOPE_CHARS, Sampling
 
 MAX_NEW_TOKENS = 4096  # hard engine cap; apps set lower caps of their own
 PRESET_PREFIX = "preset:"  # a model choice "preset:NAME": a real-size shape, random weights (engine.runtime.presets)
@@ -29,6 +29,11 @@ class GenerationConfig:
     seed: int = 0  # makes sampling repeat exactly
     ignore_eos: bool = False  # keep writing past EOS (benchmarks want fixed lengths)
     mode: str = "eager"  # the runner: "eager" (growing cache), "static", "graph" (CUDA), "compiled" (runners.py)
+    # The prefix cache (engine/runtime/prefix_store.py, trace.PrefixReuse): keep this run's KV cache under
+    # `prefix_scope` (a visitor's own name for their runs), and start its Prefill from the longest kept run
+    # of that scope that begins like this prompt. Off: every Prefill computes the whole prompt.
+    prefix_cache: bool = False
+    prefix_scope: str = ""
 
     def __post_init__(self) -> None:
         if self.mode not in ENGINE_MODES:
@@ -48,6 +53,13 @@ class GenerationConfig:
             if not ok:
                 value = getattr(self, name)
                 raise InputError("sampling_range", f"{name}={value} is out of range", name=name, value=value)
+
+        scope = self.prefix_scope
+        if not isinstance(self.prefix_cache, bool) or not isinstance(scope, str) or len(scope) > PREFIX_SCOPE_CHARS \
+                or not all(c.isascii() and (c.isalnum() or c in "-_.") for c in scope):
+            raise InputError("prefix_scope", f"prefix_scope must be up to {PREFIX_SCOPE_CHARS} letters, digits, "
+                             f"'-', '_' or '.', got {str(scope)[:40]!r}",
+                             value=str(scope)[:40])
 
     @property
     def sampling(self) -> Sampling:

@@ -260,6 +260,82 @@ class StepsSoFar(Sequence):
         return f"StepsSoFar({len(self)} steps)"
 
 
+# Why the lesson engine's Prefill computed more of the prompt than the shortest possible (its last
+# position, which yields the first token): PrefixReuse.miss. The serving engine's reasons, per block,
+# are engine/contract/serving/prefix.py's MISS_REASONS; these are per token.
+PREFIX_MISSES = (
+    "too_short",  # a one-token prompt: its only position is the last one, always computed
+    "first_seen",  # no kept run starts with this prompt's first token (or, after `num_cached_tokens`, runs on)
+    "diverged",  # a kept run matches the first `diverged_at` tokens, then holds another token there
+    "evicted",  # a run that matched further was kept, and evicted to make room
+    "mode",  # a static engine mode preallocates its cache per request: reuse runs in eager mode only
+    "sliding_window",  # the model's sliding-window layers drop old positions: nothing whole to keep
+)
+PREFIX_SCOPE_CHARS = 64  # longest scope name (GenerationConfig.prefix_scope)
+
+
+@dataclass(frozen=True)
+class PrefixReuse:
+    """The lesson engine's prefix cache on one run (GenerationConfig.prefix_cache): how many prompt
+    positions were read from a kept earlier run's KV cache instead of computed, and for the rest, why.
+
+    Token by token (as SGLang's radix cache), not in blocks as the serving engine (vLLM's automatic
+    prefix caching): the K and V of position i depend only on tokens 0..i, so an earlier run whose
+    tokens (its prompt and its answer) begin the same way holds them already. The last prompt position
+    is always computed: it yields the first output token. Prefill then processes positions
+    num_cached_tokens..prompt_len-1 (its Step's context_before is num_cached_tokens).
+    """
+
+    num_tokens: int  # prompt tokens looked up
+    num_cached_tokens: int  # read from the kept run, never the last one
+    miss: str = ""  # "" when every position but the last was read; else one of PREFIX_MISSES
+    diverged_at: int | None = None  # diverged: the first position where the kept run holds another token
+    token_piece: str = ""  # diverged: this prompt's token there
+    cached_piece: str = ""  # diverged: the kept run's token there
+    source_started_at_s: float | None = None  # the kept run read from (or, evicted, the one lost): its start
+    evicted_at_s: float | None = None  # evicted: when (time.time() seconds)
+    lookup_ms: float = 0.0  # measured: finding the kept run and copying its first positions' K and V
+    kept_runs: int = 0  # runs this visitor's cache held at the look-up
+
+    def __post_init__(self) -> None:
+        for name in ("num_tokens", "num_cached_tokens", "kept_runs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TraceFormatError(f"prefix {name} must be a whole number >= 0, got {str(value)[:40]}")
+        if self.num_cached_tokens >= max(1, self.num_tokens):
+            raise TraceFormatError(f"{self.num_cached_tokens} cached tokens of {self.num_tokens}: the last "
+                                   "prompt position is always computed")
+        if self.miss and self.miss not in PREFIX_MISSES:
+            raise TraceFormatError(f"unknown prefix miss {self.miss[:20]!r}; expected one of {PREFIX_MISSES}")
+        if (self.miss == "diverged") != (self.diverged_at is not None):
+            raise TraceFormatError("diverged_at is set exactly when the miss is 'diverged'")
+        if self.diverged_at is not None and self.diverged_at != self.num_cached_tokens:
+            raise TraceFormatError("a diverged prompt reuses exactly the positions before it diverged")
+        for name in ("token_piece", "cached_piece"):
+            if not isinstance(getattr(self, name), str) or len(getattr(self, name)) > PROVENANCE_TEXT_LIMIT:
+                raise TraceFormatError(f"prefix {name} must be text of at most {PROVENANCE_TEXT_LIMIT} characters")
+
+    @property
+    def num_computed_tokens(self) -> int:
+        return self.num_tokens - self.num_cached_tokens
+
+    @property
+    def hit_rate(self) -> float:
+        return self.num_cached_tokens / self.num_tokens if self.num_tokens else 0.0
+
+    @classmethod
+    def from_dict(cls, data: object) -> PrefixReuse | None:
+        if data is None:
+            return None
+        if not isinstance(data, dict) or not set(data) <= {f.name for f in dataclasses.fields(cls)}:
+            raise TraceFormatError("prefix must be a JSON object of PrefixReuse's fields")
+        values = dict(data)
+        for name in ("source_started_at_s", "evicted_at_s"):
+            values[name] = _optional_number(values.get(name))
+        values["lookup_ms"] = _optional_number(values.get("lookup_ms", 0.0)) or 0.0
+        return cls(**values)
+
+
 @dataclass(frozen=True)
 class Sampling:
     """How the next token was chosen. temperature 0 means greedy (argmax)."""
@@ -402,6 +478,19 @@ class RequestTrace:
     # engine's. None in traces written before these fields, and where nothing measured them.
     first_token_choice_ms: float | None = None
     started_at_s: float | None = None
+    # The lesson engine's prefix cache (PrefixReuse): None when it was off for this run (the default, and
+    # every trace written before it existed). When set, Prefill computed only positions
+    # prefix.num_cached_tokens.. of the prompt; the ones before came from a kept earlier run.
+    prefix: PrefixReuse | None = None
+
+    def __post_init__(self) -> None:
+        first = self.steps[0] if len(self.steps) else None
+        cached = self.prefix.num_cached_tokens if self.prefix is not None else 0
+        if first is not None and first.phase == "prefill" and first.context_before != cached:
+            raise TraceFormatError(f"Prefill starts at position {first.context_before}, but {cached} positions "
+                                   "came from the prefix cache")
+        if self.prefix is not None and self.prefix.num_tokens != len(self.prompt_ids):
+            raise TraceFormatError("the prefix look-up covers the whole prompt")
 
     # --- derived views (never stored twice) ---
     @property
@@ -497,6 +586,7 @@ class RequestTrace:
                 provenance=Provenance.from_dict(data.get("provenance")),
                 first_token_choice_ms=_optional_number(data.get("first_token_choice_ms")),
                 started_at_s=_optional_number(data.get("started_at_s")),
+                prefix=PrefixReuse.from_dict(data.get("prefix")),
                 schema_version=SCHEMA_VERSION,  # upgraded on load (see READABLE_SCHEMA_VERSIONS)
             )
         except (KeyError, TypeError) as err:

@@ -18,8 +18,9 @@ draw while the model runs; `generate` collects the finished trace.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import torch
@@ -27,10 +28,11 @@ import torch
 from engine.contract.errors import InputError, PhaseError
 from engine.contract.prompts import prompt_token_ids
 from engine.contract.results import GenerationConfig
-from engine.contract.trace import RequestTrace, Step, StepsSoFar
+from engine.contract.trace import PrefixReuse, RequestTrace, Step, StepsSoFar
 from engine.runtime import hf
 from engine.runtime.hf import Cache, device_clock, eos_ids
 from engine.runtime.model import LoadedModel
+from engine.runtime.prefix_store import Found, Tensors, unusable
 from engine.runtime.provenance import this_machine
 from engine.runtime.runners import Runner, bucket_length
 
@@ -109,23 +111,50 @@ class Pass:
     chosen: float | None = None  # Prefill only, when recording: the device had the logits, the choice began
 
 
-def passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool) -> Iterator[Pass]:
+@dataclass(frozen=True)
+class PrefixStart:
+    """Where a Prefill starts when the prefix cache holds part of its prompt (engine/runtime/prefix_store.py):
+    `cache` already holds positions 0..num_cached-1, so the pass feeds only prompt_ids[num_cached:].
+    `keep(ids, tensors)`, if set, takes the run's cache after its last pass (for the next run)."""
+
+    num_cached: int
+    cache: object | None
+    keep: Callable[[tuple[int, ...], Tensors], None] | None = None
+
+
+def passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool,
+           start: PrefixStart | None = None) -> Iterator[Pass]:
     """The Decode loop, for every engine mode: 1) prefill, 2) decode until EOS or max_new_tokens.
 
     The runner (engine/runtime/runners.py) is the mode: it owns the cache and runs each pass. `record`
-    reads the device clock and the cache's bytes around every pass; off, only tokens come out.
+    reads the device clock and the cache's bytes around every pass; off, only tokens come out. `start`:
+    the prefix cache's part (eager mode only), else every prompt position is computed.
     """
-    runner, setup_s = _take_runner(lm, len(prompt_ids) + cfg.max_new_tokens, cfg.mode)
+    cached = start.num_cached if start else 0
+    runner, setup_s = _take_runner(lm, len(prompt_ids) + cfg.max_new_tokens, cfg.mode, start.cache if start else None)
     try:
-        yield from _run(lm, runner, prompt_ids, cfg, record, setup_s)
+        outputs: list[int] = []
+        for p in _run(lm, runner, prompt_ids, cfg, record, setup_s, cached):
+            outputs.append(p.output_id)
+            if p.stop_reason and start is not None and start.keep is not None:
+                _keep(runner, tuple(prompt_ids) + tuple(outputs[:-1]), start.keep)
+            yield p
     finally:
         lm.runners.release(runner, cfg.mode)
 
 
-def _take_runner(lm: LoadedModel, num_positions: int, mode: str) -> tuple[Runner, float]:
-    """This request's runner, and how long building it took (0 for eager, about 0 for a pooled one)."""
+def _keep(runner: Runner, ids: tuple[int, ...], keep: Callable[[tuple[int, ...], Tensors], None]) -> None:
+    """After the last pass (outside every timed pass): the cache holds the prompt and the answer but its last
+    token (never fed); hand its tensors on for the next run's Prefill."""
+    if runner.cache.get_seq_length() == len(ids):
+        keep(ids, hf.cache_tensors(runner.cache))
+
+
+def _take_runner(lm: LoadedModel, num_positions: int, mode: str, cache=None) -> tuple[Runner, float]:
+    """This request's runner, and how long building it took (0 for eager, about 0 for a pooled one).
+    `cache`: eager only, the growing cache to start from (a kept prefix's copy)."""
     if mode == "eager":  # a fresh growing cache: nothing to build, nothing to wait for
-        return lm.runners.acquire(lm.model, num_positions, mode, lm.kernels), 0.0
+        return lm.runners.acquire(lm.model, num_positions, mode, lm.kernels, cache), 0.0
     if mode == "graph" and lm.device.type != "cuda":
         raise InputError("graph_needs_cuda", f"graph mode needs a CUDA GPU; this model runs on {lm.device.type}",
                          device=lm.device.type)
@@ -137,11 +166,11 @@ def _take_runner(lm: LoadedModel, num_positions: int, mode: str) -> tuple[Runner
 
 
 def _run(lm: LoadedModel, runner: Runner, prompt_ids: list[int], cfg: GenerationConfig, record: bool,
-         setup_s: float) -> Iterator[Pass]:
+         setup_s: float, cached: int = 0) -> Iterator[Pass]:
     device = lm.device
     generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
     eos = frozenset() if cfg.ignore_eos else eos_ids(lm)
-    fed, position = list(prompt_ids), 0
+    fed, position = list(prompt_ids[cached:]), cached  # the positions the cache does not hold yet
     for i in range(cfg.max_new_tokens):
         asked = time.perf_counter()
         with lm.lock:  # one timed pass at a time on this model: another request's pass makes us queue here
@@ -256,6 +285,33 @@ def encode_prompt(lm: LoadedModel, prompt: str, cfg: GenerationConfig,
     return ids
 
 
+def look_up_prefix(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig) -> Found:
+    """The prefix cache's answer for this prompt (cfg.prefix_cache on): the longest kept run of the
+    scope, or why none can serve it (a static engine mode, a sliding-window model)."""
+    if cfg.mode != "eager":
+        return unusable("mode", prompt_ids)
+    if lm.info.sliding_window is not None:
+        return unusable("sliding_window", prompt_ids)
+    return lm.prefixes.look_up(cfg.prefix_scope, prompt_ids)
+
+
+def _prefix_start(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, found: Found | None,
+                  keep: bool, started_at_s: float) -> tuple[PrefixStart | None, PrefixReuse | None]:
+    """With the prefix cache on: where Prefill starts (a copy of the kept positions) and the trace's record
+    (look-up and copy timed). `found`: a look-up made earlier (repeats share one); `keep`: keep this run."""
+    if not cfg.prefix_cache:
+        return None, None
+    found = found if found is not None else look_up_prefix(lm, prompt_ids, cfg)
+    began = time.perf_counter()
+    cache = found.cache(lm.model) if found.num_cached else None
+    lookup_ms = found.match_ms + (time.perf_counter() - began) * 1e3
+    keeper = None
+    if keep and found.miss not in ("mode", "sliding_window"):
+        keeper = functools.partial(lm.prefixes.keep, cfg.prefix_scope, started_at_s=started_at_s)
+    reuse = found.record(lambda ids: token_pieces(lm.tokenizer, ids), lookup_ms)
+    return PrefixStart(found.num_cached, cache, keeper), reuse
+
+
 def stream_trace(
     lm: LoadedModel,
     prompt: str,
@@ -263,6 +319,8 @@ def stream_trace(
     *,
     request_id: str = "r0",
     max_prompt_tokens: int | None = None,
+    found: Found | None = None,
+    keep: bool = True,
 ) -> Iterator[RequestTrace]:
     """Run one request and yield its trace after every forward pass.
 
@@ -279,35 +337,33 @@ def stream_trace(
     metric: pass times (`duration_ms`) exclude it, ITL includes it, and the
     figures draw it as its own slice. Likewise `lock_wait_ms` is only the time
     spent queued for the model lock, not tokenizing or building the trace.
+
+    With `cfg.prefix_cache`, Prefill starts from the scope's longest kept run that begins like the prompt
+    (trace.prefix); the run is then kept (`keep`). `found`: a look-up made before (repeats share one).
     """
     provenance = this_machine(lm.device)  # where and when: read before the request's clock starts
     t0, started_at_s = time.perf_counter(), time.time()  # the request's start, on both clocks
     prompt_ids = encode_prompt(lm, prompt, cfg, max_prompt_tokens)
     tokenize_ms = (time.perf_counter() - t0) * 1e3
+    start, reuse = _prefix_start(lm, prompt_ids, cfg, found, keep, started_at_s)
     trace = RequestTrace(
         request_id=request_id, model=lm.info, prompt=prompt, prompt_ids=tuple(prompt_ids),
         prompt_pieces=token_pieces(lm.tokenizer, prompt_ids), sampling=cfg.sampling,
         max_new_tokens=cfg.max_new_tokens, tokenize_ms=tokenize_ms, provenance=provenance,
-        started_at_s=started_at_s,
+        started_at_s=started_at_s, prefix=reuse,
     )
     steps: list[Step] = []  # append-only: every partial trace views a prefix of it
     pieces: dict[int, str] = {}  # token id -> its piece: answers repeat tokens (。 的 the), decoding costs ~75 µs
     consumer_s = 0.0  # how long the caller held the loop after the previous yield
-    for index, p in enumerate(passes(lm, prompt_ids, cfg, record=True)):
-        if p.setup_s:
-            # A runner is built once per cache bucket and then pooled, as a server compiles and captures at
-            # start-up: the request's clock skips it, so TTFT is the request's own, and the trace says how long.
-            t0 += p.setup_s
-            trace = dataclasses.replace(trace, engine_setup_ms=p.setup_s * 1e3, started_at_s=started_at_s + p.setup_s)
-        if p.chosen is not None:  # Prefill: its logits were ready at p.chosen, the first token at p.end
-            trace = dataclasses.replace(trace, first_token_choice_ms=(p.end - p.chosen) * 1e3)
-        # A decode step's input is the token the step before chose: reuse its piece.
-        input_pieces = steps[-1].output_piece if steps else trace.prompt_pieces
+    for index, p in enumerate(passes(lm, prompt_ids, cfg, record=True, start=start)):
+        if index == 0:
+            trace, t0 = _after_prefill(trace, p, t0, started_at_s)
+        # A decode step's input is the token the step before chose: reuse its piece. Prefill's are the
+        # prompt's from the first position it computed (after any the prefix cache held).
+        input_pieces = steps[-1].output_piece if steps else trace.prompt_pieces[p.context_before:]
         if p.output_id not in pieces:
             pieces[p.output_id] = token_pieces(lm.tokenizer, [p.output_id])[0]
         steps.append(_to_step(p, index, request_id, t0, input_pieces, pieces[p.output_id], consumer_s))
-        if index == 0 and (p.mode, p.note) != (trace.engine_mode, trace.engine_note):
-            trace = dataclasses.replace(trace, engine_mode=p.mode, engine_note=p.note)
         if p.stop_reason:
             text = lm.tokenizer.decode([s.output_id for s in steps], skip_special_tokens=True)
             yield dataclasses.replace(trace, steps=tuple(steps), stop_reason=p.stop_reason, output_text=text)
@@ -316,6 +372,20 @@ def stream_trace(
         handed = time.perf_counter()
         yield partial
         consumer_s = time.perf_counter() - handed  # the caller's work; the next pass starts right after
+
+
+def _after_prefill(trace: RequestTrace, p: Pass, t0: float, started_at_s: float) -> tuple[RequestTrace, float]:
+    """The trace's fields the first pass settles, and the request's clock (moved past a runner's set-up)."""
+    if p.setup_s:
+        # A runner is built once per cache bucket and then pooled, as a server compiles and captures at
+        # start-up: the request's clock skips it, so TTFT is the request's own, and the trace says how long.
+        t0 += p.setup_s
+        trace = dataclasses.replace(trace, engine_setup_ms=p.setup_s * 1e3, started_at_s=started_at_s + p.setup_s)
+    if p.chosen is not None:  # Prefill: its logits were ready at p.chosen, the first token at p.end
+        trace = dataclasses.replace(trace, first_token_choice_ms=(p.end - p.chosen) * 1e3)
+    if (p.mode, p.note) != (trace.engine_mode, trace.engine_note):
+        trace = dataclasses.replace(trace, engine_mode=p.mode, engine_note=p.note)
+    return trace, t0
 
 
 def _to_step(

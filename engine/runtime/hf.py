@@ -117,6 +117,21 @@ def new_cache(model) -> DynamicCache:
     return DynamicCache(config=model.config)
 
 
+def cache_tensors(cache: Cache) -> tuple[tuple[torch.Tensor, torch.Tensor], ...]:
+    """Each layer's (K, V) of a growing cache, (1, kv_heads, positions, head_dim): kept as they are (a later
+    pass of that cache makes new tensors, it never writes into these)."""
+    return tuple((layer.keys, layer.values) for layer in cache.layers)
+
+
+def cache_from(model, tensors: tuple[tuple[torch.Tensor, torch.Tensor], ...], num_positions: int) -> DynamicCache:
+    """A new growing cache holding the first `num_positions` positions of `tensors` (cache_tensors' result):
+    copied, so the request that grows it never changes the kept ones."""
+    cache = new_cache(model)
+    for index, (keys, values) in enumerate(tensors):
+        cache.update(keys[:, :, :num_positions].clone(), values[:, :, :num_positions].clone(), index)
+    return cache
+
+
 def static_cache(model, max_len: int) -> StaticCache:
     """A KV cache of `max_len` positions, every tensor allocated at its full length up front."""
     return StaticCache(config=model.config, max_cache_len=max_len)

@@ -44,6 +44,7 @@ from engine.contract.shape import ConfigReader, declared_params
 from engine.contract.trace import ModelInfo
 from engine.runtime import attention, hf, presets
 from engine.runtime.attention import KernelLog
+from engine.runtime.prefix_store import PrefixStore
 from engine.runtime.runners import EagerRunner, RunnerPool
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[2] / "assets" / "default_model"
@@ -77,6 +78,9 @@ class LoadedModel:
     # changes a token.
     kernels: KernelLog = field(default_factory=KernelLog, repr=False)
     runners: RunnerPool = field(default_factory=RunnerPool, repr=False)
+    # Visitors' last runs' KV caches, for a Prefill that starts from a kept prefix (GenerationConfig.prefix_cache;
+    # engine/runtime/prefix_store.py). Empty until a run asks for it; never changes a token.
+    prefixes: PrefixStore = field(default_factory=PrefixStore, repr=False)
 
     @property
     def model_id(self) -> str:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from engine.contract import config
 from engine.contract.errors import InputError
 from engine.contract.trace import RequestTrace
-from engine.runtime.generation import GenerationConfig, generate, stream_trace
+from engine.runtime.generation import GenerationConfig, encode_prompt, generate, look_up_prefix, stream_trace
 from engine.runtime.model import LoadedModel
 
 MAX_REPEATS = int(config.REPEATS.high)  # the page waits for every repeat before its numbers settle
@@ -38,9 +38,14 @@ def stream_repeats(lm: LoadedModel, prompt: str, cfg: GenerationConfig = Generat
     """Run 1 as stream_trace yields it (a growing trace after every pass, the last one finished),
     then the finished trace of each further run. Exactly `repeats` finished traces come out."""
     check_repeats(repeats)
-    yield from stream_trace(lm, prompt, cfg, request_id=request_id, max_prompt_tokens=max_prompt_tokens)
+    # With the prefix cache on, every run reads the kept run the first look-up found, and only run 1 is
+    # kept: run 2 must not find run 1 and skip a Prefill that run 1 computed (the repeats would differ).
+    found = look_up_prefix(lm, encode_prompt(lm, prompt, cfg, max_prompt_tokens), cfg) \
+        if cfg.prefix_cache and repeats > 1 else None
+    yield from stream_trace(lm, prompt, cfg, request_id=request_id, max_prompt_tokens=max_prompt_tokens, found=found)
     for _ in range(repeats - 1):  # nobody draws between these passes: no page time lands in their waits
-        yield generate(lm, prompt, cfg, request_id=request_id, max_prompt_tokens=max_prompt_tokens)
+        yield generate(lm, prompt, cfg, request_id=request_id, max_prompt_tokens=max_prompt_tokens, found=found,
+                       keep=False)
 
 
 def measure(lm: LoadedModel, prompt: str, cfg: GenerationConfig = GenerationConfig(), *, repeats: int = 1,

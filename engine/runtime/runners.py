@@ -90,13 +90,14 @@ class EagerRunner:
     mode = "eager"
     note = ""
 
-    def __init__(self, model: torch.nn.Module, kernels) -> None:
+    def __init__(self, model: torch.nn.Module, kernels, cache=None) -> None:
         self.model, self.kernels = model, kernels
         self.device = next(model.parameters()).device
-        self.cache = hf.new_cache(model)
+        self.cache = hf.new_cache(model) if cache is None else cache  # a given one: a kept prefix's copy
 
     def prefill(self, prompt_ids: list[int]) -> torch.Tensor:
-        """All prompt positions in one pass: (1, S) -> logits (1, vocab)."""
+        """The prompt positions not in the cache yet, in one pass: (1, S) -> logits (1, vocab). All of them,
+        unless the cache started from a kept prefix (engine/runtime/prefix_store.py)."""
         return self._forward(prompt_ids)
 
     def decode(self, token: int, position: int) -> torch.Tensor:
@@ -242,9 +243,10 @@ class RunnerPool:
     free: dict[tuple[int, str], list[StaticRunner]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def acquire(self, model, max_len: int, mode: str, kernels) -> Runner:
+    def acquire(self, model, max_len: int, mode: str, kernels, cache=None) -> Runner:
+        """`cache`: eager only, the growing cache to start from (a kept prefix's copy)."""
         if mode == "eager":
-            return EagerRunner(model, kernels)
+            return EagerRunner(model, kernels, cache)
         with self.lock:
             runners = self.free.get((max_len, mode))
             if runners:

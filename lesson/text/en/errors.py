@@ -20,6 +20,7 @@ TEXT: dict = {
     "err_prompt_too_many_chars": "The prompt has {num_chars} characters, more than this server's limit of {limit}. Shorten it and run again.",
     "err_max_new_tokens_range": "Answer length {value} is out of range: it must be between {low} and {high}.",
     "err_length_range": "“{name}” was {value}, out of range; it has been set to {clamped}.",
+    "err_prefix_scope": "The prefix cache was asked for under a name it cannot keep ({value}).",
     "err_sampling_range": "The sampling setting {name} = {value} is not valid.",
     "err_model_not_found": "The model folder “{path}” cannot be found.",
     "err_not_a_model": "The folder “{path}” is not a Hugging Face model (no config.json or weights). Switched back to a model that works.",

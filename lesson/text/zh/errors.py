@@ -20,6 +20,7 @@ TEXT: dict = {
     "err_prompt_too_many_chars": "提示词有 {num_chars} 个字符，超过本服务器的上限 {limit}。请缩短后再运行。",
     "err_max_new_tokens_range": "回答长度 {value} 超出范围：应在 {low} 到 {high} 之间。",
     "err_length_range": "“{name}”的值 {value} 超出范围，已改为 {clamped}。",
+    "err_prefix_scope": "前缀缓存的名字不合法（{value}），无法保存。",
     "err_sampling_range": "采样参数 {name} 的值 {value} 不合法。",
     "err_model_not_found": "找不到模型文件夹“{path}”。",
     "err_not_a_model": "文件夹“{path}”不是一个 Hugging Face 模型（缺少 config.json 或权重）。已改回可用的模型。",
