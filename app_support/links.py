@@ -50,6 +50,7 @@ def shared_fields(settings: ServerSettings, model_choices) -> tuple[Field, ...]:
         Field("out", "output_len", "int", 1, limits.max_new_tokens),
         Field("plen", "prompt_len", "int", 0, limits.max_prompt_tokens),
         Field("eos", "ignore_eos", "flag"),
+        Field("pfx", "prefix_reuse", "flag"),
         Field("temp", "temperature", "float", 0.0, 2.0, 0.05),
         Field("topk", "top_k", "int", 0, 1000),
         Field("topp", "top_p", "float", 0.05, 1.0, 0.05),

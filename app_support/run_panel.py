@@ -10,6 +10,7 @@ first view (measured once, cached for every visitor), are labelled as recorded (
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import logging
 import time
@@ -30,7 +31,7 @@ from lesson.inputs import DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, default_prom
 from lesson.messages import error_message
 from lesson.perfetto import to_perfetto_json
 from lesson.recorded import first_view_note, recorded_note, recorded_stamp, recorded_stem
-from lesson.run_words import queue_note, step_log_line, stop_reason_text, trace_summary
+from lesson.run_words import prefix_note, queue_note, step_log_line, stop_reason_text, trace_summary
 from lesson.runs import history_add, keep_pins
 from lesson.spread import shown_run
 from lesson.text import t
@@ -63,6 +64,7 @@ class RunArgs:
     seed: int
     max_prompt_tokens: int
     ignore_eos: bool = False  # keep writing past end of sequence: the length slider is then exact
+    prefix_cache: bool = False  # start Prefill from this visitor's kept runs (engine/runtime/prefix_store.py)
 
     def plain(self) -> tuple:
         """The arguments in resources.finished_runs_json's order."""
@@ -118,6 +120,7 @@ def _controls(lang: str, settings: ServerSettings):
         st.slider(t(lang, "output_len"), 1, limits.max_new_tokens, key="output_len", help=t(lang, "output_len_help"))
         st.slider(t(lang, "prompt_len"), 0, limits.max_prompt_tokens, key="prompt_len", help=t(lang, "prompt_len_help"))
         st.checkbox(t(lang, "ignore_eos"), key="ignore_eos", help=t(lang, "ignore_eos_help"))
+        st.checkbox(t(lang, "prefix_reuse"), key="prefix_reuse", help=t(lang, "prefix_reuse_help"))
     return left
 
 
@@ -129,6 +132,9 @@ def _shown_run(lang: str, trace: RequestTrace, shown: RequestTrace, ran: bool, s
     elif not ran:
         _result_box(lang, shown)
     st.caption(trace_summary(trace, lang))
+    reuse = prefix_note(trace, lang)
+    if reuse:
+        st.caption(reuse)
     note = recorded_caption(trace, lang)
     if note:
         st.caption(note)
@@ -181,6 +187,7 @@ def current_args(settings: ServerSettings, prompt: str) -> RunArgs:
         seed=0 if greedy_fixed else int(ss.seed),
         max_prompt_tokens=settings.limits.max_prompt_tokens,
         ignore_eos=bool(ss.ignore_eos),
+        prefix_cache=bool(ss.prefix_reuse),
     )
 
 
@@ -193,6 +200,8 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int, repeats: i
     Returns whether a finished run was stored (and its answer drawn)."""
     cfg = resources.generation_config(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed,
                                       args.ignore_eos)
+    if args.prefix_cache:  # this visitor's own kept runs: the session's scope
+        cfg = dataclasses.replace(cfg, prefix_cache=True, prefix_scope=st.session_state.prefix_scope)
     place = frame.QueuePlace(lang)
     progress = st.progress(0.0, text=t(lang, "running_prefill", num_positions=num_prompt_tokens))
     answer, log_box = answer_slots()

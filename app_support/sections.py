@@ -248,6 +248,7 @@ def section_many(lang: str) -> None:
     st.markdown(t(lang, "prefix_1"))
     st.markdown(t(lang, "prefix_2"))
     st.caption(t(lang, "prefix_3"))
+    st.markdown(t(lang, "prefix_4", switch=t(lang, "prefix_reuse")))
 
 
 def section_summary(lang: str) -> None:

@@ -7,6 +7,7 @@ that is no longer listed) is repaired with a message instead of an exception.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,6 +36,8 @@ DEFAULTS: dict[str, Any] = {
     "top_p": 1.0,
     "seed": 0,
     "ignore_eos": False,  # the model's end of sequence ends the answer, as in the lesson's table
+    "prefix_reuse": False,  # the prefix cache off: every Prefill computes the whole prompt, as the lesson's table
+    "prefix_scope": "",  # this session's name for its kept runs in the engine (set once, at random: init_session)
     "demo_prompt_len": 4,  # the lesson's sketch: 法国 / 的 / 首都 / 是
     "demo_output_len": 2,  # -> 巴黎 / 。
     "trace_json": None,  # the last finished run
@@ -91,8 +94,8 @@ DEFAULTS: dict[str, Any] = {
 
 # The keys of the lesson's controls (everything "reset to the lesson's defaults" puts back; not the language).
 WIDGET_KEYS = ("classroom", "presenter", "model_choice", "prompt", "output_len", "prompt_len", "temperature",
-               "top_k", "top_p", "seed", "ignore_eos", "demo_prompt_len", "demo_output_len", "compare_pins",
-               "replay_pace", "anim_paused")
+               "top_k", "top_p", "seed", "ignore_eos", "prefix_reuse", "demo_prompt_len", "demo_output_len",
+               "compare_pins", "replay_pace", "anim_paused")
 
 
 def fresh(value: Any) -> Any:
@@ -107,6 +110,8 @@ def init_session() -> None:
             value = default_prompt(st.session_state.get("lang", DEFAULTS["lang"]))
         value = kept.get(key, value)  # a widget the last page did not draw: its value from before
         st.session_state.setdefault(key, fresh(value))
+    if not st.session_state.prefix_scope:  # one name per browser session: its kept runs are its own
+        st.session_state.prefix_scope = secrets.token_hex(8)
 
 
 def keep_widget_values(keys: tuple[str, ...]) -> None:
@@ -229,6 +234,7 @@ def repair_session(limits: Limits, model_choices: Sequence[str] = (DEFAULT_MODEL
         ss.replay_pace = DEFAULT_REPLAY_PACE
     ss.anim_paused = ss.anim_paused is True
     ss.ignore_eos = ss.ignore_eos is True
+    ss.prefix_reuse = ss.prefix_reuse is True
     if ss.reset_model_choice:
         ss.model_choice, ss.reset_model_choice = DEFAULT_MODEL_CHOICE, False
     if ss.model_choice not in model_choices:

@@ -4,6 +4,8 @@ waited in, and why it stopped.
 
 from __future__ import annotations
 
+import datetime
+
 from engine.contract.trace import RequestTrace
 
 from .formats import escape_markdown, format_ms, shown_piece
@@ -28,6 +30,28 @@ def step_log_line(trace: RequestTrace, index: int, lang: str) -> str:
         return t(lang, "log_prefill", num_positions=step.num_positions, piece=_piece(step.output_piece),
                  ms=format_ms(step.duration_ms))
     return t(lang, "log_decode", index=step.index, piece=_piece(step.output_piece), ms=format_ms(step.duration_ms))
+
+
+def prefix_note(trace: RequestTrace, lang: str) -> str | None:
+    """What the prefix cache did for this run (trace.prefix), as one Markdown sentence; None when it was off.
+    Pieces go in code spans (a token's text is the visitor's own), times as the server's clock reads them."""
+    p = trace.prefix
+    if p is None:
+        return None
+    fields = dict(prompt=p.num_tokens, cached=p.num_cached_tokens, computed=p.num_computed_tokens,
+                  last=p.num_cached_tokens - 1, rate=f"{p.hit_rate:.0%}", kept=p.kept_runs, mode=trace.engine_mode,
+                  when=clock(p.source_started_at_s), evicted=clock(p.evicted_at_s))
+    if p.miss == "diverged":
+        fields.update(k=p.diverged_at, end=p.num_tokens - 1, piece=_piece(p.token_piece),
+                      cached_piece=_piece(p.cached_piece))
+    key = {"": "pr_hit", "first_seen": "pr_first_seen_some" if p.num_cached_tokens else "pr_first_seen_none"} \
+        .get(p.miss, f"pr_{p.miss}")
+    return t(lang, key, **fields)
+
+
+def clock(at_s: float | None) -> str:
+    """time.time() seconds as the server's clock shows them, HH:MM:SS; a dash for none."""
+    return datetime.datetime.fromtimestamp(at_s).strftime("%H:%M:%S") if at_s is not None else "—"
 
 
 def _piece(piece: str) -> str:

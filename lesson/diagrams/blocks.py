@@ -62,6 +62,8 @@ class BlocksLayout:
 
 def _bands(spans: tuple[PassSpan, ...], slots: tuple[Slot, ...]) -> tuple[Run, ...]:
     runs: list[Run] = []
+    if spans and spans[0].context_before:  # a Prefill that started from the prefix cache: the positions it read
+        runs.extend(split_runs(0, spans[0].context_before, MAX_SINGLE_ROWS, PROMPT_RUNS))
     for slot in slots:
         span = slot_span(spans, slot)
         if slot.kind == "gap":
@@ -74,8 +76,8 @@ def _bands(spans: tuple[PassSpan, ...], slots: tuple[Slot, ...]) -> tuple[Run, .
 def _state(run: Run, span: PassSpan) -> str | None:
     if run.start >= span.context_before and run.stop <= span.context_after:
         return span.phase
-    if run.stop <= span.context_before:
-        return "cached"
+    if run.stop <= span.context_before:  # in Prefill's column: read from an earlier run (the prefix cache)
+        return "reused" if span.phase == "prefill" else "cached"
     return None
 
 
@@ -127,7 +129,7 @@ def slots_for(spans: tuple[PassSpan, ...], max_cols: int = MAX_COLS) -> tuple[Sl
 # --- drawing ---
 
 def _draw_cell(dwg, cell: Cell, style: Style):
-    fill = style.cached if cell.state == "cached" else style.phase_color(cell.state)
+    fill = {"cached": style.cached, "reused": style.cached_dark}.get(cell.state) or style.phase_color(cell.state)
     slot = cell.slot
     attrs = {"data-pass": slot.first if slot.kind == "pass" else f"{slot.first}-{slot.last}",
              "data-count": cell.run.count, "data-start": cell.run.start}
@@ -169,7 +171,7 @@ def _draw_columns(dwg, layout: BlocksLayout, durations, style: Style, table: Tab
             if cell.slot == slot:
                 group.add(_draw_cell(dwg, cell, style))
         head, new, ms = _column_texts(slot, span, durations, table)
-        top = min(c.y for c in layout.cells if c.slot == slot and c.state != "cached")
+        top = min(c.y for c in layout.cells if c.slot == slot and c.state not in ("cached", "reused"))
         cx = x + layout.col_w / 2
         group.add(text(dwg, new, cx, top - 6, size=style.tiny_size, fill=style.phase_color(span.phase),
                        anchor="middle", weight="bold", class_="new-count"))
@@ -213,8 +215,15 @@ def _fold_mark(dwg, x: float, top: float, layout: BlocksLayout, style: Style, wo
 def _position_labels(trace: RequestTrace | None) -> dict[int, str]:
     if trace is None:
         return {}
-    return {s.context_before + k: piece_label(p, 8) for s in trace.steps for k, p in enumerate(s.input_pieces)
-            if s.num_positions <= MAX_SINGLE_ROWS}
+    reused = reused_positions(trace)
+    labels = {i: piece_label(trace.prompt_pieces[i], 8) for i in range(reused)} if reused <= MAX_SINGLE_ROWS else {}
+    return labels | {s.context_before + k: piece_label(p, 8) for s in trace.steps for k, p in enumerate(s.input_pieces)
+                     if s.num_positions <= MAX_SINGLE_ROWS}
+
+
+def reused_positions(trace: RequestTrace | None) -> int:
+    """Prompt positions this run's Prefill read from an earlier run (trace.prefix), not computed."""
+    return trace.prefix.num_cached_tokens if trace is not None and trace.prefix is not None else 0
 
 
 def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | None, full=None) -> str:
@@ -226,8 +235,12 @@ def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | No
     total = sum(s.num_positions for s in spans)
     note_lines = [label(table, "blocks_note_units"), label(table, "blocks_note_cache"),
                   label(table, "blocks_total", k=fmt_int(len(spans)), n=fmt_int(total))]
+    reused = reused_positions(full or trace)
+    if reused:
+        note_lines.append(label(table, "blocks_note_reused", n=fmt_int(reused), last=fmt_int(reused - 1),
+                                m=fmt_int(spans[0].num_positions if spans else 0)))
     note_w = 820 - 2 * PAD
-    col_w, max_cols, legend = COL_W, MAX_COLS, _legend(style, table)
+    col_w, max_cols, legend = COL_W, MAX_COLS, _legend(style, table, reused > 0)
     if style.fitted:  # big type in a fixed width: columns as wide as their labels (the whole run's), fewer of them
         whole = (spans_from_trace(full), tuple(s.duration_ms for s in full.steps)) if full else (spans, durations)
         col_w, max_cols = _fitted_columns(*whole, label_w, style, table)
@@ -244,10 +257,11 @@ def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | No
     return to_string(dwg)
 
 
-def _legend(style: Style, table: Table) -> list[tuple[str, str, str]]:
-    return [(style.prefill, label(table, "legend_prefill"), "prefill"),
-            (style.decode, label(table, "legend_decode"), "decode"),
-            (style.cached, label(table, "legend_cached"), "cached")]
+def _legend(style: Style, table: Table, reused: bool = False) -> list[tuple[str, str, str]]:
+    entries = [(style.prefill, label(table, "legend_prefill"), "prefill"),
+               (style.decode, label(table, "legend_decode"), "decode"),
+               (style.cached, label(table, "legend_cached"), "cached")]
+    return entries + [(style.cached_dark, label(table, "legend_reused"), "reused")] if reused else entries
 
 
 def _fitted_columns(spans, durations, label_w: float, style: Style, table: Table) -> tuple[float, int]:

@@ -13,10 +13,11 @@ from lesson.text import t
 from tests.app.apptest import APP, LAB, SERVING_LAB, assert_healthy, needs_model, shown_trace, texts
 
 LESSON_LINK = {"lang": "en", "model": "default", "prompt": "The capital of Germany is", "out": "5", "plen": "32",
-               "eos": "1", "temp": "0.7", "topk": "5", "topp": "0.9", "seed": "7", "class": "1", "step": "3"}
+               "eos": "1", "pfx": "1", "temp": "0.7", "topk": "5", "topp": "0.9", "seed": "7", "class": "1",
+               "step": "3"}
 LESSON_KEYS = {"lang": "en", "model_choice": "default", "prompt": "The capital of Germany is", "output_len": 5,
-               "prompt_len": 32, "ignore_eos": True, "temperature": 0.7, "top_k": 5, "top_p": 0.9, "seed": 7,
-               "classroom": True, "class_step": 3}
+               "prompt_len": 32, "ignore_eos": True, "prefix_reuse": True, "temperature": 0.7, "top_k": 5,
+               "top_p": 0.9, "seed": 7, "classroom": True, "class_step": 3}
 LAB_LINK = {"dev": "h100", "wdt": "bf16", "kvdt": "int8", "sweep": "decode-context", "upto": "64",
             "m_eager": "1", "m_static": "0", "m_graph": "0", "m_compiled": "1"}
 LAB_KEYS = {"lab_device_spec": "h100", "lab_weight_dtype": "bf16", "lab_kv_dtype": "int8",

@@ -127,4 +127,16 @@ TEXT: dict = {
     "pc_probe_verdict_metrics_missing": "Only the usage says.",
     "pc_probe_verdict_both_missing": "The server says nothing about its prefix cache.",
     "pc_probe_heading": "The server's prefix cache:",
+    # the lesson's one-request prefix cache (the run panel's switch, the note under the answer)
+    "prefix_4": "Try it on one request: tick **{switch}** under the lengths, run 法国的首都是, then run it again (or run 法国的首都是巴黎。德国的首都是, which resends the first answer). The second Prefill computes only the new positions: the blocks figure draws the ones read from your first run in dark grey, and the box under the answer says how many were read and why the rest were computed. Token by token here (as SGLang's radix cache); the serving lab shares whole blocks (as vLLM).",
+    "prefix_reuse": "Reuse my earlier runs' KV (prefix cache)",
+    "prefix_reuse_help": "Keeps your last runs' KV caches in the engine. A run whose prompt begins like one of them reads those positions' K and V instead of computing them: Prefill computes only the rest (the last prompt position always, since it yields the first token). Off: every Prefill computes the whole prompt, as the lesson's table assumes.",
+    "pr_hit": "**Prefix cache:** Prefill computed {computed} of {prompt} prompt positions; {cached} were read from your run at {when} ({rate} hit).",
+    "pr_first_seen_none": "**Prefix cache:** none of your kept runs ({kept}) begins like this prompt, so Prefill computed all {prompt} positions. This run is kept now: run it again to see the difference.",
+    "pr_first_seen_some": "**Prefix cache:** positions 0–{last} ({cached}) were read from your run at {when}; that run ended there, so the rest of the prompt was never computed before: Prefill computed {computed} of {prompt}.",
+    "pr_diverged": "**Prefix cache:** your run at {when} matches the first {cached} tokens, then has `{cached_piece}` at position {k} where this prompt has `{piece}`: Prefill computed positions {k}–{end} ({computed} of {prompt}).",
+    "pr_evicted": "**Prefix cache:** a run that began like this prompt (from {when}) was evicted at {evicted} to make room for later runs, so Prefill computed {computed} of {prompt} positions.",
+    "pr_too_short": "**Prefix cache:** a one-token prompt: its only position is the last one, which is always computed (it yields the first token).",
+    "pr_mode": "**Prefix cache:** the {mode} engine mode preallocates a cache per request; the prefix cache runs in eager mode only, so Prefill computed all {prompt} positions.",
+    "pr_sliding_window": "**Prefix cache:** this model's sliding-window layers drop old positions, so there is no whole cache to keep; Prefill computed all {prompt} positions.",
 }

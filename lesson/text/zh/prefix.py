@@ -105,4 +105,16 @@ TEXT: dict = {
     "pc_probe_verdict_metrics_missing": "只有用量说了。",
     "pc_probe_verdict_both_missing": "服务器没有说它的前缀缓存。",
     "pc_probe_heading": "服务器的前缀缓存：",
+    # the lesson's one-request prefix cache (the run panel's switch, the note under the answer)
+    "prefix_4": "在一个请求上试试：勾选长度下方的 **{switch}**，运行 法国的首都是，再运行一次（或运行 法国的首都是巴黎。德国的首都是，它把第一次的回答也发回去）。第二次 Prefill 只计算新的位置：位置块图把从第一次运行读取的位置画成深灰，回答下方的说明写出读取了多少、其余为什么要重新计算。这里按 Token 复用（与 SGLang 的 radix cache 一样）；服务实验室按整块共享（与 vLLM 一样）。",
+    "prefix_reuse": "复用我之前运行的 KV（前缀缓存）",
+    "prefix_reuse_help": "引擎保留你最近几次运行的 KV Cache。提示词开头与其中某次相同时，直接读取这些位置的 K 和 V，不再计算：Prefill 只计算其余位置（最后一个提示词位置总要计算，因为它给出第一个 Token）。关闭时每次 Prefill 都计算整段提示词，与本课表格的假设一致。",
+    "pr_hit": "**前缀缓存：** Prefill 计算了 {prompt} 个提示词位置中的 {computed} 个；{cached} 个读取自你 {when} 的运行（命中率 {rate}）。",
+    "pr_first_seen_none": "**前缀缓存：** 你保留的运行（{kept} 次）没有一次与这段提示词开头相同，所以 Prefill 计算了全部 {prompt} 个位置。这次运行现在已保留：再运行一次就能看到区别。",
+    "pr_first_seen_some": "**前缀缓存：** 位置 0–{last}（{cached} 个）读取自你 {when} 的运行；那次运行到此为止，提示词其余部分从未计算过：Prefill 计算了 {prompt} 个中的 {computed} 个。",
+    "pr_diverged": "**前缀缓存：** 你 {when} 的运行与前 {cached} 个 Token 相同，但在位置 {k} 是 `{cached_piece}`，这段提示词是 `{piece}`：Prefill 计算了位置 {k}–{end}（{prompt} 个中的 {computed} 个）。",
+    "pr_evicted": "**前缀缓存：** 一次开头相同的运行（{when}）已在 {evicted} 被淘汰，为之后的运行腾出空间，所以 Prefill 计算了 {prompt} 个位置中的 {computed} 个。",
+    "pr_too_short": "**前缀缓存：** 只有一个 Token 的提示词：它唯一的位置就是最后一个，总要计算（它给出第一个 Token）。",
+    "pr_mode": "**前缀缓存：** {mode} 引擎模式为每个请求预分配缓存；前缀缓存只在 eager 模式下工作，所以 Prefill 计算了全部 {prompt} 个位置。",
+    "pr_sliding_window": "**前缀缓存：** 这个模型的滑动窗口层会丢弃旧位置，没有完整的缓存可保留；Prefill 计算了全部 {prompt} 个位置。",
 }
