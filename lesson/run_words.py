@@ -26,6 +26,9 @@ def trace_summary(trace: RequestTrace, lang: str) -> str:
 def step_log_line(trace: RequestTrace, index: int, lang: str) -> str:
     """One Markdown line for the live log: what a forward pass took in and gave out."""
     step = trace.steps[index]
+    if step.phase == "prefill" and step.context_before:  # the prefix cache held the positions before it
+        return t(lang, "log_prefill_reused", num_positions=step.num_positions, cached=step.context_before,
+                 piece=_piece(step.output_piece), ms=format_ms(step.duration_ms))
     if step.phase == "prefill":
         return t(lang, "log_prefill", num_positions=step.num_positions, piece=_piece(step.output_piece),
                  ms=format_ms(step.duration_ms))

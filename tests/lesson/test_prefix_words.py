@@ -85,3 +85,12 @@ def test_the_blocks_figure_draws_read_positions_apart_from_computed_ones(lang):
         assert t(lang, "legend_reused") in words
     plain = ET.fromstring(render_blocks(BASE, lang=lang))
     assert t(lang, "legend_reused") not in "".join(plain.itertext())  # off: the figure as before
+
+
+def test_the_step_log_says_prefill_read_positions_from_the_cache():
+    from lesson.run_words import step_log_line
+
+    trace = with_prefix(num_cached_tokens=3, source_started_at_s=1_000_000.0)
+    assert step_log_line(trace, 0, "en").startswith("**Prefill**: 1 new position(s) in one pass, 3 read from")
+    assert "前缀缓存" in step_log_line(trace, 0, "zh")
+    assert "prefix cache" not in step_log_line(BASE, 0, "en")

@@ -59,6 +59,7 @@ TEXT: dict = {
     "progress": "Forward pass {step} · {num_tokens} / {max_tokens} tokens generated",
     "repeats_progress": "Measuring again for the medians: run {done} of {total} done",
     "log_prefill": "**Prefill**: {num_positions} positions in one pass → first token `{piece}` ({ms})",
+    "log_prefill_reused": "**Prefill**: {num_positions} new position(s) in one pass, {cached} read from the prefix cache → first token `{piece}` ({ms})",
     "log_decode": "**Decode {index}**: 1 new position in → `{piece}` ({ms})",
     "answer": "Answer",
     "done": "Done: {num_tokens} tokens; stopped because {stop_reason}.",

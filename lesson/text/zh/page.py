@@ -54,6 +54,7 @@ TEXT: dict = {
     "progress": "第 {step} 次前向 · 已生成 {num_tokens} / {max_tokens} 个 Token",
     "repeats_progress": "为了取中位数再测几次：第 {done} / {total} 次已完成",
     "log_prefill": "**Prefill**：一次处理 {num_positions} 个位置 → 第一个 Token `{piece}`（{ms}）",
+    "log_prefill_reused": "**Prefill**：一次处理 {num_positions} 个新位置，{cached} 个读取自前缀缓存 → 第一个 Token `{piece}`（{ms}）",
     "log_decode": "**Decode {index}**：输入 1 个新位置 → `{piece}`（{ms}）",
     "answer": "回答",
     "done": "完成：{num_tokens} 个 Token，停止原因：{stop_reason}。",
