@@ -25,7 +25,7 @@ def _quoted(text: str, keep_end: bool = False) -> str:
     return "…" + shown[-ALT_QUOTE_CHARS + 1:] if keep_end else shown[:ALT_QUOTE_CHARS - 1] + "…"
 
 
-def _alt_numbers(trace: RequestTrace) -> dict[str, object]:
+def _alt_numbers(trace: RequestTrace, lang: str) -> dict[str, object]:
     """Every number any figure's alt text quotes, formatted for the page."""
     metrics, prefill = trace.metrics, trace.prefill
     answer = answer_text(trace)
@@ -44,6 +44,9 @@ def _alt_numbers(trace: RequestTrace) -> dict[str, object]:
         "num_layers": trace.model.num_layers, "per_token": format_bytes(trace.model.kv_bytes_per_token),
         "prefill_bytes": format_bytes(prefill.kv_bytes if prefill else 0), "final_bytes": format_bytes(trace.kv_bytes),
         "num_tokens": trace.steps[-1].context_after if trace.steps else 0,
+        "prefill_positions": prefill.num_positions if prefill else 0,
+        "reused": t(lang, "alt_blocks_reused", last=prefill.context_before - 1) if prefill and prefill.context_before
+        else "",
     }
 
 
@@ -56,7 +59,7 @@ def figure_alt(name: str, trace: RequestTrace, lang: str) -> str:
 
     Plain text for an <img alt>: a screen reader reads it, a browser never parses it.
     """
-    return t(lang, FIGURE_ALT_KEYS[name], **_alt_numbers(trace))
+    return t(lang, FIGURE_ALT_KEYS[name], **_alt_numbers(trace, lang))
 
 
 def schematic_alt(prompt_len: int, output_len: int, lang: str) -> str:

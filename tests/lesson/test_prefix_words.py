@@ -94,3 +94,12 @@ def test_the_step_log_says_prefill_read_positions_from_the_cache():
     assert step_log_line(trace, 0, "en").startswith("**Prefill**: 1 new position(s) in one pass, 3 read from")
     assert "前缀缓存" in step_log_line(trace, 0, "zh")
     assert "prefix cache" not in step_log_line(BASE, 0, "en")
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_blocks_alt_text_counts_what_prefill_computed(lang):
+    from lesson.alt_text import figure_alt
+
+    words = figure_alt("blocks", with_prefix(num_cached_tokens=3, source_started_at_s=1_000_000.0), lang)
+    assert t(lang, "alt_blocks_reused", last=2) in words
+    assert t(lang, "alt_blocks_reused", last=2) not in figure_alt("blocks", BASE, lang)

@@ -233,7 +233,8 @@ TEXT: dict = {
     "alt_timeline": "Timeline, one row per forward pass: prompt “{prompt}” ({prompt_len} tokens) → answer “{answer}” "
                     "({output_len} tokens). Prefill read {prompt_len} positions in one pass ({prefill_ms}); then "
                     "{num_decode} Decode passes of 1 new position each. TTFT {ttft}, E2EL {e2el}.",
-    "alt_blocks": "Blocks, one column per forward pass: column 1 is Prefill, computing {prompt_len} new positions; then "
+    "alt_blocks_reused": " (positions 0 to {last} were read from an earlier run's KV cache: the prefix cache)",
+    "alt_blocks": "Blocks, one column per forward pass: column 1 is Prefill, computing {prefill_positions} new positions{reused}; then "
                   "{num_decode} Decode passes each compute 1 new position and read the cached ones. {num_passes} passes, "
                   "{num_positions} positions computed.",
     "alt_kv_growth": "Bar chart of the KV cache after each of {num_passes} forward passes, each bar stacked by layer "

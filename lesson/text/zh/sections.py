@@ -201,7 +201,8 @@ TEXT: dict = {
     "alt_timeline": "时间线图，每次前向一行：提示词“{prompt}”（{prompt_len} 个 Token）→ 回答“{answer}”（{output_len} 个 Token）。"
                     "Prefill 一次前向读入 {prompt_len} 个位置（{prefill_ms}），之后 {num_decode} 次 Decode 各处理 1 个新位置。"
                     "TTFT {ttft}，E2EL {e2el}。",
-    "alt_blocks": "方块图，每列一次前向：第 1 列是 Prefill，新计算 {prompt_len} 个位置；之后 {num_decode} 次 Decode "
+    "alt_blocks_reused": "（位置 0 到 {last} 读取自之前一次运行的 KV Cache：前缀缓存）",
+    "alt_blocks": "方块图，每列一次前向：第 1 列是 Prefill，新计算 {prefill_positions} 个位置{reused}；之后 {num_decode} 次 Decode "
                   "各新计算 1 个位置，并读取已缓存的位置。共 {num_passes} 次前向，新计算 {num_positions} 个位置。",
     "alt_kv_growth": "柱状图：{num_passes} 次前向之后各自的 KV Cache 大小，每根柱按层堆叠（{num_layers} 层）。"
                      "Prefill 之后 {prefill_bytes}（{prompt_len} 个 Token），最后一次前向之后 {final_bytes}"
