@@ -10,22 +10,23 @@ this file only wires them up.
 
 import streamlit as st
 
-from app_support import compare, frame, gallery, presenter, resources, run_panel, sections, slide_kit, stepping
+from app_support import (compare, first_screens, frame, gallery, presenter, resources, run_panel, sections, slide_kit,
+                         stepping)
 from lesson.text import t
 
 
 def lesson(lang: str, settings) -> None:
-    sections.intro(lang)
-    # The lesson's first section, its timeline figure first, on the first screen: drawn into this slot
-    # once the run panel below it has stored the run it shows (a new run included).
-    first_section = st.container()
-    lm = frame.load_model(lang, settings)  # None (with a message) when it cannot load
-    trace_json = run_panel.run_panel(lang, lm, settings)
-    slide_kit.lesson_button(lang)  # every figure of this run for slides, in one zip (built when clicked)
-    gallery.open_panel(lang, "lesson", settings)  # a recorded run: the gallery or an upload (opened before this draw)
-    with first_section:
-        sections.section_timeline(lang, trace_json)
+    opening, wait_s = not st.session_state.first_screen_drawn, settings.first_screen_wait_ms / 1000
+    with first_screens.opening(opening):  # a class opening the page: every first figure before anyone's rest
+        trace_json = first_screen(lang, settings)
+    st.session_state.first_screen_drawn = True
+    first_screens.after_first_figure(wait_s)
+    with first_screens.rest_of_page(wait_s):
+        rest_of_lesson(lang, settings, trace_json)
 
+
+def rest_of_lesson(lang: str, settings, trace_json: str | None) -> None:
+    """The lesson's sections below the first screen, in order."""
     sections.section_prefill(lang, trace_json)
     sections.section_decode(lang, trace_json)
     sections.section_blocks_demo(lang)
@@ -38,6 +39,21 @@ def lesson(lang: str, settings) -> None:
     sections.section_references(lang)
     sections.section_review(lang, trace_json)
     stepping.replay_tick()  # last: while a replay runs, the page is drawn again at its next token
+
+
+def first_screen(lang: str, settings) -> str | None:
+    """The intro, the run panel and, above it, the timeline of the run it stored; returns that run's JSON."""
+    sections.intro(lang)
+    # The lesson's first section, its timeline figure first, on the first screen: drawn into this slot
+    # once the run panel below it has stored the run it shows (a new run included).
+    first_section = st.container()
+    lm = frame.load_model(lang, settings)  # None (with a message) when it cannot load
+    trace_json = run_panel.run_panel(lang, lm, settings)
+    slide_kit.lesson_button(lang)  # every figure of this run for slides, in one zip (built when clicked)
+    gallery.open_panel(lang, "lesson", settings)  # a recorded run: the gallery or an upload (opened before this draw)
+    with first_section:
+        sections.section_timeline(lang, trace_json)
+    return trace_json
 
 
 def presenting(lang: str, settings) -> None:

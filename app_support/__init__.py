@@ -5,6 +5,7 @@
     shared_cache  one figure drawn once for every visitor: a bounded, thread-safe LRU
     ui            building blocks: the error boundary, a figure with its download, metric cards, CSS
     frame         around every page: header, sidebar, loading the model
+    first_screens a class opening the lesson at once: every session's first figure before anyone's rest
     links         a link that reopens a state: the page's settings in the URL's query, and back
     run_panel     the lesson's prompt, lengths, token split and Run (streamed); the stored run
     stepping      one pass at a time: classroom stepping and the slow-motion replay

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import contextlib
 import os
 import random
 import sys
@@ -346,13 +347,19 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=30, help="lesson runs sent within 3 s (engine part)")
     parser.add_argument("--labs", type=int, default=3, help="serving labs running meanwhile (engine part; 0: none)")
     parser.add_argument("--log", default="", help="the started app's log file (checked for tracebacks)")
+    parser.add_argument("--compare-wait", default="",
+                        help="two values of PREFILL_DECODE_FIRST_SCREEN_WAIT_MS, e.g. 0,2000: two apps started, "
+                             "their rounds alternated (--rounds each), p95s side by side")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per app with --compare-wait")
     parser.add_argument("--linger-s", type=float, default=0.0,
                         help="after the rounds, wait this long and read the memory again (130: past Streamlit's "
                              "2 minutes for closed sessions)")
     args = parser.parse_args()
     counts = [int(c) for c in args.sessions.split(",") if c.strip()]
     ok = True
-    if counts:
+    if counts and args.compare_wait:
+        ok &= compare_wait(args, counts)
+    elif counts:
         ok &= run_sessions(args, counts)
     if args.engine:
         ok &= engine_part(args.runs, args.labs)
@@ -370,6 +377,49 @@ def run_sessions(args, counts: list[int]) -> bool:
     tracebacks = log_path.read_text(errors="replace").count("Traceback")
     print(f"tracebacks in the app's log ({log_path}): {tracebacks}")
     return ok and tracebacks == 0
+
+
+def compare_wait(args, counts: list[int]) -> bool:
+    """First screens first (app_support/first_screens.py), off and on, side by side: two apps with the two
+    waits, warmed up, then for each count their rounds alternated; prints each app's p95s and the ratio."""
+    waits = [w.strip() for w in args.compare_wait.split(",")][:2]
+    with contextlib.ExitStack() as stack:
+        servers = [stack.enter_context(streamlit_server(Path(f"/tmp/classroom_app_wait{w}.log"),
+                                                        {"PREFILL_DECODE_FIRST_SCREEN_WAIT_MS": w})) for w in waits]
+        for server in servers:
+            asyncio.run(open_many(server.url, 1, False, server.pid))  # warm: the worker, the first view
+        ok = True
+        for n in counts:
+            seen: dict[str, list[list[Session]]] = {w: [] for w in waits}
+            for _ in range(args.rounds):
+                for wait, server in zip(waits, servers):
+                    sessions, _ = asyncio.run(open_many(server.url, n, False, server.pid))
+                    seen[wait].append(sessions)
+                    ok &= all(x.ok for x in sessions)
+                    time.sleep(3.0)
+            ok &= report_compare(n, seen)
+    return ok
+
+
+def report_compare(n: int, seen: dict[str, list[list[Session]]]) -> bool:
+    """Each wait's first figure and settled p95 over its rounds, and B's over A's."""
+    p95 = {}
+    print(f"\n{n} session(s) at once, {len(next(iter(seen.values())))} alternated rounds per app:")
+    for wait, rounds in seen.items():
+        good = [x for r in rounds for x in r if x.ok]
+        first = [percentile([x.first_figure_s for x in r if x.ok], 95) for r in rounds]
+        settled = [max((x.settled_s for x in r if x.ok), default=float("nan")) for r in rounds]
+        p95[wait] = (sum(first) / len(first), sum(settled) / len(settled))
+        print(f"  wait {wait:>5} ms: {len(good)}/{n * len(rounds)} pages; first figure p95 per round "
+              + ", ".join(f"{v:.2f}" for v in first) + " s; settled max per round "
+              + ", ".join(f"{v:.2f}" for v in settled) + " s")
+    (a, b) = list(p95)
+    print(f"  wait {b} / wait {a}: first figure p95 {p95[b][0] / p95[a][0]:.2f}x, "
+          f"settled {p95[b][1] / p95[a][1]:.2f}x")
+    if n != 30:
+        return True
+    return goal_line(f"first figure p95 at {n} sessions (wait {b})", p95[b][0], FIRST_FIGURE_GOAL_S) & \
+        goal_line(f"every page settled at {n} sessions (wait {b})", p95[b][1], SETTLED_GOAL_S)
 
 
 if __name__ == "__main__":

@@ -168,13 +168,19 @@ VLLM_MAX_MB = Variable("PREFILL_DECODE_VLLM_MAX_MB", "megabytes", 20.0, "the lar
 RECORDED_MAX_MB = Variable("PREFILL_DECODE_RECORDED_MAX_MB", "megabytes", 5.0, "the largest recorded run file "
                            "(trace, serving run, sweep) the app opens, uploaded or from assets/gallery/ (Streamlit's "
                            "server.maxUploadSize, 20, also caps the upload)", low=0.01, high=1024.0)
+# A class opening the lesson at once (app_support/first_screens.py): the page's work below the first figure waits
+# while other sessions still draw theirs, at most this long
+FIRST_SCREEN_WAIT_MS = Variable("PREFILL_DECODE_FIRST_SCREEN_WAIT_MS", "int", 2000, "a session opening the lesson "
+                                "draws what lies below its first figure only once no other session opening it is "
+                                "still before its own first figure, or after this many ms (0: never waits)",
+                                low=0, high=10000)
 
 VARIABLES = (
     MODELS_DIR, DEVICE, DTYPE, THREADS, ENGINE, ENGINE_TOKEN_FILE, ENGINE_TOKEN,
     MAX_PROMPT_TOKENS, MAX_NEW_TOKENS, MAX_PROMPT_CHARS, REPEATS, PRESETS,
     COMPILE, SWEEP_MAX_POSITIONS, SWEEP_MAX_BATCH, SERVING_MAX_REQUESTS, SERVING_MAX_PROMPT_TOKENS,
     SERVING_MAX_NEW_TOKENS, SERVING_DISAGGREGATED, PROBE, PROBE_ALLOW, PROBE_KEY_VARS, PROBE_API_KEY, VLLM_MAX_MB,
-    RECORDED_MAX_MB,
+    RECORDED_MAX_MB, FIRST_SCREEN_WAIT_MS,
 )
 
 
@@ -234,6 +240,7 @@ class ServerSettings:
     compile_mode: bool = COMPILE.default  # the lab's "compiled" engine mode (torch.compile)
     repeats: int = REPEATS.default  # runs of each lesson request; the headline numbers are their medians
     recorded_max_mb: float = RECORDED_MAX_MB.default  # the largest recorded run file opened (app_support/gallery.py)
+    first_screen_wait_ms: int = FIRST_SCREEN_WAIT_MS.default  # app_support/first_screens.py
 
 
 def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings:
@@ -252,6 +259,7 @@ def settings_from_env(environ: Mapping[str, str] = os.environ) -> ServerSettings
         compile_mode=read_flag(environ, COMPILE),
         repeats=read_number(environ, REPEATS),
         recorded_max_mb=read_number(environ, RECORDED_MAX_MB),
+        first_screen_wait_ms=read_number(environ, FIRST_SCREEN_WAIT_MS),
     )
 
 

@@ -43,6 +43,7 @@ NUMBERS = {
     "PREFILL_DECODE_THREADS": lambda env: EngineSettings.from_env(env).num_threads,
     "PREFILL_DECODE_VLLM_MAX_MB": lambda env: ProbeSettings.from_env(env).vllm_max_mb,
     "PREFILL_DECODE_RECORDED_MAX_MB": lambda env: settings_from_env(env).recorded_max_mb,
+    "PREFILL_DECODE_FIRST_SCREEN_WAIT_MS": lambda env: settings_from_env(env).first_screen_wait_ms,
 }
 BY_NAME = {v.name: v for v in VARIABLES}
 
