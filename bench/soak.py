@@ -3,8 +3,8 @@
     python bench/soak.py                 # 8 concurrent sessions, then 300 runs
     python bench/soak.py --runs 50 --model tiny --models-dir /srv/models
 
-1. Concurrency: 8 threads (8 "visitors") take the model from the app's own
-   st.cache_resource and stream a request each at the same moment. Their
+1. Concurrency: 8 threads (8 "visitors") take the model as the engine worker
+   holds it and stream a request each at the same moment. Their
    tokens and step structure must equal the same requests run one by one
    (each request has its own cache, so this holds even without a lock), and
    no two requests' timed passes may overlap: that is what the engine's
@@ -19,6 +19,7 @@ Prints both results as ratios / percentages; exits 1 if either fails.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import sys
@@ -47,12 +48,16 @@ def rss_bytes() -> int:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+@functools.cache
 def cached_model(choice: str):
-    """The model exactly as the app gets it: through st.cache_resource."""
-    from app_support.resources import get_model, server_settings
+    """The model exactly as the engine worker holds it (engine.runtime.worker.models.ModelCache: resolved by
+    its choice, loaded and warmed once), in this process: the page itself never holds a model."""
+    from engine.contract.config import settings_from_env
+    from engine.contract.worker.protocol import ModelRef
+    from engine.runtime.worker.models import ModelCache, WorkerSettings
 
-    settings = server_settings()
-    return get_model(choice, settings.device, settings.dtype)
+    settings = settings_from_env()
+    return ModelCache(WorkerSettings.from_env()).load(ModelRef(choice, settings.device, settings.dtype))
 
 
 def run_one(choice: str, prompt: str, max_new_tokens: int):
@@ -72,7 +77,7 @@ def signature(trace) -> tuple:
 
 def recording_pass_clock(reads: dict[int, list[float]]):
     """Patch the engine's pass clock so every read is also kept, per thread:
-    reads alternate start, end of each timed pass."""
+    see timed_passes for their order."""
     from engine.runtime import generation
 
     real_clock = generation.device_clock
@@ -83,6 +88,12 @@ def recording_pass_clock(reads: dict[int, list[float]]):
         return now
 
     return mock.patch.object(generation, "device_clock", clock)
+
+
+def timed_passes(reads: list[float]) -> list[tuple[float, float]]:
+    """(start, end) of each pass from one request's clock reads: Prefill reads three times (start, its
+    logits ready, the first token chosen: engine.runtime.generation._run), every Decode step twice."""
+    return [(reads[0], reads[2])] + list(zip(reads[3::2], reads[4::2])) if len(reads) >= 3 else []
 
 
 def overlapping_pairs(passes: list[list[tuple[float, float]]]) -> tuple[int, int]:
@@ -129,7 +140,7 @@ def check_concurrency(choice: str, num_sessions: int, max_new_tokens: int) -> tu
         raise errors[0]
     same = sum(a == b for a, b in zip(serial, results))
     in_flight = max(sum(s <= start < e for s, e in windows) for start, _ in windows)
-    passes = [list(zip(reads[ident][::2], reads[ident][1::2])) for ident in idents]
+    passes = [timed_passes(reads[ident]) for ident in idents]
     if any(len(p) != len(r[1]) for p, r in zip(passes, results)):
         raise RuntimeError("the pass clock was not read once at the start and once at the end of each pass")
     return same, num_sessions, in_flight, *overlapping_pairs(passes)

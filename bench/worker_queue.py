@@ -1,6 +1,6 @@
 """The engine worker's queue: identical labs measured once, lesson runs through a busy worker.
 
-    python bench/queue.py [--runs 30] [--spread-s 3] [--scenario long-prompt-during-chats]
+    python bench/worker_queue.py [--runs 30] [--spread-s 3] [--scenario long-prompt-during-chats]
                           [--policies one-at-a-time,prefill-first,chunked] [--repeats 5]
 
 Everything goes through the app's own EngineClient and a real local worker (started by the client,
