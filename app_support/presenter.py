@@ -30,8 +30,10 @@ from .resources import parsed_trace, server_settings
 from .ui import error_boundary
 
 PRESENTER_WIDTH = 1280  # units: a landscape figure in the classroom's type, for a 16:9 or 4:3 projector
+STEPLESS = ("ttft_parts",)  # TTFT is over after the first pass: nothing to step through, not a presenter figure
 # (figure, its section's heading, the lesson's sentence for it): the lesson's figures a run draws, in order
-FIGURES = tuple((figure, title, notes) for figure, title, _, notes in LESSON_FIGURES if figure in DIAGRAMS)
+FIGURES = tuple((figure, title, notes) for figure, title, _, notes in LESSON_FIGURES
+                if figure in DIAGRAMS and figure not in STEPLESS)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)

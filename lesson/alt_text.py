@@ -11,6 +11,7 @@ import math
 from engine.contract.trace import RequestTrace
 
 from .answer import answer_text
+from .diagrams.ttft_parts import ttft_parts_alt
 from .formats import format_bytes, format_count, format_ms, shown_piece
 from .text import t
 
@@ -54,8 +55,11 @@ FIGURE_ALT_KEYS = {name: f"alt_{name}" for name in
 def figure_alt(name: str, trace: RequestTrace, lang: str) -> str:
     """The text alternative of the live diagram `name` (lesson.diagrams.DIAGRAMS) for `trace`.
 
-    Plain text for an <img alt>: a screen reader reads it, a browser never parses it.
+    Plain text for an <img alt>: a screen reader reads it, a browser never parses it. TTFT's parts: the
+    engine's (a trace alone; the page's own alt text adds the visitor's, ttft_parts_alt with `felt`).
     """
+    if name == "ttft_parts":
+        return ttft_parts_alt(trace, lang)
     return t(lang, FIGURE_ALT_KEYS[name], **_alt_numbers(trace))
 
 

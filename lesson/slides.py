@@ -41,7 +41,6 @@ from .diagrams.kv_blocks import render_kv_blocks
 from .diagrams.serving_gantt import policy_label, render_serving_gantt, scenario_label
 from .diagrams.prefix_cache import render_prefix_cache
 from .diagrams.serving_metrics import render_serving_metrics
-from .diagrams.ttft_parts import render_ttft_parts, ttft_parts_alt
 from .serving_views import figure_alt as serving_figure_alt
 from .serving_views import metrics_alt
 from .prefix_views import prefix_alt
@@ -184,8 +183,7 @@ def _lesson_figure(figure: str, trace: RequestTrace, lang: str, style: Style,
     if figure == "blocks_schematic":
         return (render_blocks_schematic(*sketch, lang=lang, style=style), schematic_alt(*sketch, lang), "")
     noted = {"run_note": run_note} if run_note and figure in NOTED_FIGURES else {}
-    if figure == "ttft_parts":  # a trace alone: the engine's parts of TTFT (the visitor's are the page's)
-        return render_ttft_parts(trace, lang=lang, style=style, **noted), ttft_parts_alt(trace, lang), ""
+    # ttft_parts from a trace alone: the engine's parts of TTFT (the visitor's are the page's)
     svg = DIAGRAMS[figure](trace, lang=lang, style=style, **noted)
     still = render_animation(trace, lang=lang, still=True, style=style) if figure == "animation" else ""
     return svg, figure_alt(figure, trace, lang), still
