@@ -63,6 +63,12 @@ def figure_alt(name: str, trace: RequestTrace, lang: str) -> str:
     return t(lang, FIGURE_ALT_KEYS[name], **_alt_numbers(trace))
 
 
+def with_run_note(alt: str, run_note: str) -> str:
+    """A figure's alt text ending with which of several repeats it draws ("median run 3 of 5 (...)",
+    lesson.spread.run_label), as the figure's own note says; unchanged for "" (a single run)."""
+    return f"{alt} {run_note}" if run_note else alt
+
+
 def schematic_alt(prompt_len: int, output_len: int, lang: str) -> str:
     """The text alternative of the block sketch (lesson.diagrams.render_blocks_schematic)."""
     return t(lang, "alt_blocks_schematic", prompt_len=prompt_len, num_decode=output_len - 1,

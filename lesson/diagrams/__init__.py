@@ -35,6 +35,11 @@ DIAGRAMS = {
     "animation": render_animation,
 }
 
+# The figures that draw a run's measurements, and so say which of its repeats they draw: each takes
+# `run_note=` ("median run 3 of 5 (...)", lesson.spread.run_label) and draws it as a note; the app, the
+# presenter and the slide kit pass it to these and add it to their alt text.
+RUN_NOTED = ("timeline", "ttft_parts", "blocks", "kv_growth", "latency", "animation")
+
 
 def _review_map_schematic(prompt_len: int, output_len: int, *, lang: str = "zh", style=None) -> str:
     return render_review_map(None, lang=lang, style=style)
@@ -46,7 +51,7 @@ SCHEMATIC_DIAGRAMS = {
 }
 
 __all__ = [
-    "DIAGRAMS", "SCHEMATIC_DIAGRAMS", "render_animation", "render_attention", "render_blocks",
+    "DIAGRAMS", "RUN_NOTED", "SCHEMATIC_DIAGRAMS", "render_animation", "render_attention", "render_blocks",
     "render_blocks_schematic", "render_cache_compare", "render_kv_growth", "render_latency", "render_review_map",
     "render_timeline", "render_ttft_parts", "render_roofline", "render_step_floors", "render_sweep",
 ]
