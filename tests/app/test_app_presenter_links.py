@@ -141,10 +141,10 @@ def test_the_engine_modes_bar_names_the_mode_that_runs():
 def _starting_page():
     import streamlit as st
 
-    from app_support import frame
+    from app_support import starting
 
     st.session_state.setdefault("lang", "zh")
-    frame.starting_note()  # app.py clears it once the engine worker has answered
+    starting.starting_note()  # app.py clears it once the header is drawn
 
 
 def test_a_sessions_first_run_says_the_model_is_loading_before_the_worker_is_asked():
