@@ -45,9 +45,8 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
     data[0] is always the pass times, data[1] the page drawing, data[2] the other waiting.
     `full`: the whole run when `trace` is a prefix of it: both axes are fixed to it, so
     stepping through the run adds bars without rescaling. `classroom`: larger type everywhere.
-    The TTFT note sits above the plot, left-aligned, so no bar (a long run's Decode bars
-    included) ever runs under it; the legend goes below the plot. `run_note`: which of several repeats
-    this run is (lesson.spread.run_label), under the title (as the SVG twin's first note).
+    The TTFT note sits above the plot, left-aligned, so no bar (a long run's Decode bars included) ever
+    runs under it; the legend goes below the plot. `run_note`: which repeat it is, under the title.
     """
     table, style = table_for(lang), style or DEFAULT_STYLE
     metrics, parts, names = trace.metrics, trace.latency_parts(), _pass_names(trace, table)
@@ -95,8 +94,7 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
     _level_pass_ticks(fig, (full or trace), table, classroom)
     if full is not None:
         _fix_axes(fig, full, table, max([p.total_ms for p in full.latency_parts()] + list(full.metrics.itl_ms)))
-    if run_note:
-        _run_note(fig, run_note, classroom)
+    _run_note(fig, run_note, classroom)
     return fig
 
 
@@ -105,7 +103,10 @@ RUN_NOTE_WRAP_PX = {False: 560, True: 700}  # the chart is about the lesson colu
 
 def _run_note(fig: go.Figure, run_note: str, classroom: bool) -> None:
     """Which repeat the chart draws, as the title's subtitle (wrapped: plotly does not wrap); the title
-    then stands at the top and the top margin grows by the note's lines, so the TTFT note keeps its room."""
+    then stands at the top and the top margin grows by the note's lines, so the TTFT note keeps its room
+    ("": a single run, nothing said). lesson.spread.run_label writes it, as on the SVG twin."""
+    if not run_note:
+        return
     size = CLASSROOM_FONT_PX if classroom else 12
     lines = wrap_text(run_note, RUN_NOTE_WRAP_PX[classroom], size)
     grow = round(len(lines) * size * 1.35)
