@@ -43,17 +43,19 @@ PAGES = {  # url path -> the page; a new page is one more entry here
 }
 page = st.navigation(list(PAGES.values()), position="sidebar")
 on_lesson = page.url_path == PAGES["lesson"].url_path
+presenting = on_lesson and st.session_state.classroom and st.session_state.presenter  # app_pages/lesson.py
 if links.apply_link(page.url_path, settings, model_choices):  # a link's values, checked: drawn from them
     st.rerun()
 links.keep_language(lang)  # ?lang= stays in the address bar: a reload or another page keeps the language
 
 frame.header(lang)
 starting_slot.empty()  # the loading note stays until the header is there: no blank page between the two
-inject_css(st.session_state.classroom, presenter=on_lesson and st.session_state.presenter)
+inject_css(st.session_state.classroom, presenter=presenting)
 frame.show_flash(lang)
 links.show_notice(lang, page.url_path)
 classroom_slot = frame.sidebar(lang, settings, contents=on_lesson)
 page.run()
-links.link_box(lang, page.url_path, settings, model_choices)  # after the page: its step and settings as they are
+if not presenting:  # the presenter view draws its own (in its fragment: a step redraws the view alone)
+    links.link_box(lang, page.url_path, settings, model_choices)  # after the page: its step and settings as they are
 if on_lesson:  # after the run panel: the buttons step the run it stored
     stepping.classroom_controls(lang, classroom_slot)

@@ -14,6 +14,8 @@ Home / End the first and last pass, ↓ ↑ the figure: the page is drawn again 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
 from lesson.alt_text import figure_alt, with_run_note
@@ -87,8 +89,10 @@ def _figure(delta: int) -> None:
 
 
 @st.fragment
-def presenter_view(lang: str, trace_json: str) -> None:
-    """The pass controls and the figure at the classroom's step; a step redraws this alone."""
+def presenter_view(lang: str, trace_json: str, link_box: Callable[[], None] | None = None) -> None:
+    """The pass controls and the figure at the classroom's step; a step redraws this alone, and with it
+    `link_box`, the sidebar's link to this view (drawn from the fragment, which Streamlit allows for a
+    container the fragment also wrote on the page's full run), so the link's step is the step shown."""
     ss = st.session_state
     total = len(parsed_trace(trace_json).steps)
     if ss.pending_class_step is not None:  # a link's step (app_support/links.py), as the lesson page applies it
@@ -103,6 +107,8 @@ def presenter_view(lang: str, trace_json: str) -> None:
         svg, alt = presenter_svg(name, shown, lang, trace_json, run_note)
         with st.container(key="presenter-figure"):  # ui.PRESENTER_CSS fits it to the window
             st.image(svg, width="stretch", alt=alt)
+    if link_box is not None:
+        link_box()
 
 
 def _pass_controls(lang: str, total: int) -> None:
