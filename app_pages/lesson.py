@@ -8,10 +8,12 @@ metric_cards, run_words, alt_text ...), messages in lesson/messages, drawings in
 this file only wires them up.
 """
 
+import functools
+
 import streamlit as st
 
-from app_support import (compare, first_screens, frame, gallery, presenter, resources, run_panel, sections, slide_kit,
-                         stepping)
+from app_support import (compare, first_screens, frame, gallery, links, presenter, resources, run_panel, sections,
+                         slide_kit, stepping)
 from lesson.text import t
 
 
@@ -57,12 +59,16 @@ def first_screen(lang: str, settings) -> str | None:
 
 
 def presenting(lang: str, settings) -> None:
-    """The presenter view of the run the page shows (the server's first view before any run)."""
+    """The presenter view of the run the page shows (the server's first view before any run), and the
+    sidebar's link to this view: drawn by the view's fragment, so a step redraws it with the step shown."""
     trace_json = run_panel.trace_to_show(lang, settings)
+    link_box = functools.partial(links.link_box, lang, "", settings,
+                                 resources.model_choices(settings.device, settings.dtype))
     if trace_json is None:
         st.info(t(lang, "no_trace"))
+        link_box()
     else:
-        presenter.presenter_view(lang, trace_json)
+        presenter.presenter_view(lang, trace_json, link_box)
 
 
 if st.session_state.classroom and st.session_state.presenter:

@@ -4,6 +4,7 @@
     resources     what the process caches: the engine worker's client, traces (parsed once), figures, sweeps
     shared_cache  one figure drawn once for every visitor: a bounded, thread-safe LRU
     ui            building blocks: the error boundary, a figure with its download, metric cards, CSS
+    starting      a session's first words ("loading the model…"), drawn before the other modules are imported
     frame         around every page: header, sidebar, loading the model
     first_screens a class opening the lesson at once: every session's first figure before anyone's rest
     links         a link that reopens a state: the page's settings in the URL's query, and back

@@ -35,20 +35,6 @@ CONTENTS = (
 )
 
 
-def starting_note():
-    """On a session's first run, before the engine worker is asked anything (the first visitor's call
-    starts it and loads the model): "Loading the model in the engine process…" in the address bar's
-    language (`?lang=`, read before any link is applied) or the session's. An st.empty the caller clears."""
-    slot = st.empty()
-    ss = st.session_state
-    if not ss.get("started_once"):
-        ss.started_once = True
-        asked = st.query_params.get("lang")
-        lang = asked if asked in LANGUAGES else ss.lang if ss.get("lang") in LANGUAGES else LANGUAGES[0]
-        slot.info(t(lang, "loading_model"), icon=":material/hourglass_top:")
-    return slot
-
-
 def header(lang: str) -> None:
     with st.container(key="page-header"):  # the presenter view hides it (ui.PRESENTER_CSS)
         _header(lang)

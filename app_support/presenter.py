@@ -14,12 +14,15 @@ Home / End the first and last pass, ↓ ↑ the figure: the page is drawn again 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import streamlit as st
 
-from lesson.alt_text import figure_alt
+from lesson.alt_text import figure_alt, with_run_note
 from lesson.answer import truncate_trace
-from lesson.diagrams import DIAGRAMS, render_animation
+from lesson.diagrams import DIAGRAMS, RUN_NOTED, render_animation
 from lesson.slides import LESSON_FIGURES
+from lesson.spread import run_label
 from lesson.style import classroom_style
 from lesson.text import t
 
@@ -27,27 +30,31 @@ from lesson.inputs import is_default_prompt
 
 from . import state
 from .resources import parsed_trace, server_settings
-from .ui import error_boundary
+from .ui import error_boundary, shown_spread
 
 PRESENTER_WIDTH = 1280  # units: a landscape figure in the classroom's type, for a 16:9 or 4:3 projector
+STEPLESS = ("ttft_parts",)  # TTFT is over after the first pass: nothing to step through, not a presenter figure
 # (figure, its section's heading, the lesson's sentence for it): the lesson's figures a run draws, in order
-FIGURES = tuple((figure, title, notes) for figure, title, _, notes in LESSON_FIGURES if figure in DIAGRAMS)
+FIGURES = tuple((figure, title, notes) for figure, title, _, notes in LESSON_FIGURES
+                if figure in DIAGRAMS and figure not in STEPLESS)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def presenter_svg(name: str, trace_json: str, lang: str, full_json: str) -> tuple[str, str]:
-    """(the figure of the passes in `trace_json` on the whole run's axes and size, its alt text).
+def presenter_svg(name: str, trace_json: str, lang: str, full_json: str, run_note: str = "") -> tuple[str, str]:
+    """(the figure of the passes in `trace_json` on the whole run's axes and size, its alt text); `run_note`:
+    which of the run's repeats it is (lesson.spread.run_label), on the figures that say it (RUN_NOTED).
 
     The animation is its still frame at the step (lesson.diagrams.animation, still=True): the passes
     shown so far, the last one framed and its caption shown, so it says the pass the controls name
     (looping, it started again at Prefill whatever the step)."""
     trace, full = parsed_trace(trace_json), parsed_trace(full_json)
     style = classroom_style(width=PRESENTER_WIDTH)
+    noted = {"run_note": run_note} if run_note and name in RUN_NOTED else {}
     if name == "animation":
-        svg = render_animation(trace, lang=lang, full=full, style=style, still=True)
+        svg = render_animation(trace, lang=lang, full=full, style=style, still=True, **noted)
     else:
-        svg = DIAGRAMS[name](trace, lang=lang, full=full, style=style)
-    return svg, figure_alt(name, trace, lang)
+        svg = DIAGRAMS[name](trace, lang=lang, full=full, style=style, **noted)
+    return svg, with_run_note(figure_alt(name, trace, lang), noted.get("run_note", ""))
 
 
 def shown_passes(total: int) -> int:
@@ -82,8 +89,10 @@ def _figure(delta: int) -> None:
 
 
 @st.fragment
-def presenter_view(lang: str, trace_json: str) -> None:
-    """The pass controls and the figure at the classroom's step; a step redraws this alone."""
+def presenter_view(lang: str, trace_json: str, link_box: Callable[[], None] | None = None) -> None:
+    """The pass controls and the figure at the classroom's step; a step redraws this alone, and with it
+    `link_box`, the sidebar's link to this view (drawn from the fragment, which Streamlit allows for a
+    container the fragment also wrote on the page's full run), so the link's step is the step shown."""
     ss = st.session_state
     total = len(parsed_trace(trace_json).steps)
     if ss.pending_class_step is not None:  # a link's step (app_support/links.py), as the lesson page applies it
@@ -94,9 +103,12 @@ def presenter_view(lang: str, trace_json: str) -> None:
     step = shown_passes(total)
     shown = trace_json if step >= total else truncate_trace(parsed_trace(trace_json), step).to_json(indent=None)
     with error_boundary(lang, "err_diagram"):
-        svg, alt = presenter_svg(name, shown, lang, trace_json)
+        run_note = run_label(shown_spread(parsed_trace(trace_json)), lang)  # the stored run: which repeat
+        svg, alt = presenter_svg(name, shown, lang, trace_json, run_note)
         with st.container(key="presenter-figure"):  # ui.PRESENTER_CSS fits it to the window
             st.image(svg, width="stretch", alt=alt)
+    if link_box is not None:
+        link_box()
 
 
 def _pass_controls(lang: str, total: int) -> None:

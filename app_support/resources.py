@@ -41,7 +41,7 @@ from engine.contract.trace import ModelInfo, RequestTrace
 from engine.contract.worker.client import Done, EngineClient, Event
 from engine.contract.worker.protocol import ModelRef
 from lesson.alt_text import attention_alt, figure_alt
-from lesson.diagrams import DIAGRAMS, render_attention, render_blocks_schematic, render_cache_compare
+from lesson.diagrams import DIAGRAMS, RUN_NOTED, render_attention, render_blocks_schematic, render_cache_compare
 from lesson.downloads import download_stem
 from lesson.inputs import DEFAULT_MODEL_CHOICE
 from lesson.spread import shown_run
@@ -218,17 +218,13 @@ def figure_style(classroom: bool):
     return classroom_style() if classroom else DEFAULT_STYLE
 
 
-# The figures that quote a run's times, and so say which of its repeats they draw (lesson.spread.run_label).
-RUN_NOTED = ("timeline", "latency")
-
-
 @shared(max_entries=256)
 def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False,
                 run_note: str = "") -> str:
     """One diagram of a trace, as an SVG string. `full_json`: the whole run while the
     classroom steps through it (`trace_json` is then a prefix): axes are fixed to it.
     `classroom`: the classroom style (larger type, folded layouts). `run_note`: which repeat the run
-    is ("median run 3 of 5 (...)"), drawn on the figures in RUN_NOTED."""
+    is ("median run 3 of 5 (...)"), drawn on the figures in lesson.diagrams.RUN_NOTED."""
     full = None if full_json is None else parsed_trace(full_json)
     noted = {"run_note": run_note} if run_note and name in RUN_NOTED else {}
     return DIAGRAMS[name](parsed_trace(trace_json), lang=lang, full=full, style=figure_style(classroom), **noted)
@@ -248,13 +244,14 @@ def schematic_svg(prompt_len: int, output_len: int, lang: str, classroom: bool =
 
 
 @shared(max_entries=64)
-def latency_figure(trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False):
+def latency_figure(trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False,
+                   run_note: str = ""):
     """The latency chart (a plotly Figure, built once per run, language and style and shared by every
-    session: st.plotly_chart only serializes it; never mutate it)."""
+    session: st.plotly_chart only serializes it; never mutate it); `run_note` as for diagram_svg."""
     from lesson.charts.run import latency_figure as make_figure
 
     full = None if full_json is None else parsed_trace(full_json)
-    return make_figure(parsed_trace(trace_json), lang, full=full, classroom=classroom)
+    return make_figure(parsed_trace(trace_json), lang, full=full, classroom=classroom, run_note=run_note)
 
 
 # Cache on vs off (engine.runtime.compare): keyed by the shown run's model and prompt ids, not by its trace,

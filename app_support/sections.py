@@ -15,8 +15,9 @@ from pathlib import Path
 import streamlit as st
 
 from engine.contract.config import ServerSettings
-from lesson.alt_text import figure_alt, schematic_alt
+from lesson.alt_text import figure_alt, schematic_alt, with_run_note
 from lesson.answer import truncate_trace
+from lesson.diagrams import RUN_NOTED
 from lesson.diagrams.animation import render_animation
 from lesson.diagrams.ttft_parts import FeltTimes, render_ttft_parts, ttft_parts_alt
 from lesson.downloads import download_stem
@@ -63,7 +64,7 @@ def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | No
                                     run_note=run_note)
         alt, stem = resources.diagram_words(name, trace_json, lang, st.session_state.trace_stamp)
         alt, stem, note = figure_words(lang, trace_json, alt, stem)  # a recorded run says so
-        alt = f"{alt} {run_note}" if run_note and name in resources.RUN_NOTED else alt
+        alt = with_run_note(alt, run_note if name in RUN_NOTED else "")
         svg_figure(name, svg, lang, with_note(caption, note), alt=alt, file_stem=stem)
 
 
@@ -125,7 +126,9 @@ def ttft_bar(lang: str, trace_json: str) -> None:
     else:
         felt = None
     with error_boundary(lang, "err_diagram"):
-        svg, alt = _ttft_figure(whole_json, lang, felt, source, run_label(numbers, lang), ss.classroom)
+        run_note = run_label(numbers, lang)
+        svg, alt = _ttft_figure(whole_json, lang, felt, source, run_note, ss.classroom)
+        alt = with_run_note(alt, run_note)
         stem = download_stem(whole, ss.trace_stamp)
         alt, stem, note = figure_words(lang, whole_json, alt, stem)
         svg_figure("ttft_parts", svg, lang, with_note(t(lang, "ttft_parts_caption"), note), alt=alt,
@@ -233,7 +236,8 @@ def section_waits(lang: str, trace_json: str | None) -> None:
         if drawing:
             st.caption(drawing)
     with error_boundary(lang, "err_diagram"):
-        figure = resources.latency_figure(trace_json, lang, stepping_full(), classroom=st.session_state.classroom)
+        figure = resources.latency_figure(trace_json, lang, stepping_full(), classroom=st.session_state.classroom,
+                                          run_note=shown_run_note(lang, trace_json))
         st.plotly_chart(figure, key="latency_chart", width="stretch", config=plotly_config(lang))
         st.caption(with_note(t(lang, "latency_caption"), figure_words(lang, trace_json, "", "")[2]))
     live_diagram("latency", trace_json, lang, t(lang, "latency_svg_caption"))
@@ -289,7 +293,8 @@ def section_animation(lang: str, trace_json: str | None) -> None:
         return
     with error_boundary(lang, "err_diagram"):
         whole = stepping_full() or trace_json
-        svg, alt = _animation_frame(trace_json, whole, step, lang, st.session_state.classroom, paused)
+        svg, alt = _animation_frame(trace_json, whole, step, lang, st.session_state.classroom, paused,
+                                    shown_run_note(lang, trace_json))
         stem = download_stem(parsed_trace(whole), st.session_state.trace_stamp)
         alt, stem, note = figure_words(lang, whole, alt, stem)  # a recorded run says so
         svg_figure("animation", svg, lang, with_note(t(lang, "animation_caption"), note), alt=alt,
@@ -310,7 +315,7 @@ def _classroom_still(lang: str, trace_json: str) -> None:
     """The classroom's step (under the sidebar's buttons): the animation stands on the pass they name."""
     with error_boundary(lang, "err_diagram"):
         whole, step = stepping_full(), len(parsed_trace(trace_json).steps)
-        svg, alt = _animation_frame(trace_json, whole, step, lang, True, True)
+        svg, alt = _animation_frame(trace_json, whole, step, lang, True, True, shown_run_note(lang, trace_json))
         stem = download_stem(parsed_trace(whole), st.session_state.trace_stamp)
         alt, stem, note = figure_words(lang, whole, alt, stem)
         svg_figure("animation", svg, lang, with_note(t(lang, "animation_caption"), note), alt=alt,
@@ -328,17 +333,17 @@ def _pause_animation() -> None:
 
 @st.cache_data(show_spinner=False, max_entries=128)
 def _animation_frame(trace_json: str, full_json: str, step: int, lang: str, classroom: bool,
-                     still: bool) -> tuple[str, str]:
+                     still: bool, run_note: str = "") -> tuple[str, str]:
     """(the figure, its alt text), in the classroom style when asked: paused, the still frame
-    after pass `step`; playing, the animation starting at pass `step`."""
+    after pass `step`; playing, the animation starting at pass `step`; `run_note`: which repeat it draws."""
     trace, full = parsed_trace(trace_json), parsed_trace(full_json)
     style = resources.figure_style(classroom)
     if not still:
-        svg = render_animation(trace, lang=lang, full=full, style=style, start_pass=step)
-        return svg, figure_alt("animation", trace, lang)
+        svg = render_animation(trace, lang=lang, full=full, style=style, start_pass=step, run_note=run_note)
+        return svg, with_run_note(figure_alt("animation", trace, lang), run_note)
     cut = truncate_trace(trace, step)
-    svg = render_animation(cut, lang=lang, full=full, still=True, style=style)
-    return svg, figure_alt("animation", cut, lang)
+    svg = render_animation(cut, lang=lang, full=full, still=True, style=style, run_note=run_note)
+    return svg, with_run_note(figure_alt("animation", cut, lang), run_note)
 
 
 def section_references(lang: str) -> None:

@@ -72,7 +72,7 @@ DEFAULTS: dict[str, Any] = {
     "sl_runs": None,  # the serving lab's last runs, one ServingRun JSON per policy
     "sl_prefix_off": None,  # the prefix-caching switch on: the same workload's run with the cache off (JSON)
     "first_screen_drawn": False,  # this session's lesson page has drawn its first figure once (first_screens.py)
-    "started_once": False,  # this session's first run has drawn its loading note (frame.starting_note)
+    "started_once": False,  # this session's first run has drawn its loading note (starting.starting_note)
     "class_stepped": False,  # a classroom step just happened: bring the stepped figure on screen (stepping.py)
     "sl_probe": None,  # the last probe of a real server (engine.contract.interop.probe.ProbeResult JSON)
     # ---- recorded runs opened (app_support/gallery.py) ----

@@ -11,6 +11,7 @@ import math
 from engine.contract.trace import RequestTrace
 
 from .answer import answer_text
+from .diagrams.ttft_parts import ttft_parts_alt
 from .formats import format_bytes, format_count, format_ms, shown_piece
 from .text import t
 
@@ -57,9 +58,18 @@ FIGURE_ALT_KEYS = {name: f"alt_{name}" for name in
 def figure_alt(name: str, trace: RequestTrace, lang: str) -> str:
     """The text alternative of the live diagram `name` (lesson.diagrams.DIAGRAMS) for `trace`.
 
-    Plain text for an <img alt>: a screen reader reads it, a browser never parses it.
+    Plain text for an <img alt>: a screen reader reads it, a browser never parses it. TTFT's parts: the
+    engine's (a trace alone; the page's own alt text adds the visitor's, ttft_parts_alt with `felt`).
     """
+    if name == "ttft_parts":
+        return ttft_parts_alt(trace, lang)
     return t(lang, FIGURE_ALT_KEYS[name], **_alt_numbers(trace, lang))
+
+
+def with_run_note(alt: str, run_note: str) -> str:
+    """A figure's alt text ending with which of several repeats it draws ("median run 3 of 5 (...)",
+    lesson.spread.run_label), as the figure's own note says; unchanged for "" (a single run)."""
+    return f"{alt} {run_note}" if run_note else alt
 
 
 def schematic_alt(prompt_len: int, output_len: int, lang: str) -> str:

@@ -1,6 +1,7 @@
 """Any trace as Chrome Trace Event JSON: opens in ui.perfetto.dev and chrome://tracing.
 
-    request_trace_events(trace)  one request (engine/contract/trace.py RequestTrace)
+    request_trace_events(trace)  one request (engine/contract/trace.py RequestTrace); with felt= (the page's
+                                 lesson.diagrams.ttft_parts.FeltTimes) its visitor's parts of TTFT too
     serving_run_events(run)      a serving run (engine/contract/serving/trace.py ServingRun), in-process or
                                  observed from the client (no iterations)
     to_perfetto_json(x)          either of them -> the JSON text to save as NAME.perfetto.json
@@ -14,7 +15,13 @@ key); metadata (ph "M") names processes and threads (`process_name`, `thread_nam
 `*_sort_index`); instants (ph "i") mark a moment, `s` = "t" for their thread.
 
 Layout (what a student sees in Perfetto):
-    process 1 "requests"  one thread (track) per request: waiting, Prefill / Prefill chunk /
+    process 1 "requests"  one request: its track, and "TTFT, part by part" (the TTFT bar's parts as slices,
+                          lesson.diagrams.ttft_parts: tokenizing, waiting inside the engine, the Prefill
+                          pass's forward computation, choosing the first token, under "TTFT as the engine
+                          measured it"; with the page's felt times also the engine worker's queue before
+                          them and the trip to the page and the page after, under "TTFT as the visitor
+                          felt it", and every time then counts from the page's send)
+                          a serving run: one thread (track) per request: waiting, Prefill / Prefill chunk /
                           Decode slices (in-process), KV hand-off, a "prefix-cache look-up"
                           before a Prefill (prefix caching on: its cached tokens), or, observed from the
                           client, "until first token" and "streaming" with a tick per chunk
@@ -36,6 +43,10 @@ from engine.contract.limits import dump_json
 from engine.contract.serving.trace import ServingRun
 from engine.contract.trace import RequestTrace
 
+from .diagrams.ttft_parts import ENGINE_KINDS, KINDS, FeltTimes, TtftParts, ttft_parts
+from .svgtext import fmt_ms
+from .text import label, table_for
+
 REQUESTS_PID, WORKERS_PID, SERVER_PID = 1, 2, 3
 PHASE_NAMES = {"prefill": "Prefill", "prefill_chunk": "Prefill chunk", "decode": "Decode"}
 _PHASES_WITH_DUR = {"X"}
@@ -44,7 +55,7 @@ _KNOWN_PHASES = {"X", "B", "E", "i", "I", "C", "M", "b", "e", "n", "s", "t", "f"
 
 def _us(ms: float) -> float:
     """Milliseconds -> the format's microseconds (3 decimals: nanoseconds)."""
-    return round(ms * 1000.0, 3)
+    return round(ms * 1000.0, 3) + 0.0  # + 0.0: never -0.0 (a time moved back to the origin)
 
 
 def _meta(pid: int, tid: int, kind: str, value: Any) -> dict[str, Any]:
@@ -78,9 +89,10 @@ def _document(events: list[dict[str, Any]], other: Mapping[str, Any]) -> dict[st
 
 # --- one request ----------------------------------------------------------------
 
-def request_trace_events(trace: RequestTrace) -> dict[str, Any]:
-    """One request: its track (tokenize, waits for the model lock, Prefill, Decode steps), the
-    engine's track (one slice per forward pass), and counters for KV bytes and batch size."""
+def request_trace_events(trace: RequestTrace, felt: FeltTimes | None = None) -> dict[str, Any]:
+    """One request: its track (tokenize, waits for the model lock, Prefill, Decode steps), TTFT's parts
+    (the engine's; with `felt`, the page's times around the run, the visitor's too: then every time counts
+    from the page's send), the engine's track (one slice per forward pass), counters for KV bytes and batch size."""
     rid, m = trace.request_id, trace.model
     events = [
         _meta(REQUESTS_PID, 0, "process_name", "requests"), _meta(REQUESTS_PID, 0, "process_sort_index", 1),
@@ -106,11 +118,44 @@ def request_trace_events(trace: RequestTrace) -> dict[str, Any]:
         events.append(_counter(WORKERS_PID, "batch size", step.start_ms, {"engine": 1}))
         events.append(_counter(WORKERS_PID, "batch size", step.end_ms, {"engine": 0}))
         events.append(_counter(WORKERS_PID, "KV bytes", step.end_ms, {"engine": step.kv_bytes}))
+    parts = ttft_parts(trace, felt) if trace.prefill is not None else None
+    events += _ttft_track(parts) if parts is not None else []
+    origin_ms = parts.queue_ms if parts is not None and parts.felt else 0.0
     other = {"source": "prefill-decode RequestTrace", "model": m.model_id, "device": m.device, "dtype": m.dtype,
              "engine_mode": trace.engine_mode, "engine_note": trace.engine_note or "none",
              "engine_setup_ms": round(trace.engine_setup_ms, 3), "prompt_tokens": trace.prompt_len,
              "output_tokens": len(trace.steps), "time_origin": "the request's start (before tokenization)"}
+    if origin_ms:  # the queue came first: the page's send is time 0
+        events = [e if e["ph"] == "M" else {**e, "ts": _us(e["ts"] / 1000.0 + origin_ms)} for e in events]
+        other["time_origin"] = "the page's send of the request (the request's own clock starts after the queue)"
+        other["visitor_parts"] = "measured by the page on the run it streamed (run 1 of its repeats)"
     return _document(events, other)
+
+
+TTFT_TID = 2  # the request's second track: TTFT, part by part
+
+
+def _ttft_track(parts: TtftParts) -> list[dict[str, Any]]:
+    """TTFT's parts as slices end to end in the order the time passed (the TTFT bar's, in its English
+    words), on the request's clock (the queue before its 0), under one slice per total."""
+    table = table_for("en")
+    events = [_meta(REQUESTS_PID, TTFT_TID, "thread_name", "TTFT, part by part")]
+    spans, at = [], (-parts.queue_ms if parts.felt else 0.0)
+    for kind in KINDS if parts.felt else ENGINE_KINDS:
+        ms = parts.part_ms(kind)
+        if ms is not None:
+            spans.append((kind, at, at + ms))
+            at += ms
+    engine = [s for s in spans if s[0] in ENGINE_KINDS]
+    totals = [(label(table, "ttft_parts_engine", ms=fmt_ms(parts.engine_ttft_ms)), engine[0][1], engine[-1][2])]
+    if parts.felt:
+        totals.insert(0, (label(table, "ttft_parts_felt", ms=fmt_ms(parts.felt_ttft_ms)), spans[0][1], spans[-1][2]))
+    events += [_slice(REQUESTS_PID, TTFT_TID, name, start, end, "ttft") for name, start, end in totals]
+    for kind, start, end in spans:
+        by = "engine" if kind in ENGINE_KINDS else "page"
+        events.append(_slice(REQUESTS_PID, TTFT_TID, label(table, f"ttft_part_{kind}"), start, end, "ttft",
+                             {"part": kind, "ms": round(end - start, 3), "measured_by": by}))
+    return events
 
 
 # --- a serving run --------------------------------------------------------------
@@ -231,19 +276,21 @@ def _worker_slices(run: ServingRun, wtid: Mapping[str, int]) -> list[dict[str, A
 
 # --- either -------------------------------------------------------------------
 
-def trace_events(trace: RequestTrace | ServingRun, server_samples: Sequence[Mapping[str, Any]] = ()) -> dict:
+def trace_events(trace: RequestTrace | ServingRun, server_samples: Sequence[Mapping[str, Any]] = (),
+                 felt: FeltTimes | None = None) -> dict:
     if isinstance(trace, ServingRun):
         return serving_run_events(trace, server_samples)
     if isinstance(trace, RequestTrace):
-        return request_trace_events(trace)
+        return request_trace_events(trace, felt)
     raise TypeError(f"not a trace: {type(trace).__name__}")
 
 
-def to_perfetto_json(trace: RequestTrace | ServingRun, server_samples: Sequence[Mapping[str, Any]] = ()) -> str:
+def to_perfetto_json(trace: RequestTrace | ServingRun, server_samples: Sequence[Mapping[str, Any]] = (),
+                     felt: FeltTimes | None = None) -> str:
     """The Chrome Trace Event JSON text (save as NAME.perfetto.json; open in ui.perfetto.dev). A time that
     is not finite is refused (engine.contract.errors.LimitError), never written as NaN or Infinity, which the
-    format's JSON readers cannot parse."""
-    return dump_json(trace_events(trace, server_samples), ensure_ascii=False, separators=(",", ":"))
+    format's JSON readers cannot parse. `felt`: a request's visitor's parts of TTFT, as the page measured them."""
+    return dump_json(trace_events(trace, server_samples, felt), ensure_ascii=False, separators=(",", ":"))
 
 
 def check_trace_events(doc: Any) -> list[str]:

@@ -34,14 +34,13 @@ from xml.etree import ElementTree
 from engine.contract.serving.trace import ServingRun
 from engine.contract.trace import RequestTrace
 
-from .alt_text import figure_alt, schematic_alt
-from .diagrams import DIAGRAMS, render_animation, render_blocks_schematic
+from .alt_text import figure_alt, schematic_alt, with_run_note
+from .diagrams import DIAGRAMS, RUN_NOTED, render_animation, render_blocks_schematic
 from .diagrams.batch_composition import render_batch_composition
 from .diagrams.kv_blocks import render_kv_blocks
 from .diagrams.serving_gantt import policy_label, render_serving_gantt, scenario_label
 from .diagrams.prefix_cache import render_prefix_cache
 from .diagrams.serving_metrics import render_serving_metrics
-from .diagrams.ttft_parts import render_ttft_parts, ttft_parts_alt
 from .serving_views import figure_alt as serving_figure_alt
 from .serving_views import metrics_alt
 from .prefix_views import prefix_alt
@@ -175,20 +174,16 @@ def lesson_slides(trace: RequestTrace, *, lang: str, run_name: str, style: Style
     return slides
 
 
-NOTED_FIGURES = ("timeline", "latency", "ttft_parts")  # the figures that say which repeat they draw
-
-
 def _lesson_figure(figure: str, trace: RequestTrace, lang: str, style: Style,
                    sketch: tuple[int, int], run_note: str = "") -> tuple[str, str, str]:
     """(the SVG, its alt text, the still its PNG is drawn from: "" for the SVG itself)."""
     if figure == "blocks_schematic":
         return (render_blocks_schematic(*sketch, lang=lang, style=style), schematic_alt(*sketch, lang), "")
-    noted = {"run_note": run_note} if run_note and figure in NOTED_FIGURES else {}
-    if figure == "ttft_parts":  # a trace alone: the engine's parts of TTFT (the visitor's are the page's)
-        return render_ttft_parts(trace, lang=lang, style=style, **noted), ttft_parts_alt(trace, lang), ""
+    noted = {"run_note": run_note} if run_note and figure in RUN_NOTED else {}
+    # ttft_parts from a trace alone: the engine's parts of TTFT (the visitor's are the page's)
     svg = DIAGRAMS[figure](trace, lang=lang, style=style, **noted)
-    still = render_animation(trace, lang=lang, still=True, style=style) if figure == "animation" else ""
-    return svg, figure_alt(figure, trace, lang), still
+    still = render_animation(trace, lang=lang, still=True, style=style, **noted) if figure == "animation" else ""
+    return svg, with_run_note(figure_alt(figure, trace, lang), noted.get("run_note", "")), still
 
 
 def serving_slides(runs: Sequence[ServingRun], *, lang: str, tag: str, style: Style = DEFAULT_STYLE) -> list[Slide]:

@@ -11,10 +11,11 @@ import plotly.graph_objects as go
 from engine.contract.trace import RequestTrace
 
 from ..diagrams.latency import spread_apart
+from ..layout import wrap_text
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_ms, piece_label
 from ..text import Table, label, table_for
-from .common import font_layout, plain_label
+from .common import CLASSROOM_FONT_PX, font_layout, plain_label
 
 def _pass_names(trace: RequestTrace, table: Table) -> list[str]:
     return [label(table, "pass_n", n=s.index + 1) for s in trace.steps]
@@ -36,7 +37,7 @@ def _hover(trace: RequestTrace, table: Table) -> list[str]:
 
 
 def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None,
-                   full: RequestTrace | None = None, classroom: bool = False) -> go.Figure:
+                   full: RequestTrace | None = None, classroom: bool = False, run_note: str = "") -> go.Figure:
     """One stacked bar per output token: the pass that made it (coloured by phase), then
     the page's drawing and the other waiting before it, so each bar's height is that
     token's wait (TTFT for the first, its ITL after). TPOT dashed, ITL p50 / p99 dotted.
@@ -44,8 +45,8 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
     data[0] is always the pass times, data[1] the page drawing, data[2] the other waiting.
     `full`: the whole run when `trace` is a prefix of it: both axes are fixed to it, so
     stepping through the run adds bars without rescaling. `classroom`: larger type everywhere.
-    The TTFT note sits above the plot, left-aligned, so no bar (a long run's Decode bars
-    included) ever runs under it; the legend goes below the plot.
+    The TTFT note sits above the plot, left-aligned, so no bar (a long run's Decode bars included) ever
+    runs under it; the legend goes below the plot. `run_note`: which repeat it is, under the title.
     """
     table, style = table_for(lang), style or DEFAULT_STYLE
     metrics, parts, names = trace.metrics, trace.latency_parts(), _pass_names(trace, table)
@@ -93,7 +94,27 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
     _level_pass_ticks(fig, (full or trace), table, classroom)
     if full is not None:
         _fix_axes(fig, full, table, max([p.total_ms for p in full.latency_parts()] + list(full.metrics.itl_ms)))
+    _run_note(fig, run_note, classroom)
     return fig
+
+
+RUN_NOTE_WRAP_PX = {False: 560, True: 700}  # the chart is about the lesson column wide (760 px, 820 in classroom)
+
+
+def _run_note(fig: go.Figure, run_note: str, classroom: bool) -> None:
+    """Which repeat the chart draws, as the title's subtitle (wrapped: plotly does not wrap); the title
+    then stands at the top and the top margin grows by the note's lines, so the TTFT note keeps its room
+    ("": a single run, nothing said). lesson.spread.run_label writes it, as on the SVG twin."""
+    if not run_note:
+        return
+    size = CLASSROOM_FONT_PX if classroom else 12
+    lines = wrap_text(run_note, RUN_NOTE_WRAP_PX[classroom], size)
+    grow = round(len(lines) * size * 1.35)
+    margin = LATENCY_MARGIN_PX[classroom]
+    fig.update_layout(title=dict(yref="container", y=1, yanchor="top", pad=dict(t=10),
+                                 subtitle=dict(text="<br>".join(plain_label(line) for line in lines),
+                                               font=dict(size=size, color=DEFAULT_STYLE.muted_ink))),
+                      margin=dict(t=margin["t"] + grow), height=fig.layout.height + grow)
 
 
 def _ttft_note(fig: go.Figure, trace: RequestTrace, table: Table, style: Style) -> None:

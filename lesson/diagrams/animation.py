@@ -90,7 +90,8 @@ def _caption(dwg, words: str, style: Style, width: float, class_: str, **extra):
 
 
 def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
-                     full: RequestTrace | None = None, still: bool = False, start_pass: int = 1) -> str:
+                     full: RequestTrace | None = None, still: bool = False, start_pass: int = 1,
+                     run_note: str = "") -> str:
     """The timeline, animated pass by pass with SMIL; loops forever. `full` as in render_timeline:
     the whole run's columns and time axis when `trace` is a prefix of it.
 
@@ -100,12 +101,13 @@ def render_animation(trace: RequestTrace, *, lang: str = "zh", style: Style | No
 
     `start_pass`: the loop starts at this pass (1 = Prefill), so "play" after a pause goes on
     from the pass it stopped on: every animation begins that many seconds in (a negative SMIL
-    `begin`); the loop then repeats from the start as usual."""
+    `begin`); the loop then repeats from the start as usual. `run_note`: which of several repeats this
+    run is (lesson.spread.run_label), the first note, as on the timeline."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     caption_lines = 2 if style.fitted else 1  # classroom: big captions wrap rather than run off the edge
     header_y = CAPTION_Y + 40 + (caption_lines - 1) * _caption_size(style) * 1.25
     dwg, layout, row_groups = build_timeline(trace, table, style, "animation", label(table, "anim_title"),
-                                             header_y=header_y, full=full)
+                                             header_y=header_y, full=full, run_note=run_note)
     slots = [row.slot for row in layout.rows]
     starts, total = schedule(slots, [row.phase for row in layout.rows])
     if still:

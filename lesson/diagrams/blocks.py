@@ -226,15 +226,16 @@ def reused_positions(trace: RequestTrace | None) -> int:
     return trace.prefix.num_cached_tokens if trace is not None and trace.prefix is not None else 0
 
 
-def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | None, full=None) -> str:
+def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | None, full=None,
+            run_note: str = "") -> str:
     table, style = table_for(lang), style or DEFAULT_STYLE
     labels = _position_labels(trace)
     # Labels of passes not shown yet only size the column (no spoiler of tokens to come).
     label_w = max([text_width(f"{p}  {t}", style.tiny_size) for p, t in _position_labels(full or trace).items()]
                   + [text_width(label(table, "run_label", a="0,000", b="0,000", n="0,000"), style.tiny_size), 40])
     total = sum(s.num_positions for s in spans)
-    note_lines = [label(table, "blocks_note_units"), label(table, "blocks_note_cache"),
-                  label(table, "blocks_total", k=fmt_int(len(spans)), n=fmt_int(total))]
+    note_lines = ([run_note] if run_note else []) + [label(table, "blocks_note_units"), label(
+        table, "blocks_note_cache"), label(table, "blocks_total", k=fmt_int(len(spans)), n=fmt_int(total))]
     reused = reused_positions(full or trace)
     if reused:
         note_lines.append(label(table, "blocks_note_reused", n=fmt_int(reused), last=fmt_int(reused - 1),
@@ -288,14 +289,15 @@ def render_blocks_schematic(prompt_len: int, output_len: int, *, lang: str = "zh
 
 
 def render_blocks(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
-                  full: RequestTrace | None = None) -> str:
+                  full: RequestTrace | None = None, run_note: str = "") -> str:
     """The same picture from a measured trace, each pass's time under its column.
 
     `full`: the whole run when `trace` is a prefix of it: its position rows and width are
-    used (when it draws every pass), so stepping adds columns without moving the rest."""
+    used (when it draws every pass), so stepping adds columns without moving the rest.
+    `run_note`: which of several repeats this run is (lesson.spread.run_label), the first note."""
     if not trace.steps:
         raise ValueError("the blocks diagram needs a trace with at least one forward pass")
     table = table_for(lang)
     subtitle = label(table, "blocks_subtitle_measured", p=fmt_int(trace.prompt_len), o=fmt_int(len(trace.steps)))
     durations = tuple(s.duration_ms for s in trace.steps)
-    return _render(spans_from_trace(trace), durations, trace, subtitle, lang, style, full)
+    return _render(spans_from_trace(trace), durations, trace, subtitle, lang, style, full, run_note)

@@ -92,6 +92,7 @@ class KvLayout:
     line_h: float = FORMULA_LINE_H  # the formula box's line height
     legend_y: float = -1.0  # the layer legend (swatches) and the stack note under the x axis
     sampled_note: str | None = None  # "48 of 128 passes drawn ..." when the bars are a sample
+    run_note: str = ""  # which of several repeats this run is (lesson.spread.run_label), under the stack note
 
     @property
     def plot_w(self) -> float:
@@ -132,9 +133,10 @@ def _y_ticks(trace: RequestTrace, max_bytes: int, left: float, top: float, botto
 
 
 def kv_layout(trace: RequestTrace, table: Table, style: Style = DEFAULT_STYLE,
-              full: RequestTrace | None = None) -> KvLayout:
+              full: RequestTrace | None = None, run_note: str = "") -> KvLayout:
     """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it; the
-    plot's top, its y axis and (when it fits MAX_BARS) the bar slots come from it."""
+    plot's top, its y axis and (when it fits MAX_BARS) the bar slots come from it. `run_note`: which of
+    several repeats this run is, a note under the stack legend."""
     kv = kv_measured(trace)
     formula_lines = _formula_lines(trace, table, style)
     num_lines = len(formula_lines) if full is None else max(len(formula_lines), len(_formula_lines(full, table, style)))
@@ -157,10 +159,15 @@ def kv_layout(trace: RequestTrace, table: Table, style: Style = DEFAULT_STYLE,
     legend_y = bottom + 50 + 2 * max(0, style.small_size - 13) + style.small_size * 1.7
     if sampled:  # its own line(s) under the x axis label, above the layer legend
         legend_y += notes_height(style, [sampled], width - 2 * PAD)
-    stack_note = notes_height(style, [label(table, "kv_stack_legend")], width - 2 * PAD)
+    stack_note = notes_height(style, _bottom_notes(table, run_note), width - 2 * PAD)
     return KvLayout(width, legend_y + stack_note + 30, left, top, bottom, right, bars,
                     tuple((y(v), fmt_bytes(int(v))) for v in ticks), y(trace.steps[0].kv_bytes),
-                    formula_lines, prefill_note, _decode_note(kv, table), line_h, legend_y, sampled)
+                    formula_lines, prefill_note, _decode_note(kv, table), line_h, legend_y, sampled, run_note)
+
+
+def _bottom_notes(table: Table, run_note: str) -> list[str]:
+    """The notes under the layer legend: what the grey bands are, then which repeat the run is."""
+    return [label(table, "kv_stack_legend")] + ([run_note] if run_note else [])
 
 
 def sampled_note(num_drawn: int, num_passes: int, table: Table) -> str | None:
@@ -327,7 +334,7 @@ def _draw_notes(dwg, layout: KvLayout, style: Style, table: Table) -> None:
         dwg.add(text(dwg, layout.decode_note, layout.right, layout.top - 14, size=style.small_size, fill=style.decode,
                      anchor="end", weight="bold", class_="decode-note"))
     _draw_layer_legend(dwg, layout, style, table)
-    notes(dwg, style, [label(table, "kv_stack_legend")], PAD, layout.legend_y + 4, layout.width - 2 * PAD)
+    notes(dwg, style, _bottom_notes(table, layout.run_note), PAD, layout.legend_y + 4, layout.width - 2 * PAD)
 
 
 def _draw_layer_legend(dwg, layout: KvLayout, style: Style, table: Table) -> None:
@@ -343,15 +350,16 @@ def _draw_layer_legend(dwg, layout: KvLayout, style: Style, table: Table) -> Non
 
 
 def render_kv_growth(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
-                     full: RequestTrace | None = None) -> str:
+                     full: RequestTrace | None = None, run_note: str = "") -> str:
     """The KV cache's bytes after each forward pass, stacked by layer, formula on top.
 
     `full`: the whole run when `trace` is a prefix of it: the y axis and the bar slots
-    come from it, so stepping through the run never rescales the figure."""
+    come from it, so stepping through the run never rescales the figure. `run_note`: which of several
+    repeats this run is (lesson.spread.run_label), the last note."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     if not trace.steps:
         raise ValueError("the KV growth diagram needs a trace with at least one forward pass")
-    layout = kv_layout(trace, table, style, full)
+    layout = kv_layout(trace, table, style, full, run_note)
     dwg = new_drawing(layout.width, layout.height, style, "kv-growth", label(table, "kv_title"))
     header(dwg, style, label(table, "kv_title"), f"{trace.model.model_id} · {trace.model.architecture}")
     _draw_formula(dwg, layout, style)

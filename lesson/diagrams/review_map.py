@@ -55,6 +55,21 @@ def _folded(style: Style) -> bool:
     return style.fitted and style.max_width < LANDSCAPE_W
 
 
+def _landscape(style: Style) -> bool:
+    return style.fitted and not _folded(style)
+
+
+def _line_h(style: Style) -> float:
+    """A table line: in the presenter's landscape figure a little tighter, so the English map (two-line
+    headings, 1280x1117 units with the page's spacing) fits a 1280x720 window at 12 px labels, not 11."""
+    return style.font_size * (1.22 if _landscape(style) else 1.4)
+
+
+def _row_pad(style: Style) -> float:
+    """Above and below a row's lines (a row box's inner margin, vertically)."""
+    return 8 if _landscape(style) else CELL_PAD
+
+
 def _col_x(style: Style = DEFAULT_STYLE) -> tuple[float, float, float]:
     """x of the Prefill and Decode cells and their width; folded: the whole width, no heading column."""
     width = _width(style)
@@ -84,7 +99,7 @@ def _live_texts(trace: RequestTrace, table: Table) -> tuple[str, str, str]:
 
 def table_rows(trace: RequestTrace | None, table: Table, style: Style, top: float) -> tuple[TableRow, ...]:
     _, _, col_w = _col_x(style)
-    line_h = style.font_size * 1.4
+    line_h = _line_h(style)
     items = [(key, label(table, f"review_row_{key}"), label(table, f"review_{key}_prefill"),
               label(table, f"review_{key}_decode"), False) for key in ROWS]
     if trace is not None and trace.steps:
@@ -98,7 +113,7 @@ def table_rows(trace: RequestTrace | None, table: Table, style: Style, top: floa
         head = wrap_text(heading, head_room, style.small_size if live else style.font_size)
         head_h = len(head) * line_h if _folded(style) else 0.0
         body = max(len(wrapped[0]), len(wrapped[1]), 0 if _folded(style) else len(head))
-        h = head_h + body * line_h + 2 * CELL_PAD - 6
+        h = head_h + body * line_h + 2 * _row_pad(style) - 6
         rows.append(TableRow(key, head, wrapped, y, h, live, head_h))
         y += h + 6
     return tuple(rows)
@@ -107,19 +122,19 @@ def table_rows(trace: RequestTrace | None, table: Table, style: Style, top: floa
 def _draw_row(dwg, row: TableRow, style: Style) -> None:
     x_pre, x_dec, col_w = _col_x(style)
     group = dwg.g(class_=f"review-row {row.key}")
-    line_h = style.font_size * 1.4
+    line_h, pad = _line_h(style), _row_pad(style)
     size = style.small_size if row.live else style.font_size
     group.add(dwg.rect((PAD, row.y), (_width(style) - 2 * PAD, row.h), rx=8,
                        fill=style.paper if not row.live else style.panel, stroke=style.grid, class_="row-box"))
     for i, line in enumerate(row.heading):
-        group.add(text(dwg, line, PAD + CELL_PAD, row.y + CELL_PAD + size * 0.75 + i * line_h, size=size,
+        group.add(text(dwg, line, PAD + CELL_PAD, row.y + pad + size * 0.75 + i * line_h, size=size,
                        fill=style.ink, weight="bold", class_="row-heading"))
     top = row.y + row.head_h
     for phase, x, lines in (("prefill", x_pre, row.cells[0]), ("decode", x_dec, row.cells[1])):
         cell = dwg.g(class_=f"cell {phase}")
         cell.add(dwg.rect((x, top + 4), (4, row.y + row.h - top - 8), rx=2, fill=style.phase_color(phase)))
         for i, line in enumerate(lines):
-            cell.add(text(dwg, line, x + CELL_PAD, top + CELL_PAD + size * 0.75 + i * line_h, size=size,
+            cell.add(text(dwg, line, x + CELL_PAD, top + pad + size * 0.75 + i * line_h, size=size,
                           fill=style.phase_color(phase) if row.live else style.ink,
                           weight="bold" if row.live else None))
         if row.key == "new":

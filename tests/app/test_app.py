@@ -184,7 +184,7 @@ def test_each_language_has_its_own_running_example():
     assert not is_default_prompt("The capital of Germany is") and not is_default_prompt(None)
 
 
-ALT_NAMES = ("timeline", "blocks", "kv_growth", "latency", "animation", "review_map")
+ALT_NAMES = ("timeline", "ttft_parts", "blocks", "kv_growth", "latency", "animation", "review_map")
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
@@ -205,6 +205,7 @@ def test_every_figure_has_a_text_alternative_with_its_numbers(lang):
     assert format_ms(metrics.tpot_ms) in alts["latency"] and format_ms(metrics.p99_itl_ms) in alts["latency"]
     assert "巴黎" in alts["animation"] and str(sum(s.num_positions for s in trace.steps)) in alts["blocks"]
     assert format_bytes(trace.kv_bytes) in alts["review_map"]
+    assert format_ms(metrics.ttft_ms) in alts["ttft_parts"]  # the engine's TTFT, from the trace alone
     sketch = schematic_alt(12, 5, lang)
     assert all(str(n) in sketch for n in (12, 4, 16)) and "{" not in sketch  # 5 passes, 12 + 4 positions
 

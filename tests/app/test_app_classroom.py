@@ -17,7 +17,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from engine.contract.trace import RequestTrace
-from lesson.alt_text import figure_alt
+from lesson.alt_text import figure_alt, with_run_note
 from lesson.answer import truncate_trace
 from lesson.diagrams.kv_growth import kv_layout
 from lesson.diagrams.latency import latency_layout
@@ -27,6 +27,8 @@ from lesson.runs import (
     HISTORY_LIMIT, REPLAY_PACES, HistoryEntry, compare_table, history_add, keep_pins, replay_position, replay_times_s,
     run_label, shared_extent,
 )
+from lesson.spread import Headline
+from lesson.spread import run_label as shown_run_label
 from lesson.style import DEFAULT_STYLE
 from lesson.text import t, table_for
 from tests.app.apptest import assert_healthy, needs_model, shown_trace, texts
@@ -299,7 +301,8 @@ def test_the_animation_pauses_on_a_chosen_pass(app):
     trace = RequestTrace.from_json(app.session_state["trace_json"])
     assert "<animate" not in still and 'class="caption step-1"' in still
     alts = [img.proto.imgs[0].alt for img in app.get("image")]
-    assert figure_alt("animation", truncate_trace(trace, 2), "zh") in alts
+    run_note = shown_run_label(Headline.from_json(app.session_state["trace_spread"]), "zh")  # which of the repeats
+    assert with_run_note(figure_alt("animation", truncate_trace(trace, 2), "zh"), run_note) in alts
     app.button(key="anim_play_pause").click().run()  # play again: on from pass 2 (3 s in: Prefill's time)
     playing = animation_svg()
     assert not app.session_state["anim_paused"] and "<animate" in playing and 'begin="-3s"' in playing

@@ -5,6 +5,7 @@ cards, the sentences, the step log) is the run lesson.spread's rule chooses, lab
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 import xml.etree.ElementTree as ET
 
@@ -60,14 +61,14 @@ def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkey
 
     monkeypatch.setattr(resources, "stream_runs", fake_stream)
     app.button(key="run").click().run()
-    for name in ("timeline", "latency", "ttft_parts"):
+    for name in NOTED:
         app.toggle(key=f"raw_svg_{name}").set_value(True)
     app.run()
     assert_healthy(app)
     assert app.session_state["trace_json"] == chosen.to_json(indent=None)  # stored: the chosen run itself
     svgs = _svgs(app)
     label = run_label(numbers, "zh")
-    for name in ("timeline", "latency"):  # each figure draws the chosen run and says which it is
+    for name in ("timeline", "latency", "blocks", "kv-growth", "animation"):  # the chosen run, and which it is
         drawn = [float(el.get("data-ms")) for el in svgs[name].iter() if "pass-time" in (el.get("class") or "")
                  or (el.get("class") or "").startswith("bar-pass")]
         words = _texts(svgs[name]).replace("\n", "")  # the notes wrap: their lines joined
@@ -77,6 +78,7 @@ def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkey
             assert fmt_ms(other.prefill.duration_ms) not in rest, name
         if name == "timeline":
             assert drawn == [round(s.duration_ms, 3) for s in chosen.steps]
+    _check_alt_and_chart(app, label)
     assert fmt_ms(chosen.metrics.ttft_ms) in _texts(svgs["latency"])
     # the cards: the chosen run's own values, each saying which run it is
     values = {m.label: m.value for m in app.metric}
@@ -93,6 +95,18 @@ def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkey
     log = texts(app, "markdown")
     assert all(format_ms(s.duration_ms) in log for s in chosen.steps)
     _check_ttft_bar(svgs["ttft-parts"], chosen, label, sent)
+
+
+NOTED = ("timeline", "ttft_parts", "blocks", "kv_growth", "latency", "animation")  # lesson.diagrams.RUN_NOTED
+
+
+def _check_alt_and_chart(app, label: str) -> None:
+    """Each figure's alt text ends with which run it draws, and the plotly latency chart says it too."""
+    alts = [img.proto.imgs[0].alt for img in app.get("image")]
+    assert sum(alt.endswith(label) for alt in alts) == len(NOTED), [a[:30] for a in alts]  # the others: no run
+    chart = next(c for c in app.get("plotly_chart"))
+    subtitle = json.loads(chart.proto.spec)["layout"]["title"]["subtitle"]["text"]
+    assert subtitle.replace("<br>", "") == label  # the title's subtitle, wrapped
 
 
 def _check_ttft_bar(bar: ET.Element, chosen: RequestTrace, label: str, sent: float) -> None:

@@ -61,6 +61,21 @@ def test_a_link_carries_the_presenter_view_and_its_figure(fresh):
 
 
 @needs_model
+def test_the_presenters_link_carries_the_step_it_shows(fresh):
+    """The sidebar's link was drawn after the page, once per whole run: a step (the presenter's fragment
+    redraws itself alone) left it on the step of the page's last whole run. The fragment draws it now."""
+    at = _open(fresh, {"lang": "en", "class": "1", "pres": "1", "out": "4", "eos": "1"})
+    assert_healthy(at)
+    assert _link(at)["step"] == "1"  # one link box in the sidebar (_link), at the step shown
+    for step in (2, 3):
+        at.button(key="pres_next").click().run()
+        assert_healthy(at)
+        assert at.session_state["class_step"] == step and _link(at)["step"] == str(step)
+    at.toggle(key="presenter").set_value(False).run()  # the page's own link box again, after the page
+    assert _link(at)["step"] == str(at.session_state["class_step"]) and "pres" not in _link(at)
+
+
+@needs_model
 def test_the_language_stays_in_the_address_bar_and_a_reload_reads_it(fresh):
     at = fresh().run()
     assert at.query_params == {"lang": "zh"}
@@ -141,10 +156,10 @@ def test_the_engine_modes_bar_names_the_mode_that_runs():
 def _starting_page():
     import streamlit as st
 
-    from app_support import frame
+    from app_support import starting
 
     st.session_state.setdefault("lang", "zh")
-    frame.starting_note()  # app.py clears it once the engine worker has answered
+    starting.starting_note()  # app.py clears it once the header is drawn
 
 
 def test_a_sessions_first_run_says_the_model_is_loading_before_the_worker_is_asked():

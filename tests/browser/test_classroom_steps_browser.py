@@ -3,7 +3,8 @@
 - The presenter view's animation stands on the pass its controls name (it looped from Prefill whatever
   the step: "第 3 / 3 次前向" over a figure showing only Prefill).
 - After a click on a figure in the sidebar's list, ← steps back a pass (it chose the figure above).
-- The link to this view carries the presenter view and its figure.
+- The link to this view carries the presenter view, its figure and the step shown (a step redraws the view alone).
+- The review map's labels are drawn at 12 px or more in the presenter view, zh and en.
 - Without the presenter view, the timeline is on screen while stepping, its top at the window's top
   (it started at y≈498: only its first pass was visible).
 
@@ -59,12 +60,48 @@ def test_the_presenter_views_animation_follows_the_step_and_the_keys_keep_their_
         svg = page.evaluate(FIGURE_SVG)
         assert "lesson-diagram animation" in svg and 'class="caption step-1"' in svg  # the pass the header names
         page.screenshot(path=str(ARTIFACTS / f"presenter_animation_{width}x{height}.png"))
-        page.locator("[data-testid=stSidebar] [data-testid=stExpander] summary", has_text="链接").click()
-        page.wait_for_timeout(500)
-        link = page.locator("[data-testid=stSidebar] [data-testid=stCode]").last.inner_text().strip()
-        query = dict(parse_qsl(urlsplit(link).query))
-        # (its step is the one of the page's last whole run: a step redraws the presenter's fragment alone)
+        query = sidebar_link(page)
         assert query["pres"] == "1" and query["fig"] == "4" and query["class"] == "1", query
+        # the step shown: End and ← redrew the presenter's fragment alone, and the link said the step of the
+        # page's last whole run (the click on the list, at pass 1) until the fragment drew the link itself
+        assert query["step"] == "2", query
+        press(page, "ArrowRight", PRESENTER_POSITION, "第 3 / 3")
+        assert sidebar_link(page)["step"] == "3"
+    finally:
+        page.context.close()
+
+
+def sidebar_link(page) -> dict:
+    """The query of the sidebar's "link to this view" (its box opened if a redraw closed it)."""
+    box = page.locator("[data-testid=stSidebar] [data-testid=stExpander]", has_text="链接")
+    if not box.locator("[data-testid=stCode]").is_visible():
+        box.locator("summary").click()
+        page.wait_for_timeout(500)
+    return dict(parse_qsl(urlsplit(box.locator("[data-testid=stCode]").last.inner_text().strip()).query))
+
+
+# The presenter's figure as drawn: its smallest label's font size x the image's width on screen / its viewBox's
+REVIEW_LABEL_PX = """async () => { const img = document.querySelector('.st-key-presenter-figure img');
+  const doc = new DOMParser().parseFromString(await (await fetch(img.src)).text(), 'image/svg+xml');
+  const sizes = [...doc.querySelectorAll('text')].map(t => parseFloat(t.getAttribute('font-size')));
+  const r = img.getBoundingClientRect(), box = doc.documentElement.getAttribute('viewBox').split(/\\s+/);
+  return {px: Math.min(...sizes) * r.width / parseFloat(box[2]), width: r.width, height: r.height,
+          review: doc.documentElement.getAttribute('class')}; }"""
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("width,height", PROJECTORS)
+def test_the_presenters_review_map_labels_are_drawn_at_12_px_or_more(browser, server_url, lang, width, height):
+    """The English map's two-line headings made it 1280x1117 units: drawn 676 px wide at 1280x720, labels
+    11.1 px (zh 13.4 px). A link opens the presenter view on it (fig 5: the review map)."""
+    page = open_page(browser, f"{server_url}/?lang={lang}&eos=1&out=3&class=1&pres=1&fig=5", width, height)
+    try:
+        page.wait_for_function(f"() => document.querySelector('.st-key-presenter-figure img') && ({IDLE})()",
+                               timeout=120_000)
+        drawn = page.evaluate(REVIEW_LABEL_PX)
+        (ARTIFACTS / f"presenter_review_{lang}_{width}x{height}.txt").write_text(f"{drawn}\n", encoding="utf-8")
+        assert "review-map" in drawn["review"], drawn
+        assert drawn["px"] >= 12.0, drawn
     finally:
         page.context.close()
 

@@ -17,8 +17,9 @@ import pytest
 from lesson.contrast import (
     AA_LARGE, AA_NORMAL, contrast_ratio, failing_labels, is_large, parse_color, required_ratio, text_contrasts,
 )
-from lesson.diagrams import DIAGRAMS, render_attention, render_blocks_schematic, render_cache_compare
+from lesson.diagrams import DIAGRAMS, RUN_NOTED, render_attention, render_blocks_schematic, render_cache_compare
 from lesson.layout import text_width
+from lesson.spread import headline, run_label
 from lesson.style import CLASSROOM_MIN_FONT, CLASSROOM_WIDTH, DEFAULT_STYLE, classroom_style
 from tests.factories import (
     MODE_FLOORS, SLIDING_MODEL, client_run, fake_attention, fake_comparison, make_floors, make_long_trace,
@@ -44,6 +45,10 @@ def _figures():
     for tname, trace in _traces().items():
         for name, render in DIAGRAMS.items():
             cases.append((f"{name}-{tname}", lambda lang, style, r=render, t=trace: r(t, lang=lang, style=style)))
+    noted = _traces()["lesson"]
+    for name in RUN_NOTED:  # "median run 3 of 5 (...)": one more note, in the page's language
+        cases.append((f"{name}-noted", lambda lang, style, r=DIAGRAMS[name], t=noted: r(
+            t, lang=lang, style=style, run_note=run_label(headline([t, t, t], shown=2), lang))))
     cases += [
         ("blocks_schematic-small", lambda lang, style: render_blocks_schematic(6, 3, lang=lang, style=style)),
         ("blocks_schematic-big", lambda lang, style: render_blocks_schematic(1024, 128, lang=lang, style=style)),

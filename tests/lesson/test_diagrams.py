@@ -51,7 +51,8 @@ def test_every_diagram_is_a_standalone_svg(name, lang, trace):
 def test_labels_follow_the_language(name, trace):
     zh, en = all_text(parse(DIAGRAMS[name](trace, lang="zh"))), all_text(parse(DIAGRAMS[name](trace, lang="en")))
     zh_title = {"timeline": "timeline_title", "blocks": "blocks_title", "kv_growth": "kv_title",
-                "latency": "lat_title", "review_map": "review_title", "animation": "anim_title"}[name]
+                "latency": "lat_title", "review_map": "review_title", "animation": "anim_title",
+                "ttft_parts": "ttft_parts_title"}[name]
     assert TEXTS["zh"][zh_title] in zh and TEXTS["en"][zh_title] in en
     assert TEXTS["en"][zh_title] not in zh
 
@@ -358,6 +359,7 @@ SNAPSHOT_CASES = {
     "timeline_classroom_zh": lambda t: render_timeline(t, lang="zh", style=classroom_style()),
     "latency_classroom_en": lambda t: render_latency(t, lang="en", style=classroom_style()),
     "review_map_classroom_zh": lambda t: render_review_map(t, lang="zh", style=classroom_style()),
+    "ttft_parts_en": lambda t: DIAGRAMS["ttft_parts"](t, lang="en"),
 }
 
 

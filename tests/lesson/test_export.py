@@ -44,6 +44,22 @@ def test_trace_export_writes_every_diagram_and_the_trace(tmp_path, monkeypatch, 
     assert len(capsys.readouterr().out.splitlines()) == len(names)
 
 
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_trace_export_writes_ttfts_parts_and_says_it_has_only_the_engines(tmp_path, monkeypatch, lang):
+    """The TTFT bar was drawn by the page alone: the export and the slide kit (lesson.diagrams.DIAGRAMS) left it
+    out. A trace alone has the engine's parts (tokenize .. choosing the first token); the figure says so."""
+    from lesson.text import label, table_for
+    from tests.svg import all_text
+
+    monkeypatch.setattr(export, "run_engine", lambda prompt, n, model: make_trace())
+    assert export.main(["--out", str(tmp_path), "--lang", lang]) == 0
+    path = tmp_path / "ttft_parts.svg"
+    _assert_standalone_svg(path)
+    words = all_text(ET.fromstring(path.read_bytes()))
+    assert label(table_for(lang), "ttft_parts_only_engine_trace") in words
+    assert label(table_for(lang), "ttft_part_queue") not in words  # no visitor's part without the page
+
+
 @pytest.mark.parametrize("argv", [
     [],
     ["--out", "o", "--lang", "fr"],

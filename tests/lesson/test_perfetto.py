@@ -18,6 +18,7 @@ from lesson.perfetto import (
     REQUESTS_PID, SERVER_PID, WORKERS_PID, check_trace_events, request_trace_events, serving_run_events,
     to_perfetto_json,
 )
+from lesson.svgtext import fmt_ms
 from tests.factories import DEFAULT_MODEL_INFO, make_record, make_trace
 
 
@@ -38,9 +39,13 @@ def _assert_nested(doc):
         if e["ph"] == "X":
             by_thread[(e["pid"], e["tid"])].append((e["ts"], e["ts"] + e["dur"]))
     for spans in by_thread.values():
-        spans.sort()
-        for (a0, a1), (b0, b1) in zip(spans, spans[1:]):
-            assert b0 >= a1 - 1e-6 or b1 <= a1 + 1e-6, (a0, a1, b0, b1)
+        spans.sort(key=lambda span: (span[0], -span[1]))  # a parent before the children it starts with
+        stack: list[float] = []  # the ends of the slices open here
+        for start, end in spans:
+            while stack and start >= stack[-1] - 1e-6:
+                stack.pop()
+            assert not stack or end <= stack[-1] + 1e-6, (start, end, stack)  # inside its parent, or after it
+            stack.append(end)
 
 
 def test_single_request_trace_has_every_required_field_and_its_own_times():
@@ -48,7 +53,8 @@ def test_single_request_trace_has_every_required_field_and_its_own_times():
     doc = json.loads(to_perfetto_json(trace))
     assert check_trace_events(doc) == []
     assert doc["displayTimeUnit"] == "ms"
-    assert _names(doc, REQUESTS_PID) == {1: "request r0"} and _names(doc, WORKERS_PID) == {1: "engine"}
+    assert _names(doc, REQUESTS_PID) == {1: "request r0", 2: "TTFT, part by part"}
+    assert _names(doc, WORKERS_PID) == {1: "engine"}
     req = [e for e in _slices(doc, REQUESTS_PID, 1) if e["name"] != "tokenize"]
     assert [e["name"] for e in req] == ["Prefill", "Decode 1", "Decode 2"]
     for event, step in zip(req, trace.steps):  # microseconds = the trace's milliseconds x 1000
@@ -195,3 +201,71 @@ def test_export_cli_writes_the_perfetto_file(tmp_path):
     steps = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == REQUESTS_PID
              and e["name"].startswith(("Prefill", "Decode"))]
     assert [e["dur"] for e in steps] == pytest.approx([(s["end_ms"] - s["start_ms"]) * 1000 for s in trace["steps"]])
+
+
+# --- TTFT, part by part ------------------------------------------------------------------------------
+
+def _ttft_track(doc):
+    names = _names(doc, REQUESTS_PID)
+    tid = next(tid for tid, name in names.items() if name == "TTFT, part by part")
+    return sorted(_slices(doc, REQUESTS_PID, tid), key=lambda e: (e["ts"], -e["dur"]))
+
+
+def _timed_trace():
+    """Tokenizing 0.3 ms, 0.7 ms inside the engine, then Prefill (its first token chosen in its last 0.4 ms)."""
+    trace = make_trace()
+    steps = tuple(dataclasses.replace(s, start_ms=s.start_ms + 0.7, end_ms=s.end_ms + 0.7) for s in trace.steps)
+    return dataclasses.replace(trace, steps=steps, first_token_choice_ms=0.4, started_at_s=1_764_000_000.0)
+
+
+def test_a_request_has_a_ttft_track_with_the_engines_parts_as_the_ttft_bar_draws_them():
+    """The TTFT bar's parts were in no export: Perfetto showed the passes, not what TTFT is made of."""
+    from lesson.diagrams.ttft_parts import ttft_parts
+
+    trace = _timed_trace()
+    doc = json.loads(to_perfetto_json(trace))
+    assert check_trace_events(doc) == [] and _assert_nested(doc) is None
+    track = _ttft_track(doc)
+    total, parts = track[0], track[1:]
+    assert total["name"] == f"TTFT as the engine measured it: {fmt_ms(trace.metrics.ttft_ms)}"
+    assert [e["args"]["part"] for e in parts] == ["tokenize", "engine", "prefill", "choice"]
+    assert all(e["args"]["measured_by"] == "engine" for e in parts)
+    expected = ttft_parts(trace)  # the bar's own numbers
+    for event in parts:
+        assert event["dur"] == pytest.approx(expected.part_ms(event["args"]["part"]) * 1000, abs=0.01)
+    assert parts[0]["ts"] == 0 and total["dur"] == pytest.approx(trace.metrics.ttft_ms * 1000, abs=0.01)
+    for a, b in zip(parts, parts[1:]):  # end to end, in the order the time passed
+        assert b["ts"] == pytest.approx(a["ts"] + a["dur"], abs=0.01)
+    prefill = next(e for e in _slices(doc, REQUESTS_PID, 1) if e["name"] == "Prefill")
+    choice = parts[-1]
+    assert choice["ts"] + choice["dur"] == pytest.approx(prefill["ts"] + prefill["dur"], abs=0.01)  # one clock
+    assert doc["otherData"]["time_origin"].startswith("the request's start")
+
+
+def test_with_the_pages_times_the_track_has_the_visitors_parts_and_time_starts_at_the_send():
+    from lesson.diagrams.ttft_parts import FeltTimes
+
+    trace = _timed_trace()
+    start, token_s = trace.started_at_s, trace.started_at_s + trace.prefill.end_ms / 1e3
+    felt = FeltTimes(start - 0.120, token_s + 0.004, token_s + 0.013, start, trace.prefill.end_ms)
+    doc = json.loads(to_perfetto_json(trace, felt=felt))
+    assert check_trace_events(doc) == [] and _assert_nested(doc) is None
+    track = _ttft_track(doc)
+    felt_total = track[0]
+    engine_total = next(e for e in track if e["name"].startswith("TTFT as the engine measured it"))
+    assert felt_total["name"].startswith("TTFT as the visitor felt it") and felt_total["ts"] == 0
+    assert all(not str(e["ts"]).startswith("-") for e in doc["traceEvents"])  # nothing before the send, no -0.0
+    assert felt_total["dur"] == pytest.approx((120 + trace.metrics.ttft_ms + 13) * 1000, abs=1)
+    parts = [e for e in track if "args" in e]
+    assert [e["args"]["part"] for e in parts] == ["queue", "tokenize", "engine", "prefill", "choice", "trip", "page"]
+    assert [e["args"]["measured_by"] for e in parts] == ["page"] + ["engine"] * 4 + ["page"] * 2
+    assert parts[1]["ts"] == pytest.approx(120_000, abs=1) == engine_total["ts"]  # the engine's clock after the queue
+    first_pass = next(e for e in _slices(doc, REQUESTS_PID, 1) if e["name"] == "Prefill")
+    assert first_pass["ts"] == pytest.approx((120 + trace.prefill.start_ms) * 1000, abs=1)  # every event moved
+    assert doc["otherData"]["time_origin"].startswith("the page's send")
+
+
+def test_a_trace_without_a_pass_has_no_ttft_track():
+    trace = dataclasses.replace(make_trace(), steps=())
+    doc = json.loads(to_perfetto_json(trace))
+    assert check_trace_events(doc) == [] and "TTFT, part by part" not in _names(doc, REQUESTS_PID).values()
