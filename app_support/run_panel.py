@@ -38,7 +38,7 @@ from lesson.text import t
 
 from . import frame, resources, stepping
 from .resources import parsed_trace
-from .ui import error_boundary
+from .ui import error_boundary, shown_spread
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -410,13 +410,24 @@ def _data_downloads(lang: str, trace: RequestTrace, stamp: str) -> None:
     stem = download_stem(trace, stamp)
     if st.session_state.trace_recorded:  # the file names say it too
         stem = recorded_stem(stem, trace.provenance)
+    felt = felt_for(trace)
     left, right = st.columns(2)
     left.download_button(t(lang, "download_json"), data=trace.to_json, file_name=f"{stem}_trace.json",
                          mime="application/json", key="download_json", on_click="ignore",
                          icon=":material/download:")
     right.download_button(t(lang, "download_csv"), data=lambda: trace_csv(trace), file_name=f"{stem}_steps.csv",
                           mime="text/csv", key="download_csv", on_click="ignore", icon=":material/download:")
-    st.download_button(t(lang, "download_perfetto"), data=lambda: to_perfetto_json(trace),
+    st.download_button(t(lang, "download_perfetto"), data=lambda: to_perfetto_json(trace, felt=felt),
                        file_name=f"{stem}.perfetto.json",
                        mime="application/json", key="download_perfetto", on_click="ignore",
                        icon=":material/download:", help=t(lang, "download_perfetto_help"))
+
+
+def felt_for(trace: RequestTrace) -> FeltTimes | None:
+    """The page's own times around the first token (FeltTimes), for `trace`'s files: only for a run measured for
+    this visitor now whose drawn repeat is run 1, the one the page timed (else the files hold the engine's)."""
+    ss = st.session_state
+    if not ss.get("trace_felt") or ss.trace_recorded or ss.trace_is_default:  # `trace` is the stored run
+        return None
+    numbers = shown_spread(trace)
+    return None if numbers is not None and numbers.shown else FeltTimes.from_json(ss.trace_felt)

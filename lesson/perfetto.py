@@ -15,7 +15,8 @@ key); metadata (ph "M") names processes and threads (`process_name`, `thread_nam
 `*_sort_index`); instants (ph "i") mark a moment, `s` = "t" for their thread.
 
 Layout (what a student sees in Perfetto):
-    process 1 "requests"  one request: its track, and "TTFT, part by part" (the TTFT bar's parts as slices,
+    process 1 "requests"  one request: its track (tokenize, the prefix cache's look-up when it was on, the
+                          passes), and "TTFT, part by part" (the TTFT bar's parts as slices,
                           lesson.diagrams.ttft_parts: tokenizing, waiting inside the engine, the Prefill
                           pass's forward computation, choosing the first token, under "TTFT as the engine
                           measured it"; with the page's felt times also the engine worker's queue before
@@ -36,6 +37,7 @@ slices come from the trace (token pieces, request ids) as JSON strings, never as
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -102,6 +104,7 @@ def request_trace_events(trace: RequestTrace, felt: FeltTimes | None = None) -> 
     ]
     if trace.tokenize_ms > 0:
         events.append(_slice(REQUESTS_PID, 1, "tokenize", 0.0, trace.tokenize_ms, "host"))
+    events += _prefix_lookup(trace)
     events.append(_counter(WORKERS_PID, "batch size", 0.0, {"engine": 0}))
     events.append(_counter(WORKERS_PID, "KV bytes", 0.0, {"engine": 0}))
     for step in trace.steps:
@@ -130,6 +133,18 @@ def request_trace_events(trace: RequestTrace, felt: FeltTimes | None = None) -> 
         other["time_origin"] = "the page's send of the request (the request's own clock starts after the queue)"
         other["visitor_parts"] = "measured by the page on the run it streamed (run 1 of its repeats)"
     return _document(events, other)
+
+
+def _prefix_lookup(trace: RequestTrace) -> list[dict[str, Any]]:
+    """The lesson engine's prefix-cache look-up (trace.prefix), right after tokenizing, where it ran: how many
+    prompt positions it read and why not more; nothing when the cache was off."""
+    p = trace.prefix
+    if p is None:
+        return []
+    end = min(trace.tokenize_ms + p.lookup_ms, trace.prefill.start_ms if trace.prefill else math.inf)
+    return [_slice(REQUESTS_PID, 1, "prefix-cache look-up", trace.tokenize_ms, end, "lookup",
+                   {"cached_tokens": p.num_cached_tokens, "computed_tokens": p.num_computed_tokens,
+                    "prompt_tokens": p.num_tokens, "miss": p.miss or "none"})]
 
 
 TTFT_TID = 2  # the request's second track: TTFT, part by part

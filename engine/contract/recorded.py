@@ -43,7 +43,7 @@ KINDS = ("trace", "serving_run", "sweep", "cache_comparison")
 # The figures each kind is drawn by (names of lesson.diagrams.DIAGRAMS for a trace; the serving lab's
 # figures and its metric table; the sweep figure; cache on vs off). A gallery index lists them per run.
 FIGURES = {
-    "trace": ("timeline", "blocks", "kv_growth", "latency", "review_map", "animation"),
+    "trace": ("timeline", "blocks", "kv_growth", "latency", "review_map", "animation", "ttft_parts"),
     "serving_run": ("gantt", "batch", "kv", "metrics"),
     "sweep": ("sweep",),
     "cache_comparison": ("cache_compare",),

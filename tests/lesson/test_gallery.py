@@ -32,11 +32,9 @@ def test_every_file_of_a_gallery_folder_is_in_its_index():
 
 
 def test_a_trace_is_drawn_by_every_lesson_figure():
-    """Every figure a gallery index names for a trace is a lesson figure; the TTFT bar joined the lesson's
-    figures later (lesson.diagrams.DIAGRAMS) and is not in engine.contract.recorded.FIGURES yet (the
-    engine's list, which `python -m engine record` writes into the indexes): the page draws it anyway."""
-    assert set(FIGURES["trace"]) <= set(DIAGRAMS)
-    assert set(DIAGRAMS) - set(FIGURES["trace"]) <= {"ttft_parts"}
+    """The figures a gallery index names for a trace (engine.contract.recorded.FIGURES, which `python -m
+    engine record` writes into the indexes) are exactly the lesson's (lesson.diagrams.DIAGRAMS)."""
+    assert set(FIGURES["trace"]) == set(DIAGRAMS)
 
 
 @pytest.mark.parametrize("entry", ENTRIES, ids=lambda e: f"{e.folder.name}/{e.name}")

@@ -198,8 +198,8 @@ def test_export_cli_writes_the_perfetto_file(tmp_path):
     doc = json.loads((tmp_path / "trace.perfetto.json").read_text(encoding="utf-8"))
     assert check_trace_events(doc) == []
     trace = json.loads((tmp_path / "trace.json").read_text(encoding="utf-8"))
-    steps = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == REQUESTS_PID
-             and e["name"].startswith(("Prefill", "Decode"))]
+    steps = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == REQUESTS_PID and e["tid"] == 1
+             and e["name"].startswith(("Prefill", "Decode"))]  # the request's track (tid 2: TTFT's parts)
     assert [e["dur"] for e in steps] == pytest.approx([(s["end_ms"] - s["start_ms"]) * 1000 for s in trace["steps"]])
 
 

@@ -103,3 +103,16 @@ def test_the_blocks_alt_text_counts_what_prefill_computed(lang):
     words = figure_alt("blocks", with_prefix(num_cached_tokens=3, source_started_at_s=1_000_000.0), lang)
     assert t(lang, "alt_blocks_reused", last=2) in words
     assert t(lang, "alt_blocks_reused", last=2) not in figure_alt("blocks", BASE, lang)
+
+
+def test_the_perfetto_file_has_the_look_up_after_tokenizing():
+    import json
+
+    from lesson.perfetto import to_perfetto_json
+
+    trace = with_prefix(num_cached_tokens=3, source_started_at_s=1_000_000.0, lookup_ms=0.1)
+    events = json.loads(to_perfetto_json(trace))["traceEvents"]
+    (lookup,) = [e for e in events if e.get("name") == "prefix-cache look-up"]
+    assert lookup["args"] == {"cached_tokens": 3, "computed_tokens": 1, "prompt_tokens": 4, "miss": "none"}
+    assert lookup["ts"] == trace.tokenize_ms * 1000 and lookup["ts"] + lookup["dur"] <= trace.prefill.start_ms * 1000
+    assert not [e for e in json.loads(to_perfetto_json(BASE))["traceEvents"] if e.get("name") == "prefix-cache look-up"]
