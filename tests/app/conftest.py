@@ -23,7 +23,7 @@ from engine.runtime.model import DEFAULT_MODEL_DIR
 from engine.runtime.worker.jobs import MEASURED
 from engine.runtime.worker.models import WorkerSettings
 from engine.runtime.worker.server import start_in_thread
-from tests.app.apptest import APP, fresh_settings  # noqa: F401  (a fixture, asked for below)
+from tests.app.apptest import APP, fresh_settings, scan_components_once  # noqa: F401  (a fixture, asked for below)
 from tests.factories import Gate, build_bos_tokenizer
 
 
@@ -33,6 +33,9 @@ def link_or_copy(src: str, dst: str) -> None:
         os.link(src, dst)
     except OSError:  # another file system
         shutil.copy2(src, dst)
+
+
+scan_components_once()  # every AppTest run of this folder would scan the installed packages again
 
 
 @pytest.fixture(scope="session")
