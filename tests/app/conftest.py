@@ -89,6 +89,13 @@ def use_thread_engine(monkeypatch, thread_engine):
 
 
 @pytest.fixture(autouse=True)
+def one_models_folder(monkeypatch, served_models):
+    """Every page of this folder on the session's models folder unless a test sets its own, so the pages
+    that need no settings of their own share one local engine worker (a worker per models folder)."""
+    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(served_models))
+
+
+@pytest.fixture(autouse=True)
 def settings_read_afresh(request):
     """Every app test reads the server's settings afresh, and forgets them after (apptest.fresh_settings)."""
     request.getfixturevalue("fresh_settings")
