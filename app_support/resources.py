@@ -82,11 +82,11 @@ def worker_key(settings: ServerSettings) -> tuple:
             str(settings.models_dir or ""), settings.presets, settings.device, settings.dtype, engine.num_threads)
 
 
-@st.cache_resource(show_spinner=False, max_entries=4, on_release=EngineClient.close)
+@st.cache_resource(show_spinner=False, max_entries=8, on_release=EngineClient.close)
 def engine_client(key: tuple) -> EngineClient:
     """The process's client (for `key`: worker_key): a remote worker's, or a local worker's, started on the
     first call and stopped when the app exits (or when this entry is released). A server reads its settings
-    once, so it holds one; up to 4 are kept so that a test process, whose tests change the settings, does
+    once, so it holds one; up to 8 are kept so that a test process, whose tests change the settings, does
     not stop and start again the workers its other tests share (each start: torch's imports and a model)."""
     log.info("engine worker: %s", key[0] or "local (started by the app)")
     return EngineClient.from_env(heartbeat_s=HEARTBEAT_S)

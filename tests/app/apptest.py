@@ -1,8 +1,10 @@
 """Helpers for driving the app through Streamlit's AppTest: the script paths, the skip mark for
-tests that need the embedded default model, and readers of what a run put on the page."""
+tests that need the embedded default model, readers of what a run put on the page, and the scan of
+installed components done once per test process (`scan_components_once`)."""
 
 from __future__ import annotations
 
+import functools
 import json
 
 import pytest
@@ -57,3 +59,14 @@ def serving_lab_page(monkeypatch, env: dict[str, str]):
     at.run()
     at.switch_page(SERVING_LAB).run()
     yield at
+
+
+def scan_components_once() -> None:
+    """Every AppTest run asks Streamlit to scan the installed packages for components (their metadata
+    parsed, about 0.5 CPU-s a time here, more than most pages cost to draw); the packages do not change
+    during a test session, so the first scan's answer is kept for the rest. Idempotent."""
+    from streamlit.components.v2 import manifest_scanner
+
+    scan = manifest_scanner.scan_component_manifests
+    if not hasattr(scan, "cache_info"):
+        manifest_scanner.scan_component_manifests = functools.lru_cache(maxsize=1)(scan)

@@ -3,18 +3,28 @@
 Modules that need other server settings define their own `app` fixture, which takes the place
 of this one in that module. The pages run no model here: the app starts a local engine worker (a
 child process) on its first call, one per worker setting (app_support.resources.worker_key), and
-every forward pass runs there."""
+every forward pass runs there. Tests that need a worker of other settings (presets off, a tokenizer
+with a BOS, a runner held by a gate) share `thread_engine`, served from this process's threads: no
+second child process importing torch."""
 
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
+from types import SimpleNamespace
 
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from engine.contract.worker.client import EngineClient
+from engine.contract.worker.protocol import ModelRef, format_address
 from engine.runtime.model import DEFAULT_MODEL_DIR
-from tests.app.apptest import APP, fresh_settings  # noqa: F401  (a fixture, asked for below)
+from engine.runtime.worker.jobs import MEASURED
+from engine.runtime.worker.models import WorkerSettings
+from engine.runtime.worker.server import start_in_thread
+from tests.app.apptest import APP, fresh_settings, scan_components_once  # noqa: F401  (a fixture, asked for below)
+from tests.factories import Gate, build_bos_tokenizer
 
 
 def link_or_copy(src: str, dst: str) -> None:
@@ -23,6 +33,9 @@ def link_or_copy(src: str, dst: str) -> None:
         os.link(src, dst)
     except OSError:  # another file system
         shutil.copy2(src, dst)
+
+
+scan_components_once()  # every AppTest run of this folder would scan the installed packages again
 
 
 @pytest.fixture(scope="session")
@@ -40,6 +53,46 @@ def served_models(tmp_path_factory):
     (models / "broken_weights" / "config.json").write_text("{not json")
     (models / "broken_weights" / "model.safetensors").write_bytes(b"\0" * 16)
     return models
+
+
+@pytest.fixture(scope="session")
+def thread_engine(tmp_path_factory, tiny_model_dirs):
+    """One engine worker served from this process's threads for the whole session, which a page reaches
+    as a remote worker (`use_thread_engine`): presets off, prompts up to 64 tokens, a models folder
+    holding `llama_bos` (a tiny Llama whose tokenizer adds a BOS), and a `gate` method that holds its
+    runner until a test opens it (tests.factories.Gate); the default model loaded first (a light call,
+    such as the page's token preview, must not wait behind the gate)."""
+    models = tmp_path_factory.mktemp("thread_engine") / "models"
+    folder = models / "llama_bos"
+    folder.mkdir(parents=True)
+    for name in ("config.json", "generation_config.json", "model.safetensors"):
+        shutil.copy(tiny_model_dirs["llama"] / name, folder / name)
+    build_bos_tokenizer(folder)
+    key, gate = secrets.token_hex(16), Gate()
+    running = start_in_thread(key.encode(), WorkerSettings(models_dir=models, presets=False, max_prompt_tokens=64),
+                              measured={**MEASURED, "gate": gate})
+    client = EngineClient(running.address, key.encode())
+    client.load(ModelRef("default", "auto", "auto"))
+    yield SimpleNamespace(worker=running.worker, address=format_address(running.address), key=key, gate=gate,
+                          client=client, models=models)
+    gate.opened.set()
+    running.close()
+
+
+@pytest.fixture
+def use_thread_engine(monkeypatch, thread_engine):
+    """The page's engine is `thread_engine` (PREFILL_DECODE_ENGINE and its token; presets off for the page too)."""
+    monkeypatch.setenv("PREFILL_DECODE_ENGINE", thread_engine.address)
+    monkeypatch.setenv("PREFILL_DECODE_ENGINE_TOKEN", thread_engine.key)
+    monkeypatch.setenv("PREFILL_DECODE_PRESETS", "0")
+    return thread_engine
+
+
+@pytest.fixture(autouse=True)
+def one_models_folder(monkeypatch, served_models):
+    """Every page of this folder on the session's models folder unless a test sets its own, so the pages
+    that need no settings of their own share one local engine worker (a worker per models folder)."""
+    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(served_models))
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from pathlib import Path
 
 import pytest
@@ -349,7 +348,7 @@ def test_the_example_follows_the_language_unless_the_visitor_typed_one(app):
 
 
 @needs_model
-def test_a_page_opened_in_english_starts_from_the_english_example():
+def test_a_page_opened_in_english_starts_from_the_english_example(served_settings):
     at = AppTest.from_file(APP, default_timeout=180)
     at.session_state["lang"] = "en"
     at.run()
@@ -591,15 +590,12 @@ def test_a_second_listed_model_can_be_picked(app):
     assert shown_trace(app)["model"]["model_id"] == "copy_of_default"
 
 
-def test_the_token_preview_shows_a_bos_and_counts_it(monkeypatch, tmp_path, tiny_model_dirs):
+def test_the_token_preview_shows_a_bos_and_counts_it(use_thread_engine):
     """A models-folder checkpoint whose tokenizer adds a BOS (Llama, Gemma): the preview's split starts
-    with it, and "extend to N tokens" means N tokens as the model gets them, BOS included."""
-    folder = tmp_path / "models" / "llama_bos"
-    folder.mkdir(parents=True)
-    for name in ("config.json", "generation_config.json", "model.safetensors"):
-        shutil.copy(tiny_model_dirs["llama"] / name, folder / name)
+    with it, and "extend to N tokens" means N tokens as the model gets them, BOS included. The
+    session's worker in this process's threads holds it (conftest.thread_engine: `llama_bos`)."""
+    folder = use_thread_engine.models / "llama_bos"
     words = len(build_bos_tokenizer(folder).encode("The capital of France is", add_special_tokens=False))
-    monkeypatch.setenv("PREFILL_DECODE_MODELS_DIR", str(tmp_path / "models"))  # its own worker, released after
     _, pieces, natural = resources.prompt_preview("llama_bos", "cpu", "float32", "The capital of France is", 0)
     assert pieces[0] == "<s>" and natural == len(pieces) == words + 1
     effective, pieces, _ = resources.prompt_preview("llama_bos", "cpu", "float32", "The capital of France is", 40)

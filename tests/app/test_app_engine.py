@@ -16,7 +16,6 @@ do not depend on the machine's speed.
 from __future__ import annotations
 
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -33,16 +32,13 @@ from app_support import frame, resources
 from engine.contract.config import settings_from_env
 from engine.contract.results import GenerationConfig
 from engine.contract.serving.workloads import questions
-from engine.contract.worker.client import Done, EngineClient, Queued, Started, Waiting
+from engine.contract.worker.client import Done, Queued, Started, Waiting
 from engine.contract.worker.errors import WorkerAuthError, WorkerRestarted
-from engine.contract.worker.protocol import ModelRef, format_address
-from engine.runtime.worker.jobs import MEASURED
-from engine.runtime.worker.models import WorkerSettings
-from engine.runtime.worker.server import start_in_thread
+from engine.contract.worker.protocol import ModelRef
 from lesson.messages import error_message
 from lesson.text import t
 from tests.app.apptest import APP, assert_healthy, needs_model, shown_trace, texts
-from tests.factories import ROOT, Gate
+from tests.factories import ROOT
 
 WAIT_S = 120.0  # generous: a loaded 2-core machine; every wait ends as soon as its condition holds
 PAGE_MODEL = ModelRef("default", "auto", "auto")  # what the page names the default model by (device, dtype: auto)
@@ -55,20 +51,12 @@ def wait_for(condition, timeout_s: float = WAIT_S) -> None:
         time.sleep(0.005)
 
 
-@pytest.fixture(scope="module")
-def held_engine():
-    """A worker served from this process's threads, with a gate method; the default model loaded first
-    (a light call, such as the page's token preview, must not wait behind the gate)."""
-    key = secrets.token_hex(16)
-    gate = Gate()
-    running = start_in_thread(key.encode(), WorkerSettings(presets=False, max_prompt_tokens=64),
-                              measured={**MEASURED, "gate": gate})
-    client = EngineClient(running.address, key.encode())
-    client.load(PAGE_MODEL)
-    yield SimpleNamespace(worker=running.worker, address=format_address(running.address), key=key, gate=gate,
-                          client=client)
-    gate.opened.set()
-    running.close()
+@pytest.fixture
+def held_engine(thread_engine):
+    """The session's worker in this process's threads (conftest.thread_engine), its gate closed."""
+    thread_engine.gate.reset()
+    yield thread_engine
+    thread_engine.gate.opened.set()  # never leave the runner held for the next test
 
 
 @pytest.fixture

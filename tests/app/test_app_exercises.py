@@ -13,10 +13,10 @@ EXERCISES_PAGE = "app_pages/exercises.py"
 
 
 @pytest.fixture
-def page(monkeypatch):
+def page(served_settings):
+    """The exercises page on the session's models folder and its engine worker (prompts up to 256 tokens)."""
     from streamlit.testing.v1 import AppTest
 
-    monkeypatch.setenv("PREFILL_DECODE_MAX_PROMPT_TOKENS", "256")
     at = AppTest.from_file(APP, default_timeout=300).run()
     return at.switch_page(EXERCISES_PAGE).run()
 

@@ -201,12 +201,14 @@ def test_a_model_picked_after_the_run_is_not_costed_with_the_runs_numbers(served
 
 
 @needs_model
-def test_presets_that_fit_are_offered_labelled_and_can_be_hidden(monkeypatch, fresh_settings):
+def test_presets_that_fit_are_offered_labelled_and_can_be_hidden(request, fresh_settings):
     from streamlit.testing.v1 import AppTest
 
-    for value, offered in (("1", True), ("0", False)):
-        monkeypatch.setenv("PREFILL_DECODE_PRESETS", value)
-        fresh_settings()  # PREFILL_DECODE_PRESETS is the worker's too: another worker
+    request.getfixturevalue("served_settings")  # presets on: the session's local worker
+    for offered in (True, False):
+        if not offered:  # PREFILL_DECODE_PRESETS is the worker's too: the session's worker with presets off
+            request.getfixturevalue("use_thread_engine")
+            fresh_settings()
         at = AppTest.from_file(APP, default_timeout=300).run()
         options = at.selectbox(key="model_choice").options
         presets = [o for o in options if o.startswith("preset:")]

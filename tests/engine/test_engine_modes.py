@@ -63,12 +63,14 @@ def test_the_compiled_step_gives_the_eager_tokens_and_compiles_once_per_bucket(l
     assert compiled.output_ids == eager.output_ids
     runner = lm.runners.free[(BUCKET, "compiled")][-1]
     assert runner.compiled and runner.compile_s > 0 and runner.step is not runner._forward
-    # The build (compile) happened before the request's clock started: in engine_setup_ms, not in TTFT.
-    assert compiled.engine_setup_ms >= runner.compile_s * 1e3 > compiled.metrics.ttft_ms
-    assert compiled.steps[0].start_ms < compiled.metrics.ttft_ms < 1000
+    # The build (compile) is inside engine_setup_ms (the request's clock skips it: its own fast test in
+    # test_setup_is_kept_out_of_the_requests_clock); the first token comes after the Prefill began.
+    assert compiled.engine_setup_ms >= runner.compile_s * 1e3
+    assert compiled.steps[0].start_ms < compiled.metrics.ttft_ms
+    compile_s = runner.compile_s
     again = generate(lm, "日本的首都是", GenerationConfig(**cfg, mode="compiled"))  # same bucket: no new compile
     assert lm.runners.free[(BUCKET, "compiled")][-1] is runner
-    assert again.engine_setup_ms < runner.compile_s * 1e3 / 10  # a pooled runner: nothing to build
+    assert runner.compile_s == compile_s  # a pooled runner: nothing built again
     assert RequestTrace.from_json(compiled.to_json()).engine_setup_ms == compiled.engine_setup_ms
     assert again.output_ids == generate(lm, "日本的首都是", GenerationConfig(**cfg)).output_ids
 

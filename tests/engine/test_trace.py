@@ -234,34 +234,64 @@ def test_stream_shares_one_step_list_instead_of_copying_it(tiny_llama):
     assert copies <= 2 * n, copies
 
 
-def test_the_callers_time_between_passes_is_its_own_slice(tiny_llama):
+class StillClock:
+    """A clock that stands still until a test moves it: the stream's times are then exactly what the test
+    made happen (a caller that held the loop, a lock held by another visitor), never what load did."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def time(self) -> float:
+        return time.time()
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def still_clock(monkeypatch):
+    """The engine's clock (generation's perf_counter and the device clock) replaced by a StillClock."""
+    from engine.runtime import generation
+
+    clock = StillClock()
+    monkeypatch.setattr(generation, "time", clock)
+    monkeypatch.setattr(generation, "device_clock", lambda device: clock.perf_counter())
+    return clock
+
+
+def test_the_callers_time_between_passes_is_its_own_slice(tiny_llama, still_clock):
     from engine.contract.results import GenerationConfig
     from engine.runtime.generation import stream_trace
 
     stream = stream_trace(tiny_llama, "The capital of France is", GenerationConfig(max_new_tokens=4, ignore_eos=True))
     next(stream)  # Prefill is done; the caller now "draws the page" for 250 ms
-    time.sleep(0.25)
+    still_clock.advance(0.25)
     trace = list(stream)[-1]
     prefill, first_decode = trace.steps[0], trace.steps[1]
-    assert prefill.consumer_ms == 0.0 and first_decode.consumer_ms >= 250
-    assert first_decode.start_ms - prefill.end_ms >= first_decode.consumer_ms  # the pass began after it
-    assert all(s.consumer_ms < 125 for s in trace.steps[2:])  # half the drawing: room for a busy CPU
+    assert [s.consumer_ms for s in trace.steps] == [0.0, 250.0, 0.0, 0.0]  # the drawing, in the next step only
+    assert first_decode.start_ms - prefill.end_ms == first_decode.consumer_ms  # the pass began after it
     parts = trace.latency_parts()[1]
-    assert parts.total_ms == pytest.approx(trace.metrics.itl_ms[0])  # ITL includes the page's time ...
-    assert parts.other_ms < 125 and parts.pass_ms == first_decode.duration_ms  # ... the pass time does not
+    assert parts.total_ms == trace.metrics.itl_ms[0] == 250.0  # ITL includes the page's time ...
+    assert parts.pass_ms == first_decode.duration_ms == 0.0 and parts.other_ms == 0.0  # ... the pass time does not
 
 
-class _WatchedLock:
-    """A real lock that records, for each acquire, how long the caller really waited."""
+class _HeldLock:
+    """A real lock; while `held` (another visitor's pass holds the model), acquiring it takes `wait_s` on
+    the still clock, as a request queued behind that pass would wait."""
 
-    def __init__(self) -> None:
-        self._lock, self.asked, self.waits_ms = threading.Lock(), threading.Event(), []
+    def __init__(self, clock: StillClock, wait_s: float) -> None:
+        self._lock, self.clock, self.wait_s, self.held = threading.Lock(), clock, wait_s, False
+        self.acquired = 0
 
     def __enter__(self):
-        self.asked.set()
-        asked = time.perf_counter()
+        if self.held:
+            self.clock.advance(self.wait_s)
+            self.held = False  # the other pass is done: later passes find the model free
         self._lock.acquire()
-        self.waits_ms.append((time.perf_counter() - asked) * 1e3)
+        self.acquired += 1
         return self
 
     def __exit__(self, *exc) -> None:
@@ -271,27 +301,34 @@ class _WatchedLock:
         return self._lock.locked()
 
 
-def test_lock_wait_is_only_the_time_queued_for_the_model(tiny_llama):
+def test_lock_wait_is_only_the_time_queued_for_the_model(tiny_llama, still_clock):
     from engine.contract.results import GenerationConfig
     from engine.runtime.generation import generate
 
     cfg = GenerationConfig(max_new_tokens=3, ignore_eos=True)
-    lock = _WatchedLock()
+    lock = _HeldLock(still_clock, 0.5)
     lm = dataclasses.replace(tiny_llama, lock=lock)
     alone = generate(lm, "The capital of France is", cfg)
-    assert all(s.lock_wait_ms < 50 for s in alone.steps)  # nobody else: far from the 200 ms wait below
-    lock._lock.acquire()  # another visitor's pass holds the model ...
-    lock.asked.clear()
-
-    def release_later() -> None:  # ... until 200 ms after our request asked for it
-        lock.asked.wait(30)
-        time.sleep(0.2)
-        lock._lock.release()
-
-    threading.Thread(target=release_later).start()
-    lock.waits_ms.clear()
+    assert [s.lock_wait_ms for s in alone.steps] == [0.0, 0.0, 0.0] and lock.acquired == 3  # nobody else
+    lock.held = True  # another visitor's pass holds the model until 500 ms after our request asks for it
     queued = generate(lm, "The capital of France is", cfg)
-    recorded = [s.lock_wait_ms for s in queued.steps]
-    assert recorded[0] >= 200
-    assert recorded == pytest.approx(lock.waits_ms, abs=10.0)  # the lock wait: no tokenizing, no pieces
-    assert queued.steps[0].start_ms - queued.tokenize_ms >= recorded[0]
+    assert [s.lock_wait_ms for s in queued.steps] == [500.0, 0.0, 0.0]  # the lock wait: no tokenizing, no pieces
+    assert queued.steps[0].start_ms - queued.tokenize_ms == 500.0  # the Prefill began once the lock was free
+
+
+def test_setup_is_kept_out_of_the_requests_clock(tiny_llama, still_clock, monkeypatch):
+    """A runner built for the request (a static cache, a compile) is paid before the request's clock starts:
+    the trace says how long in engine_setup_ms, and TTFT and every step's times leave it out."""
+    from engine.contract.results import GenerationConfig
+    from engine.runtime.generation import generate
+
+    acquire = tiny_llama.runners.acquire
+
+    def slow_build(*args, **kwargs):
+        still_clock.advance(4.0)  # the build: 4 s on the still clock
+        return acquire(*args, **kwargs)
+
+    monkeypatch.setattr(tiny_llama.runners, "acquire", slow_build)
+    trace = generate(tiny_llama, "The capital of France is", GenerationConfig(max_new_tokens=3, mode="static"))
+    assert trace.engine_setup_ms == 4000.0
+    assert trace.metrics.ttft_ms == 0.0 and all(s.start_ms == s.end_ms == 0.0 for s in trace.steps)

@@ -1,6 +1,7 @@
 """The engine worker's contract: what a client needs to talk to it, without torch.
 
     protocol.py  the messages (JSON, versioned) over multiprocessing.connection, the key challenge
+    calls.py     the kinds of call, one table the worker and the client share (lane, sharing, result type)
     client.py    EngineClient: the calls, events, results rebuilt as the engine's types
     codec.py     the engine's result dataclasses as JSON and back
     errors.py    what can go wrong between the two, and engine errors across the wire

@@ -50,6 +50,8 @@ from engine.contract.meaning import (
 )
 from engine.contract.recorded import check_types
 from engine.contract.trace import ModelInfo, RequestTrace, Step, StepsSoFar
+from engine.contract.worker import calls
+from engine.contract.worker.calls import CALLS, ModelDescription, TokenPreview
 from engine.contract.worker.codec import from_plain, to_plain
 from engine.contract.worker.errors import (
     EngineWorkerError, ProtocolError, RunCancelled, RunStalled, WorkerAuthError, WorkerSetupError, WorkerSilent,
@@ -57,14 +59,14 @@ from engine.contract.worker.errors import (
 )
 from engine.contract.worker.local import DYING_GRACE_S, LocalWorker
 from engine.contract.worker.protocol import (
-    FINAL_TYPES, HANDSHAKE_TIMEOUT_S, HEARTBEAT_S, MEASURED_METHODS, WORKER_TYPES, Channel, ModelRef, connect,
+    FINAL_TYPES, HANDSHAKE_TIMEOUT_S, HEARTBEAT_S, WORKER_TYPES, Channel, ModelRef, connect,
     format_address, read_token,
 )
 from engine.contract.worker.pool import Address, WorkerPool, parse_addresses
 
 T = TypeVar("T")
 MAX_REPEATS = 20  # traces in one trace_repeats result (engine.runtime.repeats' cap)
-STALL_CHECKED = MEASURED_METHODS - {"load"}  # calls whose result is a measurement (a load is not one)
+STALL_CHECKED = calls.names(measured=True, measurement=True)  # calls whose result is a measurement
 CLIENT_STALL_S = WORKER_STALL_S + 2 * HEARTBEAT_S  # no heartbeat this long in a run: the worker stood still
 
 
@@ -126,28 +128,6 @@ class Waiting:
 
 Event = Queued | Started | Pass | Progress | Shared | Done | Waiting
 OnEvent = Callable[[Event], None] | None
-
-
-@dataclass(frozen=True)
-class ModelDescription:
-    """A loaded model, as the page needs it: its ModelInfo, the device it runs on, its load time."""
-
-    info: ModelInfo
-    device: str  # torch's name, e.g. "cpu", "cuda:0"
-    load_ms: float
-
-    @property
-    def device_type(self) -> str:
-        return self.device.split(":")[0]
-
-
-@dataclass(frozen=True)
-class TokenPreview:
-    """The prompt the model will get (stretched to a target), its token pieces, the typed prompt's count."""
-
-    prompt: str
-    pieces: tuple[str, ...]
-    natural: int
 
 
 # --- the client ---------------------------------------------------------------------
@@ -253,25 +233,8 @@ class EngineClient:
                      max_prompt_tokens: int | None = None, request_id: str = "r0") -> Iterator[Event]:
         """Queued / Started, then a Pass per forward pass (the last one finished), then Done(trace).
         The worker sends the Prefill's pass at once and later passes a few at a time (every 50 ms)."""
-        args = {"model": model.to_wire(), "prompt": prompt, "config": to_plain(config), "stream": True,
-                "max_prompt_tokens": max_prompt_tokens, "request_id": request_id}
-        header: RequestTrace | None = None
-        steps: list = []
-        for kind, fields in self.call("trace", args):
-            if kind == "pass":
-                header = _header(fields, header)
-                for step in _steps(fields, steps):  # the passes since the last event: one Pass each
-                    steps.append(step)
-                    yield Pass(dataclasses.replace(header, steps=StepsSoFar(steps)))
-            elif kind == "done":
-                trace = checked_trace(fields.get("result"))
-                every = list(trace.steps)
-                for n in range(len(steps) + 1, len(every)):  # passes the worker had gathered, not yet sent
-                    yield Pass(dataclasses.replace(header or trace, steps=StepsSoFar(every, n)))
-                yield Pass(trace)
-                yield Done(trace)
-            else:
-                yield _event(kind, fields)
+        args = _trace_args(model, prompt, config, max_prompt_tokens, request_id, stream=True)
+        return self._stream("trace", args, _trace_done)
 
     def stream_repeats(self, model: ModelRef, prompt: str, config: GenerationConfig = GenerationConfig(), *,
                        repeats: int, max_prompt_tokens: int | None = None, request_id: str = "r0"
@@ -279,28 +242,14 @@ class EngineClient:
         """The request `repeats` times in one queued call (engine.runtime.repeats): Queued / Started, run 1 as
         stream_trace streams it (a Pass per forward pass, the last one finished), a Progress(done,
         repeats) as each run finishes, then Done(every run's RequestTrace, run 1 first)."""
-        args = {"model": model.to_wire(), "prompt": prompt, "config": to_plain(config), "repeats": repeats,
-                "max_prompt_tokens": max_prompt_tokens, "request_id": request_id}
-        header: RequestTrace | None = None
-        steps: list = []
-        for kind, fields in self.call("trace_repeats", args):
-            if kind == "pass":
-                header = _header(fields, header)
-                for step in _steps(fields, steps):  # one event carries one pass here (run 1, pass by pass)
-                    steps.append(step)
-                    yield Pass(dataclasses.replace(header, steps=tuple(steps) if header.finished else
-                                                   StepsSoFar(steps)))
-            elif kind == "done":
-                yield Done(_traces(fields.get("result")))
-            else:
-                yield _event(kind, fields)
+        args = _trace_args(model, prompt, config, max_prompt_tokens, request_id, repeats=repeats)
+        return self._stream("trace_repeats", args, _repeats_done)
 
     def generate(self, model: ModelRef, prompt: str, config: GenerationConfig = GenerationConfig(), *,
                  max_prompt_tokens: int | None = None, request_id: str = "r0", on_event: OnEvent = None
                  ) -> RequestTrace:
         """The finished trace of one request (no per-pass events: the worker's loop never waits on a send)."""
-        args = {"model": model.to_wire(), "prompt": prompt, "config": to_plain(config), "stream": False,
-                "max_prompt_tokens": max_prompt_tokens, "request_id": request_id}
+        args = _trace_args(model, prompt, config, max_prompt_tokens, request_id, stream=False)
         return checked_trace(self._result("trace", args, on_event))
 
     def modes(self, model: ModelRef, prompt: str, *, num_tokens: int, modes: Sequence[str],
@@ -308,30 +257,27 @@ class EngineClient:
         """The prompt once per engine mode, back to back in one queued call: {mode: its trace}."""
         args = {"model": model.to_wire(), "prompt": prompt, "num_tokens": num_tokens, "modes": list(modes),
                 "max_prompt_tokens": max_prompt_tokens}
-        runs = self._result("modes", args, on_event)
-        return checked("modes", lambda: {str(mode): checked_trace(load_json(run_json))
-                                         for mode, run_json in list(runs.items())[:len(modes)]})
+        return self._rebuilt("modes", args, lambda runs: {str(mode): checked_trace(load_json(run_json))
+                                                          for mode, run_json in list(runs.items())[:len(modes)]},
+                             on_event=on_event)
 
     def compare_cache(self, model: ModelRef, prompt_ids: Sequence[int], max_new_tokens: int, *,
                       on_event: OnEvent = None) -> CacheComparison:
         args = {"model": model.to_wire(), "prompt_ids": list(prompt_ids), "max_new_tokens": max_new_tokens}
-        data = self._result("compare_cache", args, on_event)
-        return checked("cache comparison", lambda: from_plain(CacheComparison, data), check_comparison)
+        return self._rebuilt("compare_cache", args, check=check_comparison, on_event=on_event)
 
     def decode_attention(self, model: ModelRef, prompt_ids: Sequence[int], output_ids: Sequence[int],
                          decode_index: int, *, on_event: OnEvent = None) -> DecodeAttention:
         args = {"model": model.to_wire(), "prompt_ids": list(prompt_ids), "output_ids": list(output_ids),
                 "decode_index": decode_index}
-        data = self._result("decode_attention", args, on_event)
-        return checked("attention", lambda: from_plain(DecodeAttention, data))
+        return self._rebuilt("decode_attention", args, on_event=on_event)
 
     def sweep(self, model: ModelRef, kind: str, points: Sequence[int] | None = None, *, repeats: int = 3,
               batch_context: int = 128, cap: int | None = None, seed: int = 0, on_event: OnEvent = None) -> Sweep:
         """engine.runtime.sweep.run_sweep in the worker; a Progress event after each point."""
         args = {"model": model.to_wire(), "kind": kind, "points": None if points is None else list(points),
                 "repeats": repeats, "batch_context": batch_context, "cap": cap, "seed": seed}
-        text = self._result("sweep", args, on_event)
-        return checked("sweep", lambda: _sweep(text), check_sweep)
+        return self._rebuilt("sweep", args, _sweep, check_sweep, on_event=on_event)
 
     def serve_workload(self, model: ModelRef, requests: Sequence[WorkloadRequest],
                        config: ServeConfig | Mapping[str, Any] | None = None, *, scenario: str = "custom",
@@ -342,45 +288,41 @@ class EngineClient:
         plain = to_plain(config) if dataclasses.is_dataclass(config) else dict(config or {})
         args = {"model": model.to_wire(), "requests": [to_plain(r) for r in requests], "config": plain,
                 "scenario": scenario}
-        text = self._result("serve_workload", args, on_event)
-        return checked("serving run", lambda: ServingRun.from_json(text), check_serving)
+        return self._rebuilt("serve_workload", args, ServingRun.from_json, check_serving, on_event=on_event)
 
     def decode_ops(self, model: ModelRef) -> DecodeOps:
-        data = self._result("decode_ops", {"model": model.to_wire()})
-        return checked("operator count", lambda: from_plain(DecodeOps, data))
+        return self._rebuilt("decode_ops", {"model": model.to_wire()})
 
     def host_us_per_call(self, device: str) -> float:
-        value = self._result("host_us_per_call", {"device": device})
-        return checked("host time", lambda: float(value), lambda us: check_time("host_us_per_call", us))
+        return self._rebuilt("host_us_per_call", {"device": device}, float,
+                             lambda us: check_time("host_us_per_call", us))
 
     def machine_spec(self, device: str | None = None, *, fresh: bool = False) -> DeviceSpec:
         """The worker's machine measured (kept per worker process; `fresh`: measured anew)."""
-        data = self._result("machine_spec", {"device": device, "fresh": fresh})
-        return checked("machine", lambda: from_plain(DeviceSpec, data))
+        return self._rebuilt("machine_spec", {"device": device, "fresh": fresh})
 
     def load(self, model: ModelRef, *, on_event: OnEvent = None) -> ModelDescription:
         """Load (and warm) a model now, through the queue; its description."""
-        return _description(self._result("load", {"model": model.to_wire()}, on_event))
+        return self._rebuilt("load", {"model": model.to_wire()}, _description, _load_time, on_event=on_event)
 
     def describe(self, model: ModelRef) -> ModelDescription:
-        return _description(self._result("describe", {"model": model.to_wire()}))
+        return self._rebuilt("describe", {"model": model.to_wire()}, _description, _load_time)
 
     def model_shape(self, model: ModelRef) -> ModelShape:
-        data = self._result("model_shape", {"model": model.to_wire()})
-        return checked("model shape", lambda: from_plain(ModelShape, data))
+        return self._rebuilt("model_shape", {"model": model.to_wire()})
 
     def model_choices(self, device: str = "auto", dtype: str = "auto") -> tuple[str, ...]:
         """The models this worker offers: "default", its folders, the presets its device holds."""
-        return tuple(self._result("model_choices", {"device": device, "dtype": dtype}))
+        return self._rebuilt("model_choices", {"device": device, "dtype": dtype}, _names)
 
     def token_preview(self, model: ModelRef, prompt: str, target_tokens: int = 0) -> TokenPreview:
-        data = self._result("token_preview", {"model": model.to_wire(), "prompt": prompt,
-                                              "target_tokens": target_tokens})
-        return checked("token preview", lambda: TokenPreview(data["prompt"], tuple(data["pieces"]), data["natural"]))
+        args = {"model": model.to_wire(), "prompt": prompt, "target_tokens": target_tokens}
+        return self._rebuilt("token_preview", args,
+                             lambda data: TokenPreview(data["prompt"], tuple(data["pieces"]), data["natural"]))
 
     def queue_history(self) -> QueueHistory:
         """The worker's queue of the last minutes: kinds of job, waits, runs, pauses (no visitor named)."""
-        return QueueHistory.from_plain(self._result("queue_history", {}))
+        return self._rebuilt("queue_history", {}, QueueHistory.from_plain)
 
     def ping(self) -> dict[str, Any]:
         """Who answers: pid, protocol, python, torch and transformers versions, torch threads."""
@@ -438,6 +380,33 @@ class EngineClient:
                 if on_event is not None:
                     on_event(_event(kind, fields))
         raise ProtocolError("protocol_malformed", "the call ended without a result", why="result")
+
+    def _rebuilt(self, method: str, args: dict[str, Any], build: Callable[[Any], T] | None = None,
+                 check: Callable[[T], None] | None = None, *, on_event: OnEvent = None) -> T:
+        """The call's result rebuilt by `build` (None: as the table's result type, engine.contract.worker.codec)
+        and checked, any refusal named as the table names the result (`checked`)."""
+        kind = CALLS[method]
+        data = self._result(method, args, on_event)
+        rebuild = build if build is not None else functools.partial(from_plain, kind.result)
+        return checked(kind.what, lambda: rebuild(data), check)
+
+    def _stream(self, method: str, args: dict[str, Any], finish: Callable[..., Iterator[Event]]) -> Iterator[Event]:
+        """A streamed call's events (the one pass-assembly loop of stream_trace and stream_repeats): each
+        `pass` event's steps, checked and in order, a Pass each (the header so far with the steps up to
+        it; a real tuple once the header is finished); `done` as `finish(result, header, steps)` says."""
+        header: RequestTrace | None = None
+        steps: list[Step] = []
+        for kind, fields in self.call(method, args):
+            if kind == "pass":
+                header = _header(fields, header)
+                for step in _steps(fields, steps):  # the passes since the last event: one Pass each
+                    steps.append(step)
+                    yield Pass(dataclasses.replace(header, steps=tuple(steps) if header.finished else
+                                                   StepsSoFar(steps)))
+            elif kind == "done":
+                yield from finish(fields.get("result"), header, steps)
+            else:
+                yield _event(kind, fields)
 
     def _silent(self, where: str, since: int | None, clock: CallClock) -> WorkerSilent:
         """The worker stopped answering: a local one is stopped and started again (the app's own advice)."""
@@ -501,10 +470,41 @@ def _event(kind: str, fields: dict[str, Any]) -> Event:
     raise ProtocolError("protocol_malformed", f"unexpected event {kind!r}", why="type", type=kind)
 
 
+def _trace_args(model: ModelRef, prompt: str, config: GenerationConfig, max_prompt_tokens: int | None,
+                request_id: str, **more: Any) -> dict[str, Any]:
+    """A trace call's arguments, in the wire's order (`more`: stream or repeats, after the config)."""
+    return {"model": model.to_wire(), "prompt": prompt, "config": to_plain(config), **more,
+            "max_prompt_tokens": max_prompt_tokens, "request_id": request_id}
+
+
+def _trace_done(result: Any, header: RequestTrace | None, steps: list[Step]) -> Iterator[Event]:
+    """stream_trace's end: the passes the worker had gathered and not yet sent, the finished one, Done."""
+    trace = checked_trace(result)
+    every = list(trace.steps)
+    for n in range(len(steps) + 1, len(every)):
+        yield Pass(dataclasses.replace(header or trace, steps=StepsSoFar(every, n)))
+    yield Pass(trace)
+    yield Done(trace)
+
+
+def _repeats_done(result: Any, header: RequestTrace | None, steps: list[Step]) -> Iterator[Event]:
+    """stream_repeats' end: Done with every run's trace (run 1's passes came already)."""
+    yield Done(_traces(result))
+
+
 def _description(data: dict[str, Any]) -> ModelDescription:
-    return checked("model", lambda: ModelDescription(from_plain(ModelInfo, data["info"]), data["device"],
-                                                     float(data["load_ms"])),
-                   lambda d: check_time("load_ms", d.load_ms))
+    return ModelDescription(from_plain(ModelInfo, data["info"]), data["device"], float(data["load_ms"]))
+
+
+def _load_time(description: ModelDescription) -> None:
+    check_time("load_ms", description.load_ms)
+
+
+def _names(data: Any) -> tuple[str, ...]:
+    """The worker's model choices: a list of names."""
+    if not isinstance(data, list) or not all(isinstance(name, str) for name in data):
+        raise TypeError("the model choices are a list of names")
+    return tuple(data)
 
 
 # --- results checked before anything is drawn ----------------------------------------

@@ -34,11 +34,11 @@ queued call leaves the queue, a running one stops at its next forward pass.
                        error      {"error": {"class", "key", "params", "message"}}
                        cancelled  {}
 
-Methods (`call.method`): MEASURED_METHODS run one at a time in the worker's queue (a forward pass
-or a benchmark is inside each), taken in turns by client (the call's `client` name on the peer's
-address): one client's many calls do not all go before another client's one. LIGHT_METHODS answer
-at once from the connection's own thread (no forward pass; a model they need is loaded through the
-queue first).
+Methods (`call.method`, the kinds of engine/contract/worker/calls.py): MEASURED_METHODS run one at a
+time in the worker's queue (a forward pass or a benchmark is inside each), taken in turns by client
+(the call's `client` name on the peer's address): one client's many calls do not all go before
+another client's one. LIGHT_METHODS answer at once from the connection's own thread (no forward
+pass; a model they need is loaded through the queue first).
 
 Every frame is bounded before it is read (a call: WORKER_MAX_CALL_BYTES; anything from a worker:
 WORKER_MAX_RESULT_BYTES) and parsed with engine.contract.limits.load_json (depth, number length,
@@ -60,6 +60,7 @@ from typing import Any
 from engine.contract import config
 from engine.contract.errors import LimitError
 from engine.contract.limits import WORKER_MAX_RESULT_BYTES, load_json
+from engine.contract.worker import calls
 from engine.contract.worker.errors import ProtocolError, ProtocolVersionError, WorkerSetupError
 
 PROTOCOL_VERSION = 2  # 2: the `alive` heartbeat, a call's `client`, bounded frames
@@ -71,11 +72,9 @@ MAX_CLIENT_NAME = 64  # characters of a call's `client` name
 # is not a challenge: the standard library asserts that), one that hung up or sent an oversized frame.
 HANDSHAKE_ERRORS = (AuthenticationError, AssertionError, EOFError, OSError)
 
-MEASURED_METHODS = frozenset({
-    "trace", "modes", "compare_cache", "decode_attention", "sweep", "serve_workload", "decode_ops",
-    "host_us_per_call", "machine_spec", "load", "trace_repeats",
-})
-LIGHT_METHODS = frozenset({"ping", "describe", "model_shape", "model_choices", "token_preview", "queue_history"})
+# The methods, from the one table of kinds (engine/contract/worker/calls.py) the worker and the client share.
+MEASURED_METHODS = calls.names(measured=True)
+LIGHT_METHODS = calls.names(lane="light")
 
 CLIENT_TYPES = frozenset({"call", "cancel"})
 WORKER_TYPES = frozenset({"queued", "started", "pass", "progress", "done", "error", "cancelled", "alive"})

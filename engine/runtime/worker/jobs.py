@@ -31,7 +31,7 @@ from engine.contract.serving.workloads import WorkloadRequest
 from engine.contract.trace import RequestTrace, Step
 from engine.contract.worker.codec import from_plain, to_plain
 from engine.contract.worker.errors import ProtocolError, RunCancelled
-from engine.contract.worker.protocol import PROTOCOL_VERSION, ModelRef
+from engine.contract.worker.protocol import LIGHT_METHODS, MEASURED_METHODS, PROTOCOL_VERSION, ModelRef
 from engine.runtime import hf, machine
 from engine.runtime.compare import compare_cache, decode_attention
 from engine.runtime.generation import GenerationConfig, stream_trace, token_pieces
@@ -287,13 +287,12 @@ def run_ping(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
             "threads": torch.get_num_threads(), "queue_length": len(ctx.queue) if ctx.queue is not None else 0}
 
 
-MEASURED = {
-    "trace": run_trace, "modes": run_modes, "compare_cache": run_compare_cache,
+HANDLERS: dict[str, Callable[[JobContext, dict[str, Any]], Any]] = {
+    "trace": run_trace, "trace_repeats": run_trace_repeats, "modes": run_modes, "compare_cache": run_compare_cache,
     "decode_attention": run_decode_attention, "sweep": run_sweep_job, "serve_workload": run_serve,
     "decode_ops": run_decode_ops, "host_us_per_call": run_host_us, "machine_spec": run_machine_spec,
-    "load": run_load, "trace_repeats": run_trace_repeats,
-}
-LIGHT = {
-    "ping": run_ping, "describe": run_describe, "model_shape": run_model_shape,
+    "load": run_load, "ping": run_ping, "describe": run_describe, "model_shape": run_model_shape,
     "model_choices": run_model_choices, "token_preview": run_token_preview, "queue_history": run_queue_history,
-}
+}  # one handler per kind of engine/contract/worker/calls.py; which thread runs it is the table's lane
+MEASURED = {name: handler for name, handler in HANDLERS.items() if name in MEASURED_METHODS}
+LIGHT = {name: handler for name, handler in HANDLERS.items() if name in LIGHT_METHODS}

@@ -35,15 +35,12 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-SHORT_METHODS = frozenset({"trace", "trace_repeats", "compare_cache", "decode_attention", "decode_ops"})
+from engine.contract.worker import calls
+
 # Methods whose result is determined by their arguments (a greedy run, or a sampled one with its seed; a
 # serving run of one workload and policy; a sweep of the same points): identical waiting calls share one.
-SHARED_METHODS = frozenset({
-    "trace", "trace_repeats", "modes", "compare_cache", "decode_attention", "sweep", "serve_workload",
-    "decode_ops", "host_us_per_call", "machine_spec", "load",
-})
-KINDS = {"trace": "lesson", "trace_repeats": "lesson", "compare_cache": "lesson", "decode_attention": "lesson",
-         "serve_workload": "serving", "sweep": "sweep", "modes": "modes", "load": "load"}  # the rest: "other"
+# Which they are, and each method's lane and kind in the history, is the table of engine/contract/worker/calls.py.
+SHARED_METHODS = calls.names(measured=True, shared=True)
 HISTORY_S = 600.0  # finished measurements kept this long for the queue's figure
 MAX_HISTORY = 512  # and at most this many
 
@@ -55,10 +52,6 @@ def share_key(method: str, args: dict[str, Any]) -> str | None:
     canonical = json.dumps({"method": method, "args": args}, sort_keys=True, separators=(",", ":"),
                            ensure_ascii=False, default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def lane_of(method: str) -> str:
-    return "short" if method in SHORT_METHODS else "long"
 
 
 class _Flag:
@@ -124,7 +117,7 @@ class Measurement:
 
     def __init__(self, first: Waiter) -> None:
         self.method, self.args, self.client = first.method, first.args, first.client
-        self.key, self.lane = share_key(first.method, first.args), lane_of(first.method)
+        self.key, self.lane = share_key(first.method, first.args), calls.lane_of(first.method)
         self.waiters = [first]
         self.finished = _Finished()
         self.finished.waiters = self.waiters
@@ -178,7 +171,7 @@ class Measurement:
         def ago(t: float | None) -> float | None:
             return None if t is None else round(t - now, 3)
 
-        return {"kind": KINDS.get(self.method, "other"), "lane": self.lane, "queued_at_s": ago(self.submitted),
+        return {"kind": calls.history_kind(self.method), "lane": self.lane, "queued_at_s": ago(self.submitted),
                 "started_at_s": ago(self.started), "ended_at_s": ago(self.ended), "visitors": len(self.waiters),
                 "outcome": self.outcome,
                 "pauses": [[ago(a), ago(b if b is not None else now)] for a, b in self.pauses]}

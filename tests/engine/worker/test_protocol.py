@@ -20,7 +20,7 @@ from engine.contract.worker.errors import (
     ProtocolError, ProtocolVersionError, WorkerFailure, WorkerRestarted, error_from_wire, error_to_wire,
 )
 from engine.contract.worker.protocol import (
-    CLIENT_TYPES, LIGHT_METHODS, MEASURED_METHODS, PROTOCOL_VERSION, WORKER_TYPES, ModelRef, decode, encode,
+    CLIENT_TYPES, PROTOCOL_VERSION, WORKER_TYPES, ModelRef, decode, encode,
     parse_address, read_token,
 )
 from tests.factories import default_shape, fake_attention, fake_comparison, make_trace
@@ -49,12 +49,6 @@ def test_a_malformed_or_unexpected_message_is_refused(frame):
     with pytest.raises(ProtocolError) as caught:
         decode(frame, CLIENT_TYPES)  # "done" is the worker's message, never the client's
     assert caught.value.key == "protocol_malformed"
-
-
-def test_the_method_lists_match_the_handlers():
-    assert set(jobs.MEASURED) == MEASURED_METHODS
-    assert set(jobs.LIGHT) == LIGHT_METHODS
-    assert not MEASURED_METHODS & LIGHT_METHODS
 
 
 @pytest.mark.parametrize("text, expected", [("gpu-box:8600", ("gpu-box", 8600)), ("10.0.0.7:1", ("10.0.0.7", 1)),
