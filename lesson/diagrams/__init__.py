@@ -38,7 +38,7 @@ DIAGRAMS = {
 # The figures that draw a run's measurements, and so say which of its repeats they draw: each takes
 # `run_note=` ("median run 3 of 5 (...)", lesson.spread.run_label) and draws it as a note; the app, the
 # presenter and the slide kit pass it to these and add it to their alt text.
-RUN_NOTED = ("timeline", "ttft_parts", "blocks", "kv_growth", "latency", "animation")
+RUN_NOTED = ("timeline", "ttft_parts", "blocks", "kv_growth", "latency", "animation", "review_map")
 
 
 def _review_map_schematic(prompt_len: int, output_len: int, *, lang: str = "zh", style=None) -> str:

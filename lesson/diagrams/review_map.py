@@ -23,7 +23,7 @@ from ..layout import wrap_text
 from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ..svgtext import fmt_bytes, fmt_int, fmt_ms
-from ._common import header, new_drawing, set_size, text, to_string
+from ._common import header, new_drawing, notes, set_size, text, to_string
 
 WIDTH, PAD, HEAD_W, GAP, CELL_PAD = 1120, 32, 200, 12, 14
 ROWS = ("new", "shape", "output", "bottleneck", "depends", "wait")
@@ -193,8 +193,9 @@ def _draw_serving(dwg, y: float, style: Style, table: Table) -> float:
 
 
 def render_review_map(trace: RequestTrace | None = None, *, lang: str = "zh", style: Style | None = None,
-                      full: RequestTrace | None = None) -> str:
-    """The lesson's closing one-page comparison; with a trace, this run's numbers too.
+                      full: RequestTrace | None = None, run_note: str = "") -> str:
+    """The lesson's closing one-page comparison; with a trace, this run's numbers too, and `run_note` under
+    it: which of the run's repeats those numbers are (lesson.spread.run_label), as every figure of it says.
     `full` (the whole run, when stepping) is accepted like every renderer's and unused: no axes here."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     width = _width(style)
@@ -216,5 +217,8 @@ def render_review_map(trace: RequestTrace | None = None, *, lang: str = "zh", st
     for i, line in enumerate(closing):
         dwg.add(text(dwg, line, PAD + CELL_PAD, bottom + CELL_PAD + 11 + i * style.font_size * 1.5,
                      size=style.font_size, fill=style.ink, weight="bold", class_="closing"))
-    set_size(dwg, width, bottom + close_h + 24)  # the rows' wrapped height is known only now
+    end = bottom + close_h
+    if run_note and trace is not None:
+        end = notes(dwg, style, [run_note], PAD, end + 4, width - 2 * PAD)
+    set_size(dwg, width, end + 24)  # the rows' wrapped height is known only now
     return to_string(dwg)

@@ -97,7 +97,7 @@ def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkey
     _check_ttft_bar(svgs["ttft-parts"], chosen, label, sent)
 
 
-NOTED = ("timeline", "ttft_parts", "blocks", "kv_growth", "latency", "animation")  # lesson.diagrams.RUN_NOTED
+NOTED = ("timeline", "ttft_parts", "blocks", "kv_growth", "latency", "animation", "review_map")  # RUN_NOTED
 
 
 def _check_alt_and_chart(app, label: str) -> None:
