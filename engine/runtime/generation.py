@@ -35,6 +35,7 @@ from engine.runtime.model import LoadedModel
 from engine.runtime.prefix_store import Found, Tensors, unusable
 from engine.runtime.provenance import this_machine
 from engine.runtime.runners import Runner, bucket_length
+from engine.runtime.untimed import untimed
 
 # ---------------------------------------------------------------------------
 # The two phases
@@ -159,7 +160,7 @@ def _take_runner(lm: LoadedModel, num_positions: int, mode: str, cache=None) -> 
         raise InputError("graph_needs_cuda", f"graph mode needs a CUDA GPU; this model runs on {lm.device.type}",
                          device=lm.device.type)
     max_len = bucket_length(num_positions, lm.info.max_positions)
-    with lm.lock:  # building a runner runs the model (and may capture a graph): not inside another pass's time
+    with lm.lock, untimed():  # building a runner runs the model (and may capture a graph): in no pass's time
         built = time.perf_counter()
         runner = lm.runners.acquire(lm.model, max_len, mode, lm.kernels)
         return runner, time.perf_counter() - built

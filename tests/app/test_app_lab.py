@@ -7,6 +7,8 @@ it); the lab shares its run through st.session_state.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from engine.contract.config import Limits, ServerSettings, settings_from_env
@@ -73,6 +75,11 @@ def test_the_lab_shares_the_run_and_the_lessons_settings_survive_a_visit(app):
 # The lab page
 # ---------------------------------------------------------------------------
 
+def literal(template: str) -> str:
+    """A sentence template's longest stretch without a {field}: what any filled-in copy of it contains."""
+    return max(re.split(r"\{[a-z_]+\}", template), key=len)
+
+
 @needs_model
 def test_the_lab_says_which_bound_the_cost_model_predicts_and_why_the_cpu_disagrees(app):
     app.switch_page(LAB).run()
@@ -80,7 +87,12 @@ def test_the_lab_says_which_bound_the_cost_model_predicts_and_why_the_cpu_disagr
     words = texts(app, "markdown")
     assert t("zh", "lab_bound_memory") in words and "FLOP/B" in words  # a tiny Prefill and Decode: memory
     note = texts(app, "info")
-    assert t("zh", "lab_overhead_why")[:20] in note  # CPU + tiny model: the per-pass cost the model leaves out
+    # CPU + tiny model: the per-pass cost the model leaves out, said when a pass reached under
+    # OVERHEAD_EFFICIENCY of its floor; on a busy machine the roofs measure low and a pass can "agree"
+    # instead: the sentence follows the measured numbers, whichever they were (lesson.lab.lab_agreement_text)
+    said = {key for key in ("lab_agrees", "lab_overhead", "lab_under_floor")
+            if literal(t("zh", key)) in note}
+    assert said and (("lab_overhead" in said) == (t("zh", "lab_overhead_why")[:20] in note)), note
     table = app.table[0].value
     assert list(table[t("zh", "lab_col_pass")])[0] == t("zh", "phase_prefill") and len(table) == 2
     assert len(app.get("plotly_chart")) == 2  # roofline and floor vs measured

@@ -119,7 +119,8 @@ def test_a_figures_full_screen_fills_the_screens_width(browser, server_url):
 
 def test_a_link_round_trip_sets_every_field_and_the_sidebar_says_them_back(browser, server_url):
     query = {"lang": "en", "model": "default", "prompt": "The capital of Germany is", "out": "5", "plen": "16",
-             "eos": "1", "temp": "0.5", "topk": "3", "topp": "0.8", "seed": "9", "class": "1", "step": "2"}
+             "eos": "1", "pfx": "1", "temp": "0.5", "topk": "3", "topp": "0.8", "seed": "9", "class": "1",
+             "step": "2"}
     url = server_url + "/?" + "&".join(f"{k}={v.replace(' ', '%20')}" for k, v in query.items())
     page = open_page(browser, url, 1280, 720)
     try:

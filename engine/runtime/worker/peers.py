@@ -28,6 +28,7 @@ from engine.contract.limits import (
     WORKER_MAX_PENDING, WORKER_MAX_PENDING_PER_HOST, WORKER_SEND_BUFFER_BYTES, WORKER_SEND_DEADLINE_S, WORKER_STALL_S,
 )
 from engine.contract.worker.protocol import HEARTBEAT_S, encode, shutdown
+from engine.runtime.untimed import covered
 
 log = logging.getLogger("prefill_decode.worker")
 TICK_S = 0.25  # the watchdog's clock: deadlines are kept to within this
@@ -233,10 +234,12 @@ class Watchdog:
             return now
 
     def stalled_since(self, since: float) -> float:
-        """The longest stall that ended after `since` (seconds; 0.0: none)."""
+        """The longest stall that ended after `since` (seconds; 0.0: none), leaving out a stall inside a
+        stretch no measured time covers (a runner's build: engine/runtime/untimed.py)."""
         self.note_clock()
         with self._lock:
-            return max((end - start for start, end in self._stalls if end > since), default=0.0)
+            return max((end - start for start, end in self._stalls if end > since and not covered(start, end)),
+                       default=0.0)
 
     def warn(self, kind: str, message: str, *args: Any) -> None:
         """A log line, at most one per `kind` every WARN_EVERY_S."""

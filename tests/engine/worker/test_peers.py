@@ -202,3 +202,22 @@ def test_a_named_client_is_the_same_client_taking_another_turn():
     assert named.client_name == "session-a" and base.client_name != "session-a"
     assert (named.address, named.heartbeat_s, named.silence_s, named.local) == \
         (base.address, base.heartbeat_s, base.silence_s, base.local)
+
+
+def test_a_stall_inside_a_runners_build_leaves_the_run_alone(monkeypatch):
+    """A runner's build (torch.compile on a busy machine) is in no measured time: a stall there is kept
+    but does not discard the run; one reaching past the build does."""
+    from engine.runtime import untimed
+
+    now = [2000.0]
+    monkeypatch.setattr(peers.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(untimed.time, "monotonic", lambda: now[0])
+    dog = Watchdog()
+    dog.running = True
+    started = dog.note_clock()
+    with untimed.untimed():
+        now[0] += 20.0  # compiling, the watchdog starved
+        dog.note_clock()
+    assert dog.stalled_since(started) == 0.0
+    now[0] += 10.0  # the process stood still again, in a timed pass this time
+    assert dog.stalled_since(started) == pytest.approx(10.0)
