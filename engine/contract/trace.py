@@ -274,8 +274,24 @@ PREFIX_MISSES = (
 PREFIX_SCOPE_CHARS = 64  # longest scope name (GenerationConfig.prefix_scope)
 
 
+class CachedShare:
+    """What a prefix-cache look-up's two counts give (the lesson's PrefixReuse, the serving engine's
+    PrefixLookup): the tokens computed, and the share read from the cache."""
+
+    num_tokens: int
+    num_cached_tokens: int
+
+    @property
+    def num_computed_tokens(self) -> int:
+        return self.num_tokens - self.num_cached_tokens
+
+    @property
+    def hit_rate(self) -> float:
+        return self.num_cached_tokens / self.num_tokens if self.num_tokens else 0.0
+
+
 @dataclass(frozen=True)
-class PrefixReuse:
+class PrefixReuse(CachedShare):
     """The lesson engine's prefix cache on one run (GenerationConfig.prefix_cache): how many prompt
     positions were read from a kept earlier run's KV cache instead of computed, and for the rest, why.
 
@@ -314,14 +330,6 @@ class PrefixReuse:
         for name in ("token_piece", "cached_piece"):
             if not isinstance(getattr(self, name), str) or len(getattr(self, name)) > PROVENANCE_TEXT_LIMIT:
                 raise TraceFormatError(f"prefix {name} must be text of at most {PROVENANCE_TEXT_LIMIT} characters")
-
-    @property
-    def num_computed_tokens(self) -> int:
-        return self.num_tokens - self.num_cached_tokens
-
-    @property
-    def hit_rate(self) -> float:
-        return self.num_cached_tokens / self.num_tokens if self.num_tokens else 0.0
 
     @classmethod
     def from_dict(cls, data: object) -> PrefixReuse | None:

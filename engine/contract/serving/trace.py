@@ -81,7 +81,7 @@ from typing import Any
 
 from engine.contract.limits import check_magnitudes, dump_json, load_json
 from engine.contract.serving.prefix import MISS_REASONS
-from engine.contract.trace import ModelInfo, Provenance, TraceFormatError
+from engine.contract.trace import CachedShare, ModelInfo, Provenance, TraceFormatError
 
 SERVING_SCHEMA_VERSION = 1
 POLICIES = ("one-at-a-time", "prefill-first", "chunked", "disaggregated")
@@ -116,7 +116,7 @@ class ServingSettings:
 
 
 @dataclass(frozen=True)
-class PrefixLookup:
+class PrefixLookup(CachedShare):
     """One request's look-up in the prefix cache when it was admitted: how many of its tokens were read
     from cached blocks, and for the rest why not (engine/contract/serving/prefix.py: MISS_REASONS)."""
 
@@ -142,14 +142,6 @@ class PrefixLookup:
                                    f"{self.num_tokens} (the last one is always computed)")
         if self.miss and self.miss not in MISS_REASONS:
             raise TraceFormatError(f"unknown prefix-cache miss {self.miss!r}; expected one of {MISS_REASONS}")
-
-    @property
-    def num_computed_tokens(self) -> int:
-        return self.num_tokens - self.num_cached_tokens
-
-    @property
-    def hit_rate(self) -> float:
-        return self.num_cached_tokens / self.num_tokens if self.num_tokens else 0.0
 
 
 @dataclass(frozen=True)
