@@ -125,13 +125,13 @@ def test_the_bar_is_byte_stable_fits_the_classroom_and_has_words_for_a_screen_re
 
 
 def test_the_slide_kit_holds_the_bar_and_says_which_repeat_its_figures_draw():
+    from lesson.diagrams import RUN_NOTED
     from lesson.slides import lesson_slides
 
     note = "median run: run 2 of 5 (over the 5 runs Prefill 3.0 ms–9.0 ms)"
     slides = {s.name: s for s in lesson_slides(_trace(), lang="en", run_name="run1", run_note=note)}
     assert "run1_ttft_parts_en" in slides
-    for figure in ("timeline", "latency", "ttft_parts"):
+    for figure in RUN_NOTED:  # every figure of the run says which repeat it draws
         assert note in all_text(parse(slides[f"run1_{figure}_en"].svg)).replace("\n", ""), figure
-    assert note not in all_text(parse(slides["run1_blocks_en"].svg))
     plain = {s.name: s for s in lesson_slides(_trace(), lang="en", run_name="run1")}
     assert note not in all_text(parse(plain["run1_timeline_en"].svg))
