@@ -304,7 +304,7 @@ def _prefix_start(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig,
         return None, None
     found = found if found is not None else look_up_prefix(lm, prompt_ids, cfg)
     began = time.perf_counter()
-    cache = found.cache(lm.model) if found.num_cached else None
+    cache = found.cache(lm.model)
     lookup_ms = found.match_ms + (time.perf_counter() - began) * 1e3
     keeper = None
     if keep and found.miss not in ("mode", "sliding_window"):

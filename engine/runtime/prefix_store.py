@@ -74,9 +74,10 @@ class Found:
     match_ms: float = 0.0
 
     def cache(self, model):
-        """A growing cache holding a copy of the reused positions' K and V (an empty one for none)."""
+        """A growing cache holding a copy of the reused positions' K and V; None when none are read (the
+        runner then starts its own empty one)."""
         if self.source is None or not self.num_cached:
-            return hf.new_cache(model)
+            return None
         return hf.cache_from(model, self.source.tensors, self.num_cached)
 
     def record(self, pieces, lookup_ms: float) -> PrefixReuse:
