@@ -38,7 +38,7 @@ from lesson.text import t
 
 from . import frame, resources, stepping
 from .resources import parsed_trace
-from .ui import error_boundary, shown_spread
+from .ui import error_boundary, felt_source, shown_spread
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -426,8 +426,5 @@ def _data_downloads(lang: str, trace: RequestTrace, stamp: str) -> None:
 def felt_for(trace: RequestTrace) -> FeltTimes | None:
     """The page's own times around the first token (FeltTimes), for `trace`'s files: only for a run measured for
     this visitor now whose drawn repeat is run 1, the one the page timed (else the files hold the engine's)."""
-    ss = st.session_state
-    if not ss.get("trace_felt") or ss.trace_recorded or ss.trace_is_default:  # `trace` is the stored run
-        return None
-    numbers = shown_spread(trace)
-    return None if numbers is not None and numbers.shown else FeltTimes.from_json(ss.trace_felt)
+    felt = felt_source(shown_spread(trace)) == "felt"  # `trace` is the stored run
+    return FeltTimes.from_json(st.session_state.trace_felt) if felt else None

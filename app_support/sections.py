@@ -34,7 +34,7 @@ from lesson.text import label, t, table_for
 from . import resources, state
 from .resources import parsed_trace
 from .stepping import stepping_full
-from .ui import error_boundary, metric_row, plotly_config, scroll_into_view, shown_spread, svg_figure
+from .ui import error_boundary, felt_source, metric_row, plotly_config, scroll_into_view, shown_spread, svg_figure
 
 
 def intro(lang: str) -> None:
@@ -119,12 +119,10 @@ def ttft_bar(lang: str, trace_json: str) -> None:
     whole_json = stepping_full() or trace_json  # the replay and the classroom: TTFT is the whole run's
     whole, numbers = _whole_and_spread(trace_json)
     ss = st.session_state
-    felt = ss.get("trace_felt") if whole_json == ss.trace_json else None
-    source = "recorded" if ss.trace_recorded else "first_view" if ss.trace_is_default else "trace"
-    if felt and source == "trace":
-        source = "felt_other_run" if numbers is not None and numbers.shown else "felt"
-    else:
-        felt = None
+    source = felt_source(numbers)
+    if source.startswith("felt") and whole_json != ss.trace_json:  # not the stored run: the page timed none of it
+        source = "trace"
+    felt = ss.trace_felt if source.startswith("felt") else None
     with error_boundary(lang, "err_diagram"):
         run_note = run_label(numbers, lang)
         svg, alt = _ttft_figure(whole_json, lang, felt, source, run_note, ss.classroom)

@@ -157,6 +157,21 @@ def shown_spread(trace: RequestTrace) -> Headline | None:
     return numbers if numbers.belongs_to(trace) else None
 
 
+def felt_source(numbers: Headline | None) -> str:
+    """Whose times the stored run's TTFT can show, one rule for the TTFT bar and the run's files:
+    "recorded" or "first_view" (the engine's alone), "trace" (the page timed nothing of it), "felt" (the page
+    timed this visitor's run 1 and run 1 is the repeat drawn), "felt_other_run" (timed, another repeat drawn).
+    `numbers`: the stored run's headline numbers (shown_spread), None for a single run."""
+    ss = st.session_state
+    if ss.trace_recorded:
+        return "recorded"
+    if ss.trace_is_default:
+        return "first_view"
+    if not ss.get("trace_felt"):
+        return "trace"
+    return "felt_other_run" if numbers is not None and numbers.shown else "felt"
+
+
 def metric_row(cards: list[MetricCard]) -> None:
     """TTFT / TPOT / ITL p99 / E2EL side by side: each value, what it is a median of (its range
     and number of runs, lesson.metric_cards.metric_cards) and its definition."""
