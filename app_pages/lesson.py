@@ -47,14 +47,20 @@ def first_screen(lang: str, settings) -> str | None:
     """The intro, the run panel and, above it, the timeline of the run it stored; returns that run's JSON."""
     sections.intro(lang)
     # The lesson's first section, its timeline figure first, on the first screen: drawn into this slot
-    # once the run panel below it has stored the run it shows (a new run included).
+    # once the run panel below it has stored the run it shows (a new run included); on a session's first
+    # page run, before the panel: the run is known then, and the figure reaches the visitor sooner.
     first_section = st.container()
+    known = run_panel.known_before_run(lang, settings)
+    if known is not None:
+        with first_section:
+            sections.section_timeline(lang, known.shown)
     lm = frame.load_model(lang, settings)  # None (with a message) when it cannot load
-    trace_json = run_panel.run_panel(lang, lm, settings)
+    trace_json = run_panel.run_panel(lang, lm, settings, known)
     slide_kit.lesson_button(lang)  # every figure of this run for slides, in one zip (built when clicked)
     gallery.open_panel(lang, "lesson", settings)  # a recorded run: the gallery or an upload (opened before this draw)
-    with first_section:
-        sections.section_timeline(lang, trace_json)
+    if known is None:
+        with first_section:
+            sections.section_timeline(lang, trace_json)
     return trace_json
 
 

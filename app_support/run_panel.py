@@ -72,8 +72,42 @@ class RunArgs:
                 self.top_k, self.top_p, self.seed, self.max_prompt_tokens, self.ignore_eos)
 
 
-def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
-    """Controls and the live run. Returns the trace JSON the diagrams should show."""
+@dataclass(frozen=True)
+class FiguresRun:
+    """What this page run's figures show: the stored run (or the first view), and as far as the classroom's
+    step or the replay goes (`shown`, the same run when neither steps). None where there is no run to show."""
+
+    stored: str | None
+    shown: str | None
+
+
+def figures_run(lang: str, settings: ServerSettings) -> FiguresRun:
+    """The run the figures show, read once per page run (the replay's position is read here), with the
+    stepping state every figure reads (st.session_state.replay_shown, stepping_full_json)."""
+    trace_json = trace_to_show(lang, settings)
+    st.session_state.replay_shown = stepping.replay_step(trace_json)
+    is_stepping = st.session_state.classroom or st.session_state.replay_shown is not None
+    st.session_state.stepping_full_json = trace_json if is_stepping else None
+    return FiguresRun(trace_json, stepping.classroom_view(trace_json) if trace_json is not None else None)
+
+
+def known_before_run(lang: str, settings: ServerSettings) -> FiguresRun | None:
+    """The figures' run when it is known before the run panel is drawn: on a session's first page run (no
+    Run button on its screen yet, so none was pressed), nothing asked to run, and that run at hand (stored,
+    or a first view this process has measured). Then the first figure can be drawn before the controls:
+    a class opening the lesson at once gets it sooner. None otherwise (a cold server measures its first
+    view under the run panel, with its loading words)."""
+    ss = st.session_state
+    if ss.first_screen_drawn or ss.run_requested:
+        return None
+    if ss.trace_json is None and _first_view_args(lang, settings).plain() not in _first_views:
+        return None
+    return figures_run(lang, settings)
+
+
+def run_panel(lang: str, lm, settings: ServerSettings, known: FiguresRun | None = None) -> str | None:
+    """Controls and the live run. Returns the trace JSON the diagrams should show. `known`: the figures' run,
+    read before the panel (known_before_run: no Run can have been pressed)."""
     st.header(t(lang, "run_title"), anchor="run")
     st.markdown(t(lang, "run_intro"))
     prompt_column = _controls(lang, settings)
@@ -84,6 +118,7 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
     clicked = st.button(t(lang, "run"), key="run", type="primary", icon=":material/play_arrow:",
                         disabled=lm is None or effective is None)
     clicked = clicked or (st.session_state.run_requested and lm is not None and effective is not None)
+    clicked = clicked and known is None  # the figures drawn before the panel are this page run's: never a new run
     st.session_state.run_requested = False
     result = st.container(border=True, key="result_box")
     ran = False  # a new run drew its own answer; otherwise the box shows the run the figures show
@@ -91,14 +126,10 @@ def run_panel(lang: str, lm, settings: ServerSettings) -> str | None:
         with result, error_boundary(lang):
             ran = _stream_run(lang, lm, current_args(settings, effective), num_prompt_tokens=preview[1],
                               repeats=settings.repeats)
-    trace_json = trace_to_show(lang, settings)
-    st.session_state.replay_shown = stepping.replay_step(trace_json)
-    is_stepping = st.session_state.classroom or st.session_state.replay_shown is not None
-    st.session_state.stepping_full_json = trace_json if is_stepping else None
+    trace_json, shown = dataclasses.astuple(known or figures_run(lang, settings))
     if trace_json is None:
         result.info(t(lang, "no_trace"))
         return None
-    shown = stepping.classroom_view(trace_json)
     with result, error_boundary(lang):
         stale = effective is not None and st.session_state.trace_args != current_args(settings, effective)
         stale = stale and not st.session_state.trace_recorded  # a recorded run is not this page's settings
@@ -390,17 +421,31 @@ def trace_to_show(lang: str, settings: ServerSettings) -> str | None:
     The bottleneck lab shows the same run."""
     if st.session_state.trace_json is not None:
         return st.session_state.trace_json
-    args = RunArgs(st.session_state.model_choice, settings.device, settings.dtype, default_prompt(lang),
-                   min(DEFAULT_OUTPUT_LEN, settings.limits.max_new_tokens), 0.0, 0, 1.0, 0,
-                   settings.limits.max_prompt_tokens)
+    args = _first_view_args(lang, settings)
     try:
         trace_json, spread_json = resources.finished_runs_json(*args.plain(), settings.repeats)
     except Exception as err:  # noqa: BLE001
         log.warning("default trace failed: %s", err)
         st.error(error_message(err, lang))
         return None
+    if len(_first_views) >= FIRST_VIEWS_KEPT:
+        _first_views.clear()
+    _first_views.add(args.plain())
     _store_trace(trace_json, args, is_default=True, spread_json=spread_json)
     return trace_json
+
+
+# The first views this process has measured (their RunArgs.plain()), so a session can tell one is at hand
+# without asking for it (known_before_run); bounded, forgotten whole when full (then measured looks again).
+_first_views: set[tuple] = set()
+FIRST_VIEWS_KEPT = 64  # as many as resources.finished_runs_json keeps
+
+
+def _first_view_args(lang: str, settings: ServerSettings) -> RunArgs:
+    """The first view's request: the default prompt in the page's language, greedy, the lesson's length."""
+    return RunArgs(st.session_state.model_choice, settings.device, settings.dtype, default_prompt(lang),
+                   min(DEFAULT_OUTPUT_LEN, settings.limits.max_new_tokens), 0.0, 0, 1.0, 0,
+                   settings.limits.max_prompt_tokens)
 
 
 def _data_downloads(lang: str, trace: RequestTrace, stamp: str) -> None:

@@ -1,5 +1,6 @@
 """First screens first (app_support/first_screens.py): the rest of a page waits while another session is
-still before its first figure, never longer than its bound, and a session that fails still stops counting."""
+still before its first figure, never longer than its bound, and a session that fails still stops counting;
+on a warm server a session's first figure comes before its run panel, of the same run."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import threading
 import time
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
-from app_support import first_screens
+from app_support import first_screens, run_panel
+from tests.app.apptest import APP, assert_healthy, needs_model
 
 
 def test_the_rest_waits_for_an_opening_session_and_goes_on_when_it_has_its_figure():
@@ -76,3 +79,30 @@ def test_the_rest_of_a_page_is_drawn_a_few_sessions_at_a_time_and_never_waits_fo
         assert time.monotonic() - began >= 0.05
     for turn in held:
         turn.__exit__(None, None, None)
+
+
+@needs_model
+def test_a_sessions_first_page_draws_its_first_figure_before_the_panel_and_of_the_same_run(monkeypatch,
+                                                                                           served_settings):
+    """On a warm server a session's first page run knows its run before the run panel (run_panel.known_before_run)
+    and draws the timeline first; that figure, the panel and the rest are of that one run, as a later page
+    run (the panel first) draws them."""
+    seen = []
+    real = run_panel.known_before_run
+    monkeypatch.setattr(run_panel, "known_before_run", lambda *args: seen.append(real(*args)) or seen[-1])
+    AppTest.from_file(APP, default_timeout=180).run()  # the first view measured (on a cold process)
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    assert_healthy(at)
+    known = seen[-1]
+    assert known is not None and known.stored == at.session_state["trace_json"] == known.shown
+    early = figures(at)
+    at.run()  # its second page run: nothing known before the panel
+    assert seen[-1] is None
+    assert len(early) > 5 and figures(at) == early  # every figure and its alt text, byte for byte
+    clicked = at.button(key="run")
+    assert not clicked.disabled  # the panel below the early figure works as ever
+
+
+def figures(at) -> list[tuple[str, str]]:
+    """Every image on the page (its SVG as Streamlit sends it, its alt text), in the page's order."""
+    return [(img.proto.imgs[0].url, img.proto.imgs[0].alt) for img in at.get("image")]
