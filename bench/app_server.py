@@ -35,15 +35,17 @@ class AppServer:
 
 
 @contextlib.contextmanager
-def streamlit_server(log_path: Path | None = None, extra_env: dict[str, str] | None = None) -> Iterator[AppServer]:
-    """The running app; RuntimeError if it does not answer /_stcore/health within START_TIMEOUT_S."""
+def streamlit_server(log_path: Path | None = None, extra_env: dict[str, str] | None = None,
+                     root: Path = ROOT) -> Iterator[AppServer]:
+    """The running app; RuntimeError if it does not answer /_stcore/health within START_TIMEOUT_S. `root`: the
+    checkout whose app.py runs (another one, to measure a change against it side by side)."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("PREFILL_DECODE_")} | (extra_env or {})
     with open(log_path or os.devnull, "w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
              "--server.port", str(port), "--server.headless", "true", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env,
+            cwd=root, stdout=log, stderr=subprocess.STDOUT, env=env,
         )
         url = f"http://127.0.0.1:{port}"
         try:

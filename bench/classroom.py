@@ -40,7 +40,7 @@ from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_server import streamlit_server  # noqa: E402
+from bench.app_server import ROOT, streamlit_server  # noqa: E402
 from engine.contract.config import ServingCaps, settings_from_env  # noqa: E402
 from engine.contract.results import GenerationConfig  # noqa: E402
 from engine.contract.serving.workloads import scenario  # noqa: E402
@@ -350,15 +350,18 @@ def main() -> int:
     parser.add_argument("--compare-wait", default="",
                         help="two values of PREFILL_DECODE_FIRST_SCREEN_WAIT_MS, e.g. 0,2000: two apps started, "
                              "their rounds alternated (--rounds each), p95s side by side")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds per app with --compare-wait")
+    parser.add_argument("--against", default="",
+                        help="another checkout of this repository (a git worktree of the commit before a change): "
+                             "its app and this one started, their rounds alternated (--rounds each), side by side")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per app with --compare-wait or --against")
     parser.add_argument("--linger-s", type=float, default=0.0,
                         help="after the rounds, wait this long and read the memory again (130: past Streamlit's "
                              "2 minutes for closed sessions)")
     args = parser.parse_args()
     counts = [int(c) for c in args.sessions.split(",") if c.strip()]
     ok = True
-    if counts and args.compare_wait:
-        ok &= compare_wait(args, counts)
+    if counts and (args.compare_wait or args.against):
+        ok &= compare_apps(args, counts)
     elif counts:
         ok &= run_sessions(args, counts)
     if args.engine:
@@ -379,22 +382,31 @@ def run_sessions(args, counts: list[int]) -> bool:
     return ok and tracebacks == 0
 
 
-def compare_wait(args, counts: list[int]) -> bool:
-    """First screens first (app_support/first_screens.py), off and on, side by side: two apps with the two
-    waits, warmed up, then for each count their rounds alternated; prints each app's p95s and the ratio."""
+def compared_apps(args) -> dict[str, tuple[Path, dict[str, str]]]:
+    """The two apps to compare, A then B, by label: (their checkout, their environment). --compare-wait: this
+    checkout with two values of PREFILL_DECODE_FIRST_SCREEN_WAIT_MS; --against: that checkout, then this one."""
+    if args.against:
+        return {"before": (Path(args.against).resolve(), {}), "after": (ROOT, {})}
     waits = [w.strip() for w in args.compare_wait.split(",")][:2]
+    return {f"wait {w} ms": (ROOT, {"PREFILL_DECODE_FIRST_SCREEN_WAIT_MS": w}) for w in waits}
+
+
+def compare_apps(args, counts: list[int]) -> bool:
+    """Two apps side by side (compared_apps: two first-screen waits, or another checkout against this one),
+    warmed up, then for each count their rounds alternated; prints each app's p95s and B's over A's."""
+    apps = compared_apps(args)
     with contextlib.ExitStack() as stack:
-        servers = [stack.enter_context(streamlit_server(Path(f"/tmp/classroom_app_wait{w}.log"),
-                                                        {"PREFILL_DECODE_FIRST_SCREEN_WAIT_MS": w})) for w in waits]
+        servers = [stack.enter_context(streamlit_server(Path(f"/tmp/classroom_app_{i}.log"), env, root))
+                   for i, (root, env) in enumerate(apps.values())]
         for server in servers:
             asyncio.run(open_many(server.url, 1, False, server.pid))  # warm: the worker, the first view
         ok = True
         for n in counts:
-            seen: dict[str, list[list[Session]]] = {w: [] for w in waits}
+            seen: dict[str, list[list[Session]]] = {label: [] for label in apps}
             for _ in range(args.rounds):
-                for wait, server in zip(waits, servers):
+                for label, server in zip(apps, servers):
                     sessions, _ = asyncio.run(open_many(server.url, n, False, server.pid))
-                    seen[wait].append(sessions)
+                    seen[label].append(sessions)
                     ok &= all(x.ok for x in sessions)
                     time.sleep(3.0)
             ok &= report_compare(n, seen)
@@ -402,24 +414,24 @@ def compare_wait(args, counts: list[int]) -> bool:
 
 
 def report_compare(n: int, seen: dict[str, list[list[Session]]]) -> bool:
-    """Each wait's first figure and settled p95 over its rounds, and B's over A's."""
+    """Each app's first figure and settled p95 over its rounds, and B's over A's."""
     p95 = {}
     print(f"\n{n} session(s) at once, {len(next(iter(seen.values())))} alternated rounds per app:")
-    for wait, rounds in seen.items():
+    for label, rounds in seen.items():
         good = [x for r in rounds for x in r if x.ok]
         first = [percentile([x.first_figure_s for x in r if x.ok], 95) for r in rounds]
         settled = [max((x.settled_s for x in r if x.ok), default=float("nan")) for r in rounds]
-        p95[wait] = (sum(first) / len(first), sum(settled) / len(settled))
-        print(f"  wait {wait:>5} ms: {len(good)}/{n * len(rounds)} pages; first figure p95 per round "
+        p95[label] = (sum(first) / len(first), sum(settled) / len(settled))
+        print(f"  {label:>13}: {len(good)}/{n * len(rounds)} pages; first figure p95 per round "
               + ", ".join(f"{v:.2f}" for v in first) + " s; settled max per round "
               + ", ".join(f"{v:.2f}" for v in settled) + " s")
     (a, b) = list(p95)
-    print(f"  wait {b} / wait {a}: first figure p95 {p95[b][0] / p95[a][0]:.2f}x, "
+    print(f"  {b} / {a}: first figure p95 {p95[b][0] / p95[a][0]:.2f}x, "
           f"settled {p95[b][1] / p95[a][1]:.2f}x")
     if n != 30:
         return True
-    return goal_line(f"first figure p95 at {n} sessions (wait {b})", p95[b][0], FIRST_FIGURE_GOAL_S) & \
-        goal_line(f"every page settled at {n} sessions (wait {b})", p95[b][1], SETTLED_GOAL_S)
+    return goal_line(f"first figure p95 at {n} sessions ({b})", p95[b][0], FIRST_FIGURE_GOAL_S) & \
+        goal_line(f"every page settled at {n} sessions ({b})", p95[b][1], SETTLED_GOAL_S)
 
 
 if __name__ == "__main__":
