@@ -55,6 +55,7 @@ def test_every_refused_frame_is_one_keyed_error_and_the_worker_goes_on():
 
 def test_a_worker_out_of_threads_refuses_and_lives():
     got = run_case("threads")
+    assert got["answers"] == ["engine_busy"], got
     assert any("can't start new thread" in line for line in got["log"]), got
 
 

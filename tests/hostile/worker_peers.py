@@ -152,17 +152,22 @@ def frames(address, good):
 
 
 def threads(address, good):
-    """Connections while no thread can be started: refused, and the worker serves again after."""
+    """Keyed calls while no thread can be started: each refused in one keyed error, and the worker
+    serves again after (no thread is needed before a call is in: the door serves the key challenge)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (vm_bytes() + (512 << 20), hard))  # 512 MB more address space ...
     threading.stack_size(1 << 30)  # ... and every new thread asks for 1 GiB of stack: none can start
-    socks = [raw(address, f"127.0.0.{2 + i}") for i in range(20)]
-    time.sleep(1.0)
-    threading.stack_size(0)
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-    for s in socks:
-        s.close()
-    return {"good_s": good(), "opened": len(socks)}
+    answers = []
+    try:
+        for i in range(20):
+            conn = keyed(address, f"127.0.0.{2 + i}")
+            conn.send_bytes(frame("call", method="short", args={}, client="hostile"))
+            answers.append(json.loads(conn.recv_bytes(1 << 20)).get("error", {}).get("key"))
+            conn.close()
+    finally:
+        threading.stack_size(0)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    return {"good_s": good(), "opened": len(answers), "answers": sorted(set(answers))}
 
 
 def stall(address, good):

@@ -211,18 +211,6 @@ def connect(address: tuple[str, int], authkey: bytes, timeout_s: float = HANDSHA
     return conn
 
 
-def accept_handshake(conn: Connection, authkey: bytes, timeout_s: float | None = HANDSHAKE_TIMEOUT_S) -> None:
-    """The worker's side of the key challenge (Listener.accept's order). Raises one of HANDSHAKE_ERRORS.
-    `timeout_s` None: no timer thread of its own (the worker's watchdog holds the deadline)."""
-    if timeout_s is None:
-        deliver_challenge(conn, authkey)
-        answer_challenge(conn, authkey)
-        return
-    with Deadline(conn, timeout_s):
-        deliver_challenge(conn, authkey)
-        answer_challenge(conn, authkey)
-
-
 def parse_address(text: str) -> tuple[str, int]:
     """`HOST:PORT` (or `[v6]:PORT`) -> (host, port). Raises WorkerSetupError for anything else."""
     host, sep, port = text.strip().rpartition(":")
