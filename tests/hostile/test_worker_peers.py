@@ -63,3 +63,12 @@ def test_a_run_the_worker_stood_still_in_is_discarded():
     got = run_case("stall")
     assert got["slow"] == "engine_stalled", got
     assert any("stood still" in line for line in got["log"]), got
+
+
+def test_a_client_process_stopped_mid_stream_over_tcp_is_dropped_at_the_send_deadline():
+    got = run_case("stopped")
+    assert any("did not read its events" in line for line in got["log"]), got  # the deadline, not the bound
+    assert got["drip"] == "cancelled", got  # only its run is lost ...
+    assert got["emitted_while_stopped"] > 0, got  # ... and the runner never waited on it
+    assert got["pinged_while_stopped"], got  # a light call answered before it was dropped
+    assert got["peer_alive"], got  # the short call finished while the stopped client was still connected

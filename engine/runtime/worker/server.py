@@ -232,13 +232,14 @@ class EngineWorker:
 
     def _session(self, conn: Connection, host: str, peer: str, message: dict[str, Any]) -> None:
         """A keyed connection's call answered, its slot given back, the connection closed."""
+        session = Session(conn, host, peer, self.watchdog)
         try:
-            self._keyed(Session(conn, host, peer, self.watchdog), message)
+            self._keyed(session, message)
         except Exception as err:  # noqa: BLE001 - one line, and this session only
             log.error("session %s ended: %s: %s", peer, type(err).__name__, str(err).splitlines()[:1])
         finally:
             self.sessions.give(host)
-            conn.close()
+            session.close()
 
     def _keyed(self, session: Session, message: dict[str, Any]) -> None:
         """Answer the call through the session's outbox (its sender thread writes it)."""
@@ -338,13 +339,24 @@ class Session:
         self.outbox = Outbox(conn, peer)
         self.client = ""
         self.job: Job | None = None
+        self.sender: threading.Thread | None = None
 
     def start_sender(self) -> bool:
+        sender = threading.Thread(target=self.outbox.run, name=f"engine-send {self.peer}", daemon=True)
         try:
-            threading.Thread(target=self.outbox.run, name=f"engine-send {self.peer}", daemon=True).start()
+            sender.start()
         except THREAD_ERRORS:
             return False
+        self.sender = sender
         return True
+
+    def close(self) -> None:
+        """Close the connection once its sender has stopped writing to it (the outbox is dropped or ended
+        by now; a closed descriptor's number may be reused at once by a new connection)."""
+        self.outbox.drop("the call is over")
+        if self.sender is not None:
+            self.sender.join(self.outbox.deadline_s)
+        self.conn.close()
 
     def send(self, kind: str, **fields: Any) -> None:
         """Into the outbox, never waiting (EOFError once the client was dropped)."""
