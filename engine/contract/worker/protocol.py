@@ -200,6 +200,7 @@ def connect(address: tuple[str, int], authkey: bytes, timeout_s: float = HANDSHA
     sock = socket.create_connection(address, timeout=timeout_s)
     sock.settimeout(None)  # blocking again: a run's events may be seconds apart
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the call right after the challenge's last frame
     conn = Connection(sock.detach())
     try:
         with Deadline(conn, timeout_s):
