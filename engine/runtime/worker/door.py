@@ -206,10 +206,12 @@ class Door:
     def _run(self) -> None:
         while True:
             for key, _ in self._selector.select(SELECT_S):
-                if key.data is None:
-                    self._take_arrivals()
-                else:
-                    self._readable(key.data)
+                try:
+                    self._take_arrivals() if key.data is None else self._readable(key.data)
+                except Exception as err:  # noqa: BLE001 - MemoryError included: that connection only, never the door
+                    self.watchdog.warn("door", "a connection was closed: %s: %s", type(err).__name__, err)
+                    if key.data is not None:
+                        self._close(key.data)
             self._expire(time.monotonic())
 
     def _take_arrivals(self) -> None:
@@ -313,6 +315,6 @@ class Door:
                 self._selector.unregister(fd)
 
     def _close(self, entry: Pending) -> None:
-        if not entry.gone:
-            self._forget(entry)
+        self._forget(entry)
+        if not entry.conn.closed:
             entry.conn.close()

@@ -173,3 +173,16 @@ def test_pending_connections_start_no_thread(served):
     for sock in socks:
         sock.close()
     assert EngineClient(served.address, KEY).ping()
+
+
+def test_a_fault_while_handing_a_call_on_closes_that_connection_and_the_door_goes_on(served, monkeypatch):
+    def broken(*args):
+        raise MemoryError("no memory for this one")
+
+    monkeypatch.setattr(served.worker.door, "on_call", broken)
+    channel = call_from(served.address, "127.0.0.4", "ping")
+    with pytest.raises((EOFError, OSError)):
+        channel.recv()
+    channel.close()
+    monkeypatch.undo()
+    assert EngineClient(served.address, KEY).ping()
