@@ -8,9 +8,10 @@
                         waits on a socket); the session's sender thread writes it out. A client that
                         leaves WORKER_SEND_BUFFER_BYTES unread, or an event untaken for
                         WORKER_SEND_DEADLINE_S, is dropped, and only its call is lost
-    Watchdog            one thread for every clock: the deadlines of connections (the key challenge,
-                        the call), the outboxes' send deadlines, the `alive` heartbeat to every open
-                        call, and the worker's own stalls (its clock jumped: the process stood still)
+    Watchdog            one thread for every clock of a session: a write's deadline (a refusal sent
+                        before there is a sender), the outboxes' send deadlines, the `alive` heartbeat
+                        to every open call, and the worker's own stalls (its clock jumped: the process
+                        stood still). The door (door.py) keeps the key challenge's and the call's own.
 
 No torch here: plain threads and sockets (engine/contract/worker/protocol.py frames them).
 """

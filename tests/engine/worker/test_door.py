@@ -9,11 +9,14 @@ import hmac
 import json
 import os
 import secrets
+import shutil
 import socket
 import struct
+import subprocess
 import threading
 import time
 from multiprocessing.connection import AuthenticationError, Connection, answer_challenge, deliver_challenge
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -186,3 +189,36 @@ def test_a_fault_while_handing_a_call_on_closes_that_connection_and_the_door_goe
     channel.close()
     monkeypatch.undo()
     assert EngineClient(served.address, KEY).ping()
+
+
+# A client of another Python: its standard library's own key challenge (3.12 on: SHA-256 both ways).
+OTHER_CLIENT = """
+import json, sys
+from multiprocessing.connection import AuthenticationError, Client
+conn = Client((sys.argv[1], int(sys.argv[2])), authkey=bytes.fromhex(sys.argv[3]))
+conn.send_bytes(json.dumps({"v": int(sys.argv[4]), "type": "call", "method": "ping", "args": {}}).encode())
+print(json.loads(conn.recv_bytes())["type"])
+try:
+    Client((sys.argv[1], int(sys.argv[2])), authkey=b"x" * 32)
+except AuthenticationError:
+    print("wrong key refused")
+"""
+
+
+def runs(python: str) -> bool:
+    return subprocess.run([python, "-c", "pass"], capture_output=True, timeout=WAIT_S, check=False).returncode == 0
+
+
+# On PATH, or installed by pyenv beside this one (a pyenv shim may not run in this environment).
+OTHER_PYTHONS = [path for path in (*filter(None, map(shutil.which, ("python3.12", "python3.13"))),
+                                   *map(str, sorted(Path.home().glob(".pyenv/versions/3.1[23].*/bin/python3"))))
+                 if runs(path)][:2]
+
+
+@pytest.mark.skipif(not OTHER_PYTHONS, reason="no Python 3.12 or 3.13 here")
+@pytest.mark.parametrize("python", OTHER_PYTHONS)
+def test_a_client_on_another_python_passes_the_doors_key_challenge(served, python):
+    host, port = served.address
+    argv = [python, "-c", OTHER_CLIENT, host, str(port), KEY.hex(), str(PROTOCOL_VERSION)]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=WAIT_S, check=False)
+    assert out.stdout.split("\n")[:2] == ["done", "wrong key refused"], out
