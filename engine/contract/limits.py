@@ -49,6 +49,7 @@ WORKER_MAX_PENDING = 64  # connections in the key challenge (or keyed, their cal
 WORKER_MAX_PENDING_PER_HOST = 8  # of those, from one address (past either, the oldest is closed)
 WORKER_CALL_DEADLINE_S = 5.0  # a keyed connection that has not sent its call by then is closed (a pending slot)
 WORKER_MAX_SESSIONS = 256  # keyed connections held at once (a class of 30 needs a few each)
+WORKER_MAX_SESSIONS_PER_HOST = 64  # of those, from one address (an app replica's whole class comes from one)
 WORKER_PROMPT_CHARS_PER_TOKEN = 16  # a prompt's characters per token of the worker's prompt cap (a stretched prompt)
 WORKER_SILENCE_S = 20.0  # a client hearing nothing (not even a heartbeat) this long: "the engine stopped answering"
 WORKER_STALL_S = 3.0  # the worker's clock jumped this far (the process stood still): the run is discarded
@@ -131,6 +132,8 @@ LIMITS: tuple[Limit, ...] = (
     Limit("WORKER_CALL_DEADLINE_S", WORKER_CALL_DEADLINE_S, "a keyed connection without a call after this many seconds",
           "the connection closed"),
     Limit("WORKER_MAX_SESSIONS", WORKER_MAX_SESSIONS, "more keyed connections with a call at once",
+          "engine_busy, the connection closed"),
+    Limit("WORKER_MAX_SESSIONS_PER_HOST", WORKER_MAX_SESSIONS_PER_HOST, "more of them from one address",
           "engine_busy, the connection closed"),
     Limit("WORKER_PROMPT_CHARS_PER_TOKEN", WORKER_PROMPT_CHARS_PER_TOKEN, "a prompt longer than this many characters "
           "per token of the worker's prompt cap (or than PREFILL_DECODE_MAX_PROMPT_CHARS, if larger)",

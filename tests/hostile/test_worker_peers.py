@@ -55,6 +55,7 @@ def test_every_refused_frame_is_one_keyed_error_and_the_worker_goes_on():
 
 def test_a_worker_out_of_threads_refuses_and_lives():
     got = run_case("threads")
+    assert got["answers"] == ["engine_busy"], got
     assert any("can't start new thread" in line for line in got["log"]), got
 
 
@@ -62,3 +63,12 @@ def test_a_run_the_worker_stood_still_in_is_discarded():
     got = run_case("stall")
     assert got["slow"] == "engine_stalled", got
     assert any("stood still" in line for line in got["log"]), got
+
+
+def test_a_client_process_stopped_mid_stream_over_tcp_is_dropped_at_the_send_deadline():
+    got = run_case("stopped")
+    assert any("did not read its events" in line for line in got["log"]), got  # the deadline, not the bound
+    assert got["drip"] == "cancelled", got  # only its run is lost ...
+    assert got["emitted_while_stopped"] > 0, got  # ... and the runner never waited on it
+    assert got["pinged_while_stopped"], got  # a light call answered before it was dropped
+    assert got["peer_alive"], got  # the short call finished while the stopped client was still connected

@@ -2,10 +2,10 @@
 
 The child starts a worker (engine.runtime.worker.server.start_in_thread, the real server code) with
 test handlers in place of forward passes ("short": a lesson-sized run, about 20 ms; "flood": a
-streamed run's worth of events; "slow": a long run), then a hostile peer as CASE says, and, while
-that peer is still connected, a well-behaved client's short call. It prints one JSON line: the short
-call's time alone and beside the peer, what the peer got, and the worker's log lines. The test
-asserts on that line; bench/worker_peers.py prints the same cases' ratios.
+streamed run's worth of events; "drip": a long streamed run; "slow": a long run), then a hostile
+peer as CASE says, and, while that peer is still connected, a well-behaved client's short call. It
+prints one JSON line: the short call's time alone and beside the peer, what the peer got, and the
+worker's log lines. The test asserts on that line; bench/worker_peers.py prints the same cases' ratios.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import resource
+import signal
 import socket
 import subprocess
 import sys
@@ -23,6 +24,7 @@ from multiprocessing.connection import Connection, answer_challenge, deliver_cha
 from pathlib import Path
 
 from engine.contract.worker.client import EngineClient
+from engine.contract.worker.errors import RunCancelled
 from engine.contract.worker.protocol import PROTOCOL_VERSION, connect
 from engine.runtime.worker.jobs import MEASURED
 from engine.runtime.worker.models import WorkerSettings
@@ -30,6 +32,21 @@ from engine.runtime.worker.server import CONNECTION_STACK_BYTES, start_in_thread
 
 KEY = b"worker-peers-key-0123456789abcdef"
 LOG: list[str] = []
+DRIP = {"emitted": 0, "outcome": None}  # the drip run's events so far, and how it ended
+CLIENT_MEMORY_BYTES = 1 << 30  # a client process's address space (it imports no torch)
+CLIENT_CPU_S = 60  # and its CPU seconds; the case kills it at its end anyway
+# A client process: a real connection and call, reading until the stream has begun, then saying so.
+STREAMING_CLIENT = """
+import sys
+from engine.contract.worker.protocol import WORKER_TYPES, Channel, connect
+channel = Channel(connect((sys.argv[1], int(sys.argv[2])), bytes.fromhex(sys.argv[3])), WORKER_TYPES)
+channel.send("call", method="drip", args={}, client="stopped")
+while channel.recv()["type"] != "progress":
+    pass
+print("streaming", flush=True)
+while True:
+    channel.recv()
+"""
 
 
 class Remember(logging.Handler):
@@ -51,6 +68,23 @@ def flood(ctx, args):
     return {"ok": True}
 
 
+def drip(ctx, args):
+    """A long streamed run: an 8 KB event every 10 ms (800 KB/s, so 10 s of it stays under the send
+    buffer's bound: the send deadline drops a client that does not read, not the bound), up to 60 s."""
+    pad = "d" * 8192
+    try:
+        for i in range(6000):
+            ctx.check_cancelled()
+            ctx.emit("progress", done=i, total=6000, pad=pad)
+            DRIP["emitted"] = i + 1
+            time.sleep(0.01)
+    except RunCancelled:
+        DRIP["outcome"] = "cancelled"
+        raise
+    DRIP["outcome"] = "done"
+    return {"ok": True}
+
+
 def slow(ctx, args):
     for _ in range(120):
         ctx.check_cancelled()
@@ -63,7 +97,8 @@ def start():
     logger.addHandler(Remember())
     logger.setLevel(logging.INFO)
     settings = WorkerSettings(presets=False, max_prompt_tokens=64)
-    running = start_in_thread(KEY, settings, measured={**MEASURED, "short": short, "flood": flood, "slow": slow})
+    running = start_in_thread(KEY, settings, measured={**MEASURED, "short": short, "flood": flood, "slow": slow,
+                                                           "drip": drip})
     return running
 
 
@@ -95,7 +130,9 @@ def frame(kind: str, **fields) -> bytes:
 
 def unread(address, good, mb: int = 64):
     """A keyed client that calls a streamed run and never reads (a small receive buffer): `mb` MB of
-    events, past the send buffer's bound (the send deadline: tests/engine/worker/test_peers.py)."""
+    events, past the send buffer's bound (the send deadline: the `stopped` case). The short call starts
+    once the worker has dropped that client (it is still connected): the time until then is the
+    flood's own turn in the queue, measured apart (`dropped_after_s`), as any run ahead of it would be."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before connecting: a small window
     sock.connect(address)
@@ -103,8 +140,11 @@ def unread(address, good, mb: int = 64):
     answer_challenge(conn, KEY)
     deliver_challenge(conn, KEY)
     conn.send_bytes(frame("call", method="flood", args={"mb": mb}, client="hostile"))
-    time.sleep(0.5)  # the flood is running, its events piling up unread
-    return {"good_s": good(), "peer": "connected"}
+    sent = time.monotonic()  # the flood runs, its events piling up unread, until the worker drops its client
+    while not any("dropped" in line for line in LOG) and time.monotonic() - sent < 60:
+        time.sleep(0.01)
+    dropped_s = time.monotonic() - sent  # the flood's own turn in the queue, as any run ahead would be
+    return {"good_s": good(), "peer": "connected", "dropped_after_s": round(dropped_s, 3)}
 
 
 def silent_flood(address, good):
@@ -152,17 +192,22 @@ def frames(address, good):
 
 
 def threads(address, good):
-    """Connections while no thread can be started: refused, and the worker serves again after."""
+    """Keyed calls while no thread can be started: each refused in one keyed error, and the worker
+    serves again after (no thread is needed before a call is in: the door serves the key challenge)."""
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (vm_bytes() + (512 << 20), hard))  # 512 MB more address space ...
     threading.stack_size(1 << 30)  # ... and every new thread asks for 1 GiB of stack: none can start
-    socks = [raw(address, f"127.0.0.{2 + i}") for i in range(20)]
-    time.sleep(1.0)
-    threading.stack_size(0)
-    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
-    for s in socks:
-        s.close()
-    return {"good_s": good(), "opened": len(socks)}
+    answers = []
+    try:
+        for i in range(20):
+            conn = keyed(address, f"127.0.0.{2 + i}")
+            conn.send_bytes(frame("call", method="short", args={}, client="hostile"))
+            answers.append(json.loads(conn.recv_bytes(1 << 20)).get("error", {}).get("key"))
+            conn.close()
+    finally:
+        threading.stack_size(0)
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    return {"good_s": good(), "opened": len(answers), "answers": sorted(set(answers))}
 
 
 def stall(address, good):
@@ -176,6 +221,36 @@ def stall(address, good):
     return {"good_s": good(), "slow": got}
 
 
+def stopped(address, good):
+    """A client PROCESS over a real TCP connection, stopped (SIGSTOP) during a long streamed run: the
+    worker's runner goes on, the send deadline drops that client and cancels only its run, and another
+    client's short call finishes while the stopped one is still connected."""
+    client = subprocess.Popen([sys.executable, "-c", STREAMING_CLIENT, *map(str, address), KEY.hex()],
+                              stdout=subprocess.PIPE, text=True, preexec_fn=bounded_client)
+    try:
+        assert client.stdout.readline().strip() == "streaming"
+        client.send_signal(signal.SIGSTOP)
+        stopped_at, emitted_at_stop = time.monotonic(), DRIP["emitted"]
+        pinged = EngineClient(address, KEY).ping() is not None and not any("did not read" in line for line in LOG)
+        while not any("did not read" in line for line in LOG) and time.monotonic() - stopped_at < 60:
+            time.sleep(0.05)
+        dropped_s = time.monotonic() - stopped_at
+        while DRIP["outcome"] is None and time.monotonic() - stopped_at < 60:
+            time.sleep(0.01)
+        good_s = good()
+        return {"good_s": good_s, "dropped_after_s": round(dropped_s, 2), "drip": DRIP["outcome"],
+                "emitted_while_stopped": DRIP["emitted"] - emitted_at_stop, "peer_alive": client.poll() is None,
+                "pinged_while_stopped": pinged}
+    finally:
+        client.kill()  # SIGKILL ends a stopped process too
+        client.wait()
+
+
+def bounded_client() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (CLIENT_MEMORY_BYTES, CLIENT_MEMORY_BYTES))
+    resource.setrlimit(resource.RLIMIT_CPU, (CLIENT_CPU_S, CLIENT_CPU_S))
+
+
 def vm_bytes() -> int:
     """This process's address space now (VmSize)."""
     for line in Path("/proc/self/status").read_text().splitlines():
@@ -184,7 +259,7 @@ def vm_bytes() -> int:
     raise OSError("no VmSize")
 
 
-CASES = {f.__name__: f for f in (unread, silent_flood, idle_keyed, frames, threads, stall)}
+CASES = {f.__name__: f for f in (unread, silent_flood, idle_keyed, frames, threads, stall, stopped)}
 
 
 def main(name: str) -> None:

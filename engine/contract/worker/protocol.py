@@ -200,6 +200,7 @@ def connect(address: tuple[str, int], authkey: bytes, timeout_s: float = HANDSHA
     sock = socket.create_connection(address, timeout=timeout_s)
     sock.settimeout(None)  # blocking again: a run's events may be seconds apart
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # the call right after the challenge's last frame
     conn = Connection(sock.detach())
     try:
         with Deadline(conn, timeout_s):
@@ -209,18 +210,6 @@ def connect(address: tuple[str, int], authkey: bytes, timeout_s: float = HANDSHA
         conn.close()
         raise
     return conn
-
-
-def accept_handshake(conn: Connection, authkey: bytes, timeout_s: float | None = HANDSHAKE_TIMEOUT_S) -> None:
-    """The worker's side of the key challenge (Listener.accept's order). Raises one of HANDSHAKE_ERRORS.
-    `timeout_s` None: no timer thread of its own (the worker's watchdog holds the deadline)."""
-    if timeout_s is None:
-        deliver_challenge(conn, authkey)
-        answer_challenge(conn, authkey)
-        return
-    with Deadline(conn, timeout_s):
-        deliver_challenge(conn, authkey)
-        answer_challenge(conn, authkey)
 
 
 def parse_address(text: str) -> tuple[str, int]:

@@ -2,13 +2,16 @@
 
     PendingHandshakes   connections in the key challenge: WORKER_MAX_PENDING at once, and
                         WORKER_MAX_PENDING_PER_HOST from one address; more are closed at once
+    SessionSlots        keyed connections with a call: WORKER_MAX_SESSIONS at once, and
+                        WORKER_MAX_SESSIONS_PER_HOST from one address; more are refused (engine_busy)
     Outbox              one client's send buffer: the runner puts an event in it and goes on (never
                         waits on a socket); the session's sender thread writes it out. A client that
                         leaves WORKER_SEND_BUFFER_BYTES unread, or an event untaken for
                         WORKER_SEND_DEADLINE_S, is dropped, and only its call is lost
-    Watchdog            one thread for every clock: the deadlines of connections (the key challenge,
-                        the call), the outboxes' send deadlines, the `alive` heartbeat to every open
-                        call, and the worker's own stalls (its clock jumped: the process stood still)
+    Watchdog            one thread for every clock of a session: a write's deadline (a refusal sent
+                        before there is a sender), the outboxes' send deadlines, the `alive` heartbeat
+                        to every open call, and the worker's own stalls (its clock jumped: the process
+                        stood still). The door (door.py) keeps the key challenge's and the call's own.
 
 No torch here: plain threads and sockets (engine/contract/worker/protocol.py frames them).
 """
@@ -25,7 +28,8 @@ from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 from engine.contract.limits import (
-    WORKER_MAX_PENDING, WORKER_MAX_PENDING_PER_HOST, WORKER_SEND_BUFFER_BYTES, WORKER_SEND_DEADLINE_S, WORKER_STALL_S,
+    WORKER_MAX_PENDING, WORKER_MAX_PENDING_PER_HOST, WORKER_MAX_SESSIONS, WORKER_MAX_SESSIONS_PER_HOST,
+    WORKER_SEND_BUFFER_BYTES, WORKER_SEND_DEADLINE_S, WORKER_STALL_S,
 )
 from engine.contract.worker.protocol import HEARTBEAT_S, encode, shutdown
 from engine.runtime.untimed import covered
@@ -79,6 +83,36 @@ class PendingHandshakes:
     def __len__(self) -> int:
         with self._lock:
             return len(self._pending)
+
+
+class SessionSlots:
+    """Keyed connections with a call, held at once: at most `total`, and `per_host` from one address (a
+    client that opens connection after connection, each with a call, fills its own share only).
+    `take(host)` returns None when a slot was taken, else why not, in one line; `give(host)` after."""
+
+    def __init__(self, total: int = WORKER_MAX_SESSIONS, per_host: int = WORKER_MAX_SESSIONS_PER_HOST) -> None:
+        self.total, self.per_host = total, per_host
+        self._lock = threading.Lock()
+        self._by_host: Counter[str] = Counter()
+
+    def take(self, host: str) -> str | None:
+        with self._lock:
+            if self._by_host.total() >= self.total:
+                return f"the worker holds {self.total} calls already; try again"
+            if self._by_host[host] >= self.per_host:
+                return f"the worker holds {self.per_host} calls from {host} already; try again"
+            self._by_host[host] += 1
+            return None
+
+    def give(self, host: str) -> None:
+        with self._lock:
+            self._by_host[host] -= 1
+            if self._by_host[host] <= 0:
+                del self._by_host[host]
+
+    def held(self, host: str) -> int:
+        with self._lock:
+            return self._by_host[host]
 
 
 class Outbox:

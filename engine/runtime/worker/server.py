@@ -1,10 +1,15 @@
 """The engine worker: a process that holds the models and runs every measured forward pass.
 
-    main thread      accepts connections (multiprocessing.connection.Listener); a bounded pool of
-                     pending key challenges (peers.PendingHandshakes), refused, never a crash, when
-                     threads or memory run short
-    one per client   proves the key (both ways, within WORKER_HANDSHAKE_DEADLINE_S), reads the one call
-                     (bounded, within WORKER_CALL_DEADLINE_S), then waits for a cancel or EOF
+    main thread      accepts connections (multiprocessing.connection.Listener) and hands each to
+                     the door, never waiting on one; when descriptors or memory run short, it
+                     refuses for a moment, never a crash
+    the door         ONE thread for every new connection (door.py): the key challenge both ways
+                     (within WORKER_HANDSHAKE_DEADLINE_S), then the one call (bounded, within
+                     WORKER_CALL_DEADLINE_S), in a bounded pool (peers.PendingHandshakes); no thread
+                     is started for a connection before its call is in
+    one per call     a session slot (peers.SessionSlots: in all, and per address) and a thread that
+                     answers the call, then waits for a cancel or EOF; refused in one keyed error
+                     (engine_busy) when slots or threads run short
     one sender each  writes that client's events from its Outbox (peers.py): the runner never waits
                      on a client; one that does not read in time is dropped, and only its call is lost
     the watchdog     deadlines, the `alive` heartbeat, the worker's own stalls (peers.Watchdog)
@@ -40,24 +45,24 @@ from typing import Any
 
 from engine.contract.errors import InputError
 from engine.contract.limits import (
-    MAX_SEED, MAX_STRETCH_TOKENS, MAX_WORKLOAD_PROMPT_CHARS, WORKER_CALL_DEADLINE_S, WORKER_HANDSHAKE_DEADLINE_S,
-    WORKER_MAX_CALL_BYTES, WORKER_MAX_SESSIONS, WORKER_PROMPT_CHARS_PER_TOKEN, check_count,
+    MAX_SEED, MAX_STRETCH_TOKENS, MAX_WORKLOAD_PROMPT_CHARS, WORKER_MAX_CALL_BYTES, WORKER_PROMPT_CHARS_PER_TOKEN,
+    check_count,
 )
 from engine.contract.worker.errors import (
     EngineWorkerError, ProtocolError, RunCancelled, RunStalled, error_from_wire, error_to_wire,
 )
 from engine.contract.worker.protocol import (
-    CLIENT_TYPES, FINAL_TYPES, HANDSHAKE_ERRORS, PROTOCOL_VERSION, ModelRef, accept_handshake, client_name, decode,
+    CLIENT_TYPES, FINAL_TYPES, PROTOCOL_VERSION, ModelRef, client_name, decode,
     encode, format_address, recv_frame,
 )
 from engine.runtime.model import LoadedModel, set_num_threads
+from engine.runtime.worker.door import Door
 from engine.runtime.worker.jobs import LIGHT, MEASURED, JobContext
 from engine.runtime.worker.models import ModelCache, WorkerSettings
 from engine.runtime.worker.queue import Job, JobQueue, Measurement
-from engine.runtime.worker.peers import Outbox, PendingHandshakes, Watchdog
+from engine.runtime.worker.peers import Outbox, SessionSlots, Watchdog
 
 log = logging.getLogger("prefill_decode.worker")
-MAX_SESSIONS = WORKER_MAX_SESSIONS  # keyed connections held at once; more are closed at once
 # accept() failing for want of descriptors or memory: refuse (wait a moment), never stop serving
 RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 THREAD_ERRORS = (RuntimeError, MemoryError)  # "can't start new thread", and a stack that cannot be mapped
@@ -75,10 +80,9 @@ class EngineWorker:
         self.models = models
         self.measured = MEASURED if measured is None else measured
         self.queue = JobQueue()
-        self._authkey = authkey
-        self._sessions = threading.BoundedSemaphore(MAX_SESSIONS)
-        self.pending = PendingHandshakes()
+        self.sessions = SessionSlots()
         self.watchdog = Watchdog()
+        self.door = Door(authkey, self._on_call, self._checked_call, self.watchdog)
         settings = models.settings  # a prompt's characters are checked before anything is tokenized:
         self.max_prompt_chars = max(settings.max_prompt_chars,  # the app's cap, or what a stretched prompt needs
                                     WORKER_PROMPT_CHARS_PER_TOKEN * settings.max_prompt_tokens)
@@ -187,9 +191,11 @@ class EngineWorker:
     # --- connections ----------------------------------------------------------------
 
     def serve(self, listener: Listener) -> None:
-        """Accept connections until the listener is closed (the runner must be started). A connection
-        waits for its key challenge in a bounded pool; when threads, descriptors or memory run short,
-        connections are refused (closed), and the worker goes on."""
+        """Accept connections until the listener is closed (the runner must be started), each handed to
+        the door (door.py: its key challenge and call, in one thread for all). When descriptors or memory
+        run short, accept() is retried a moment later, and the worker goes on."""
+        if self.door.thread is None:
+            self.door.start()
         while True:
             try:
                 conn = listener.accept()
@@ -203,72 +209,37 @@ class EngineWorker:
                 time.sleep(0.05)
                 continue
             address = listener.last_accepted or ("?", 0)
-            self._admit(conn, str(address[0]), format_address(address))
+            self.door.admit(conn, str(address[0]), format_address(address))
 
-    def _admit(self, conn: Connection, host: str, peer: str) -> None:
-        """A pending slot (the oldest pending connection shut down when the pool, in all or for this
-        address, is full) and a thread for the key challenge."""
-        evicted = self.pending.evicted
-        self.pending.admit(host, conn)
-        if self.pending.evicted != evicted:
-            self.watchdog.warn("pending", "too many connections in the key challenge: the oldest closed (%s came)",
-                               peer)
-        try:
-            threading.Thread(target=self._session, args=(conn, host, peer), name=f"engine-session {peer}",
-                             daemon=True).start()
-        except THREAD_ERRORS as err:  # "can't start new thread": refuse this one, keep serving the rest
-            self.pending.release(conn)
-            self.watchdog.warn("threads", "refused %s: %s", peer, err)
-            conn.close()
+    def _on_call(self, conn: Connection, host: str, peer: str, message: dict[str, Any]) -> None:
+        """A keyed connection whose call is in (called from the door's thread, so it never waits): a session
+        slot (WORKER_MAX_SESSIONS, and WORKER_MAX_SESSIONS_PER_HOST from one address) and a thread of its
+        own; else one keyed error (engine_busy) and the connection closed."""
+        why = self.sessions.take(host)
+        if why is None:
+            try:
+                threading.Thread(target=self._session, args=(conn, host, peer, message),
+                                 name=f"engine-session {peer}", daemon=True).start()
+                return
+            except THREAD_ERRORS as err:  # "can't start new thread": refuse this one, keep serving the rest
+                self.sessions.give(host)
+                self.watchdog.warn("threads", "refused %s: %s", peer, err)
+                why = "the worker is out of threads; try again"
+        else:
+            self.watchdog.warn(f"sessions {host}", "refused %s's call: %s", peer, why)
+        self.door.refuse(conn, EngineWorkerError("engine_busy", why))
+        conn.close()
 
-    def _session(self, conn: Connection, host: str, peer: str) -> None:
-        """A connection's life: in the pending pool until its key challenge and its call are in (both
-        bounded in time, so an idle connection, keyed or not, holds a pending slot for seconds only);
-        then a session slot, the call answered, the connection closed."""
+    def _session(self, conn: Connection, host: str, peer: str, message: dict[str, Any]) -> None:
+        """A keyed connection's call answered, its slot given back, the connection closed."""
         session = Session(conn, host, peer, self.watchdog)
         try:
-            try:
-                message = self._handshake(conn, peer) and self._read_call(session)
-            finally:
-                self.pending.release(conn)
-            if message and self._sessions.acquire(blocking=False):
-                try:
-                    self._keyed(session, message)
-                finally:
-                    self._sessions.release()
-            elif message:
-                self.watchdog.warn("sessions", "refused %s: %d connections open already", peer, MAX_SESSIONS)
-                session.say_now("error", error=error_to_wire(EngineWorkerError(
-                    "engine_busy", f"the worker holds {MAX_SESSIONS} connections already; try again")))
+            self._keyed(session, message)
         except Exception as err:  # noqa: BLE001 - one line, and this session only
             log.error("session %s ended: %s: %s", peer, type(err).__name__, str(err).splitlines()[:1])
         finally:
-            conn.close()
-
-    def _handshake(self, conn: Connection, peer: str) -> bool:
-        """The key challenge, both ways, within WORKER_HANDSHAKE_DEADLINE_S (the watchdog shuts a late one)."""
-        try:
-            with self.watchdog.deadline(conn, WORKER_HANDSHAKE_DEADLINE_S):
-                accept_handshake(conn, self._authkey, timeout_s=None)
-            return True
-        except HANDSHAKE_ERRORS:
-            self.watchdog.warn(f"token {peer}", "refused a connection from %s: wrong or missing token "
-                               "(or no answer within %.0f s)", peer, WORKER_HANDSHAKE_DEADLINE_S)
-            return False
-
-    def _read_call(self, session: Session) -> dict[str, Any] | None:
-        """The one call (its frame bounded before it is read, parsed bounded, within WORKER_CALL_DEADLINE_S);
-        None when the client left, sent none in time, or sent what is refused (it is told why)."""
-        try:
-            with self.watchdog.deadline(session.conn, WORKER_CALL_DEADLINE_S):
-                message = decode(recv_frame(session.conn, WORKER_MAX_CALL_BYTES), CLIENT_TYPES)
-            self._checked_call(message)
-            return message
-        except (EOFError, OSError):
-            return None  # gone, or no call in time
-        except ProtocolError as err:  # ProtocolVersionError included: say why, then close
-            session.say_now("error", error=error_to_wire(err))
-            return None
+            self.sessions.give(host)
+            session.close()
 
     def _keyed(self, session: Session, message: dict[str, Any]) -> None:
         """Answer the call through the session's outbox (its sender thread writes it)."""
@@ -368,13 +339,24 @@ class Session:
         self.outbox = Outbox(conn, peer)
         self.client = ""
         self.job: Job | None = None
+        self.sender: threading.Thread | None = None
 
     def start_sender(self) -> bool:
+        sender = threading.Thread(target=self.outbox.run, name=f"engine-send {self.peer}", daemon=True)
         try:
-            threading.Thread(target=self.outbox.run, name=f"engine-send {self.peer}", daemon=True).start()
+            sender.start()
         except THREAD_ERRORS:
             return False
+        self.sender = sender
         return True
+
+    def close(self) -> None:
+        """Close the connection once its sender has stopped writing to it (the outbox is dropped or ended
+        by now; a closed descriptor's number may be reused at once by a new connection)."""
+        self.outbox.drop("the call is over")
+        if self.sender is not None:
+            self.sender.join(self.outbox.deadline_s)
+        self.conn.close()
 
     def send(self, kind: str, **fields: Any) -> None:
         """Into the outbox, never waiting (EOFError once the client was dropped)."""

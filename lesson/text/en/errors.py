@@ -128,7 +128,7 @@ TEXT: dict = {
     "err_engine_refused": "The engine process at {address} refused this server's token. Ask the operator to check `PREFILL_DECODE_ENGINE_TOKEN_FILE`.",
     "err_engine_start": "The engine process could not be started. Ask the operator to check the server log.",
     "err_engine_internal": "The engine process failed ({error}). Ask the operator to check the server log.",
-    "err_engine_busy": "The engine process is switching between many models; try again in a moment.",
+    "err_engine_busy": "The engine process is busy (too many calls at once, or switching between many models); try again in a moment.",
     "err_engine_no_token": "`PREFILL_DECODE_ENGINE` names a remote engine process, but no token is set. Ask the operator to set `PREFILL_DECODE_ENGINE_TOKEN_FILE`.",
     "err_engine_address": "`PREFILL_DECODE_ENGINE` must be HOST:PORT (it is {value}).",
     "err_engine_token_file": "The engine's token file cannot be read. Ask the operator to check `PREFILL_DECODE_ENGINE_TOKEN_FILE`.",

@@ -128,7 +128,7 @@ TEXT: dict = {
     "err_engine_refused": "{address} 上的引擎进程拒绝了本服务器的令牌。请运维人员检查 `PREFILL_DECODE_ENGINE_TOKEN_FILE`。",
     "err_engine_start": "引擎进程没能启动。请运维人员查看服务器日志。",
     "err_engine_internal": "引擎进程出错（{error}）。请运维人员查看服务器日志。",
-    "err_engine_busy": "引擎进程正在多个模型之间切换，请稍后再试。",
+    "err_engine_busy": "引擎进程正忙（同时的调用太多，或正在多个模型之间切换），请稍后再试。",
     "err_engine_no_token": "`PREFILL_DECODE_ENGINE` 指向一个远程引擎进程，但没有设置令牌。请运维人员设置 `PREFILL_DECODE_ENGINE_TOKEN_FILE`。",
     "err_engine_address": "`PREFILL_DECODE_ENGINE` 必须写成 HOST:PORT（现在是 {value}）。",
     "err_engine_token_file": "读不了引擎的令牌文件。请运维人员检查 `PREFILL_DECODE_ENGINE_TOKEN_FILE`。",
