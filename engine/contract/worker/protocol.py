@@ -53,7 +53,7 @@ import socket
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from multiprocessing.connection import AuthenticationError, Connection, answer_challenge, deliver_challenge
+from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from pathlib import Path
 from typing import Any
 
@@ -68,9 +68,6 @@ MIN_TOKEN_CHARS = 16  # a remote worker's token: shorter ones are guessable
 HANDSHAKE_TIMEOUT_S = 10.0  # a client's connect and key challenge, in all (the worker allows its peers less)
 HEARTBEAT_S = 1.0  # the worker says `alive` this often to every open call
 MAX_CLIENT_NAME = 64  # characters of a call's `client` name
-# What a failed key challenge raises: a wrong digest, a peer that is not this protocol (its first frame
-# is not a challenge: the standard library asserts that), one that hung up or sent an oversized frame.
-HANDSHAKE_ERRORS = (AuthenticationError, AssertionError, EOFError, OSError)
 
 # The methods, from the one table of kinds (engine/contract/worker/calls.py) the worker and the client share.
 MEASURED_METHODS = calls.names(measured=True)
@@ -195,8 +192,9 @@ def shutdown(conn: Connection) -> None:
 def connect(address: tuple[str, int], authkey: bytes, timeout_s: float = HANDSHAKE_TIMEOUT_S) -> Connection:
     """A connection to a worker, after both ends proved they hold `authkey`.
 
-    Raises OSError when nothing answers within `timeout_s`, and one of HANDSHAKE_ERRORS when the
-    key challenge fails (a wrong key: AuthenticationError)."""
+    Raises OSError when nothing answers within `timeout_s`; when the key challenge fails, AuthenticationError
+    (a wrong key), AssertionError (a peer that is not this protocol: its first frame is not a challenge, as
+    the standard library asserts), EOFError or OSError (it hung up, or sent an oversized frame)."""
     sock = socket.create_connection(address, timeout=timeout_s)
     sock.settimeout(None)  # blocking again: a run's events may be seconds apart
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
