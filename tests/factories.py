@@ -29,8 +29,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from engine.contract.cost import DEVICE_SPECS, ModelShape, trace_floors
+from engine.contract.results import CacheComparison, DecodeAttention
 from engine.contract.serving.metrics import compute_kv_memory, compute_serving_metrics
-from engine.runtime.compare import CacheComparison, DecodeAttention
 from engine.contract.serving.trace import (
     SLO, BatchEntry, BlockSnapshot, BlockTable, Handoff, Iteration, KVMemory, LinkEstimate, LinkSpec, RequestRecord,
     ServingRun, ServingSettings,

@@ -4,8 +4,8 @@ What it proves: the page says its place in the worker's queue and that its run w
 stopped while it waits (rerun or closed: AppTest stops it as Streamlit does) takes its run out of
 the queue; a worker that refuses this server's token is said in the page's language, with no token
 on the page; a killed local worker is replaced, the page says so, nothing else is lost and the next
-run is good; eight sessions at once each get their own tokens; the app's own process imports no
-torch.
+run is good; eight sessions at once each get their own tokens. (That the app's own process imports no
+torch, on every page and action: tests/app/test_app_no_torch.py.)
 
 Two kinds of worker: the app's own local one (a child process, as `make app` runs it: the `app`
 fixture of conftest.py), and one served from this test process's threads that the app reaches as a
@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from contextlib import closing
@@ -38,7 +36,6 @@ from engine.contract.worker.protocol import ModelRef
 from lesson.messages import error_message
 from lesson.text import t
 from tests.app.apptest import APP, assert_healthy, needs_model, shown_trace, texts
-from tests.factories import ROOT
 
 WAIT_S = 120.0  # generous: a loaded 2-core machine; every wait ends as soon as its condition holds
 PAGE_MODEL = ModelRef("default", "auto", "auto")  # what the page names the default model by (device, dtype: auto)
@@ -195,23 +192,3 @@ def test_eight_sessions_at_once_each_get_their_own_tokens(app):
     for prompt in prompts:  # each its own answer: the one it gets alone
         assert tokens[prompt] == resources.client().generate(ref, prompt, cfg).output_ids
     assert len(set(tokens.values())) > 1
-
-
-@pytest.mark.slow
-@needs_model
-def test_the_apps_process_runs_no_model_and_imports_no_torch():
-    """The lesson page's first view and a Run, in a process of their own: every pass ran in the worker."""
-    code = (
-        "import sys\n"
-        "from streamlit.testing.v1 import AppTest\n"
-        "at = AppTest.from_file('app.py', default_timeout=300).run()\n"
-        "at.button(key='run').click().run()\n"
-        "assert not at.exception and not at.error, [e.value for e in (*at.exception, *at.error)]\n"
-        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules), len(at.session_state['history']))\n"
-    )
-    env = {**os.environ, "PREFILL_DECODE_MAX_NEW_TOKENS": "4", "PREFILL_DECODE_REPEATS": "1"}
-    env.pop("PREFILL_DECODE_ENGINE", None)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip().splitlines()[-1] == "[] 2"  # the first view and the run, no torch

@@ -43,14 +43,22 @@ def browser(chromium):
 
 
 @pytest.fixture(scope="module")
-def page(browser, server_url):
-    """The lesson page in a 1440x1000 tab of its own context, one per module; every alert/confirm that
-    fires is kept in `page.dialogs`."""
+def lesson_context(browser):
+    """A 1440x1000 browser context of its own, one per module, with no tab open: a module whose every test
+    opens a session of its own (`pages.fresh_tab`) asks for this, not for `page`, so no tab it never
+    looks at runs the lesson page."""
     context = browser.new_context(viewport={"width": 1440, "height": 1000}, device_scale_factor=1)
-    page = context.new_page()
+    yield context
+    context.close()
+
+
+@pytest.fixture(scope="module")
+def page(lesson_context, server_url):
+    """The lesson page in a 1440x1000 tab of the module's context; every alert/confirm that fires is kept
+    in `page.dialogs`."""
+    page = lesson_context.new_page()
     page.dialogs = []  # every alert/confirm that fires (there must be none)
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
     page.goto(server_url, wait_until="domcontentloaded")
     wait_idle(page, first=True)
-    yield page
-    context.close()
+    return page

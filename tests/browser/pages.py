@@ -32,3 +32,12 @@ def open_page(browser, url: str, width: int, height: int):
     page.goto(url, wait_until="domcontentloaded")
     wait_idle(page, first=True)
     return page
+
+
+def fresh_tab(context, url: str):
+    """A new tab of `context` at `url` (a session of its own: the lesson's defaults, whatever ran before),
+    once its first run finished."""
+    tab = context.new_page()
+    tab.goto(url, wait_until="domcontentloaded")
+    wait_idle(tab, first=True)
+    return tab

@@ -19,19 +19,11 @@ import urllib.parse
 import pytest
 
 from lesson.text import t
-from tests.browser.pages import ARTIFACTS, SCREENSHOTS, wait_idle
+from tests.browser.pages import ARTIFACTS, SCREENSHOTS, fresh_tab, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 MAIN = "[data-testid=stMain]"
-
-
-def fresh_tab(page):
-    """A new session (the lesson's defaults, whatever ran before) in the module's browser."""
-    tab = page.context.new_page()
-    tab.goto(page.url, wait_until="domcontentloaded")
-    wait_idle(tab, first=True)
-    return tab
 
 
 def svg_of(tab, alt_start: str) -> str:
@@ -73,10 +65,10 @@ def screenshot(tab, locator, name: str) -> None:
         shutil.copyfile(path, SCREENSHOTS / f"{name}.png")
 
 
-def test_a_slider_moved_with_the_keyboard_agrees_with_the_token_split(page):
+def test_a_slider_moved_with_the_keyboard_agrees_with_the_token_split(lesson_context, server_url):
     """Keys pressed while the page is still running never leave the slider at one value
     and the token split (and the next Run) at another."""
-    tab = fresh_tab(page)
+    tab = fresh_tab(lesson_context, server_url)
     try:
         slider = tab.locator(".st-key-prompt_len input[type=range]")
         natural = caption_split(tab)  # the lesson's example: 4 tokens
@@ -100,8 +92,8 @@ def test_a_slider_moved_with_the_keyboard_agrees_with_the_token_split(page):
         tab.close()
 
 
-def test_the_animation_pauses_and_steps(page):
-    tab = fresh_tab(page)
+def test_the_animation_pauses_and_steps(lesson_context, server_url):
+    tab = fresh_tab(lesson_context, server_url)
     try:
         alt = t("zh", "alt_animation").split("{")[0]
         tab.locator(".st-key-ignore_eos label").click()  # all 8 passes
@@ -140,8 +132,8 @@ def test_the_animation_pauses_and_steps(page):
         tab.close()
 
 
-def test_the_replay_paces_the_tokens_and_says_it_is_a_replay(page):
-    tab = fresh_tab(page)
+def test_the_replay_paces_the_tokens_and_says_it_is_a_replay(lesson_context, server_url):
+    tab = fresh_tab(lesson_context, server_url)
     try:
         tab.locator(".st-key-ignore_eos label").click()
         wait_idle(tab)
@@ -177,8 +169,8 @@ def test_the_replay_paces_the_tokens_and_says_it_is_a_replay(page):
         tab.close()
 
 
-def test_two_pinned_runs_are_drawn_on_the_same_axes(page):
-    tab = fresh_tab(page)
+def test_two_pinned_runs_are_drawn_on_the_same_axes(lesson_context, server_url):
+    tab = fresh_tab(lesson_context, server_url)
     try:
         tab.locator(".st-key-ignore_eos label").click()
         wait_idle(tab)
@@ -219,10 +211,10 @@ def test_two_pinned_runs_are_drawn_on_the_same_axes(page):
         tab.close()
 
 
-def test_a_right_to_left_prompt_is_right_aligned(page):
+def test_a_right_to_left_prompt_is_right_aligned(lesson_context, server_url):
     from PIL import Image
 
-    tab = fresh_tab(page)
+    tab = fresh_tab(lesson_context, server_url)
     try:
         box = tab.locator(".st-key-prompt textarea")
         assert box.evaluate("e => getComputedStyle(e).unicodeBidi") == "plaintext"
@@ -243,11 +235,11 @@ def test_a_right_to_left_prompt_is_right_aligned(page):
         tab.close()
 
 
-def test_the_length_sketch_follows_the_slider_while_it_is_dragged(page):
+def test_the_length_sketch_follows_the_slider_while_it_is_dragged(lesson_context, server_url):
     """The sketch follows the slider, not only its release (0.6-1.5 s later). While the mouse is still
     down, the page's script redraws it from the thumb's number; after release the page's own
     figure (with its SVG download) is back, drawn for the same lengths."""
-    tab = fresh_tab(page)
+    tab = fresh_tab(lesson_context, server_url)
     try:
         tab.wait_for_function("() => [...document.querySelectorAll('img')].every(i => i.complete)", timeout=30_000)
         thumb = tab.locator(".st-key-demo_prompt_len [data-testid=stSliderThumbValue]")

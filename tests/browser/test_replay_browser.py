@@ -18,7 +18,7 @@ import time
 import pytest
 
 from lesson.text import t
-from tests.browser.pages import ARTIFACTS, wait_idle
+from tests.browser.pages import ARTIFACTS, fresh_tab, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -38,10 +38,8 @@ SNAPSHOT = """() => {
 }"""
 
 
-def test_a_replay_in_progress_shows_one_caption_no_banner_and_one_button(page):
-    tab = page.context.new_page()
-    tab.goto(page.url, wait_until="domcontentloaded")
-    wait_idle(tab, first=True)
+def test_a_replay_in_progress_shows_one_caption_no_banner_and_one_button(lesson_context, server_url):
+    tab = fresh_tab(lesson_context, server_url)
     try:
         tab.locator(".st-key-ignore_eos label").click()  # the lesson's example, 8 tokens past EOS
         wait_idle(tab)

@@ -98,14 +98,11 @@ def test_unwritable_out_is_one_line(tmp_path, capsys):
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
 
 
-@pytest.mark.slow
-def test_real_engine_run_with_a_tiny_model(tmp_path, tiny_model_dirs):
-    """One real forward-pass run end to end (random tiny Llama, real tokenizer)."""
+def test_real_engine_run_with_a_tiny_model(tmp_path, tiny_model_dirs, capsys):
+    """One real forward-pass run end to end (random tiny Llama, real tokenizer), in this process."""
     pytest.importorskip("torch")
-    out = subprocess.run([sys.executable, "-m", "lesson.export", "--out", str(tmp_path), "--model",
-                          str(tiny_model_dirs["llama"]), "--max-new-tokens", "3", "--prompt", "法国的首都是"],
-                         capture_output=True, text=True, cwd=ROOT, timeout=300)
-    assert out.returncode == 0, out.stderr
+    assert export.main(["--out", str(tmp_path), "--model", str(tiny_model_dirs["llama"]), "--max-new-tokens", "3",
+                        "--prompt", "法国的首都是"]) == 0, capsys.readouterr().err
     trace = RequestTrace.from_json((tmp_path / "trace.json").read_text(encoding="utf-8"))
     assert len(trace.steps) >= 1 and json.loads((tmp_path / "trace.json").read_text())["prompt"] == "法国的首都是"
     for name in DIAGRAMS:
