@@ -1,9 +1,13 @@
 """The serving engine on the real default model: every request's greedy tokens equal
 running it alone (engine.runtime.generation), under every policy; the scheduler's invariants;
-the KV hand-off of a disaggregated run; a request that can never fit."""
+the KV hand-off of a disaggregated run; workers that outlive no coordinator; a request that can never fit."""
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
 
 import pytest
@@ -15,6 +19,7 @@ from engine.runtime.generation import GenerationConfig, generate_ids
 from engine.runtime.serving.core import EngineCore, prepare_sequences
 from engine.runtime.serving.engine import run_workload
 from engine.runtime.serving.scheduler import SchedulerConfig
+from tests.factories import ROOT
 
 # Ragged on purpose: a 1-token answer (EOS), a stretched prompt that chunks, staggered arrivals.
 WORKLOAD = (
@@ -277,3 +282,63 @@ def test_sliding_window_models_are_refused(tiny_model_dirs):
     with pytest.raises(InputError, match="sliding window") as err:
         run_workload(lm, WORKLOAD[:1], ServeConfig())
     assert err.value.key == "serving_sliding_window"
+
+
+# A coordinator in a process of its own: a disaggregated run long enough to be killed in the middle of.
+COORDINATOR = """
+from engine.contract.serving.config import ServeConfig
+from engine.contract.serving.workloads import WorkloadRequest
+from engine.runtime.model import load_model
+from engine.runtime.serving.engine import run_workload
+requests = [WorkloadRequest(10.0 * i, "法国的首都是", 120, ignore_eos=True) for i in range(24)]
+run_workload(load_model(), requests, ServeConfig(policy="disaggregated"),
+             on_iteration=lambda it, done, total: print("pass", flush=True))
+"""
+
+
+def descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (read from /proc: parent links)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        try:
+            stat = open(f"/proc/{entry}/stat").read()
+        except (OSError, ValueError):
+            continue
+        if entry.isdigit():
+            children.setdefault(int(stat[stat.rindex(")") + 2:].split()[1]), []).append(int(entry))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def running(pid: int) -> bool:
+    """The process exists and is not a zombie (one that exited, not yet reaped by its new parent)."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2:].split()[0] != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads processes from /proc")
+def test_workers_stop_when_their_coordinator_is_killed():
+    """A coordinator killed mid-run (SIGKILL: nothing of it cleans up) leaves no worker behind: each sees its
+    parent change and exits (docs/serving.md: workers exit if the coordinator goes away)."""
+    coordinator = subprocess.Popen([sys.executable, "-c", COORDINATOR], stdout=subprocess.PIPE, text=True,
+                                   cwd=ROOT, start_new_session=True)
+    try:
+        assert coordinator.stdout.readline() == "pass\n"  # the workers are measuring
+        below = descendants(coordinator.pid)
+        assert len(below) >= 2, below  # the two workers (and multiprocessing's resource tracker)
+        coordinator.kill()
+        coordinator.wait()
+        deadline = time.monotonic() + 60
+        while (alive := {pid for pid in below if running(pid)}) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not alive, alive
+    finally:
+        os.killpg(coordinator.pid, signal.SIGKILL)
