@@ -62,6 +62,11 @@ def answer_to(authkey: bytes, challenge: bytes) -> bytes:
     return b"{%s}%s" % (name.encode("ascii"), mac) if name else mac
 
 
+def framed(*frames: bytes) -> bytes:
+    """Frames as multiprocessing.connection puts them on the wire: each after its 4-byte length."""
+    return b"".join(struct.pack("!i", len(f)) + f for f in frames)
+
+
 def no_delay(conn: Connection) -> None:
     """Each frame on the wire at once (TCP_NODELAY): a call's `queued`, `started` and `done` are small
     frames in a row, and Nagle's algorithm held each behind the client's delayed ACK of the one before
@@ -281,12 +286,12 @@ class Door:
         written at once, or not at all), the caller then closes it."""
         frame = encode("error", error=error_to_wire(err))
         try:
-            os.write(conn.fileno(), struct.pack("!i", len(frame)) + frame)
+            os.write(conn.fileno(), framed(frame))
         except OSError:
             pass  # gone, or not reading: it is closed anyway
 
     def _write(self, entry: Pending, *frames: bytes) -> None:
-        data = b"".join(struct.pack("!i", len(f)) + f for f in frames)
+        data = framed(*frames)
         if data and os.write(entry.conn.fileno(), data) != len(data):
             raise OSError("the peer's window is full during the key challenge")
 
