@@ -126,7 +126,8 @@ def run_panel(lang: str, lm, settings: ServerSettings, known: FiguresRun | None 
         with result, error_boundary(lang):
             ran = _stream_run(lang, lm, current_args(settings, effective), num_prompt_tokens=preview[1],
                               repeats=settings.repeats)
-    trace_json, shown = dataclasses.astuple(known or figures_run(lang, settings))
+    figures = known or figures_run(lang, settings)
+    trace_json, shown = figures.stored, figures.shown
     if trace_json is None:
         result.info(t(lang, "no_trace"))
         return None
