@@ -39,10 +39,17 @@ browser-deps:
 		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-cjk \
 		fonts-noto-color-emoji g++ libcairo2; fi
 
+# Python's own cache of compiled modules, even where the environment turns it off (PYTHONDONTWRITEBYTECODE):
+# the lanes start many Python processes that import the same modules (and pytest rewrites every test module).
+export PYTHONDONTWRITEBYTECODE :=
+
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
+# JOBS test processes (pytest-xdist), each running whole files, or whole folders where a folder shares one costly
+# thing (tests/conftest.py's ONE_PROCESS_FOLDERS); JOBS=0 runs every test in pytest's own process.
+JOBS ?= 2
 PYTEST = $(BIN)/python -m pytest
 define run_pytest
-	@$(PYTEST) $(1) $(PYTEST_ARGS); rc=$$?; \
+	@$(PYTEST) -n $(JOBS) --dist loadgroup $(1) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: no tests ran"; exit 1; fi; exit $$rc
 endef
 

@@ -14,6 +14,10 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Under `pytest -n N` each test process gets its share of the cores for torch's threads (read when torch is first
+# imported, after this file), so N processes do not each spin as many threads as there are cores.
+if workers := int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")):
+    os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // workers)))
 
 TINY_TEXT = [
     "法国的首都是巴黎。德国的首都是柏林。日本的首都是东京。",
@@ -98,6 +102,24 @@ def chromium():
     if not path.exists():
         pytest.skip(f"Debian chromium is not installed at {path}")
     return path, pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
+
+
+# Folders whose tests share one costly thing per test process (the app's engine worker and its models folder;
+# the browser lane's Streamlit server and chromium): each runs whole in one process of `pytest -n`.
+ONE_PROCESS_FOLDERS = ("app", "browser")
+
+
+def xdist_group(item: pytest.Item) -> str:
+    """The unit a worker of `pytest -n --dist loadgroup` runs whole: one of ONE_PROCESS_FOLDERS, else the test's file
+    (its module-scoped fixtures are then built once, as in a run of one process)."""
+    parts = Path(item.nodeid.split("::")[0]).parts
+    return parts[1] if len(parts) > 2 and parts[1] in ONE_PROCESS_FOLDERS else parts[-1].removesuffix(".py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the mark into the node id
+def pytest_collection_modifyitems(items):
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
 
 
 @pytest.hookimpl(hookwrapper=True)
