@@ -45,11 +45,12 @@ export PYTHONDONTWRITEBYTECODE :=
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 # JOBS test processes (pytest-xdist), each running whole files, or whole folders where a folder shares one costly
-# thing (tests/conftest.py's ONE_PROCESS_FOLDERS); JOBS=0 runs every test in pytest's own process.
+# thing (tests/conftest.py's ONE_PROCESS_FOLDERS), handed out in the order collected (those folders first);
+# JOBS=0 runs every test in pytest's own process.
 JOBS ?= 2
 PYTEST = $(BIN)/python -m pytest
 define run_pytest
-	@$(PYTEST) -n $(JOBS) --dist loadgroup $(1) $(PYTEST_ARGS); rc=$$?; \
+	@$(PYTEST) -n $(JOBS) --dist loadfile --no-loadscope-reorder $(1) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: no tests ran"; exit 1; fi; exit $$rc
 endef
 

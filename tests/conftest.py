@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadFileScheduling
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -105,21 +106,27 @@ def chromium():
 
 
 # Folders whose tests share one costly thing per test process (the app's engine worker and its models folder;
-# the browser lane's Streamlit server and chromium): each runs whole in one process of `pytest -n`.
-ONE_PROCESS_FOLDERS = ("app", "browser")
+# the browser lane's Streamlit server and chromium): under `pytest -n N --dist loadfile` each is one unit of work,
+# run whole by one test process, and every other test file is a unit of its own.
+ONE_PROCESS_FOLDERS = ("tests/app/", "tests/browser/")
 
 
-def xdist_group(item: pytest.Item) -> str:
-    """The unit a worker of `pytest -n --dist loadgroup` runs whole: one of ONE_PROCESS_FOLDERS, else the test's file
-    (its module-scoped fixtures are then built once, as in a run of one process)."""
-    parts = Path(item.nodeid.split("::")[0]).parts
-    return parts[1] if len(parts) > 2 and parts[1] in ONE_PROCESS_FOLDERS else parts[-1].removesuffix(".py")
+def work_unit(nodeid: str) -> str:
+    """The unit of `--dist loadfile` a test belongs to: one of ONE_PROCESS_FOLDERS, else its file."""
+    path = nodeid.split("::")[0]
+    return next((folder for folder in ONE_PROCESS_FOLDERS if path.startswith(folder)), path)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the mark into the node id
-def pytest_collection_modifyitems(items):
-    for item in items:
-        item.add_marker(pytest.mark.xdist_group(xdist_group(item)))
+class FolderOrFile(LoadFileScheduling):
+    """xdist's scheduler for `--dist loadfile`, its units given by `work_unit`. (pytest 9 keeps node ids where
+    xdist's own `--dist loadgroup` no longer reaches them, so a group mark would go unread.)"""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return work_unit(nodeid)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    return FolderOrFile(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 @pytest.hookimpl(hookwrapper=True)

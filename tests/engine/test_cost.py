@@ -26,6 +26,7 @@ from engine.contract.errors import EngineError
 from engine.runtime import machine
 from engine.runtime.model import load_shape
 from tests.factories import ROOT
+from tests.hostile.bounded import CaseRun, each_in_one_child
 
 DEFAULT_DIR = ROOT / "assets" / "default_model"
 
@@ -326,47 +327,31 @@ BAD_FOLDERS = {  # config.json's text (None: none) -> what the one line says
     "unknown family": (json.dumps({"model_type": "no-such-family"}), "could not read"),
     "heads that do not divide": (json.dumps({**GQA_TIED, "num_key_value_heads": 3}), "cannot serve"),
 }
-# One fresh interpreter for every folder (its imports are most of a child's cost): `main`, all that
-# `python -m engine` runs, once per folder, each with file descriptor 2 sent to a file of its own.
-EACH_FOLDER = """
-import os, sys
-from engine.cli import main
-for folder, err in zip(sys.argv[1::2], sys.argv[2::2]):
-    sys.stderr.flush()
-    fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    os.dup2(fd, 2)
-    os.close(fd)
-    code = main(["cost", "--model", folder, "--prompt-len", "8", "--context", "8"])
-    sys.stderr.flush()
-    print(code, flush=True)
-"""
 
 
 @pytest.fixture(scope="module")
-def bad_folder_runs(tmp_path_factory) -> dict[str, tuple[int, str]]:
-    """{case: (exit code, stderr)} of `engine cost` on each bad folder, in one real process."""
+def bad_folder_runs(tmp_path_factory) -> dict[str, CaseRun]:
+    """{case: CaseRun} of `engine cost` on each bad folder: `main`, all that `python -m engine` runs, once per folder
+    in one real process (tests.hostile.bounded.each_in_one_child)."""
     root = tmp_path_factory.mktemp("bad_folders")
-    argv = []
-    for number, (config_text, _) in enumerate(BAD_FOLDERS.values()):
+    argvs = {}
+    for number, (case, (config_text, _)) in enumerate(BAD_FOLDERS.items()):
         folder = root / f"folder{number}"
         folder.mkdir()
         if config_text is not None:
             (folder / "config.json").write_text(config_text)
-        argv += [str(folder), str(root / f"stderr{number}")]
-    done = subprocess.run([sys.executable, "-c", EACH_FOLDER, *argv], capture_output=True, text=True, timeout=120,
-                          cwd=ROOT)
-    codes, errs = done.stdout.split(), [root / f"stderr{i}" for i in range(len(BAD_FOLDERS))]
-    return {case: (int(codes[i]) if i < len(codes) else None,  # None: the child never finished this case
-                   errs[i].read_text() if errs[i].exists() else done.stderr[-2000:])
-            for i, case in enumerate(BAD_FOLDERS)}
+        argvs[case] = ["cost", "--model", str(folder), "--prompt-len", "8", "--context", "8"]
+    child, runs = each_in_one_child("from engine.cli import main", argvs, root, timeout_s=120)
+    assert not child.timed_out, child.describe()
+    return runs
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(BAD_FOLDERS))
 def test_cli_bad_folders_exit_2_in_a_real_process(bad_folder_runs, case):
-    code, stderr = bad_folder_runs[case]
-    assert code == 2 and BAD_FOLDERS[case][1] in stderr, stderr
-    assert "Traceback" not in stderr and len(stderr.strip().splitlines()) == 1
+    run = bad_folder_runs[case]
+    assert run.returncode == 2 and BAD_FOLDERS[case][1] in run.stderr, run.describe()
+    assert "Traceback" not in run.stderr and len(run.lines) == 1, run.describe()
 
 
 # --- every step of a trace against its floor (trace_floors) ---------------------------------------

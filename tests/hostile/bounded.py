@@ -8,6 +8,7 @@ os.wait4's rusage of that one child, taken by a small launcher (see LAUNCH), not
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -92,6 +93,65 @@ def python(*args: str | bytes, **kwargs) -> Outcome:
     return run_bounded([sys.executable, *args], **kwargs)
 
 
+# Cases that each need a fresh process's output but not a process of their own: ONE bounded child (its imports are
+# most of a child's cost) runs `main(argv)` from a given source once per case, with file descriptors 1 and 2 sent to
+# files of that case and its exit status written last. Its time and peak memory bound all the cases together.
+EACH = """
+import json, os, sys
+namespace = {}
+exec(sys.argv[1], namespace)
+for case in json.loads(open(sys.argv[2], encoding="utf-8").read()):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for fd, path in ((1, case["out"]), (2, case["err"])):
+        opened = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(opened, fd)
+        os.close(opened)
+    try:
+        code = namespace["main"](case["argv"])
+    except SystemExit as exit_:
+        code = exit_.code
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with open(case["code"], "w") as written:
+        written.write(str(code if isinstance(code, int) else 0 if code is None else 1))
+"""
+
+
+@dataclass(frozen=True)
+class CaseRun:
+    """One case of `each_in_one_child`: its exit status (None: the child never finished it), stdout and stderr."""
+
+    returncode: int | None
+    stdout: str
+    stderr: str
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.strip()]
+
+    def describe(self) -> str:
+        return f"rc={self.returncode}\nstdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-2000:]}"
+
+
+def each_in_one_child(source: str, cases: dict[str, list[str]], folder: Path,
+                      **bounds) -> tuple[Outcome, dict[str, CaseRun]]:
+    """Run `main(argv)`, defined by `source`, for every case's argv in one bounded child (files kept in `folder`):
+    the child's Outcome and each case's CaseRun."""
+    files = {name: {kind: str(folder / f"case{number}.{kind}") for kind in ("out", "err", "code")}
+             for number, name in enumerate(cases)}
+    plan = folder / "cases.json"
+    plan.write_text(json.dumps([{**files[name], "argv": argv} for name, argv in cases.items()]), encoding="utf-8")
+    outcome = python("-c", EACH, source, str(plan), **bounds)
+
+    def read(path: str) -> str:
+        return Path(path).read_text(encoding="utf-8", errors="replace") if Path(path).exists() else ""
+
+    runs = {name: CaseRun(int(read(f["code"])) if read(f["code"]).strip() else None, read(f["out"]), read(f["err"]))
+            for name, f in files.items()}
+    return outcome, runs
+
+
 def assert_one_line(outcome: Outcome, code: int, *words: str, seconds: float = TIMEOUT_S, peak_mb: float = 1024):
     """A refusal: exit `code`, one line on stderr naming `words`, no traceback, within the bounds."""
     assert not outcome.timed_out, outcome.describe()
@@ -102,3 +162,12 @@ def assert_one_line(outcome: Outcome, code: int, *words: str, seconds: float = T
         assert word in outcome.lines[0], outcome.describe()
     assert outcome.seconds < seconds, outcome.describe()
     assert outcome.peak_mb < peak_mb, outcome.describe()
+
+
+def assert_case_one_line(child: Outcome, run: CaseRun, code: int, *words: str, seconds: float = TIMEOUT_S,
+                         peak_mb: float = 1024):
+    """A refusal of `each_in_one_child`: exit `code`, one line on stderr naming `words`, no traceback; the child that
+    ran every case within the bounds."""
+    assert run.returncode == code and "Traceback" not in run.stderr and len(run.lines) == 1, run.describe()
+    assert all(word in run.lines[0] for word in words), run.describe()
+    assert not child.timed_out and child.seconds < seconds and child.peak_mb < peak_mb, child.describe()

@@ -16,7 +16,7 @@ import pytest
 
 from engine.contract.errors import LimitError, ModelLoadError
 from engine.runtime.model import load_model
-from tests.hostile.bounded import assert_one_line, python
+from tests.hostile.bounded import assert_case_one_line, assert_one_line, each_in_one_child, python
 
 SECONDS, PEAK_MB = 60, 900  # the child imports torch and transformers (about 300 MB) before it refuses
 
@@ -106,59 +106,27 @@ def test_a_corrupt_safetensors_file_is_one_line(name, spoiled_traces):
     assert_refused(spoiled_traces, name, "model.safetensors")
 
 
-# `python -m engine trace` on every spoiled folder in ONE bounded child (its imports of torch and transformers
-# are most of a child's cost): the CLI's `main` once per folder, file descriptor 2 sent to a file of its own,
-# each exit status a line of the file named first. Its peak memory and time bound all the refusals together.
-EACH_TRACE = """
-import os, sys
-from engine.cli import main
-codes = open(sys.argv[1], "w")
-for folder, err in zip(sys.argv[2::2], sys.argv[3::2]):
-    sys.stderr.flush()
-    fd = os.open(err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-    os.dup2(fd, 2)
-    os.close(fd)
-    try:
-        code = main(["trace", "--model", folder, "--max-new-tokens", "2"])
-    except SystemExit as exit_:
-        code = exit_.code
-    sys.stderr.flush()
-    print(code, file=codes, flush=True)
-"""
-
-
 @pytest.fixture(scope="module")
 def spoiled_traces(tmp_path_factory, tiny_model_dirs):
-    """(the child's Outcome, {case: (exit status or None, its stderr)}) for every SHAPES and CORRUPT case, each
-    spoiling a copy of the tiny Llama of its own."""
+    """`python -m engine trace` on every SHAPES and CORRUPT case, each spoiling a copy of the tiny Llama of its own,
+    in one bounded child (bounded.each_in_one_child): (the child's Outcome, {case: CaseRun})."""
     root = tmp_path_factory.mktemp("spoiled")
     cases = {**{name: lambda f, fields=fields: set_config(f, **fields) for name, (fields, _) in SHAPES.items()},
              **CORRUPT}
-    argv = [str(root / "codes")]
-    for number, spoil in enumerate(cases.values()):
+    argvs = {}
+    for number, (name, spoil) in enumerate(cases.items()):
         folder = root / f"models{number}" / "spoiled"
         shutil.copytree(tiny_model_dirs["llama"], folder)
         spoil(folder)
-        argv += [str(folder), str(root / f"stderr{number}")]
-    outcome = python("-c", EACH_TRACE, *argv, timeout_s=SECONDS)
-    codes = (root / "codes").read_text().split() if (root / "codes").exists() else []
-    runs = {}
-    for number, name in enumerate(cases):
-        err = root / f"stderr{number}"
-        runs[name] = (int(codes[number]) if number < len(codes) else None,  # None: the child never got that far
-                      err.read_text(encoding="utf-8", errors="replace") if err.exists() else "")
-    return outcome, runs
+        argvs[name] = ["trace", "--model", str(folder), "--max-new-tokens", "2"]
+    return each_in_one_child("from engine.cli import main", argvs, root, timeout_s=SECONDS)
 
 
 def assert_refused(spoiled_traces, name: str, word: str) -> None:
     """Case `name` of spoiled_traces refused as a refusal must be: exit 2, one line on stderr naming `word`, no
     traceback; the child that ran every case within the time and memory bounds."""
-    outcome, runs = spoiled_traces
-    code, stderr = runs[name]
-    lines = [line for line in stderr.splitlines() if line.strip()]
-    where = f"{name}: rc={code}\n{stderr[-2000:]}\n{outcome.describe()}"
-    assert code == 2 and "Traceback" not in stderr and len(lines) == 1 and word in lines[0], where
-    assert not outcome.timed_out and outcome.seconds < SECONDS and outcome.peak_mb < PEAK_MB, outcome.describe()
+    child, runs = spoiled_traces
+    assert_case_one_line(child, runs[name], 2, word, seconds=SECONDS, peak_mb=PEAK_MB)
 
 
 # --- confinement: every file loading reads stays in the folder ----------------------------------

@@ -14,7 +14,7 @@ from engine.contract.interop.vllm_import import read_vllm_result
 from lesson.messages import remote_message
 from lesson.text import t
 from tests.factories import VLLM_RESULT
-from tests.hostile.bounded import assert_one_line, python
+from tests.hostile.bounded import assert_case_one_line, assert_one_line, each_in_one_child, python
 
 SECONDS = 30  # a few KB must cost seconds, not minutes (the child's imports included)
 PEAK_MB = 600
@@ -81,35 +81,72 @@ def drop_lists(data: dict, n: int) -> dict:
     return data
 
 
+def hostile_files(folder) -> dict[str, str]:
+    """{case: the path of its hostile file in `folder`}."""
+    paths = {}
+    for number, name in enumerate(ALL):
+        paths[name] = str(folder / f"result{number}.json")
+        (folder / f"result{number}.json").write_text(hostile_text(name), encoding="utf-8")
+    return paths
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """`python -m lesson.export --from-vllm` on every hostile file, all in one bounded child (each_in_one_child:
+    the CLI's main once per file): (the child's Outcome, {case: CaseRun}, {case: its output folder})."""
+    root = tmp_path_factory.mktemp("vllm_exports")
+    outs = {name: root / f"out{number}" for number, name in enumerate(ALL)}
+    argvs = {name: ["--out", str(outs[name]), "--from-vllm", path, "--perfetto"]
+             for name, path in hostile_files(root).items()}
+    return (*each_in_one_child("from lesson.export import main", argvs, root, timeout_s=SECONDS), outs)
+
+
 @pytest.mark.parametrize("name", ALL)
-def test_the_export_refuses_in_one_line_and_writes_nothing(name, tmp_path):
-    path, out = tmp_path / "result.json", tmp_path / "out"
-    path.write_text(hostile_text(name), encoding="utf-8")
-    outcome = python("-m", "lesson.export", "--out", str(out), "--from-vllm", str(path), "--perfetto")
-    assert_one_line(outcome, 1, *WORDS[name], seconds=SECONDS, peak_mb=PEAK_MB)
-    assert not out.exists() or not any(out.iterdir()), "files were written before the refusal"
+def test_the_export_refuses_in_one_line_and_writes_nothing(name, exports):
+    child, runs, outs = exports
+    assert_case_one_line(child, runs[name], 1, *WORDS[name], seconds=SECONDS, peak_mb=PEAK_MB)
+    assert not outs[name].exists() or not any(outs[name].iterdir()), "files were written before the refusal"
+
+
+def test_a_refusal_in_a_real_process_is_one_line(tmp_path):
+    """What `python -m lesson.export` itself prints, its imports included: the one line and nothing else."""
+    path = tmp_path / "result.json"
+    path.write_text(hostile_text("a NaN ttft"), encoding="utf-8")
+    outcome = python("-m", "lesson.export", "--out", str(tmp_path / "out"), "--from-vllm", str(path))
+    assert_one_line(outcome, 1, *WORDS["a NaN ttft"], seconds=SECONDS, peak_mb=PEAK_MB)
 
 
 APP_CHECK = """
 import sys
 from engine.contract.interop.vllm_import import read_vllm_result
 from lesson.messages import remote_message
-try:
-    read_vllm_result(open(sys.argv[1], encoding="utf-8").read())
-except Exception as err:
-    print(type(err).__name__, remote_message(err, "en"), sep="\\n")
-    sys.exit(3)
+def main(argv):
+    try:
+        read_vllm_result(open(argv[0], encoding="utf-8").read())
+    except Exception as err:
+        print(type(err).__name__, remote_message(err, "en"), sep="\\n")
+        return 3
+    return 0
 """
 
 
+@pytest.fixture(scope="module")
+def app_reads(tmp_path_factory):
+    """The serving lab's reading of every hostile file (read_vllm_result, then remote_message), in one bounded
+    child: (the child's Outcome, {case: CaseRun})."""
+    root = tmp_path_factory.mktemp("vllm_reads")
+    return each_in_one_child(APP_CHECK, {name: [path] for name, path in hostile_files(root).items()}, root,
+                             timeout_s=SECONDS)
+
+
 @pytest.mark.parametrize("name", ALL)
-def test_the_serving_lab_says_why_in_bounded_time_and_memory(name, tmp_path):
-    path = tmp_path / "result.json"
-    path.write_text(hostile_text(name), encoding="utf-8")
-    outcome = python("-c", APP_CHECK, str(path))
-    assert outcome.returncode == 3 and outcome.seconds < SECONDS and outcome.peak_mb < PEAK_MB, outcome.describe()
-    kind, message = outcome.stdout.splitlines()[:2]
-    assert kind in ("VllmResultError", "LimitError"), outcome.describe()
+def test_the_serving_lab_says_why_in_bounded_time_and_memory(name, app_reads):
+    child, runs = app_reads
+    run = runs[name]
+    assert not child.timed_out and child.seconds < SECONDS and child.peak_mb < PEAK_MB, child.describe()
+    assert run.returncode == 3, run.describe()
+    kind, message = run.stdout.splitlines()[:2]
+    assert kind in ("VllmResultError", "LimitError"), run.describe()
     assert "Something went wrong" not in message and any(w in message for w in WORDS[name]), message
 
 
