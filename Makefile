@@ -6,7 +6,8 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 # The CPU build that lies on these machines' disk. A GPU user can preinstall their own
-# torch into .venv first; setup keeps any torch that already imports.
+# torch into .venv first; setup keeps any torch that already imports. --no-compile: no bytecode for the tens of
+# thousands of installed modules nobody imports (40 s of a CI run); Python compiles each one on its first import.
 TORCH ?= torch==2.13.0
 
 .PHONY: setup app test test-fast lint browser-deps bench export model classroom
@@ -15,8 +16,8 @@ setup: $(VENV)/.installed
 
 $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q "$(TORCH)"
-	$(BIN)/pip install -q -e ".[test]"
+	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q --no-compile "$(TORCH)"
+	$(BIN)/pip install -q --no-compile -e ".[test]"
 	touch $@
 
 app: setup
@@ -44,23 +45,23 @@ browser-deps:
 export PYTHONDONTWRITEBYTECODE :=
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
-# JOBS test processes (pytest-xdist), each running whole files, or whole folders where a folder shares one costly
-# thing (tests/conftest.py's ONE_PROCESS_FOLDERS), handed out in the order collected (those folders first);
-# JOBS=0 runs every test in pytest's own process.
-JOBS ?= 2
+# JOBS test processes (pytest-xdist; by default 3 for `make test`, whose browser and server tests spend much of
+# their time waiting, and 2 for `make test-fast`), each running whole units: a test file, or a part of a folder
+# whose tests share one costly thing (tests/conftest.py's SHARED_FOLDERS), handed out in the order collected
+# (those folders first). JOBS=0 runs every test in pytest's own process.
 PYTEST = $(BIN)/python -m pytest
 define run_pytest
-	@$(PYTEST) -n $(JOBS) --dist loadfile --no-loadscope-reorder $(1) $(PYTEST_ARGS); rc=$$?; \
+	@$(PYTEST) -n $(1) --dist loadfile --no-loadscope-reorder $(2) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "error: no tests ran"; exit 1; fi; exit $$rc
 endef
 
 # Every test: the browser lane (tests/browser/, chromium) and the slow lane too. CI runs this.
 test: setup browser-deps
-	$(call run_pytest,)
+	$(call run_pytest,$(or $(JOBS),3),)
 
 # The lane to run while working: no browser, nothing marked slow (what it costs: docs/testing.md).
 test-fast: setup
-	$(call run_pytest,-m "not browser and not slow")
+	$(call run_pytest,$(or $(JOBS),2),-m "not browser and not slow")
 
 # ruff, configured in pyproject.toml ([tool.ruff]).
 lint: setup

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from unittest.mock import patch
 
 import pytest
 
+from bench.ci_under_load import Burners, pytest_summary
+from tests.conftest import SHARED_FOLDERS, FolderOrFile, folder_files, work_unit
 from tests.factories import ROOT
 
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -34,3 +37,44 @@ def test_ci_stops_at_the_first_failure_and_runs_lint_then_every_test():
     assert "set -euo pipefail" in lines  # any failing command (make lint, make test) fails the run
     assert lines.index("make lint") < lines.index("make test")
     assert lines[-1] == "make test"
+
+
+def test_the_lanes_hand_out_whole_files_and_the_shared_folders_in_their_units():
+    app = "tests/app/"
+    assert work_unit("tests/app/test_app.py::test_x[a]") == work_unit("tests/app/test_slide_kit.py::test_y") == app
+    browser = folder_files("tests/browser/")
+    assert {work_unit(f"{path}::test_z") for path in browser} == {"tests/browser/"}
+    with patch.dict(SHARED_FOLDERS, {"tests/browser/": 2}):  # a folder cut in two: its files dealt in name order
+        units = [work_unit(f"{path}::test_z") for path in browser]
+        assert units[:3] == ["tests/browser/ (1 of 2)", "tests/browser/ (2 of 2)", "tests/browser/ (1 of 2)"]
+        assert work_unit(f"{browser[0]}::test_a") == work_unit(f"{browser[0]}::test_b[1]")
+    assert work_unit("tests/engine/test_cli.py::test_a") == work_unit("tests/engine/test_cli.py::test_b[1]")
+    assert work_unit("tests/engine/test_cli.py::test_a") != work_unit("tests/engine/test_cost.py::test_a")
+    assert all(folder_files(folder) for folder in SHARED_FOLDERS)
+    assert FolderOrFile._split_scope(None, "tests/app/test_app.py::test_x") == app
+    # the lanes ask for that scheduler (tests/conftest.py makes it for --dist loadfile), handing units out in order
+    for target in ("test", "test-fast"):
+        done = subprocess.run(["make", "-n", "-o", "setup", "-o", ".venv/.installed", "-o", "browser-deps", target],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        assert "--dist loadfile --no-loadscope-reorder" in done.stdout, done.stdout
+
+
+def test_the_ci_under_load_bench_reads_pytests_summary_and_holds_its_burners_to_the_target():
+    log = "lint ok\n" + "=" * 10 + " 1 failed, 3650 passed, 2 skipped in 612.30s (0:10:12) " + "=" * 10 + "\n"
+    assert pytest_summary(log) == "1 failed, 3650 passed, 2 skipped"
+    assert pytest_summary("3497 passed in 107.54s (0:01:47)\n") == "3497 passed"
+    assert pytest_summary("make: *** [Makefile:66: lint] Error 1\n") == "no pytest summary"
+    burners = Burners(target=4.0, most=1)
+    try:
+        burners.adjust(4.2)  # near the target: nothing to do
+        assert burners.procs == []
+        burners.adjust(2.0)
+        burners.adjust(2.0)  # at most `most`
+        assert len(burners.procs) == 1 and burners.procs[0].poll() is None
+        burners.adjust(5.0)
+        assert burners.procs == []
+    finally:
+        burners.close()
+    quiet = Burners(target=0.0, most=4)
+    quiet.adjust(0.0)
+    assert quiet.procs == []
