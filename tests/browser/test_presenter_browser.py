@@ -143,7 +143,10 @@ def test_the_first_screen_at_1440x900_shows_the_whole_timeline_and_the_widgets_c
     page = open_page(browser, server_url, 1440, 900)
     try:
         page.wait_for_selector(".st-key-figure-timeline img", timeout=60_000)
-        page.wait_for_function(IDLE, timeout=120_000)  # measured on the settled page: nothing drawn above it later
+        # measured on the settled page (nothing drawn above it later). The figure is drawn before the run panel, so
+        # the script may look idle for a moment before the panel's first elements reach a busy browser: wait for both.
+        wait_idle(page, first=True)
+        page.wait_for_selector(".st-key-prompt textarea", timeout=60_000)
         # in document order: the title, the intro, then the timeline, then the run panel's prompt
         order = page.evaluate("() => { const fig = document.querySelector('.st-key-figure-timeline img');"
                               " const after = n => !!(fig.compareDocumentPosition(n)"
