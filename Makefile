@@ -46,8 +46,8 @@ export PYTHONDONTWRITEBYTECODE :=
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 # JOBS test processes (pytest-xdist; by default 3 for `make test`, whose browser and server tests spend much of
-# their time waiting, and 2 for `make test-fast`), each running whole units: a test file, or a part of a folder
-# whose tests share one costly thing (tests/conftest.py's SHARED_FOLDERS), handed out in the order collected
+# their time waiting, and 2 for `make test-fast`), each running whole units: a test file, or a whole folder
+# whose tests share one costly thing (tests/conftest.py's ONE_PROCESS_FOLDERS), handed out in the order collected
 # (those folders first). JOBS=0 runs every test in pytest's own process.
 PYTEST = $(BIN)/python -m pytest
 define run_pytest

@@ -7,14 +7,12 @@ Hugging Face folders so they go through the same `load_model` path as any user f
 
 from __future__ import annotations
 
-import functools
 import os
 from pathlib import Path
 
 import pytest
 from xdist.scheduler import LoadFileScheduling
 
-from tests.factories import ROOT
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -109,28 +107,16 @@ def chromium():
 
 
 # Folders whose tests share one costly thing per test process (the app's engine worker and its models folder;
-# the browser lane's Streamlit server and chromium), and into how many units of work each is cut under
-# `pytest -n N --dist loadfile`: a unit runs whole in one test process, so the costly thing is made once per unit
-# (at most); its files are dealt to its units in name order. Every other test file is a unit of its own. (The
-# browser lane cut in two, a server and a chromium each, took as long: its tests then waited on a busier machine.)
-SHARED_FOLDERS = {"tests/app/": 1, "tests/browser/": 1}
-
-
-@functools.cache
-def folder_files(folder: str) -> tuple[str, ...]:
-    return tuple(sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / folder).glob("test_*.py")))
+# the browser lane's Streamlit server and chromium): under `pytest -n N --dist loadfile` each is one unit of work,
+# run whole by one test process, and every other test file is a unit of its own. (The browser folder cut in two,
+# a server and a chromium each, took as long: its tests then waited on a busier machine.)
+ONE_PROCESS_FOLDERS = ("tests/app/", "tests/browser/")
 
 
 def work_unit(nodeid: str) -> str:
-    """The unit of `--dist loadfile` a test belongs to: `FOLDER` or `FOLDER (k of n)` of SHARED_FOLDERS, else its
-    file."""
+    """The unit of `--dist loadfile` a test belongs to: one of ONE_PROCESS_FOLDERS, else its file."""
     path = nodeid.split("::")[0]
-    folder = next((folder for folder in SHARED_FOLDERS if path.startswith(folder)), None)
-    if folder is None:
-        return path
-    units = SHARED_FOLDERS[folder]
-    files = folder_files(folder)
-    return folder if units == 1 else f"{folder} ({files.index(path) % units + 1 if path in files else 1} of {units})"
+    return next((folder for folder in ONE_PROCESS_FOLDERS if path.startswith(folder)), path)
 
 
 class FolderOrFile(LoadFileScheduling):

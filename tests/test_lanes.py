@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from unittest.mock import patch
 
 import pytest
 
 from bench.ci_under_load import Burners, pytest_summary
-from tests.conftest import SHARED_FOLDERS, FolderOrFile, folder_files, work_unit
+from tests.conftest import ONE_PROCESS_FOLDERS, FolderOrFile, work_unit
 from tests.factories import ROOT
 
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -39,18 +38,13 @@ def test_ci_stops_at_the_first_failure_and_runs_lint_then_every_test():
     assert lines[-1] == "make test"
 
 
-def test_the_lanes_hand_out_whole_files_and_the_shared_folders_in_their_units():
+def test_the_lanes_hand_out_whole_files_and_the_one_process_folders_whole():
     app = "tests/app/"
     assert work_unit("tests/app/test_app.py::test_x[a]") == work_unit("tests/app/test_slide_kit.py::test_y") == app
-    browser = folder_files("tests/browser/")
-    assert {work_unit(f"{path}::test_z") for path in browser} == {"tests/browser/"}
-    with patch.dict(SHARED_FOLDERS, {"tests/browser/": 2}):  # a folder cut in two: its files dealt in name order
-        units = [work_unit(f"{path}::test_z") for path in browser]
-        assert units[:3] == ["tests/browser/ (1 of 2)", "tests/browser/ (2 of 2)", "tests/browser/ (1 of 2)"]
-        assert work_unit(f"{browser[0]}::test_a") == work_unit(f"{browser[0]}::test_b[1]")
+    assert work_unit("tests/browser/test_svg_browser.py::test_z") == "tests/browser/"
     assert work_unit("tests/engine/test_cli.py::test_a") == work_unit("tests/engine/test_cli.py::test_b[1]")
     assert work_unit("tests/engine/test_cli.py::test_a") != work_unit("tests/engine/test_cost.py::test_a")
-    assert all(folder_files(folder) for folder in SHARED_FOLDERS)
+    assert all((ROOT / folder).is_dir() for folder in ONE_PROCESS_FOLDERS)
     assert FolderOrFile._split_scope(None, "tests/app/test_app.py::test_x") == app
     # the lanes ask for that scheduler (tests/conftest.py makes it for --dist loadfile), handing units out in order
     for target in ("test", "test-fast"):

@@ -23,6 +23,10 @@ MEMORY_MB = 2048  # the address-space ceiling of a child: a few KB of input must
 TIMEOUT_S = 60.0  # the wall-clock ceiling of a child: imports of torch and transformers included
 
 
+def nonblank_lines(text: str) -> list[str]:
+    return [line for line in text.splitlines() if line.strip()]
+
+
 @dataclass(frozen=True)
 class Outcome:
     """What the child did: its exit status (None: killed at the deadline), output, time and peak memory."""
@@ -40,7 +44,7 @@ class Outcome:
     @property
     def lines(self) -> list[str]:
         """stderr's non-empty lines (a refusal is exactly one)."""
-        return [line for line in self.stderr.splitlines() if line.strip()]
+        return nonblank_lines(self.stderr)
 
     def describe(self) -> str:
         return (f"rc={self.returncode} in {self.seconds:.1f} s, peak {self.peak_mb:.0f} MB\n"
@@ -128,7 +132,7 @@ class CaseRun:
 
     @property
     def lines(self) -> list[str]:
-        return [line for line in self.stderr.splitlines() if line.strip()]
+        return nonblank_lines(self.stderr)
 
     def describe(self) -> str:
         return f"rc={self.returncode}\nstdout: {self.stdout[-2000:]}\nstderr: {self.stderr[-2000:]}"
@@ -147,7 +151,8 @@ def each_in_one_child(source: str, cases: dict[str, list[str]], folder: Path,
     def read(path: str) -> str:
         return Path(path).read_text(encoding="utf-8", errors="replace") if Path(path).exists() else ""
 
-    runs = {name: CaseRun(int(read(f["code"])) if read(f["code"]).strip() else None, read(f["out"]), read(f["err"]))
+    codes = {name: read(f["code"]).strip() for name, f in files.items()}
+    runs = {name: CaseRun(int(codes[name]) if codes[name] else None, read(f["out"]), read(f["err"]))
             for name, f in files.items()}
     return outcome, runs
 
