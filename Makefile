@@ -18,6 +18,9 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -c "import torch" 2>/dev/null || $(BIN)/pip install -q --no-compile "$(TORCH)"
 	$(BIN)/pip install -q --no-compile -e ".[test]"
+	@# One process compiles what the tests import (and pytest rewrites every test module) into the bytecode cache,
+	@# before the test processes, servers and workers all start at once and each compiles the same modules again.
+	-@$(BIN)/python -m pytest --collect-only -q -p no:cacheprovider >/dev/null 2>&1
 	touch $@
 
 app: setup
