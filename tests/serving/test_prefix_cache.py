@@ -223,10 +223,11 @@ def test_every_other_scenario_same_tokens_with_the_cache(default_lm, name):
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", ["one-at-a-time", "prefill-first", "disaggregated"])
 def test_every_policy_same_tokens_with_the_cache(default_lm, policy):
-    work = scenario("near-miss")
-    off = run_workload(default_lm, work, ServeConfig(policy=policy))
-    on = run_workload(default_lm, work, ServeConfig(policy=policy, prefix_caching=True))
-    assert_same_tokens(default_lm, off, on)
+    """Each request's tokens as if it ran alone (the same policy without the cache is held to that in
+    test_serving_engine.py, so it is not run again here: the disaggregated one starts two processes)."""
+    on = run_workload(default_lm, scenario("near-miss"), ServeConfig(policy=policy, prefix_caching=True))
+    for record in on.requests:
+        assert list(record.output_ids) == solo_ids(default_lm, record), record.request_id
     assert on.requests[2].prefix.num_cached_tokens > 0
 
 
