@@ -87,6 +87,7 @@ class Misbehaving(BaseHTTPRequestHandler):
         self.close_connection = True
         with self.server.lock:
             self.server.running += 1
+        counted = True
         try:
             if self.chat:
                 self._event(json.dumps({"id": "x", "choices": [{"index": 0, "delta": {"role": "assistant"}}]}))
@@ -107,13 +108,17 @@ class Misbehaving(BaseHTTPRequestHandler):
                     return  # the connection closes with no finish_reason and no [DONE]
                 self._event(self._chunk(piece))
                 time.sleep(0.15 if prompt == "slow" else 0.01)
+            with self.server.lock:  # done on the server before its last events go out, as an engine frees a
+                self.server.running -= 1  # finished request before its final output reaches the client
+                counted = False
             self._event(self._chunk(finish="length"))
             self._event(json.dumps({"id": "x", "choices": [], "usage": {"prompt_tokens": 4,
                                                                           "completion_tokens": len(pieces)}}))
             self._event("[DONE]")
         finally:
-            with self.server.lock:
-                self.server.running -= 1
+            if counted:
+                with self.server.lock:
+                    self.server.running -= 1
 
 
 @contextlib.contextmanager

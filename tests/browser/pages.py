@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from tests.factories import ROOT
 
+try:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+except ImportError:  # no playwright: every browser test skips (tests/conftest.py's chromium fixture)
+    PlaywrightTimeout = TimeoutError
+
 ARTIFACTS = ROOT / "tests" / "artifacts"  # gitignored
 SCREENSHOTS = ROOT / "docs" / "screenshots"  # the README's pictures, refreshed with UPDATE_SCREENSHOTS=1
 CHROMIUM_FLAGS = [
@@ -19,9 +24,22 @@ IDLE = """() => {
 }"""
 
 
+# A run under way: the script running, or the page's elements marked stale while it redraws them.
+BUSY = """() => {
+  const s = document.querySelector('[data-test-script-state]');
+  return (!!s && s.getAttribute('data-test-script-state') === 'running')
+      || !!document.querySelector('[data-stale="true"]');
+}"""
+START_S = 0.6  # how long an action may take to start its run (a key that starts none costs this much)
+
+
 def wait_idle(page, first: bool = False) -> None:
-    """Until the script has finished and no element is stale."""
-    page.wait_for_timeout(600)
+    """Until the run an action started (if any, seen within START_S) has finished, no element is stale, and the
+    page had 400 ms more to draw (a second run a first one asks for starts within it)."""
+    try:
+        page.wait_for_function(BUSY, timeout=START_S * 1000, polling=50)
+    except PlaywrightTimeout:
+        pass  # no run started (or one came and went between two looks): the same as waiting START_S
     page.wait_for_function(IDLE, timeout=240_000 if first else 120_000)
     page.wait_for_timeout(400)
 
