@@ -17,7 +17,7 @@ from engine.runtime.serving.block_manager import BlockManager
 from engine.runtime.serving.core import EngineCore, prepare_sequences
 from engine.runtime.serving.engine import run_workload
 from engine.runtime.serving.scheduler import SchedulerConfig
-from tests.serving.test_serving_engine import solo_ids
+from tests.serving.test_serving_engine import assert_parity, solo_ids
 
 PREFIX_SCENARIOS = ("shared-system-prompt", "multi-turn-chat", "near-miss")
 TEXT = "Prefill reads the whole prompt in one forward pass, and Decode writes one token at a time."
@@ -226,8 +226,7 @@ def test_every_policy_same_tokens_with_the_cache(default_lm, policy):
     """Each request's tokens as if it ran alone (the same policy without the cache is held to that in
     test_serving_engine.py, so it is not run again here: the disaggregated one starts two processes)."""
     on = run_workload(default_lm, scenario("near-miss"), ServeConfig(policy=policy, prefix_caching=True))
-    for record in on.requests:
-        assert list(record.output_ids) == solo_ids(default_lm, record), record.request_id
+    assert_parity(default_lm, on)
     assert on.requests[2].prefix.num_cached_tokens > 0
 
 
