@@ -8,6 +8,7 @@ Hugging Face folders so they go through the same `load_model` path as any user f
 from __future__ import annotations
 
 import os
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -127,8 +128,41 @@ class FolderOrFile(LoadFileScheduling):
         return work_unit(nodeid)
 
 
+def costliest_units_first(items: list) -> list:
+    """`items` in the order the lanes hand their units out: ONE_PROCESS_FOLDERS first, then the files with the
+    most tests marked slow. A long unit handed out last would leave the other processes idle while it runs
+    alone, so the short ones come last. Each unit's own tests keep their order; ties keep the collection's."""
+    first: dict[str, int] = {}
+    slow: Counter[str] = Counter()
+    for index, item in enumerate(items):
+        unit = work_unit(item.nodeid)
+        first.setdefault(unit, index)
+        slow[unit] += item.get_closest_marker("slow") is not None
+
+    def rank(item) -> tuple[int, int, int]:
+        unit = work_unit(item.nodeid)
+        folder = ONE_PROCESS_FOLDERS.index(unit) if unit in ONE_PROCESS_FOLDERS else len(ONE_PROCESS_FOLDERS)
+        return folder, -slow[unit], first[unit]
+
+    return sorted(items, key=rank)
+
+
+def pytest_collection_modifyitems(items):
+    items[:] = costliest_units_first(items)
+
+
 def pytest_xdist_make_scheduler(config, log):
     return FolderOrFile(config, log) if config.getvalue("dist") == "loadfile" else None
+
+
+PRIORITY = os.getpriority(os.PRIO_PROCESS, 0)  # the test process's own (its nice value)
+
+
+def pytest_runtest_setup(item):
+    """A test process that ran the browser lane at a higher priority (tests/browser/conftest.py's
+    `critical_path`) goes back to its own for every test of another unit."""
+    if work_unit(item.nodeid) != "tests/browser/" and os.getpriority(os.PRIO_PROCESS, 0) < PRIORITY:
+        os.setpriority(os.PRIO_PROCESS, 0, PRIORITY)
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -4,13 +4,17 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
+from types import SimpleNamespace
 
 import pytest
 
 from bench.ci_under_load import Burners, pytest_summary
-from tests.conftest import ONE_PROCESS_FOLDERS, FolderOrFile, work_unit
+from tests.conftest import (
+    ONE_PROCESS_FOLDERS, PRIORITY, FolderOrFile, costliest_units_first, pytest_runtest_setup, work_unit,
+)
 from tests.factories import ROOT
 
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
@@ -51,6 +55,36 @@ def test_the_lanes_hand_out_whole_files_and_the_one_process_folders_whole():
         done = subprocess.run(["make", "-n", "-o", "setup", "-o", ".venv/.installed", "-o", "browser-deps", target],
                               cwd=ROOT, capture_output=True, text=True, timeout=60)
         assert "--dist loadfile --no-loadscope-reorder" in done.stdout, done.stdout
+
+
+def fake_item(nodeid: str, slow: bool = False) -> SimpleNamespace:
+    return SimpleNamespace(nodeid=nodeid, get_closest_marker=lambda name: object() if slow and name == "slow" else None)
+
+
+def test_the_costliest_units_are_handed_out_first_each_in_its_own_order():
+    ids = [("tests/engine/test_a.py::one", False), ("tests/engine/test_a.py::two", True),
+           ("tests/browser/test_x.py::x", True), ("tests/lesson/test_b.py::one", True),
+           ("tests/lesson/test_b.py::two", True), ("tests/lesson/test_b.py::three", False),
+           ("tests/app/test_y.py::y", False), ("tests/test_c.py::c", False), ("tests/engine/test_d.py::d", True)]
+    order = [item.nodeid for item in costliest_units_first([fake_item(*pair) for pair in ids])]
+    assert order == ["tests/app/test_y.py::y", "tests/browser/test_x.py::x",  # the one-process folders
+                     "tests/lesson/test_b.py::one", "tests/lesson/test_b.py::two", "tests/lesson/test_b.py::three",
+                     "tests/engine/test_a.py::one", "tests/engine/test_a.py::two",  # one slow test: collection order
+                     "tests/engine/test_d.py::d", "tests/test_c.py::c"]
+
+
+def test_a_test_process_leaves_the_browser_lanes_priority_for_its_next_unit():
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, PRIORITY - 1)
+    except PermissionError:
+        pytest.skip("raising a priority needs root here")
+    try:
+        pytest_runtest_setup(fake_item("tests/browser/test_x.py::x"))
+        assert os.getpriority(os.PRIO_PROCESS, 0) == PRIORITY - 1  # still in the browser lane
+        pytest_runtest_setup(fake_item("tests/engine/test_a.py::one"))
+        assert os.getpriority(os.PRIO_PROCESS, 0) == PRIORITY
+    finally:
+        os.setpriority(os.PRIO_PROCESS, 0, PRIORITY)
 
 
 def test_the_ci_under_load_bench_reads_pytests_summary_and_holds_its_burners_to_the_target():
