@@ -111,7 +111,8 @@ def chromium():
 # the browser lane's Streamlit server and chromium): under `pytest -n N --dist loadfile` each is one unit of work,
 # run whole by one test process, and every other test file is a unit of its own. (The browser folder cut in two,
 # a server and a chromium each, took as long: its tests then waited on a busier machine.)
-ONE_PROCESS_FOLDERS = ("tests/app/", "tests/browser/")
+BROWSER_LANE = "tests/browser/"
+ONE_PROCESS_FOLDERS = ("tests/app/", BROWSER_LANE)
 
 
 def work_unit(nodeid: str) -> str:
@@ -161,7 +162,7 @@ PRIORITY = os.getpriority(os.PRIO_PROCESS, 0)  # the test process's own (its nic
 def pytest_runtest_setup(item):
     """A test process that ran the browser lane at a higher priority (tests/browser/conftest.py's
     `critical_path`) goes back to its own for every test of another unit."""
-    if work_unit(item.nodeid) != "tests/browser/" and os.getpriority(os.PRIO_PROCESS, 0) < PRIORITY:
+    if work_unit(item.nodeid) != BROWSER_LANE and os.getpriority(os.PRIO_PROCESS, 0) < PRIORITY:
         os.setpriority(os.PRIO_PROCESS, 0, PRIORITY)
 
 
