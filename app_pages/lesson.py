@@ -1,6 +1,7 @@
 """The lesson page (the default page): the intro, the run's timeline (the first screen shows a figure),
-the run panel, then the lesson's other sections in order; in classroom mode's presenter view, one figure
-per screen instead (app_support/presenter.py).
+the run panel, then the lesson's other sections in order, drawn once the reader comes to them (a "read on"
+button the page presses itself when the reader scrolls near it: app_support/sections.read_on); in
+classroom mode's presenter view, one figure per screen instead (app_support/presenter.py).
 
 app.py has already drawn the header, the sidebar and the navigation; this file
 draws the body. Words live in lesson/text, numbers and their sentences in lesson/ (formats,
@@ -16,15 +17,21 @@ from app_support import (compare, first_screens, frame, gallery, links, presente
                          slide_kit, stepping)
 from lesson.text import t
 
+FIRST_SCREEN = ("timeline", "run")  # the contents' anchors always drawn (first_screen); the rest when read to
+
 
 def lesson(lang: str, settings) -> None:
     opening, wait_s = not st.session_state.first_screen_drawn, settings.first_screen_wait_ms / 1000
     with first_screens.opening(opening):  # a class opening the page: every first figure before anyone's rest
         trace_json = first_screen(lang, settings)
     st.session_state.first_screen_drawn = True
-    first_screens.after_first_figure(wait_s)
-    with first_screens.rest_of_page(wait_s):
-        rest_of_lesson(lang, settings, trace_json)
+    if st.session_state.lesson_open:
+        first_screens.after_first_figure(wait_s)
+        with first_screens.rest_of_page(wait_s):
+            rest_of_lesson(lang, settings, trace_json)
+    else:  # what the visitor cannot see yet is not drawn: a class opening the lesson draws first screens only
+        sections.read_on(lang, [key for anchor, key in frame.CONTENTS if anchor not in FIRST_SCREEN])
+    stepping.replay_tick()  # last: while a replay runs, the page is drawn again at its next token
 
 
 def rest_of_lesson(lang: str, settings, trace_json: str | None) -> None:
@@ -40,7 +47,6 @@ def rest_of_lesson(lang: str, settings, trace_json: str | None) -> None:
     sections.section_animation(lang, trace_json)
     sections.section_references(lang)
     sections.section_review(lang, trace_json)
-    stepping.replay_tick()  # last: while a replay runs, the page is drawn again at its next token
 
 
 def first_screen(lang: str, settings) -> str | None:

@@ -144,6 +144,24 @@ def _ttft_figure(trace_json: str, lang: str, felt_json: str | None, source: str,
     return svg, ttft_parts_alt(trace, lang, felt)
 
 
+# The lesson below its first screen is drawn when the reader comes to it: a class opening the lesson at once
+# draws (and its browsers lay out) the first screens only, less than half of the whole page's elements. This
+# script (read_on.js), in the page, presses the "read on" button when the reader scrolls within a window's
+# height of it or follows a link to a section below; the button itself works without it. Fixed code, no
+# user text, read once at import.
+READ_ON_JS = Path(__file__).with_name("read_on.js").read_text(encoding="utf-8")
+
+
+def read_on(lang: str, heading_keys: list[str]) -> None:
+    """In place of the lesson's sections below the first screen (their headings' text keys, in order): a
+    button that draws them, pressed by the page itself when the reader comes near, and what is below."""
+    with st.container(key="read-on"):
+        st.button(t(lang, "read_on"), key="read_on", icon=":material/expand_more:", width="stretch",
+                  on_click=state.open_lesson)
+        st.caption(t(lang, "read_on_next", sections=" · ".join(t(lang, key) for key in heading_keys)))
+    st.html(f"\n<script>\n{READ_ON_JS}</script>\n", unsafe_allow_javascript=True)
+
+
 def section_prefill(lang: str, trace_json: str | None) -> None:
     st.header(t(lang, "sec_prefill"), anchor="prefill")
     st.markdown(t(lang, "prefill_1"))

@@ -72,6 +72,7 @@ DEFAULTS: dict[str, Any] = {
     "sl_runs": None,  # the serving lab's last runs, one ServingRun JSON per policy
     "sl_prefix_off": None,  # the prefix-caching switch on: the same workload's run with the cache off (JSON)
     "first_screen_drawn": False,  # this session's lesson page has drawn its first figure once (first_screens.py)
+    "lesson_open": False,  # the lesson below its first screen is drawn: the reader came to it (sections.read_on)
     "started_once": False,  # this session's first run has drawn its loading note (starting.starting_note)
     "class_stepped": False,  # a classroom step just happened: bring the stepped figure on screen (stepping.py)
     "sl_probe": None,  # the last probe of a real server (engine.contract.interop.probe.ProbeResult JSON)
@@ -201,6 +202,12 @@ def pop_difference_note(prompt_len: int | None) -> int | None:
     prompt tokens (a run that was refused or did not happen says nothing)."""
     asked, st.session_state.difference_note = st.session_state.difference_note, None
     return asked if asked is not None and asked == prompt_len else None
+
+
+def open_lesson() -> None:
+    """The "read on" button's callback (pressed by the reader, or by the page when the reader scrolls near it
+    or follows a link to a section below): from now on the page draws the whole lesson."""
+    st.session_state.lesson_open = True
 
 
 def run_again() -> None:

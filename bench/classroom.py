@@ -7,8 +7,13 @@
 Sessions speak Streamlit's own websocket protocol (`/_stcore/stream`, BackMsg / ForwardMsg from
 streamlit.proto), as a browser tab does, without a browser: each opens the lesson page, and its
 "first figure" is the first delta carrying the timeline figure (its SVG: `class="chip ...`), its
-"settled" the script's FINISHED_SUCCESSFULLY. `--run` then presses Run in every session (the run
-button's trigger, as the page sends it) and times the rerun to its end. A session fails when it
+"settled" the script's FINISHED_SUCCESSFULLY (the first screen: the lesson below it is drawn when the
+reader comes to it). `--read S` then presses "read on" in every session S seconds after its first
+screen settled (0: at once, every reader together: the worst case), as each page does when its reader
+scrolls near the end of the first screen, and times the whole lesson drawn ("read", from the tab's
+first message, less the S; a checkout without the button drew it whole: read = settled). `--run` then
+presses Run in every session (the run button's trigger, as the page sends it) and times the rerun to
+its end. A session fails when it
 shows an exception element or an error alert, never finishes, or never shows the figure. The server's
 resident memory (VmRSS, /proc) is read before, at the busiest point, and after the sessions closed.
 
@@ -63,8 +68,10 @@ class Session:
     first_figure_s: float | None = None
     settled_s: float | None = None
     run_s: float | None = None
+    read_s: float | None = None  # the whole lesson drawn (--read)
     errors: list[str] = field(default_factory=list)
     run_button_id: str = ""
+    read_button_id: str = ""  # the lesson's "read on" button (app_support/sections.read_on)
     replica: str = ""  # behind deploy/classroom.py's HAProxy: the replica that served it (X-Replica)
 
     @property
@@ -95,6 +102,8 @@ def read_delta(session: Session, msg: ForwardMsg, started: float, watch_figure: 
         session.errors.append(f"error alert: {element.alert.body[:120]}")
     elif kind == "button" and element.button.id.endswith("-run"):  # key="run": the run panel's button
         session.run_button_id = element.button.id
+    elif kind == "button" and element.button.id.endswith("-read_on"):  # key="read_on": below the first screen
+        session.read_button_id = element.button.id
     elif watch_figure and kind == "imgs" and session.first_figure_s is None:
         if any(TIMELINE_MARK in svg_bytes(img.url) for img in element.imgs.imgs):
             session.first_figure_s = time.monotonic() - started
@@ -132,9 +141,10 @@ class Hold:
         await self.release.wait()
 
 
-async def open_session(url: str, press_run: bool, hold: Hold, headers: dict[str, str] | None = None) -> Session:
-    """One tab: open the lesson, wait for it to settle, optionally press Run; stay open until released.
-    `headers`: sent with the websocket's handshake (a proxy's sticky cookie)."""
+async def open_session(url: str, press_run: bool, hold: Hold, headers: dict[str, str] | None = None,
+                       read: float | None = None) -> Session:
+    """One tab: open the lesson, wait for it to settle, optionally read on (`read` seconds after it settled) and
+    press Run; stay open until released. `headers`: sent with the websocket's handshake (a proxy's sticky cookie)."""
     session = Session()
     ws_url = url.replace("http://", "ws://", 1) + "/_stcore/stream"
     try:
@@ -144,6 +154,13 @@ async def open_session(url: str, press_run: bool, hold: Hold, headers: dict[str,
             started = time.monotonic()
             await ws.send(rerun_message())
             session.settled_s = await asyncio.wait_for(until_finished(ws, session, started, True), SESSION_TIMEOUT_S)
+            if read is not None and session.read_button_id:
+                await asyncio.sleep(read)  # the reader reads the first screen, then scrolls down
+                await ws.send(rerun_message(session.read_button_id))
+                session.read_s = await asyncio.wait_for(until_finished(ws, session, started, False), SESSION_TIMEOUT_S)
+                session.read_s -= read  # the reader's own time on the first screen is not the page's
+            elif read is not None:  # drawn whole in its first run (a checkout before the lesson was drawn as read)
+                session.read_s = session.settled_s
             if press_run and session.run_button_id:
                 clicked = time.monotonic()
                 await ws.send(rerun_message(session.run_button_id))
@@ -169,10 +186,11 @@ def rss_mib(pid: int | None) -> float:
     return float("nan")
 
 
-async def open_many(url: str, n: int, press_run: bool, pid: int | None) -> tuple[list[Session], float]:
-    """N tabs at once; returns them and the server's RSS while all of them are still open."""
+async def open_many(url: str, n: int, press_run: bool, pid: int | None,
+                    read: float | None = None) -> tuple[list[Session], float]:
+    """N tabs at once (each reading on `read` s after settling); returns them and the server's RSS with all open."""
     hold = Hold(n)
-    tasks = [asyncio.create_task(open_session(url, press_run, hold)) for _ in range(n)]
+    tasks = [asyncio.create_task(open_session(url, press_run, hold, read=read)) for _ in range(n)]
     await hold.all_arrived.wait()
     open_rss = rss_mib(pid)
     hold.release.set()
@@ -202,7 +220,8 @@ def goal_line(name: str, measured: float, goal: float, unit: str = "s") -> bool:
 
 # --- the sessions part ------------------------------------------------------------
 
-def sessions_part(url: str, counts: list[int], press_run: bool, pid: int | None, linger_s: float = 0.0) -> bool:
+def sessions_part(url: str, counts: list[int], press_run: bool, pid: int | None, linger_s: float = 0.0,
+                  read: float | None = None) -> bool:
     """One round per count: N tabs at once; prints their times, errors and the server's memory. `linger_s`:
     then wait that long (Streamlit keeps up to 128 closed sessions 2 minutes for a reconnect), open one
     more tab and read the memory again."""
@@ -214,11 +233,11 @@ def sessions_part(url: str, counts: list[int], press_run: bool, pid: int | None,
     for n in counts:
         before = rss_mib(pid)
         started = time.monotonic()
-        sessions, open_rss = asyncio.run(open_many(url, n, press_run, pid))
+        sessions, open_rss = asyncio.run(open_many(url, n, press_run, pid, read))
         wall = time.monotonic() - started
         time.sleep(3.0)  # the server forgets closed sessions
         after = rss_mib(pid)
-        ok &= report_round(n, sessions, wall, (before, open_rss, after), press_run)
+        ok &= report_round(n, sessions, wall, (before, open_rss, after), press_run, read)
     if linger_s > 0:
         time.sleep(linger_s)
         last, _ = asyncio.run(open_many(url, 1, False, pid))
@@ -229,14 +248,18 @@ def sessions_part(url: str, counts: list[int], press_run: bool, pid: int | None,
 
 
 def report_round(n: int, sessions: list[Session], wall: float, rss: tuple[float, float, float],
-                 press_run: bool) -> bool:
-    """Print one round's line and its goals; False when a judged goal failed."""
+                 press_run: bool, read: float | None = None) -> bool:
+    """Print one round's line and its goals (with `read`, "every page settled" is judged on the whole
+    lesson); False when a judged goal failed."""
     good = [s for s in sessions if s.ok]
     first = [s.first_figure_s for s in good]
     settled = [s.settled_s for s in good]
     print(f"\n{n} session(s) at once ({wall:.1f} s wall): {len(good)}/{n} got their page")
     print(f"  first figure  {spread(first)}")
     print(f"  settled       {spread(settled)}")
+    if read is not None:
+        settled = [s.read_s for s in good if s.read_s is not None]
+        print(f"  read (whole)  {spread(settled)}")
     if press_run:
         print(f"  Run pressed   {spread([s.run_s for s in good if s.run_s is not None])}")
     before, during, after = rss
@@ -343,6 +366,10 @@ def main() -> int:
     parser.add_argument("--url", default="", help="a running app (default: start one on a free port)")
     parser.add_argument("--pid", type=int, default=0, help="the running app's pid, for its memory (with --url)")
     parser.add_argument("--run", action="store_true", help="every tab also presses Run once its page settled")
+    parser.add_argument("--read", type=float, nargs="?", const=0.0, default=None, metavar="S",
+                        help="every tab also reads on (the lesson below the first screen) S seconds after its first "
+                             "screen settled (default 0), as a reader scrolling down; every page settled is then "
+                             "judged on the whole lesson, less the reader's S")
     parser.add_argument("--engine", action="store_true", help="the engine part too (lesson runs and serving labs)")
     parser.add_argument("--runs", type=int, default=30, help="lesson runs sent within 3 s (engine part)")
     parser.add_argument("--labs", type=int, default=3, help="serving labs running meanwhile (engine part; 0: none)")
@@ -373,10 +400,10 @@ def main() -> int:
 def run_sessions(args, counts: list[int]) -> bool:
     """The sessions part against --url, or against an app started here (its log checked for tracebacks)."""
     if args.url:
-        return sessions_part(args.url.rstrip("/"), counts, args.run, args.pid or None, args.linger_s)
+        return sessions_part(args.url.rstrip("/"), counts, args.run, args.pid or None, args.linger_s, args.read)
     log_path = Path(args.log or "/tmp/classroom_app.log")
     with streamlit_server(log_path) as server:
-        ok = sessions_part(server.url, counts, args.run, server.pid, args.linger_s)
+        ok = sessions_part(server.url, counts, args.run, server.pid, args.linger_s, args.read)
     tracebacks = log_path.read_text(errors="replace").count("Traceback")
     print(f"tracebacks in the app's log ({log_path}): {tracebacks}")
     return ok and tracebacks == 0
@@ -405,22 +432,24 @@ def compare_apps(args, counts: list[int]) -> bool:
             seen: dict[str, list[list[Session]]] = {label: [] for label in apps}
             for _ in range(args.rounds):
                 for label, server in zip(apps, servers):
-                    sessions, _ = asyncio.run(open_many(server.url, n, False, server.pid))
+                    sessions, _ = asyncio.run(open_many(server.url, n, False, server.pid, args.read))
                     seen[label].append(sessions)
                     ok &= all(x.ok for x in sessions)
                     time.sleep(3.0)
-            ok &= report_compare(n, seen)
+            ok &= report_compare(n, seen, args.read)
     return ok
 
 
-def report_compare(n: int, seen: dict[str, list[list[Session]]]) -> bool:
-    """Each app's first figure and settled p95 over its rounds, and B's over A's."""
+def report_compare(n: int, seen: dict[str, list[list[Session]]], read: float | None = None) -> bool:
+    """Each app's first figure and settled p95 over its rounds, and B's over A's (with `read`, settled is the
+    whole lesson's: a checkout that draws it at once against one that draws it as read)."""
     p95 = {}
     print(f"\n{n} session(s) at once, {len(next(iter(seen.values())))} alternated rounds per app:")
     for label, rounds in seen.items():
         good = [x for r in rounds for x in r if x.ok]
         first = [percentile([x.first_figure_s for x in r if x.ok], 95) for r in rounds]
-        settled = [max((x.settled_s for x in r if x.ok), default=float("nan")) for r in rounds]
+        settled = [max(((x.settled_s if read is None else x.read_s) for x in r if x.ok), default=float("nan"))
+                   for r in rounds]
         p95[label] = (sum(first) / len(first), sum(settled) / len(settled))
         print(f"  {label:>13}: {len(good)}/{n * len(rounds)} pages; first figure p95 per round "
               + ", ".join(f"{v:.2f}" for v in first) + " s; settled max per round "

@@ -29,6 +29,12 @@ def shown_trace(at) -> dict:
     return json.loads(at.session_state["trace_json"])
 
 
+def read_on(at):
+    """Press the lesson's "read on" button, as the page does when the reader scrolls near it
+    (app_support/sections.read_on): from this run on the whole lesson is drawn. Returns `at`."""
+    return at.button(key="read_on").click().run()
+
+
 def assert_healthy(at) -> None:
     """No exception and no error message on the page."""
     assert not at.exception, [e.value for e in at.exception]

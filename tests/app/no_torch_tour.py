@@ -40,6 +40,7 @@ def lesson(at: AppTest, steps: list[str]) -> None:
     if at.error:  # the run measured, not refused
         raise SystemExit(f"lesson: run: {[e.value for e in at.error]}")
     steps.append(f"lesson: {len(at.session_state['history'])} runs kept")  # the first view's and the Run's
+    checked(at.button(key="read_on").click().run(), "lesson: read on (the sections below the first screen)", steps)
     checked(at.button(key="show_difference").click().run(), "lesson: show the difference", steps)
     if any(b.key == "cache_compare" for b in at.button):
         checked(at.button(key="cache_compare").click().run(), "lesson: cache on vs off", steps)

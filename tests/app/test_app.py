@@ -30,7 +30,7 @@ from lesson.metric_cards import bottleneck_live_text, metric_cards, page_drawing
 from lesson.perfetto import check_trace_events, request_trace_events
 from lesson.run_words import queue_note, queue_wait_ms, step_log_line
 from lesson.text import t
-from tests.app.apptest import APP, assert_healthy, needs_model, shown_trace, texts
+from tests.app.apptest import APP, assert_healthy, needs_model, read_on, shown_trace, texts
 from tests.factories import build_bos_tokenizer, make_trace
 
 # ---------------------------------------------------------------------------
@@ -250,6 +250,17 @@ def test_first_view_shows_the_default_prompt_live(app):
     trace = shown_trace(app)
     assert trace["prompt"] == "法国的首都是" and trace["steps"][0]["phase"] == "prefill"
     assert "巴黎" in trace["output_text"]
+    # the first screen: the timeline and TTFT's parts; what is below it is drawn when the reader comes to it
+    assert len(app.get("image")) == 2 and not app.get("plotly_chart") and not app.metric
+    below = [key for key in ("sec_prefill", "sec_waits", "sec_review") if t("zh", key) in texts(app, "caption")]
+    assert len(below) == 3 and app.button(key="read_on").label == t("zh", "read_on")  # it says what is below
+    read_on(app)
+    assert_healthy(app)
+    assert "read_on" not in {b.key for b in app.button}  # pressed once: the lesson stays whole
+    assert [h.value for h in app.header][2:] == [t("zh", key) for key in (
+        "sec_prefill", "sec_decode", "sec_blocks", "sec_bottleneck", "sec_waits", "sec_compare", "sec_many",
+        "sec_summary", "sec_animation", "sec_references", "sec_review")]  # in the order the caption named them
+    assert shown_trace(app) == trace  # the same run, now drawn whole
     assert len(app.get("image")) == 8  # every diagram and TTFT's parts, as an <img> (pixels: the browser test)
     alts = [img.proto.imgs[0].alt for img in app.get("image")]
     assert all(alts) and len(set(alts)) == 8 and "巴黎" in alts[0]  # each says what it shows, with the run's numbers
@@ -295,6 +306,7 @@ def test_the_answer_stops_at_end_of_sequence_unless_asked_to_keep_writing(app):
 def test_show_the_difference_stretches_the_visitors_own_prompt_keeps_their_choices_and_says_so(app):
     """It used to replace the prompt with 法国的首都是, untick "keep writing past the end" and leave the
     changed figures out of view above."""
+    read_on(app)  # the reader came to the sections below the first screen
     app.text_area(key="prompt").set_value("德国的首都是")
     app.checkbox(key="ignore_eos").check()
     app.slider(key="output_len").set_value(6).run()
@@ -317,6 +329,7 @@ def test_show_the_difference_stretches_the_visitors_own_prompt_keeps_their_choic
 
 @needs_model
 def test_switch_language_then_back(app):
+    read_on(app)  # the reader came to the sections below the first screen
     app.radio(key="lang").set_value("en").run()
     assert_healthy(app)
     assert app.title[0].value == t("en", "title")
@@ -359,6 +372,7 @@ def test_a_page_opened_in_english_starts_from_the_english_example(served_setting
 
 @needs_model
 def test_downloads_are_named_after_the_run(app, monkeypatch):
+    read_on(app)  # the reader came to the sections below the first screen
     from streamlit.runtime.media_file_manager import MediaFileManager
     from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
@@ -393,6 +407,7 @@ def test_downloads_are_named_after_the_run(app, monkeypatch):
 
 @needs_model
 def test_a_one_token_answer_shows_a_dash_and_a_reason(app):
+    read_on(app)  # the reader came to the sections below the first screen
     app.slider(key="output_len").set_value(1)
     app.button(key="run").click().run()
     assert_healthy(app)
@@ -438,6 +453,7 @@ def test_run_is_off_while_the_prompt_cannot_run_and_the_answer_stays(app, monkey
 
 @needs_model
 def test_reset_puts_every_control_back_to_the_lessons_defaults(app):
+    read_on(app)  # the reader came to the sections below the first screen
     from app_support.state import DEFAULTS, WIDGET_KEYS
 
     app.radio(key="lang").set_value("en").run()
@@ -514,6 +530,7 @@ def test_classroom_stepping_keeps_the_timeline_time_axis(app):
 
 @needs_model
 def test_schematic_demo_reacts_without_running_the_model(app):
+    read_on(app)  # the reader came to the sections below the first screen
     before = app.session_state["trace_json"]
     app.slider(key="demo_prompt_len").set_value(12)
     app.slider(key="demo_output_len").set_value(5).run()
@@ -528,6 +545,7 @@ def test_schematic_demo_reacts_without_running_the_model(app):
 
 @needs_model
 def test_bad_inputs_give_messages_and_the_page_recovers(app):
+    read_on(app)  # the reader came to the sections below the first screen
     prompt = app.text_area(key="prompt")
     prompt.input("").run()
     assert not app.exception and t("zh", "err_empty_prompt") in texts(app, "warning")
@@ -569,6 +587,7 @@ def test_out_of_range_values_are_repaired_with_a_message(monkeypatch):
     at.session_state["demo_output_len"] = 999
     at.session_state["lang"] = "fr"
     at.session_state["model_choice"] = "../../etc"  # a forged choice never becomes a path
+    at.session_state["lesson_open"] = True  # a reader who had read on: the sketch's sliders are drawn
     at.run()
     assert not at.exception
     assert at.slider(key="output_len").value == 32 and at.slider(key="prompt_len").value == 0

@@ -31,7 +31,7 @@ from lesson.spread import Headline
 from lesson.spread import run_label as shown_run_label
 from lesson.style import DEFAULT_STYLE
 from lesson.text import t, table_for
-from tests.app.apptest import assert_healthy, needs_model, shown_trace, texts
+from tests.app.apptest import assert_healthy, needs_model, read_on, shown_trace, texts
 from tests.factories import make_trace
 
 SHORT = make_trace(("法国", "的", "首都", "是"), ("巴黎", "。", "法国", "的", "首都", "是"), decode_ms=2.0)
@@ -160,6 +160,7 @@ def _run(at, **sliders) -> None:
 
 @needs_model
 def test_runs_are_kept_and_two_pinned_runs_share_their_axes(app):
+    read_on(app)  # the reader came to the sections below the first screen
     assert len(app.session_state["history"]) == 1  # the page's first view is a run too
     assert t("zh", "compare_need_two", count=1) in texts(app, "info")
     app.checkbox(key="ignore_eos").check()
@@ -194,6 +195,7 @@ def test_runs_are_kept_and_two_pinned_runs_share_their_axes(app):
 
 @needs_model
 def test_the_first_views_history_entry_carries_its_own_measured_time_not_this_sessions_clock(app):
+    read_on(app)  # the reader came to the sections below the first screen
     from lesson.recorded import recorded_stamp
     from lesson.runs import run_label as label_of
 
@@ -210,6 +212,7 @@ def test_the_first_views_history_entry_carries_its_own_measured_time_not_this_se
 
 @needs_model
 def test_a_pin_on_a_run_that_left_the_history_is_dropped(app):
+    read_on(app)  # the reader came to the sections below the first screen
     app.session_state["compare_pins"] = ["no-such-run", 42]
     app.run()
     assert_healthy(app)
@@ -246,6 +249,7 @@ def test_the_replay_shows_measured_times_slowed_down_and_labels_itself(app):
 
 @needs_model
 def test_a_replay_in_progress_cuts_every_figure_to_its_pass(app, monkeypatch):
+    read_on(app)  # the reader came to the sections below the first screen
     import time as time_module
 
     app.checkbox(key="ignore_eos").check()
@@ -284,6 +288,7 @@ def test_the_prompt_length_slider_and_its_caption_agree(app):
 
 @needs_model
 def test_the_animation_pauses_on_a_chosen_pass(app):
+    read_on(app)  # the reader came to the sections below the first screen
     app.checkbox(key="ignore_eos").check()
     _run(app, output_len=5)
     total = len(shown_trace(app)["steps"])
@@ -328,6 +333,7 @@ def test_control_values_survive_a_visit_to_the_other_page(app):
 
 @needs_model
 def test_in_classroom_mode_the_compared_runs_and_the_paused_frame_use_the_classroom_style(app):
+    read_on(app)  # the reader came to the sections below the first screen
     from lesson.style import classroom_style
 
     app.button(key="run").click().run()

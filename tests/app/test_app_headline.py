@@ -10,12 +10,13 @@ import dataclasses
 from engine.contract.config import REPEATS
 from lesson.spread import Headline, headline
 from lesson.text import t
-from tests.app.apptest import assert_healthy, needs_model, texts
+from tests.app.apptest import assert_healthy, needs_model, read_on, texts
 from tests.factories import make_trace
 
 
 @needs_model
 def test_the_first_view_and_a_run_quote_the_median_of_the_repeats(app):
+    read_on(app)  # the reader came to the sections below the first screen
     assert_healthy(app)
     numbers = Headline.from_json(app.session_state["trace_spread"])
     assert numbers.n == REPEATS.default and numbers.belongs_to(_shown(app))
@@ -48,6 +49,7 @@ def test_the_repeats_follow_the_operators_setting(monkeypatch, app, fresh_settin
 
 @needs_model
 def test_medians_that_contradict_the_lesson_offer_to_measure_again(app):
+    read_on(app)  # the reader came to the sections below the first screen
     noisy = dataclasses.replace(make_trace(decode_ms=9.0), model=_shown(app).model)  # Decode 9 ms, Prefill 3 ms
     app.session_state["trace_json"] = noisy.to_json(indent=None)
     app.session_state["trace_spread"] = headline([noisy, noisy]).to_json()

@@ -17,7 +17,7 @@ from lesson.lab import (
     LAB_DTYPES, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text, lab_sweep_caption,
 )
 from lesson.text import t
-from tests.app.apptest import APP, LAB, LESSON, assert_healthy, needs_model, texts
+from tests.app.apptest import APP, LAB, LESSON, assert_healthy, needs_model, read_on, texts
 from tests.factories import make_trace
 
 CONFIG = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
@@ -46,6 +46,7 @@ def app(monkeypatch):
 
 @needs_model
 def test_the_lesson_is_the_default_page_and_links_to_the_lab(app):
+    read_on(app)  # the reader came to the sections below the first screen
     assert_healthy(app)
     assert app.button(key="run") is not None  # the lesson's run panel
     assert app.session_state["trace_json"] is not None

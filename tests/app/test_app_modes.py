@@ -13,7 +13,7 @@ from engine.contract.config import ServerSettings, settings_from_env
 from lesson.diagrams.modes import mode_summaries
 from lesson.engine_modes import engine_caption, modes_explanations, modes_table, offered_modes
 from lesson.text import t
-from tests.app.apptest import APP, LAB, assert_healthy, needs_model, texts
+from tests.app.apptest import APP, LAB, assert_healthy, needs_model, read_on, texts
 from tests.factories import make_trace
 
 
@@ -111,6 +111,7 @@ def test_forged_mode_picks_are_repaired_not_raised(app):
 
 @needs_model
 def test_the_lesson_says_which_engine_and_attention_kernel_ran(app):
+    read_on(app)  # the reader came to the sections below the first screen
     assert_healthy(app)
     captions = texts(app, "caption")
     assert "引擎：eager · 注意力内核：Prefill " in captions

@@ -16,7 +16,7 @@ from lesson.metric_cards import timeline_lesson
 from lesson.spread import nearest_median, run_label, shown_run
 from lesson.svgtext import fmt_ms
 from lesson.text import t
-from tests.app.apptest import assert_healthy, needs_model, texts
+from tests.app.apptest import assert_healthy, needs_model, read_on, texts
 from tests.factories import make_trace
 
 # Prefill / each Decode step, per repeat: far apart, so a number from another run cannot pass for the shown one
@@ -43,6 +43,7 @@ def _texts(root: ET.Element) -> str:
 
 @needs_model
 def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkeypatch, app):
+    read_on(app)  # the reader came to the sections below the first screen
     from app_support import resources
 
     assert_healthy(app)

@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 
 from lesson.run_words import clock
 from lesson.text import t
-from tests.app.apptest import APP, assert_healthy, needs_model, shown_trace, texts
+from tests.app.apptest import APP, assert_healthy, needs_model, read_on, shown_trace, texts
 
 
 def _blocks(at) -> ET.Element:
@@ -20,6 +20,7 @@ def _blocks(at) -> ET.Element:
 
 @needs_model
 def test_the_same_prompt_again_reads_all_but_its_last_position(app, served_settings):
+    read_on(app)  # the reader came to the sections below the first screen
     app.checkbox(key="prefix_reuse").check().run()
     app.button(key="run").click().run()
     assert_healthy(app)

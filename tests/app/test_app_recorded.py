@@ -15,7 +15,7 @@ from engine.contract.recorded import RecordedFileError, gallery_indexes, load_en
 from lesson.messages import error_message
 from lesson.recorded import figure_note, first_view_note, recorded_note
 from lesson.text import t
-from tests.app.apptest import APP, LAB, SERVING_LAB, assert_healthy, needs_model, shown_trace, texts
+from tests.app.apptest import APP, LAB, SERVING_LAB, assert_healthy, needs_model, read_on, shown_trace, texts
 from tests.factories import make_run, make_trace
 
 ENTRIES = {f"{e.folder.name}/{e.name}": e for index in gallery_indexes(GALLERY_ROOT) for e in read_index(index)}
@@ -39,6 +39,7 @@ def open_gallery(at, page: str, name: str):
 
 @needs_model
 def test_the_first_view_says_when_and_on_which_machine_it_was_recorded(app):
+    read_on(app)  # the reader came to the sections below the first screen
     assert_healthy(app)
     assert not app.session_state["trace_recorded"] and app.session_state["trace_is_default"]
     provenance = json.loads(app.session_state["trace_json"])["provenance"]
@@ -53,6 +54,7 @@ def test_the_first_view_says_when_and_on_which_machine_it_was_recorded(app):
 
 @needs_model
 def test_a_gallery_trace_becomes_the_pages_run_labelled_and_pins_beside_another_run(app):
+    read_on(app)  # the reader came to the sections below the first screen
     at = open_gallery(app, "lesson", "cpu/lesson-zh-1024")
     assert_healthy(at)
     recorded = load_entry(ENTRIES["cpu/lesson-zh-1024"], 1_000_000).run

@@ -15,7 +15,7 @@ from engine.contract.errors import CapError
 from lesson.diagrams.serving_gantt import policy_label
 from lesson.messages import serving_message
 from lesson.text import t
-from tests.app.apptest import APP, assert_healthy, needs_model, serving_lab_page
+from tests.app.apptest import APP, assert_healthy, needs_model, read_on, serving_lab_page
 from tests.factories import VLLM_RESULT
 
 # --- pure parts ------------------------------------------------------------------------
@@ -201,7 +201,7 @@ def test_the_page_renders_with_its_caps_and_a_link_from_the_lesson(lab):
 def test_the_lessons_many_requests_section_links_to_the_lab():
     from streamlit.testing.v1 import AppTest
 
-    at = AppTest.from_file(APP, default_timeout=300).run()
+    at = read_on(AppTest.from_file(APP, default_timeout=300).run())
     assert_healthy(at)
     links = [link for link in at.get("page_link") if link.proto.page == "serving_lab"]
     assert links and links[0].proto.label == t("zh", "sl_link")

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from bench.app_server import streamlit_server
-from tests.browser.pages import ARTIFACTS, CHROMIUM_FLAGS, wait_idle
+from tests.browser.pages import ARTIFACTS, CHROMIUM_FLAGS, read_on, wait_idle
 from tests.conftest import PRIORITY
 from tests.factories import HAS_DEFAULT_MODEL
 
@@ -72,11 +72,12 @@ def lesson_context(browser):
 
 @pytest.fixture(scope="module")
 def page(lesson_context, server_url):
-    """The lesson page in a 1440x1000 tab of the module's context; every alert/confirm that fires is kept
-    in `page.dialogs`."""
+    """The whole lesson page (its reader has read on below the first screen) in a 1440x1000 tab of the
+    module's context; every alert/confirm that fires is kept in `page.dialogs`."""
     page = lesson_context.new_page()
     page.dialogs = []  # every alert/confirm that fires (there must be none)
     page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
     page.goto(server_url, wait_until="domcontentloaded")
     wait_idle(page, first=True)
+    read_on(page)
     return page

@@ -44,6 +44,19 @@ def wait_idle(page, first: bool = False) -> None:
     page.wait_for_timeout(400)
 
 
+def read_on(page) -> None:
+    """Draw the lesson below its first screen, as a reader scrolling to it does (the page presses its
+    "read on" button: app_support/read_on.js, which may have pressed it already); then wait until the
+    button has made way for the sections. A busy browser may still be drawing the first screen (its
+    figure comes before the run panel, and the script can look idle between them): wait for either."""
+    page.wait_for_function("() => !!(document.querySelector('.st-key-read_on button')"
+                           " || document.getElementById('prefill'))", timeout=120_000)
+    page.evaluate("() => { const b = document.querySelector('.st-key-read_on button'); if (b) b.click(); }")
+    wait_idle(page)
+    page.wait_for_function("() => !document.querySelector('.st-key-read_on') && !!document.getElementById('prefill')",
+                           timeout=120_000)
+
+
 def open_page(browser, url: str, width: int, height: int):
     """A fresh context (its own session) of `width` x `height` at `url`, once its first run finished."""
     page = browser.new_context(viewport={"width": width, "height": height}, device_scale_factor=1).new_page()

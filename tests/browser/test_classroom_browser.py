@@ -20,7 +20,7 @@ import shutil
 import pytest
 
 from lesson.contrast import failing_labels
-from tests.browser.pages import ARTIFACTS, SCREENSHOTS, open_page, wait_idle
+from tests.browser.pages import ARTIFACTS, SCREENSHOTS, open_page, read_on, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -110,7 +110,9 @@ def _screenshot(page) -> None:
 
 
 def reveal_figures(page) -> None:
-    """Streamlit draws an image only once its box has come into view: scroll each one in."""
+    """The whole lesson drawn, and every figure loaded: Streamlit draws an image only once its box has come
+    into view, so each one is scrolled in."""
+    read_on(page)
     for i in range(page.locator('[class*="st-key-figure-"]').count()):
         page.locator('[class*="st-key-figure-"]').nth(i).scroll_into_view_if_needed()
         page.wait_for_timeout(300)

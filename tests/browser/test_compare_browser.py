@@ -19,7 +19,7 @@ import urllib.parse
 import pytest
 
 from lesson.text import t
-from tests.browser.pages import ARTIFACTS, SCREENSHOTS, fresh_tab, wait_idle
+from tests.browser.pages import ARTIFACTS, SCREENSHOTS, fresh_tab, read_on, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -100,6 +100,7 @@ def test_the_animation_pauses_and_steps(lesson_context, server_url):
         wait_idle(tab)
         tab.locator(".st-key-run button").click()
         wait_idle(tab)
+        read_on(tab)  # the animation's section, below the first screen
         assert "<animate" in svg_of(tab, alt)
         tab.locator(".st-key-anim_play_pause button").click()  # pause: the whole run, still
         wait_idle(tab)
@@ -183,6 +184,7 @@ def test_two_pinned_runs_are_drawn_on_the_same_axes(lesson_context, server_url):
         wait_idle(tab)
         tab.locator(".st-key-run button").click()
         wait_idle(tab)
+        read_on(tab)  # the comparison's section, below the first screen
         for index in (1, 0):  # newest first in the list: run A (second), then run B (now first)
             pick(tab, ".st-key-compare_pins", index)
             tab.keyboard.press("Escape")
@@ -243,6 +245,7 @@ def test_the_length_sketch_follows_the_slider_while_it_is_dragged(lesson_context
     figure (with its SVG download) is back, drawn for the same lengths."""
     tab = fresh_tab(lesson_context, server_url)
     try:
+        read_on(tab)  # the sketch's section, below the first screen
         tab.wait_for_function("() => [...document.querySelectorAll('img')].every(i => i.complete)", timeout=30_000)
         thumb = tab.locator(".st-key-demo_prompt_len [data-testid=stSliderThumbValue]")
         where = ("() => { const r = document.querySelector('.st-key-demo_prompt_len input[type=range]')"

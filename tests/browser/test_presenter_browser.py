@@ -7,6 +7,7 @@
   bench/browser_timing.py, is not compared here).
 - A figure's full screen fills the screen's width.
 - A link round trip: a URL with every lesson field sets them, and the sidebar's link says them back.
+- The lesson below the first screen is drawn as the reader scrolls to it, or follows a link to it.
 
 Same server (tests/browser/conftest.py) and skip rules as test_app_browser.py. Screenshots go to
 tests/artifacts/; with UPDATE_SCREENSHOTS=1 the presenter view's is copied to docs/screenshots/.
@@ -168,5 +169,44 @@ def test_the_first_screen_at_1440x900_shows_the_whole_timeline_and_the_widgets_c
             page.wait_for_timeout(50)
         (ARTIFACTS / "first_screen_seconds.txt").write_text(f"{seen}\n", encoding="utf-8")
         assert set(seen) == {"text", "widgets"}, seen  # both came (their gap, once 4-9 s: bench/browser_timing.py)
+    finally:
+        page.context.close()
+
+
+READING = """() => { const main = document.querySelector('[data-testid=stMain]');
+  const at = id => { const e = document.getElementById(id); return e ? e.getBoundingClientRect().top : null; };
+  const b = document.querySelector('.st-key-read_on');
+  return {scroll: main.scrollTop, button: b ? b.getBoundingClientRect().top : null, prefill: at('prefill'),
+          animation: at('animation')}; }"""
+
+
+@pytest.mark.parametrize("width,height", PROJECTORS)
+def test_the_lesson_below_the_first_screen_is_drawn_as_the_reader_comes_to_it(browser, server_url, width, height):
+    """The first screen alone at first; scrolling down draws the rest before the reader reaches it, with no jump
+    (where the button was, the Prefill section begins); a link in the contents to a section below draws it and
+    brings it into view."""
+    page = open_page(browser, server_url, width, height)
+    try:
+        first = page.evaluate(READING)
+        assert first["prefill"] is None and first["button"] > 2 * height, first  # below: not drawn yet
+        page.mouse.move(width * 0.6, height / 2)
+        before = first
+        while before["prefill"] is None:  # scroll as a reader does, a few lines at a time
+            assert before["button"] is not None and before["button"] > 0, before  # drawn before the reader got there
+            page.mouse.wheel(0, 200)
+            page.wait_for_timeout(150)
+            before = page.evaluate(READING)
+        wait_idle(page)
+        after = page.evaluate(READING)
+        assert after["button"] is None and after["animation"] is not None, after
+        assert abs(after["scroll"] - before["scroll"]) <= 400, (before, after)  # the reader stays where they were
+        page.screenshot(path=str(ARTIFACTS / f"read_on_{width}.png"))
+    finally:
+        page.context.close()
+    page = open_page(browser, server_url, width, height)
+    try:
+        page.locator("[data-testid=stSidebar] a[href='#animation']").click()  # the contents: a section below
+        page.wait_for_function(f"() => {{ const r = ({READING})(); return r.animation !== null"
+                               f" && r.animation >= -5 && r.animation < {height / 2}; }}", timeout=60_000)
     finally:
         page.context.close()

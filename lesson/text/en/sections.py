@@ -24,6 +24,8 @@ TEXT: dict = {
         "they schedule and count, but this dependency in the computation is worth remembering."
     ),
     # ---- section 2: Prefill -----------------------------------------------------------
+    "read_on": "Read on: the rest of the lesson",
+    "read_on_next": "Below: {sections}. They are drawn when you come to them (scroll down, or press the button).",
     "sec_prefill": "Prefill reads the prompt first",
     "prefill_1": (
         "Prefill processes many prompt positions at once. The causal mask still applies: earlier tokens cannot "
