@@ -252,8 +252,9 @@ def test_first_view_shows_the_default_prompt_live(app):
     assert "巴黎" in trace["output_text"]
     # the first screen: the timeline and TTFT's parts; what is below it is drawn when the reader comes to it
     assert len(app.get("image")) == 2 and not app.get("plotly_chart") and not app.metric
-    below = [key for key in ("sec_prefill", "sec_waits", "sec_review") if t("zh", key) in texts(app, "caption")]
-    assert len(below) == 3 and app.button(key="read_on").label == t("zh", "read_on")  # it says what is below
+    captions = texts(app, "caption")
+    assert all(t("zh", key) in captions for key in ("sec_prefill", "sec_waits", "sec_review"))  # it says what is below
+    assert app.button(key="read_on").label == t("zh", "read_on")
     read_on(app)
     assert_healthy(app)
     assert "read_on" not in {b.key for b in app.button}  # pressed once: the lesson stays whole
@@ -372,10 +373,10 @@ def test_a_page_opened_in_english_starts_from_the_english_example(served_setting
 
 @needs_model
 def test_downloads_are_named_after_the_run(app, monkeypatch):
-    read_on(app)  # the reader came to the sections below the first screen
     from streamlit.runtime.media_file_manager import MediaFileManager
     from streamlit.runtime.memory_media_file_storage import MemoryMediaFileStorage
 
+    read_on(app)  # the reader came to the sections below the first screen
     names: list[str] = []
     original = MemoryMediaFileStorage.load_and_get_id
 
@@ -453,9 +454,9 @@ def test_run_is_off_while_the_prompt_cannot_run_and_the_answer_stays(app, monkey
 
 @needs_model
 def test_reset_puts_every_control_back_to_the_lessons_defaults(app):
-    read_on(app)  # the reader came to the sections below the first screen
     from app_support.state import DEFAULTS, WIDGET_KEYS
 
+    read_on(app)  # the reader came to the sections below the first screen
     app.radio(key="lang").set_value("en").run()
     app.text_area(key="prompt").input("Hello there").run()
     app.slider(key="output_len").set_value(3)

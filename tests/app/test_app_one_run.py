@@ -43,9 +43,9 @@ def _texts(root: ET.Element) -> str:
 
 @needs_model
 def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkeypatch, app):
-    read_on(app)  # the reader came to the sections below the first screen
     from app_support import resources
 
+    read_on(app)  # the reader came to the sections below the first screen
     assert_healthy(app)
     runs = list(repeats(RequestTrace.from_json(app.session_state["trace_json"]).model))
     k = nearest_median(runs)
