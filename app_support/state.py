@@ -225,6 +225,18 @@ def pop_flash() -> list[tuple[str, dict]]:
     return messages
 
 
+def repair(key: str, value: Any) -> None:
+    """A session value put right, written only when it is not already that value (of that type).
+
+    Every write of a widget's key is sent to the browser as the widget's new value. Written on every
+    run, a run that began before a click sent the old value back after it: the box the visitor had
+    just ticked showed unticked, and the Run pressed next ran without it.
+    """
+    ss = st.session_state
+    if key not in ss or type(ss[key]) is not type(value) or ss[key] != value:
+        ss[key] = value
+
+
 def repair_session(limits: Limits, model_choices: Sequence[str] = (DEFAULT_MODEL_CHOICE,)) -> None:
     """Bring every widget value into its legal range before the widgets exist. `model_choices`: the
     models the engine worker offers (app_support.resources.model_choices)."""
@@ -233,16 +245,15 @@ def repair_session(limits: Limits, model_choices: Sequence[str] = (DEFAULT_MODEL
         ss.lang = DEFAULTS["lang"]
     if not isinstance(ss.prompt, str):
         ss.prompt = ""
-    ss.classroom = bool(ss.classroom)
-    ss.presenter = ss.presenter is True
+    repair("classroom", bool(ss.classroom))
+    repair("presenter", ss.presenter is True)
     if not isinstance(ss.history, list):
         ss.history = []
-    ss.compare_pins = keep_pins(ss.compare_pins, ss.history)
+    repair("compare_pins", keep_pins(ss.compare_pins, ss.history))
     if ss.replay_pace not in REPLAY_PACES:
         ss.replay_pace = DEFAULT_REPLAY_PACE
-    ss.anim_paused = ss.anim_paused is True
-    ss.ignore_eos = ss.ignore_eos is True
-    ss.prefix_reuse = ss.prefix_reuse is True
+    for key in ("anim_paused", "ignore_eos", "prefix_reuse"):
+        repair(key, ss[key] is True)
     if ss.reset_model_choice:
         ss.model_choice, ss.reset_model_choice = DEFAULT_MODEL_CHOICE, False
     if ss.model_choice not in model_choices:
@@ -264,8 +275,6 @@ def repair_session(limits: Limits, model_choices: Sequence[str] = (DEFAULT_MODEL
     for key, low, high, default in (("temperature", 0.0, 2.0, 0.0), ("top_p", 0.05, 1.0, 1.0)):
         value = ss[key]
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            ss[key] = default
-        elif not low <= value <= high:
-            ss[key] = float(min(high, max(low, value)))
+            repair(key, default)
         else:
-            ss[key] = float(value)
+            repair(key, float(min(high, max(low, value))))

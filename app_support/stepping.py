@@ -120,15 +120,16 @@ def replay_step(trace_json: str | None) -> int | None:
         ss.replay_from = None
         return None
     times = replay_times_s(parsed_trace(trace_json), ss.replay_pace)
-    elapsed = time.time() - ss.replay_from
-    if elapsed > times[-1] + REPLAY_HOLD_S:
+    elapsed, last = time.time() - ss.replay_from, ss.replay_last
+    if elapsed > times[-1] + REPLAY_HOLD_S and last == len(times):
         ss.replay_from, ss.replay_finished = None, len(times)
         return None
     position = replay_position(times, elapsed)
-    last = ss.replay_last
-    if REPLAY_PACES[ss.replay_pace][0] == "fixed" and last is not None and position > last:
-        # Every pass is shown, each for its full time, even when the page draws slower than the pace.
-        position = last + 1
+    fixed = REPLAY_PACES[ss.replay_pace][0] == "fixed"
+    if last is not None and position > last and (fixed or position == len(times)):
+        # Even when the page draws slower than the pace: a fixed pace shows every pass, each for its full
+        # time, and any pace shows the whole answer for its hold before the replay ends.
+        position = last + 1 if fixed else position
         ss.replay_from = time.time() - times[position - 1]
     ss.replay_last = position
     return position

@@ -15,6 +15,7 @@ APP = str(ROOT / "app.py")
 LESSON = "app_pages/lesson.py"
 LAB = "app_pages/bottleneck_lab.py"
 SERVING_LAB = "app_pages/serving_lab.py"
+EXERCISES = "app_pages/exercises.py"
 
 needs_model = pytest.mark.skipif(not HAS_DEFAULT_MODEL, reason="the embedded default model is not built yet")
 

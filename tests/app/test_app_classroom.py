@@ -275,6 +275,27 @@ def test_a_replay_in_progress_cuts_every_figure_to_its_pass(app, monkeypatch):
 
 
 @needs_model
+@pytest.mark.parametrize("pace", ["s0.5", "x0.25"])
+def test_a_page_slower_than_the_replay_still_shows_the_whole_answer_before_it_ends(app, monkeypatch, pace):
+    """Each page run comes 10 s after the last (a busy server): a fixed pace still shows every pass in
+    turn, a measured one may skip passes to keep its rhythm, and both show the last pass before "done"."""
+    monkeypatch.setattr("app_support.stepping.replay_tick", lambda: None)  # no timer: the test draws the page
+    app.checkbox(key="ignore_eos").check()
+    _run(app, output_len=4)
+    total = len(shown_trace(app)["steps"])
+    app.selectbox(key="replay_pace").set_value(pace).run()
+    app.button(key="replay_start").click().run()
+    shown = []
+    while app.session_state["replay_from"] is not None and len(shown) <= total:
+        shown.append(app.session_state["replay_last"])
+        app.session_state["replay_from"] -= 10  # the next page run comes 10 s late
+        app.run()
+    assert_healthy(app)
+    assert shown == (list(range(1, total + 1)) if pace == "s0.5" else [1, total]), shown
+    assert t("zh", "replay_done", total=total) in texts(app, "caption")
+
+
+@needs_model
 def test_the_prompt_length_slider_and_its_caption_agree(app):
     """Slider 64, split still 4 tokens. The caption and Run follow the slider's value."""
     app.slider(key="prompt_len").set_value(64).run()

@@ -14,7 +14,7 @@ import os
 import pytest
 
 from bench.app_server import streamlit_server
-from tests.browser.pages import ARTIFACTS, CHROMIUM_FLAGS, read_on, wait_idle
+from tests.browser.pages import ARTIFACTS, CHROMIUM_FLAGS, read_on, wait_idle, watch
 from tests.conftest import PRIORITY
 from tests.factories import HAS_DEFAULT_MODEL
 
@@ -56,6 +56,7 @@ def browser(chromium, critical_path):
     path, sync_api = chromium
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(path), args=CHROMIUM_FLAGS, headless=True)
+        watch(browser)
         yield browser
         browser.close()
 

@@ -32,16 +32,57 @@ BUSY = """() => {
 }"""
 START_S = 0.6  # how long an action may take to start its run (a key that starts none costs this much)
 
+# Installed in every page before Streamlit's own scripts (`watch`): a run the page has asked the server for
+# is pending until the page's script state next changes. The server may take seconds to start a run on a
+# busy machine, and the page still says "not running" until it does: a test that only looked at the state
+# went on before its click's run had started (its next click, or its reading, then met the page before it).
+# A rerun request is a frame of Streamlit's websocket carrying the widgets' states (over a kilobyte here);
+# the only other frame the page sends, its heartbeat, is a few bytes.
+WATCH_JS = """(() => {
+  if (window.__pdWatch) return;
+  window.__pdWatch = true;
+  window.__pdAsked = false;
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (data) {
+    if ((data.byteLength ?? data.size ?? data.length ?? 0) > 24) window.__pdAsked = true;
+    return send.call(this, data);
+  };
+  new MutationObserver(changes => {
+    if (changes.some(c => c.oldValue !== c.target.getAttribute('data-test-script-state'))) window.__pdAsked = false;
+  }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+                        attributeFilter: ['data-test-script-state']});
+})();"""
+SETTLED = f"() => ({IDLE})() && !window.__pdAsked"
+ASKED_OR_BUSY = f"() => !!window.__pdAsked || ({BUSY})()"
+
+
+def watch(browser) -> None:
+    """Every context `browser` opens from now on runs WATCH_JS in its pages, so `wait_idle` sees a run that
+    was asked for and has not started yet. (Its `new_page`, whose page owns a context of its own, is left
+    to the pages that load no Streamlit app: figures and slides.)"""
+    new_context = browser.new_context
+
+    def watched_context(**options):
+        context = new_context(**options)
+        context.add_init_script(script=WATCH_JS)
+        return context
+
+    browser.new_context = watched_context
+
 
 def wait_idle(page, first: bool = False) -> None:
-    """Until the run an action started (if any, seen within START_S) has finished, no element is stale, and the
-    page had 400 ms more to draw (a second run a first one asks for starts within it)."""
+    """Until the run an action started (if any: asked for, or seen within START_S) has finished, no element is
+    stale, and the page then stayed so for 400 ms (a second run a first one asks for, or the page's own
+    read-on press, starts within it: then the wait goes on)."""
     try:
-        page.wait_for_function(BUSY, timeout=START_S * 1000, polling=50)
+        page.wait_for_function(ASKED_OR_BUSY, timeout=START_S * 1000, polling=50)
     except PlaywrightTimeout:
-        pass  # no run started (or one came and went between two looks): the same as waiting START_S
-    page.wait_for_function(IDLE, timeout=240_000 if first else 120_000)
-    page.wait_for_timeout(400)
+        pass  # no run asked for or started (or one came and went between two looks): the same as waiting START_S
+    while True:
+        page.wait_for_function(SETTLED, timeout=240_000 if first else 120_000)
+        page.wait_for_timeout(400)
+        if page.evaluate(SETTLED):
+            return
 
 
 def read_on(page) -> None:
