@@ -36,23 +36,39 @@ START_S = 0.6  # how long an action may take to start its run (a key that starts
 # is pending until the page's script state next changes. The server may take seconds to start a run on a
 # busy machine, and the page still says "not running" until it does: a test that only looked at the state
 # went on before its click's run had started (its next click, or its reading, then met the page before it).
-# A rerun request is a frame of Streamlit's websocket carrying the widgets' states (over a kilobyte here);
-# the only other frame the page sends, its heartbeat, is a few bytes.
+# A rerun request is the BackMsg whose first byte is 0x5A (field 11, `rerun_script`, the only field set);
+# the page's other messages (a table's chunk, a deferred download) start no run and are not counted. The
+# last events are kept for a failure's message (`__pdLog`); a request no run answered within a minute no
+# longer counts (the page is then judged by its state alone, as before).
 WATCH_JS = """(() => {
   if (window.__pdWatch) return;
   window.__pdWatch = true;
-  window.__pdAsked = false;
+  window.__pdAsked = 0;
+  window.__pdLog = [];
+  const note = (what) => { window.__pdLog.push(Math.round(performance.now()) + ' ' + what);
+                           window.__pdLog = window.__pdLog.slice(-24); };
   const send = WebSocket.prototype.send;
   WebSocket.prototype.send = function (data) {
-    if ((data.byteLength ?? data.size ?? data.length ?? 0) > 24) window.__pdAsked = true;
+    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data)
+      : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null;
+    if (bytes && bytes.length && bytes[0] === 0x5A) { window.__pdAsked = performance.now(); note('asked'); }
     return send.call(this, data);
   };
+  let last = null;
   new MutationObserver(changes => {
-    if (changes.some(c => c.oldValue !== c.target.getAttribute('data-test-script-state'))) window.__pdAsked = false;
-  }).observe(document, {subtree: true, attributes: true, attributeOldValue: true,
+    const app = document.querySelector('[data-test-script-state]');
+    const now = app ? app.getAttribute('data-test-script-state') : null;
+    const flipped = changes.some(c => c.type === 'attributes' && c.oldValue !== c.target.getAttribute(c.attributeName));
+    if (now !== last || flipped) {
+      if (window.__pdAsked) note('answered');
+      window.__pdAsked = 0;
+      note('state ' + now);
+      last = now;
+    }
+  }).observe(document, {subtree: true, childList: true, attributes: true, attributeOldValue: true,
                         attributeFilter: ['data-test-script-state']});
 })();"""
-SETTLED = f"() => ({IDLE})() && !window.__pdAsked"
+SETTLED = f"() => ({IDLE})() && !(window.__pdAsked && performance.now() - window.__pdAsked < 60000)"
 ASKED_OR_BUSY = f"() => !!window.__pdAsked || ({BUSY})()"
 
 
@@ -79,7 +95,11 @@ def wait_idle(page, first: bool = False) -> None:
     except PlaywrightTimeout:
         pass  # no run asked for or started (or one came and went between two looks): the same as waiting START_S
     while True:
-        page.wait_for_function(SETTLED, timeout=240_000 if first else 120_000)
+        try:
+            page.wait_for_function(SETTLED, timeout=240_000 if first else 120_000)
+        except PlaywrightTimeout:
+            events = page.evaluate("window.__pdLog")
+            raise AssertionError(f"the page never settled; its last events: {events}") from None
         page.wait_for_timeout(400)
         if page.evaluate(SETTLED):
             return

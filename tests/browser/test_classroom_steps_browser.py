@@ -96,12 +96,17 @@ def test_the_presenters_review_map_labels_are_drawn_at_12_px_or_more(browser, se
     11.1 px (zh 13.4 px). A link opens the presenter view on it (fig 5: the review map)."""
     page = open_page(browser, f"{server_url}/?lang={lang}&eos=1&out=3&class=1&pres=1&fig=5", width, height)
     try:
-        page.wait_for_function(f"() => document.querySelector('.st-key-presenter-figure img') && ({IDLE})()",
+        # the figure as the presenter sees it: the view's CSS in effect (it fits the figure to the window)
+        page.wait_for_function(f"() => {{ const img = document.querySelector('.st-key-presenter-figure img');"
+                               f" return !!img && getComputedStyle(img).maxHeight !== 'none' && ({IDLE})(); }}",
                                timeout=120_000)
+        wait_idle(page)
         drawn = page.evaluate(REVIEW_LABEL_PX)
         (ARTIFACTS / f"presenter_review_{lang}_{width}x{height}.txt").write_text(f"{drawn}\n", encoding="utf-8")
+        shot = ARTIFACTS / f"presenter_review_{lang}_{width}x{height}.png"
+        page.screenshot(path=str(shot))
         assert "review-map" in drawn["review"], drawn
-        assert drawn["px"] >= 12.0, drawn
+        assert drawn["px"] >= 12.0, (drawn, str(shot), page.locator("[data-testid=stMain]").inner_text()[:300])
     finally:
         page.context.close()
 
