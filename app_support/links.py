@@ -152,10 +152,12 @@ def _language_only(raw: str) -> bool:
 
 
 def keep_language(lang: str) -> None:
-    """The page's language in the address bar (`?lang=`), on every page and every run: Streamlit's own
-    navigation drops the query, and a reload is a new session that reads its language from there."""
+    """The address bar says the page's language, on every page and every run: Streamlit's own navigation
+    drops the query, and a reload is a new session that reads its language from there. An address with
+    no `?lang=` says the default language, so a Chinese page leaves it as it is: writing the query there
+    dropped the address's `#section`, and a link to a section below opened the page at its top."""
     st.session_state.lang_in_url = True
-    if st.query_params.get("lang") != lang:
+    if st.query_params.get("lang", state.DEFAULTS["lang"]) != lang:
         st.query_params["lang"] = lang
 
 

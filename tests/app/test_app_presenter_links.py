@@ -78,9 +78,12 @@ def test_the_presenters_link_carries_the_step_it_shows(fresh):
 @needs_model
 def test_the_language_stays_in_the_address_bar_and_a_reload_reads_it(fresh):
     at = fresh().run()
-    assert at.query_params == {"lang": "zh"}
+    assert at.query_params == {}  # no `?lang=`: the default language (and the address's #section kept)
     at.radio(key="lang").set_value("en").run()
     assert at.query_params == {"lang": "en"}
+    at.radio(key="lang").set_value("zh").run()
+    assert at.query_params == {"lang": "zh"}  # the address said English: it says Chinese now
+    at.radio(key="lang").set_value("en").run()
     reloaded = _open(fresh, {"lang": "en"})  # a reload: a new session, the address bar's query
     assert_healthy(reloaded)
     assert reloaded.session_state["lang"] == "en" and reloaded.session_state["prompt"] == "The capital of France is"

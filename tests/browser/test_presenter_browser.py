@@ -184,7 +184,7 @@ READING = """() => { const main = document.querySelector('[data-testid=stMain]')
 def test_the_lesson_below_the_first_screen_is_drawn_as_the_reader_comes_to_it(browser, server_url, width, height):
     """The first screen alone at first; scrolling down draws the rest before the reader reaches it, with no jump
     (where the button was, the Prefill section begins); a link in the contents to a section below draws it and
-    brings it into view."""
+    brings it into view, as does an address naming one."""
     page = open_page(browser, server_url, width, height)
     try:
         page.wait_for_selector(".st-key-read_on button", timeout=60_000)  # a busy browser: the panel may come later
@@ -213,5 +213,13 @@ def test_the_lesson_below_the_first_screen_is_drawn_as_the_reader_comes_to_it(br
         page.locator("[data-testid=stSidebar] a[href='#animation']").click()  # the contents: a section below
         page.wait_for_function(f"() => {{ const r = ({READING})(); return r.animation !== null"
                                f" && r.animation >= -5 && r.animation < {height / 2}; }}", timeout=60_000)
+    finally:
+        page.context.close()
+    page = open_page(browser, f"{server_url}/#decode", width, height)  # an address a teacher shares
+    try:
+        page.wait_for_function(f"() => {{ const e = document.getElementById('decode'); if (!e) return false;"
+                               f" const top = e.getBoundingClientRect().top;"
+                               f" return top >= -5 && top < {height / 2}; }}", timeout=60_000)
+        assert page.url.endswith("/#decode"), page.url  # the Chinese page's address keeps its section
     finally:
         page.context.close()
