@@ -3,6 +3,8 @@ for a Streamlit page to finish its run."""
 
 from __future__ import annotations
 
+import time
+
 from tests.factories import ROOT
 
 try:
@@ -94,15 +96,18 @@ def wait_idle(page, first: bool = False) -> None:
         page.wait_for_function(ASKED_OR_BUSY, timeout=START_S * 1000, polling=50)
     except PlaywrightTimeout:
         pass  # no run asked for or started (or one came and went between two looks): the same as waiting START_S
+    deadline = time.monotonic() + (240 if first else 120)
     while True:
         try:
-            page.wait_for_function(SETTLED, timeout=240_000 if first else 120_000)
+            page.wait_for_function(SETTLED, timeout=max(1.0, deadline - time.monotonic()) * 1000)
+            page.wait_for_timeout(400)
+            if page.evaluate(SETTLED):
+                return
+            if time.monotonic() > deadline:
+                raise PlaywrightTimeout("still running")
         except PlaywrightTimeout:
             events = page.evaluate("window.__pdLog")
             raise AssertionError(f"the page never settled; its last events: {events}") from None
-        page.wait_for_timeout(400)
-        if page.evaluate(SETTLED):
-            return
 
 
 def read_on(page) -> None:
