@@ -35,13 +35,15 @@ BUSY = """() => {
 START_S = 0.6  # how long an action may take to start its run (a key that starts none costs this much)
 
 # Installed in every page before Streamlit's own scripts (`watch`): a run the page has asked the server for
-# is pending until the page's script state next changes. The server may take seconds to start a run on a
-# busy machine, and the page still says "not running" until it does: a test that only looked at the state
-# went on before its click's run had started (its next click, or its reading, then met the page before it).
-# A rerun request is the BackMsg whose first byte is 0x5A (field 11, `rerun_script`, the only field set);
-# the page's other messages (a table's chunk, a deferred download) start no run and are not counted. The
-# last events are kept for a failure's message (`__pdLog`); a request no run answered within a minute no
-# longer counts (the page is then judged by its state alone, as before).
+# is pending until the page's script state next changes or the server says a run finished. The server may
+# take seconds to start a run on a busy machine, and the page still says "not running" until it does: a test
+# that only looked at the state went on before its click's run had started (its next click, or its reading,
+# then met the page before it). A run of a few tens of milliseconds may never change the state on the page
+# (its "running" and "not running" drawn in one go), hence the server's word too: a ForwardMsg with field 6,
+# `script_finished`. A rerun request is the BackMsg whose first byte is 0x5A (field 11, `rerun_script`, the
+# only field set); the page's other messages (a table's chunk, a deferred download) start no run and are
+# not counted. The last events are kept for a failure's message (`__pdLog`); a request nothing answered
+# within a minute no longer counts (the page is then judged by its state alone, as before).
 WATCH_JS = """(() => {
   if (window.__pdWatch) return;
   window.__pdWatch = true;
@@ -49,11 +51,32 @@ WATCH_JS = """(() => {
   window.__pdLog = [];
   const note = (what) => { window.__pdLog.push(Math.round(performance.now()) + ' ' + what);
                            window.__pdLog = window.__pdLog.slice(-24); };
+  const answered = (how) => { if (window.__pdAsked) note('answered: ' + how); window.__pdAsked = 0; };
+  const topFields = (b) => {  // a protobuf message's top-level field numbers
+    const out = []; let i = 0;
+    const varint = () => { let v = 0, s = 0, x; do { x = b[i++]; v += (x & 0x7f) * 2 ** s; s += 7; }
+                           while (x & 0x80 && i < b.length); return v; };
+    while (i < b.length) {
+      const tag = varint(), wire = tag & 7;
+      out.push(Math.floor(tag / 8));
+      if (wire === 0) varint(); else if (wire === 2) i += varint(); else if (wire === 1) i += 8;
+      else if (wire === 5) i += 4; else break;
+    }
+    return out;
+  };
   const send = WebSocket.prototype.send;
   WebSocket.prototype.send = function (data) {
     const bytes = data instanceof ArrayBuffer ? new Uint8Array(data)
       : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : null;
     if (bytes && bytes.length && bytes[0] === 0x5A) { window.__pdAsked = performance.now(); note('asked'); }
+    if (!this.__pdHeard) {
+      this.__pdHeard = true;
+      this.addEventListener('message', (event) => {
+        if (event.data instanceof ArrayBuffer && topFields(new Uint8Array(event.data)).includes(6)) {
+          answered('a run finished');
+        }
+      });
+    }
     return send.call(this, data);
   };
   let last = null;
@@ -62,8 +85,7 @@ WATCH_JS = """(() => {
     const now = app ? app.getAttribute('data-test-script-state') : null;
     const flipped = changes.some(c => c.type === 'attributes' && c.oldValue !== c.target.getAttribute(c.attributeName));
     if (now !== last || flipped) {
-      if (window.__pdAsked) note('answered');
-      window.__pdAsked = 0;
+      answered('state ' + now);
       note('state ' + now);
       last = now;
     }
