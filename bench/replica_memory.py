@@ -1,12 +1,12 @@
-"""What one app replica costs in memory: `streamlit run app.py` with the embedded default model.
+"""What one app replica costs in memory: `streamlit run app.py`, its pages run by its engine worker.
 
     .venv/bin/python bench/replica_memory.py [--sessions 1,4]
 
 Starts the app on a free local port, reads the server process's resident memory (VmRSS, and
 its peak VmHWM, from /proc) when idle, then after N browser sessions (Debian chromium via
-playwright) have each loaded the lesson page and its live run, and prints one line per
-point. The model is cached once per process (st.cache_resource), so a session adds its page
-state, not another model. Linux only (/proc). The server is always terminated.
+playwright) have each loaded the lesson page and its run, and prints one line per point. The
+model lives in the engine worker, a process of its own (not counted here: docs/operators.md), so
+a session adds its page state, never a model. Linux only (/proc). The server is always terminated.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def measure(server, sessions: str) -> None:
 
     time.sleep(1.0)
     rss, peak = rss_mib(server.pid)
-    print(f"idle server (no session, no model): RSS {rss:.0f} MiB, peak {peak:.0f} MiB")
+    print(f"idle server (no session yet): RSS {rss:.0f} MiB, peak {peak:.0f} MiB")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS, headless=True)
         pages = []
@@ -57,7 +57,7 @@ def measure(server, sessions: str) -> None:
                 pages.append(page)
             time.sleep(1.0)
             rss, peak = rss_mib(server.pid)
-            print(f"{len(pages)} session(s), each page run once (model loaded once): RSS {rss:.0f} MiB, "
+            print(f"{len(pages)} session(s), each page run once: RSS {rss:.0f} MiB, "
                   f"peak {peak:.0f} MiB")
         browser.close()
 
