@@ -47,6 +47,7 @@ presenting = on_lesson and st.session_state.classroom and st.session_state.prese
 if links.apply_link(page.url_path, settings, model_choices):  # a link's values, checked: drawn from them
     st.rerun()
 links.keep_language(lang)  # ?lang= stays in the address bar: a reload or another page keeps the language
+links.tidy_address(lang)  # an opened link's query leaves the address bar, its #section kept
 
 frame.header(lang)
 starting_slot.empty()  # the loading note stays until the header is there: no blank page between the two

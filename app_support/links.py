@@ -9,6 +9,8 @@
 
     keep_language(lang)                   every run: the page's language stays in the address bar (`?lang=en`),
                                           so a reload or another page opened from it keeps the language
+    tidy_address(lang)                    the run that drew an opened link's page: its query taken out of the
+                                          address bar in the page, its `#section` kept
 
 In a link: the prompt, both lengths, writing past the end of sequence, the sampling, the model, the
 language, classroom mode and its step, the presenter view and its figure, the page (the URL's path) and
@@ -20,6 +22,8 @@ else wrong left out, each said in the page's language; nothing from a link is ex
 """
 
 from __future__ import annotations
+
+import json
 
 import streamlit as st
 
@@ -116,10 +120,19 @@ def page_fields(path: str, settings: ServerSettings, model_choices) -> tuple[Fie
 
 def apply_link(path: str, settings: ServerSettings, model_choices) -> bool:
     """A link's values set in the session, once per link, then measured again (or the gallery run it
-    names opened); what it did is said by show_notice. The query is cleared from the address bar, so
-    the next page visited is not reopened from it. True when a link was applied: the caller draws the
-    page again (the language, the page titles and every widget from the link's values)."""
+    names opened); what it did is said by show_notice. True when a link was applied: the caller draws the
+    page again (the language, the page titles and every widget from the link's values).
+
+    The link's query then leaves the address bar, so a reload or the next page visited is not reopened
+    from it, but not from here: Streamlit writes a new query as path + query, dropping the address's
+    `#section` (a link to a section below would open at the top). The page that draws the link's values
+    takes the query out in the browser, keeping the hash (tidy_address), and the session's next run sets
+    the same query here, which the browser's address already has, so Streamlit leaves the address alone."""
     ss = st.session_state
+    if ss.link_tidy == "drawn":  # the page took the link's query out: Streamlit's own query follows it, once
+        ss.link_tidy = None
+        st.query_params.from_dict(_kept_query(ss.lang))
+        return False
     query = {name: st.query_params[name] for name in st.query_params}
     signature = (path, tuple(sorted(query.items())))
     if not query or ss.link_applied == signature:
@@ -127,7 +140,7 @@ def apply_link(path: str, settings: ServerSettings, model_choices) -> bool:
     if set(query) == {"lang"}:  # the language kept in the address bar (keep_language): not a link
         return _language_only(query["lang"])
     ss.link_applied = signature
-    st.query_params.clear()
+    ss.link_tidy = "to_draw"
     read = read_query(page_fields(path, settings, model_choices), query)
     problems = list(read.problems)
     if read.refused:  # not one of our links: nothing set, nothing measured, one message
@@ -137,6 +150,32 @@ def apply_link(path: str, settings: ServerSettings, model_choices) -> bool:
     outcome = _measure_or_open(path, read, settings, problems)
     ss.link_notice = (path, outcome, [(p.key, dict(p.params)) for p in problems])
     return True
+
+
+def _kept_query(lang: str) -> dict[str, str]:
+    """What the address bar keeps of a link once it was opened: the page's language, where it is not the
+    default (keep_language)."""
+    return {} if lang == state.DEFAULTS["lang"] else {"lang": lang}
+
+
+# Run in the page, once, on the run that draws an opened link's values: the address becomes path +
+# the kept query + its hash. Fixed code; the query is one of ours (a language code), never the link's text.
+TIDY_ADDRESS_JS = ("(() => { const query = __QUERY__; const url = window.location.pathname + query"
+                   " + window.location.hash; if (url !== window.location.pathname + window.location.search"
+                   " + window.location.hash) { window.history.replaceState(window.history.state, '', url); } })();")
+
+
+def tidy_address(lang: str) -> None:
+    """On the run that draws an opened link's page: its query out of the address bar, its `#section` kept
+    (apply_link says why). A later run of the session tells Streamlit (apply_link)."""
+    ss = st.session_state
+    if ss.link_tidy != "to_draw":
+        return
+    ss.link_tidy = "drawn"
+    kept = _kept_query(lang)
+    query = "?" + "&".join(f"{k}={v}" for k, v in kept.items()) if kept else ""
+    st.html(f"\n<script>\n{TIDY_ADDRESS_JS.replace('__QUERY__', json.dumps(query))}\n</script>\n",
+            unsafe_allow_javascript=True)
 
 
 def _language_only(raw: str) -> bool:
@@ -157,6 +196,8 @@ def keep_language(lang: str) -> None:
     no `?lang=` says the default language, so a Chinese page leaves it as it is: writing the query there
     dropped the address's `#section`, and a link to a section below opened the page at its top."""
     st.session_state.lang_in_url = True
+    if st.session_state.link_tidy == "to_draw":
+        return  # an opened link's query is leaving the address bar, the language kept (tidy_address)
     if st.query_params.get("lang", state.DEFAULTS["lang"]) != lang:
         st.query_params["lang"] = lang
 

@@ -83,6 +83,7 @@ DEFAULTS: dict[str, Any] = {
     "recorded_names": {},  # page ("lesson", "lab", "serving") -> the gallery run open there, by name; None: a file
     # ---- a link that reopens a state (app_support/links.py) ----
     "link_applied": None,  # the query of the link this session opened (applied once)
+    "link_tidy": None,  # "to_draw", then "drawn": the opened link's query leaving the address bar (links.apply_link)
     "lang_in_url": False,  # the page's language is in the address bar (app_support.links.keep_language)
     "link_notice": None,  # (page path, what the link did and what was wrong with it): said once there
     "pending_class_step": None,  # a link's classroom step, set once the run it steps through is stored

@@ -4,6 +4,7 @@ clamped or left out with words in the page's language, never executed."""
 
 from __future__ import annotations
 
+import json
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -68,8 +69,24 @@ def test_a_lesson_link_restores_every_field_measures_again_and_its_link_reads_th
     assert trace["prompt"].endswith("The capital of Germany is") and len(trace["prompt_ids"]) == 32
     assert len(trace["steps"]) == 5 and not at.session_state["trace_is_default"]
     assert t("en", "link_opened_run") in texts(at, "info") and not at.warning
-    assert at.query_params == {"lang": "en"}  # the address bar keeps the language only: no link reopened
     assert _link(at) == LESSON_LINK  # the link to this view: the same fields and values
+    assert_link_leaves_the_address(at, "?lang=en")  # the address bar keeps the language only: no link reopened
+    assert not at.info  # the session's next run: said once, measured once
+    assert not at.session_state["run_requested"] and _session(at, LESSON_KEYS) == LESSON_KEYS
+
+
+def assert_link_leaves_the_address(at, kept: str) -> None:
+    """The page that drew an opened link takes its query out of the address bar itself, keeping the
+    address's #section (Streamlit would write path + query); the session's next run tells Streamlit the
+    same, once, and no later run writes it again."""
+    scripts = [h.proto.body for h in at.get("html") if "replaceState" in h.proto.body]
+    assert len(scripts) == 1 and f"const query = {json.dumps(kept)};" in scripts[0]
+    assert "window.location.hash" in scripts[0]
+    at.run()
+    assert at.query_params == dict(parse_qsl(kept[1:]))
+    assert not [h for h in at.get("html") if "replaceState" in h.proto.body]  # drawn once
+    at.run()
+    assert at.query_params == dict(parse_qsl(kept[1:]))
 
 
 @needs_model
@@ -80,6 +97,7 @@ def test_lab_and_serving_links_restore_their_settings(fresh, monkeypatch):
     assert_healthy(at)
     assert _session(at, LAB_KEYS) == LAB_KEYS
     assert {k: v for k, v in _link(at).items() if k in LAB_LINK} == {**LAB_LINK, "m_graph": "0"}
+    assert_link_leaves_the_address(at, "")  # a Chinese page: an address with no query (the default language)
     runs = []  # the serving runs the link asks for, not measured here (test_app_serving measures and draws them)
     monkeypatch.setattr(serving, "_run_all", lambda lang, workload, scenario, *rest: runs.append((scenario, workload)))
     at = _open(fresh, {"lang": "zh", "src": "scenario", "scn": "eight-chats"}, page=SERVING_LAB)
@@ -130,5 +148,7 @@ def test_hostile_values_are_clamped_or_left_out_with_words_and_never_executed(fr
         assert t("zh", key).split("{")[0] in warnings, key
     assert "\\<img src=x onerror=alert\\(1\\)\\>" in warnings  # escaped for Markdown: shown as text
     assert all("alert(1)" not in h.proto.body for h in at.get("html"))  # never as live HTML
+    assert_link_leaves_the_address(at, "")  # the address said "fr": the page's language is the default
     too_many = _open(fresh, {f"x{i}": "1" for i in range(80)})
     assert t("zh", "link_too_many", n="80", limit="64") in texts(too_many, "warning")
+    assert_link_leaves_the_address(too_many, "")  # a link refused whole leaves the address too
