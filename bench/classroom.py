@@ -380,14 +380,18 @@ def main() -> int:
     parser.add_argument("--against", default="",
                         help="another checkout of this repository (a git worktree of the commit before a change): "
                              "its app and this one started, their rounds alternated (--rounds each), side by side")
-    parser.add_argument("--rounds", type=int, default=2, help="rounds per app with --compare-wait or --against")
+    parser.add_argument("--compare-allocator", action="store_true",
+                        help="two apps of this checkout, Python's own allocator and glibc's (PYTHONMALLOC=malloc): "
+                             "their rounds alternated (--rounds each), side by side (bench/replica_memory.py)")
+    parser.add_argument("--rounds", type=int, default=2,
+                        help="rounds per app with --compare-wait, --compare-allocator or --against")
     parser.add_argument("--linger-s", type=float, default=0.0,
                         help="after the rounds, wait this long and read the memory again (130: past Streamlit's "
                              "2 minutes for closed sessions)")
     args = parser.parse_args()
     counts = [int(c) for c in args.sessions.split(",") if c.strip()]
     ok = True
-    if counts and (args.compare_wait or args.against):
+    if counts and (args.compare_wait or args.compare_allocator or args.against):
         ok &= compare_apps(args, counts)
     elif counts:
         ok &= run_sessions(args, counts)
@@ -411,16 +415,19 @@ def run_sessions(args, counts: list[int]) -> bool:
 
 def compared_apps(args) -> dict[str, tuple[Path, dict[str, str]]]:
     """The two apps to compare, A then B, by label: (their checkout, their environment). --compare-wait: this
-    checkout with two values of PREFILL_DECODE_FIRST_SCREEN_WAIT_MS; --against: that checkout, then this one."""
+    checkout with two values of PREFILL_DECODE_FIRST_SCREEN_WAIT_MS; --compare-allocator: this checkout with
+    Python's allocator, then glibc's; --against: that checkout, then this one."""
     if args.against:
         return {"before": (Path(args.against).resolve(), {}), "after": (ROOT, {})}
+    if args.compare_allocator:
+        return {"python": (ROOT, {}), "malloc": (ROOT, {"PYTHONMALLOC": "malloc"})}
     waits = [w.strip() for w in args.compare_wait.split(",")][:2]
     return {f"wait {w} ms": (ROOT, {"PREFILL_DECODE_FIRST_SCREEN_WAIT_MS": w}) for w in waits}
 
 
 def compare_apps(args, counts: list[int]) -> bool:
-    """Two apps side by side (compared_apps: two first-screen waits, or another checkout against this one),
-    warmed up, then for each count their rounds alternated; prints each app's p95s and B's over A's."""
+    """Two apps side by side (compared_apps: two first-screen waits, two allocators, or another checkout against
+    this one), warmed up, then for each count their rounds alternated; prints each app's p95s and B's over A's."""
     apps = compared_apps(args)
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(streamlit_server(Path(f"/tmp/classroom_app_{i}.log"), env, root))
