@@ -146,8 +146,8 @@ def _note_lines(parts: TtftParts, table: Table, source: str, run_note: str) -> l
         lines.append(label(table, "ttft_parts_clock"))
         if source == "felt_other_run":
             lines.append(label(table, "ttft_parts_run1"))
-    else:
-        lines.append(label(table, f"ttft_parts_only_engine_{source}"))
+    else:  # none of the visitor's parts: why not (times given that did not fit the run's clock: "unclocked")
+        lines.append(label(table, f"ttft_parts_only_engine_{'unclocked' if source.startswith('felt') else source}"))
     if parts.choice_ms is None:
         lines.append(label(table, "ttft_parts_no_choice"))
     return lines
@@ -189,7 +189,9 @@ def render_ttft_parts(trace: RequestTrace, *, lang: str = "zh", style: Style | N
 
     `felt`: the page's own times around its run 1 (the visitor's parts); `source` says why there are
     none ("trace": an export, "recorded": a recorded run, "first_view": measured once for every visitor)
-    or, with them, whether the run shown is run 1 ("felt") or another repeat ("felt_other_run").
+    or, with them, whether the run shown is run 1 ("felt") or another repeat ("felt_other_run"); times that do
+    not fit the run's clock (a shared run joined under way, a worker on another machine) draw the engine's parts
+    and say why.
     `full` is accepted like every renderer's and unused: TTFT is over once the first pass is."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     parts = ttft_parts(trace, felt)

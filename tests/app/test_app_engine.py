@@ -19,6 +19,7 @@ import os
 import signal
 import threading
 import time
+import xml.etree.ElementTree as ET
 from contextlib import closing
 from pathlib import Path
 from types import SimpleNamespace
@@ -117,6 +118,37 @@ def test_a_page_stopped_while_it_waits_takes_its_run_out_of_the_queue(remote_pag
     watching.set()
     watcher.join()
     assert most[0] == 2  # the page's run was queued, and left
+
+
+@needs_model
+def test_a_visitor_who_joins_a_run_under_way_gets_it_whole_and_its_ttft_bar_says_why_it_has_the_engines_parts(
+        remote_page, held_engine):
+    """Identical work is measured once, and a visitor may join it while it runs: that visitor pressed Run after
+    the run's clock started, so its queue reads below zero. Its TTFT bar drew an error there (100 sessions
+    pressing Run at once: 20 of them); it draws the engine's parts and says why."""
+    other = AppTest.from_file(APP, default_timeout=180).run()  # a second visitor, the same settings
+    assert_healthy(other)
+    model = held_engine.worker.models.loaded(PAGE_MODEL)
+    with model.lock:  # the first visitor's run starts, and waits for the model inside its measurement
+        remote_page.button(key="run").click()
+        first = threading.Thread(target=remote_page.run)
+        first.start()
+        wait_for(lambda: held_engine.worker.queue.running is not None)
+        time.sleep(0.05)  # the second visitor presses Run later than the run's clock started
+        other.button(key="run").click()
+        second = threading.Thread(target=other.run)
+        second.start()
+        wait_for(lambda: len(held_engine.worker.queue.running.waiters) == 2)  # it joined the run under way
+    first.join(WAIT_S)
+    second.join(WAIT_S)
+    for page in (remote_page, other):
+        assert_healthy(page)
+    assert shown_trace(other)["steps"] == shown_trace(remote_page)["steps"]  # one measurement, whole for both
+    assert t("zh", "engine_measured_once", n=2, time="")[:8] in texts(other, "caption") + texts(other, "info")
+    other.toggle(key="raw_svg_ttft_parts").set_value(True).run()
+    (bar,) = [c.value for c in other.code if c.language == "xml" and "ttft-parts" in c.value[:300]]
+    words = "".join(ET.fromstring(bar).itertext()).replace(" ", "")
+    assert t("zh", "ttft_parts_only_engine_unclocked")[:20] in words
 
 
 def test_the_queue_place_counts_down_and_is_cleared_when_the_run_starts():

@@ -57,6 +57,21 @@ def test_clocks_that_disagree_leave_only_the_engines_parts():
     assert slightly.felt and slightly.trip_ms == 0.0
 
 
+@pytest.mark.parametrize("source", ["felt", "felt_other_run"])
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_times_that_do_not_fit_the_runs_clock_draw_the_engines_parts_and_say_why(source, lang):
+    """A visitor who joined a shared measurement under way sent its request after the run's clock started (its
+    queue below zero); a worker on another machine has another clock. 100 sessions pressing Run at once drew
+    an error there (no words for it) in 20 of them."""
+    trace = _trace()
+    for felt in (_felt(trace, queue_ms=-800.0), _felt(trace, trip_ms=-50.0)):
+        root = parse(render_ttft_parts(trace, lang=lang, felt=felt, source=source))
+        assert [p.get("class").split()[1] for p in with_class(root, "part")] == list(ENGINE_KINDS)
+        words = all_text(root).replace(" ", "")  # its note, wrapped over lines
+        assert label(table_for(lang), "ttft_parts_only_engine_unclocked").replace(" ", "")[:30] in words
+        assert ttft_parts_alt(trace, lang, felt)
+
+
 def test_felt_times_round_trip_as_json_and_refuse_anything_else():
     felt = _felt(_trace())
     assert FeltTimes.from_json(felt.to_json()) == felt

@@ -210,5 +210,6 @@ TEXT: dict = {
     "ttft_parts_only_engine_trace": "Only the engine's parts: drawn from a trace, which has no visitor's side (queue, trip, page).",
     "ttft_parts_only_engine_recorded": "A recorded run: only the engine's parts; its queue, trip and page were not recorded.",
     "ttft_parts_only_engine_first_view": "The page's first view (measured once for every visitor): only the engine's parts. Press Run to add your own queue, trip and page.",
+    "ttft_parts_only_engine_unclocked": "Only the engine's parts: your page's times do not fit this run's clock. Either the run had started before you pressed Run (one measurement shared by several visitors: you joined it under way) or the engine runs on another machine whose clock differs.",
     "ttft_parts_no_choice": "This trace was written before the first token's choice was timed on its own: it is inside Prefill.",
 }

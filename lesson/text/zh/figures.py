@@ -208,5 +208,6 @@ TEXT: dict = {
     "ttft_parts_only_engine_trace": "只有引擎测得的几段：这是从 trace 画出的，没有访客一端（排队、传输、页面）的时间。",
     "ttft_parts_only_engine_recorded": "这是录制好的运行：只有引擎测得的几段，排队、传输和页面的时间没有录下来。",
     "ttft_parts_only_engine_first_view": "这是页面的第一视图（服务器测一次给所有访客看）：只有引擎测得的几段。点“运行”后会加上你这一端的排队、传输和页面时间。",
+    "ttft_parts_only_engine_unclocked": "只有引擎测得的几段：你这一端的时间对不上这次运行的时钟。要么这次运行在你点“运行”之前就开始了（几位访客共用一次测量，你是中途加入的），要么引擎在另一台时钟不同的机器上。",
     "ttft_parts_no_choice": "这个 trace 写于分开计时之前：选出第一个 Token 的时间含在 Prefill 里。",
 }
