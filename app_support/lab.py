@@ -98,7 +98,7 @@ def _prediction(lang: str, lm, trace: RequestTrace):
     shape = resources.model_shape(lm.ref.choice, lm.ref.device, lm.ref.dtype)  # read in the engine worker
     floors = trace_floors(trace, shape, spec, weight_dtype=ss.lab_weight_dtype, kv_dtype=ss.lab_kv_dtype)
     if measured_here:  # the roofs themselves: a machine busy while it was measured gets low ones
-        words_col, button_col = st.columns([4, 1], vertical_alignment="center")
+        words_col, button_col = st.columns([3, 1], vertical_alignment="center")
         words_col.caption(t(lang, "lab_this_roofs", bandwidth=si(spec.bandwidth_bytes_per_s),
                             fp32=si(spec.fp32_flops_per_s), bf16=si(spec.bf16_flops_per_s)))
         button_col.button(t(lang, "lab_measure_again"), key="lab_measure_again", icon=":material/refresh:",

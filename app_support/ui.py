@@ -58,6 +58,10 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
 /* A presenter's key presses a button: no thick focus frame on the projector where the page was clicked. */
 [data-testid="stMain"]:focus, [data-testid="stMain"]:focus-visible,
 [data-testid="stAppViewContainer"]:focus, [data-testid="stAppViewContainer"]:focus-visible { outline: none !important; }
+/* A widget's label in a narrow column wraps rather than ending in an ellipsis: at 1024 px the header's
+   toggle read "Classroom m…" and the lab's button "重新…". */
+[data-testid="stMain"] .stMarkdownEllipsis, [data-testid="stMain"] .stMarkdownEllipsis p {
+  white-space: normal !important; text-overflow: clip !important; overflow: visible !important; }
 /* A phone's scrollbars are hidden until touched: a line under each figure says it scrolls. */
 @media (min-width: 721px) { [class*="st-key-scrollhint-"] { display: none !important; } }
 </style>
