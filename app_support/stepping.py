@@ -112,6 +112,11 @@ def _set_class_step(value: int, total: int, relative: bool) -> None:
 
 # --- the replay: the run's measured token times, stretched -------------------------------------
 
+# The replay's clock (wall seconds): one name, so a test can hold it still and move it by hand, and the
+# passes it shows do not depend on how fast that machine draws a page.
+replay_clock = time.time
+
+
 def replay_step(trace_json: str | None) -> int | None:
     """The passes the replay shows now (None: no replay). Read once per page run (run_panel),
     so every figure on the page shows the same pass; a finished replay ends itself."""
@@ -120,7 +125,7 @@ def replay_step(trace_json: str | None) -> int | None:
         ss.replay_from = None
         return None
     times = replay_times_s(parsed_trace(trace_json), ss.replay_pace)
-    elapsed, last = time.time() - ss.replay_from, ss.replay_last
+    elapsed, last = replay_clock() - ss.replay_from, ss.replay_last
     if elapsed > times[-1] + REPLAY_HOLD_S and last == len(times):
         ss.replay_from, ss.replay_finished = None, len(times)
         return None
@@ -130,13 +135,13 @@ def replay_step(trace_json: str | None) -> int | None:
         # Even when the page draws slower than the pace: a fixed pace shows every pass, each for its full
         # time, and any pace shows the whole answer for its hold before the replay ends.
         position = last + 1 if fixed else position
-        ss.replay_from = time.time() - times[position - 1]
+        ss.replay_from = replay_clock() - times[position - 1]
     ss.replay_last = position
     return position
 
 
 def _start_replay() -> None:
-    st.session_state.replay_from, st.session_state.replay_last = time.time(), None
+    st.session_state.replay_from, st.session_state.replay_last = replay_clock(), None
 
 
 def _stop_replay() -> None:
@@ -170,7 +175,7 @@ def replay_tick() -> None:
     if ss.replay_shown is None or ss.replay_from is None or ss.trace_json is None:
         return
     times = replay_times_s(parsed_trace(ss.trace_json), ss.replay_pace)
-    elapsed = time.time() - ss.replay_from
+    elapsed = replay_clock() - ss.replay_from
     upcoming = [when for when in (*times, times[-1] + REPLAY_HOLD_S + 0.05) if when > elapsed]
     ss.replay_due_at = ss.replay_from + (upcoming[0] if upcoming else elapsed)
     _replay_timer()
@@ -182,6 +187,6 @@ def _replay_timer() -> None:
     on its own; once the next pass is due, the whole page is drawn again. The page stops calling
     it when the replay ends, and Streamlit then stops its timer."""
     ss = st.session_state
-    if ss.replay_from is not None and time.time() >= ss.replay_due_at:
+    if ss.replay_from is not None and replay_clock() >= ss.replay_due_at:
         ss.replay_due_at = float("inf")  # one redraw per pass, however many ticks land before it starts
         st.rerun()

@@ -278,8 +278,12 @@ def test_a_replay_in_progress_cuts_every_figure_to_its_pass(app, monkeypatch):
 @pytest.mark.parametrize("pace", ["s0.5", "x0.25"])
 def test_a_page_slower_than_the_replay_still_shows_the_whole_answer_before_it_ends(app, monkeypatch, pace):
     """Each page run comes 10 s after the last (a busy server): a fixed pace still shows every pass in
-    turn, a measured one may skip passes to keep its rhythm, and both show the last pass before "done"."""
+    turn, a measured one may skip passes to keep its rhythm, and both show the last pass before "done".
+    The replay's clock stands still between page runs (a page run of this machine's may take longer than
+    a pass at x0.25: the first one then drew pass 2), and the test moves it."""
     monkeypatch.setattr("app_support.stepping.replay_tick", lambda: None)  # no timer: the test draws the page
+    now = [1_800_000_000.0]
+    monkeypatch.setattr("app_support.stepping.replay_clock", lambda: now[0])
     app.checkbox(key="ignore_eos").check()
     _run(app, output_len=4)
     total = len(shown_trace(app)["steps"])
@@ -288,7 +292,7 @@ def test_a_page_slower_than_the_replay_still_shows_the_whole_answer_before_it_en
     shown = []
     while app.session_state["replay_from"] is not None and len(shown) <= total:
         shown.append(app.session_state["replay_last"])
-        app.session_state["replay_from"] -= 10  # the next page run comes 10 s late
+        now[0] += 10  # the next page run comes 10 s late
         app.run()
     assert_healthy(app)
     assert shown == (list(range(1, total + 1)) if pace == "s0.5" else [1, total]), shown
