@@ -24,6 +24,8 @@ else wrong left out, each said in the page's language; nothing from a link is ex
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -158,11 +160,9 @@ def _kept_query(lang: str) -> dict[str, str]:
     return {} if lang == state.DEFAULTS["lang"] else {"lang": lang}
 
 
-# Run in the page, once, on the run that draws an opened link's values: the address becomes path +
-# the kept query + its hash. Fixed code; the query is one of ours (a language code), never the link's text.
-TIDY_ADDRESS_JS = ("(() => { const query = __QUERY__; const url = window.location.pathname + query"
-                   " + window.location.hash; if (url !== window.location.pathname + window.location.search"
-                   " + window.location.hash) { window.history.replaceState(window.history.state, '', url); } })();")
+# Run in the page, once, on the run that draws an opened link's values (tidy_address). Fixed code; what it
+# is given is one of our own queries (a language code), never the link's text.
+TIDY_ADDRESS_JS = Path(__file__).with_name("tidy_address.js").read_text(encoding="utf-8")
 
 
 def tidy_address(lang: str) -> None:
@@ -172,9 +172,8 @@ def tidy_address(lang: str) -> None:
     if ss.link_tidy != "to_draw":
         return
     ss.link_tidy = "drawn"
-    kept = _kept_query(lang)
-    query = "?" + "&".join(f"{k}={v}" for k, v in kept.items()) if kept else ""
-    st.html(f"\n<script>\n{TIDY_ADDRESS_JS.replace('__QUERY__', json.dumps(query))}\n</script>\n",
+    kept = urlencode(_kept_query(lang))
+    st.html(f"\n<script>\n{TIDY_ADDRESS_JS.replace('__KEPT__', json.dumps(kept))}</script>\n",
             unsafe_allow_javascript=True)
 
 

@@ -80,7 +80,7 @@ def assert_link_leaves_the_address(at, kept: str) -> None:
     address's #section (Streamlit would write path + query); the session's next run tells Streamlit the
     same, once, and no later run writes it again."""
     scripts = [h.proto.body for h in at.get("html") if "replaceState" in h.proto.body]
-    assert len(scripts) == 1 and f"const query = {json.dumps(kept)};" in scripts[0]
+    assert len(scripts) == 1 and f"new URLSearchParams({json.dumps(kept[1:])})" in scripts[0]
     assert "window.location.hash" in scripts[0]
     at.run()
     assert at.query_params == dict(parse_qsl(kept[1:]))

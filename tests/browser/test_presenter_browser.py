@@ -223,14 +223,14 @@ def test_the_lesson_below_the_first_screen_is_drawn_as_the_reader_comes_to_it(br
         assert page.url.endswith("/#decode"), page.url  # the Chinese page's address keeps its section
     finally:
         page.context.close()
-    for query, kept in (("?eos=1&out=3", "/#decode"), ("?lang=en&out=3", "/?lang=en#decode")):
+    for query, kept in (("?embed=true&eos=1&out=3", "/?embed=true#decode"), ("?lang=en&out=3", "/?lang=en#decode")):
         page = open_page(browser, f"{server_url}/{query}#decode", width, height)  # a link with settings, to a section
         try:
             page.wait_for_function(f"() => {{ const e = document.getElementById('decode'); if (!e) return false;"
                                    f" const top = e.getBoundingClientRect().top;"
                                    f" return top >= -5 && top < {height / 2}; }}", timeout=60_000)
             wait_idle(page)
-            assert page.url.endswith(kept), page.url  # the link's query gone (no reopening), its section kept
+            assert page.url.endswith(kept), page.url  # the link gone; its section and embedding kept
             assert "out=3" not in page.url
         finally:
             page.context.close()
