@@ -36,8 +36,10 @@ import random
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from websockets.asyncio.client import connect
 from streamlit.proto.BackMsg_pb2 import BackMsg
@@ -186,15 +188,16 @@ def rss_mib(pid: int | None) -> float:
     return float("nan")
 
 
-async def open_many(url: str, n: int, press_run: bool, pid: int | None,
-                    read: float | None = None) -> tuple[list[Session], float]:
-    """N tabs at once (each reading on `read` s after settling); returns them and the server's RSS with all open."""
+async def open_many(url: str, n: int, press_run: bool, pid: int | None, read: float | None = None,
+                    at_peak: Callable[[], Any] | None = None) -> tuple[list[Session], Any]:
+    """N tabs at once (each reading on `read` s after settling); returns them and what was read while all of
+    them were open: `at_peak()` (a blocking read, run in a thread), by default the server's RSS."""
     hold = Hold(n)
     tasks = [asyncio.create_task(open_session(url, press_run, hold, read=read)) for _ in range(n)]
     await hold.all_arrived.wait()
-    open_rss = rss_mib(pid)
+    peak = await asyncio.to_thread(at_peak) if at_peak else rss_mib(pid)
     hold.release.set()
-    return list(await asyncio.gather(*tasks)), open_rss
+    return list(await asyncio.gather(*tasks)), peak
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import sys
 import tempfile
@@ -32,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.app_server import ROOT, streamlit_server  # noqa: E402
-from bench.classroom import Hold, Session, open_session  # noqa: E402
+from bench.classroom import open_many  # noqa: E402
 
 PROBE = ROOT / "bench" / "replica_probe"
 OBJECTS_GOAL = 1.05  # live objects once a class has gone / at the first view
@@ -58,20 +59,9 @@ def show(label: str, r: dict[str, float]) -> None:
           f"heap {r['heap_mib']:5.1f} MiB ({r['heap_used_mib']:5.1f} in use, {r['heap_free_mib']:5.1f} free)")
 
 
-async def open_class(url: str, n: int, folder: Path | None = None,
-                     name: str = "") -> tuple[list[Session], dict[str, float] | None]:
-    """N sessions at once; with a folder, the probe read (as `name`) while all of them are open; then they close."""
-    hold = Hold(n)
-    tasks = [asyncio.create_task(open_session(url, False, hold)) for _ in range(n)]
-    await hold.all_arrived.wait()
-    during = await asyncio.to_thread(read_probe, folder, name) if folder else None
-    hold.release.set()
-    return list(await asyncio.gather(*tasks)), during
-
-
 def one_session(url: str) -> bool:
     """One more tab opens the lesson and closes: True when its page was whole."""
-    sessions, _ = asyncio.run(open_class(url, 1))
+    sessions, _ = asyncio.run(open_many(url, 1, False, None))
     return sessions[0].ok
 
 
@@ -83,7 +73,8 @@ def measure(url: str, folder: Path, counts: list[int], rounds: int, ttl_s: float
     for round_no in range(1, rounds + 1):
         for n in counts:
             print(f"round {round_no}, {n} sessions at once:")
-            sessions, during = asyncio.run(open_class(url, n, folder, f"open-{round_no}-{n}"))
+            at_peak = functools.partial(read_probe, folder, f"open-{round_no}-{n}")
+            sessions, during = asyncio.run(open_many(url, n, False, None, at_peak=at_peak))
             failed = [s.errors for s in sessions if not s.ok]
             ok &= not failed
             show(f"{n} open ({n - len(failed)} pages ok)", during)

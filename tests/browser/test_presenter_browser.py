@@ -215,22 +215,17 @@ def test_the_lesson_below_the_first_screen_is_drawn_as_the_reader_comes_to_it(br
                                f" && r.animation >= -5 && r.animation < {height / 2}; }}", timeout=60_000)
     finally:
         page.context.close()
-    page = open_page(browser, f"{server_url}/#decode", width, height)  # an address a teacher shares
-    try:
-        page.wait_for_function(f"() => {{ const e = document.getElementById('decode'); if (!e) return false;"
-                               f" const top = e.getBoundingClientRect().top;"
-                               f" return top >= -5 && top < {height / 2}; }}", timeout=60_000)
-        assert page.url.endswith("/#decode"), page.url  # the Chinese page's address keeps its section
-    finally:
-        page.context.close()
-    for query, kept in (("?embed=true&eos=1&out=3", "/?embed=true#decode"), ("?lang=en&out=3", "/?lang=en#decode")):
-        page = open_page(browser, f"{server_url}/{query}#decode", width, height)  # a link with settings, to a section
+    # an address a teacher shares, to a section (the Chinese page's address keeps it), and links with settings
+    # to it (the link's query gone, so no reopening; its section and Streamlit's embedding kept)
+    for query, kept in (("", "/#decode"), ("?embed=true&eos=1&out=3", "/?embed=true#decode"),
+                        ("?lang=en&out=3", "/?lang=en#decode")):
+        page = open_page(browser, f"{server_url}/{query}#decode", width, height)
         try:
             page.wait_for_function(f"() => {{ const e = document.getElementById('decode'); if (!e) return false;"
                                    f" const top = e.getBoundingClientRect().top;"
                                    f" return top >= -5 && top < {height / 2}; }}", timeout=60_000)
             wait_idle(page)
-            assert page.url.endswith(kept), page.url  # the link gone; its section and embedding kept
+            assert page.url.endswith(kept), page.url
             assert "out=3" not in page.url
         finally:
             page.context.close()
