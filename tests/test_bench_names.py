@@ -1,5 +1,5 @@
 """A bench script runs as `python bench/NAME.py`, which puts bench/ first on sys.path: a file there named like a
-standard-library module (bench/queue.py did) replaces that module for every bench script and everything it
+standard-library module (a queue.py there did) replaces that module for every bench script and everything it
 imports."""
 
 from __future__ import annotations

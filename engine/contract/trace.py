@@ -34,9 +34,11 @@ rest (tokenizing, the engine's own bookkeeping). The metrics are taken from when
 each token was known on the host, so they include all four parts, as the user
 of this page felt them; the parts say how much of each wait was which.
 
-Later work (batching, chunked prefill) will let one forward pass carry several
-requests; that is why every Step names its `request_id` and the positions it
-processed (`context_before` .. `context_after`) instead of assuming them.
+A RequestTrace is one request run alone. Batching and chunked prefill, where one
+forward pass carries several requests or part of a prompt, are the serving engine's
+(engine/contract/serving/trace.py: an Iteration's BatchEntry); every Step still names
+its `request_id` and the positions it processed (`context_before` .. `context_after`)
+instead of assuming them, as a BatchEntry does.
 """
 
 from __future__ import annotations
