@@ -225,10 +225,6 @@ class StepsSoFar(Sequence):
         if not 0 <= self._length <= len(items):
             raise ValueError(f"a view of {self._length} steps over a list of {len(items)}")
 
-    def shares_steps_with(self, other: object) -> bool:
-        """True when both views read the same underlying list (no step was copied)."""
-        return isinstance(other, StepsSoFar) and other._items is self._items
-
     def __len__(self) -> int:
         return self._length
 
