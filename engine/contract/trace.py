@@ -51,6 +51,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import numpy as np
+
 SCHEMA_VERSION = 2
 ENGINE_MODES = ("eager", "static", "graph", "compiled")  # engine/runtime/runners.py explains each
 # Version 1 traces had no lock_wait_ms / consumer_ms per step; they load with both
@@ -362,21 +364,16 @@ def attention_kernels(steps: Sequence[Step]) -> tuple[str, ...]:
 
 
 def percentile(values: Sequence[float], p: float) -> float:
-    """The p-th percentile (0 <= p <= 100) of `values`, as numpy.percentile's default and
-    vLLM's serving benchmark compute it: sort the values, find the fractional rank
-    r = (n - 1) * p / 100, and interpolate linearly between the values at ranks
-    floor(r) and ceil(r). So p0 is the smallest value, p100 the largest, and p50 the
-    median; with few values, p99 lies just below the largest.
+    """The p-th percentile (0 <= p <= 100) of `values`, by the call vLLM's serving benchmark makes:
+    numpy.percentile's default, the fractional rank r = (n - 1) * p / 100 of the sorted values,
+    interpolated linearly between ranks floor(r) and ceil(r). So p0 is the smallest value, p100 the
+    largest, p50 the median; with few values, p99 lies just below the largest.
     """
     if not values:
         raise ValueError("the percentile of no values is undefined")
     if not 0 <= p <= 100:
         raise ValueError(f"a percentile is between 0 and 100, got {p}")
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * p / 100
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+    return float(np.percentile(values, p))
 
 
 @dataclass(frozen=True)
