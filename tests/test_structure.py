@@ -520,6 +520,32 @@ def test_the_path_reader_finds_a_missing_path_in_a_comment_and_a_docstring():
                                                     "m.py:2: tests/engine/test_contract.py"]
 
 
+# --- one module owns the number formats -------------------------------------------------------
+
+FORMATS = Path("lesson/formats.py")
+
+
+def number_formats_outside(tree: ast.Module, label: str) -> Iterator[str]:
+    """Each top-level `def fmt_...` of a module, and each name bound to one (an alias: a second home)."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("fmt_"):
+            yield f"{label}:{node.lineno}: def {node.name}"
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id.startswith("fmt_"):
+            yield f"{label}:{node.lineno}: an alias of {node.value.id}"
+
+
+def test_the_number_formats_live_in_lesson_formats_only():
+    files = [f for f in python_files(SOURCE) if f.relative_to(ROOT) != FORMATS]
+    found = [hit for f in files for hit in number_formats_outside(parse(f), str(f.relative_to(ROOT)))]
+    assert not found, "number formats outside lesson/formats.py (import them from there):\n" + "\n".join(found)
+    assert sum(1 for _ in number_formats_outside(parse(ROOT / FORMATS), "f")) >= 7
+
+
+def test_the_format_reader_finds_a_format_and_an_alias():
+    tree = ast.parse("def fmt_x(v):\n    return v\nformat_bytes = fmt_bytes\ndef shown(v):\n    return v\n")
+    assert list(number_formats_outside(tree, "m.py")) == ["m.py:1: def fmt_x", "m.py:3: an alias of fmt_bytes"]
+
+
 def test_app_support_names_every_module_it_holds():
     doc = ast.get_docstring(parse(ROOT / "app_support" / "__init__.py"))
     words = set(re.findall(r"[a-z_]+", doc))

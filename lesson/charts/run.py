@@ -14,7 +14,8 @@ from engine.contract.trace import RequestTrace
 from ..diagrams.latency import spread_apart
 from ..layout import wrap_text
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_bytes, fmt_ms, piece_label
+from ..formats import fmt_bytes, fmt_ms
+from ..svgtext import piece_label
 from ..text import Table, label, table_for
 from .common import CLASSROOM_FONT_PX, font_layout, plain_label
 

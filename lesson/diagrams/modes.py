@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 from engine.contract.trace import RequestTrace, attention_kernels
 
+from ..formats import fmt_ms
 from ..layout import LinearScale, nice_ticks, text_width, wrap_text
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_ms
 from ..text import t
 from ._common import add_title, halo, header, new_drawing, notes, notes_height, text, to_string
 

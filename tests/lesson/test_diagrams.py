@@ -20,7 +20,7 @@ from lesson.diagrams import (
 )
 from lesson.diagrams.kv_growth import NOTE_ROOM, kv_layout
 from lesson.style import DEFAULT_STYLE, classroom_style
-from lesson.svgtext import fmt_bytes
+from lesson.formats import fmt_bytes
 from lesson.text import TEXTS, label
 from tests.factories import SLIDING_MODEL, TINY_MODEL, make_long_trace, make_trace
 from tests.svg import SVG, all_text, parse, with_class
