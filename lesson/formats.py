@@ -69,8 +69,9 @@ def fmt_share(ratio: float) -> str:
         return "—"
     return f"{ratio:.2%}" if ratio < 0.01 else f"{ratio:.0%}"
 
+
 def format_ms(ms: float | None) -> str:
-    """The diagrams' millisecond format (lesson.svgtext.fmt_ms), plus seconds and "—" for the page."""
+    """The diagrams' millisecond format (fmt_ms), plus seconds and "—" for the page."""
     if ms is None:
         return "—"
     return f"{ms / 1000:.2f} s" if ms >= 1000 else fmt_ms(ms)
