@@ -17,9 +17,11 @@ model's dtype. Scales and zeros are stored in that kernel dtype, and the weights
 values, so the round trip's error is what the format's bound says (`dequantize_int8`, `dequantize_int4`).
 
 What the kernels need and how it is met, never by changing a number the model computes:
-- int4 wants N (output features) a multiple of 16 and K (input features) a multiple of G: the matrix is padded
-  with zero rows and columns, the activations with zeros in the padded columns, and the padded outputs cut
-  off (the embedded model's MLP is 688 wide, a multiple of none of 32, 64, 128; its vocabulary 2,989 rows);
+- int8 reads K (input features) in blocks of 16: with another K it answers wrong numbers without a word
+  (measured here: K = 24 off by 318, K = 13 a crash), so K is padded to a multiple of 16;
+- int4 wants N (output features) a multiple of 16 and K a multiple of G: the matrix is padded with zero rows
+  and columns, the activations with zeros in the padded columns (they add nothing), and the padded outputs
+  cut off (the embedded model's MLP is 688 wide, a multiple of none of 32, 64, 128; its vocabulary 2,989 rows);
 - a tied LM head (the embedding's matrix) gets its own packed copy: the embedding stays a row lookup.
 """
 
@@ -37,6 +39,7 @@ INT8_KERNEL = "aten._weight_int8pack_mm"
 INT4_KERNEL = "aten._weight_int4pack_mm_for_cpu"
 DENSE_KERNEL = "aten.linear"
 INT4_ROWS = 16  # the int4 packing takes rows in multiples of 16
+INT8_COLUMNS = 16  # the int8 kernel reads a row in blocks of 16 weights
 # A scale is rounded to the kernel dtype with this much room on top, so the rounded scale still spans the
 # row's (or group's) range and no weight is clipped (bf16 keeps 8 significant bits: a rounding is < 2**-8).
 SCALE_ROOM = 1 + 2**-7
@@ -101,9 +104,10 @@ class PackedLinear(nn.Module):
     """A Linear whose matrix is held packed: `forward` takes and returns the model's dtype and turns the
     activations into the kernel's dtype only around the kernel call."""
 
-    def __init__(self, in_features: int, out_features: int, bias: torch.Tensor | None, act_dtype: torch.dtype):
+    def __init__(self, weight: torch.Tensor, padded_in: int, bias: torch.Tensor | None, act_dtype: torch.dtype):
         super().__init__()
-        self.in_features, self.out_features = in_features, out_features
+        self.out_features, self.in_features = weight.shape
+        self.padded_in = padded_in  # K as the kernel reads it; zeros past in_features
         self.act_dtype = act_dtype
         self.bias = None if bias is None else nn.Parameter(bias.detach().clone(), requires_grad=False)
 
@@ -113,7 +117,9 @@ class PackedLinear(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, self.in_features).to(self.act_dtype)  # (B*T, K)
-        out = self.matmul(rows)[:, :self.out_features].to(x.dtype)  # (B*T, N)
+        if self.padded_in > self.in_features:  # zeros in the padded columns add nothing
+            rows = nn.functional.pad(rows, (0, self.padded_in - self.in_features))
+        out = self.matmul(rows)[:, :self.out_features].to(x.dtype)  # (B*T, N): padded rows cut off
         out = out.reshape(*x.shape[:-1], self.out_features)
         return out if self.bias is None else out + self.bias
 
@@ -125,8 +131,9 @@ class Int8Linear(PackedLinear):
     kernel = INT8_KERNEL
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, act_dtype: torch.dtype):
-        super().__init__(weight.shape[1], weight.shape[0], bias, act_dtype)
-        q, scales = quantize_int8(weight, act_dtype)
+        padded = pad_matrix(weight, rows_to=1, columns_to=INT8_COLUMNS)
+        super().__init__(weight, padded.shape[1], bias, act_dtype)
+        q, scales = quantize_int8(padded, act_dtype)
         self.register_buffer("weight_int8", q)  # (N, K)
         self.register_buffer("scales", scales)  # (N,)
 
@@ -138,18 +145,15 @@ class Int4Linear(PackedLinear):
     kernel = INT4_KERNEL
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None, act_dtype: torch.dtype, group_size: int):
-        super().__init__(weight.shape[1], weight.shape[0], bias, act_dtype)
-        self.group_size = group_size
         padded = pad_matrix(weight, rows_to=INT4_ROWS, columns_to=group_size)
-        self.padded_in = padded.shape[1]
+        super().__init__(weight, padded.shape[1], bias, act_dtype)
+        self.group_size = group_size
         q, scales, zeros = quantize_int4(padded, group_size, act_dtype)
         self.register_buffer("weight_int4", torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, 1))
         # (K/G, N, 2): each group's scale and zero side by side, the layout the kernel reads
         self.register_buffer("scales_and_zeros", torch.stack([scales, zeros], dim=2).transpose(0, 1).contiguous())
 
     def matmul(self, rows: torch.Tensor) -> torch.Tensor:
-        if self.padded_in > self.in_features:  # zeros in the padded columns add nothing
-            rows = nn.functional.pad(rows, (0, self.padded_in - self.in_features))
         return torch.ops.aten._weight_int4pack_mm_for_cpu(rows, self.weight_int4, self.group_size,
                                                           self.scales_and_zeros)
 
@@ -157,6 +161,8 @@ class Int4Linear(PackedLinear):
 def pad_matrix(weight: torch.Tensor, rows_to: int, columns_to: int) -> torch.Tensor:
     """`weight` with zero rows and columns added up to multiples of `rows_to` and `columns_to`."""
     rows, width = weight.shape
+    if rows % rows_to == 0 and width % columns_to == 0:
+        return weight  # no copy of a matrix that already fits (most of them)
     return nn.functional.pad(weight, (0, -width % columns_to, 0, -rows % rows_to))
 
 
@@ -171,7 +177,7 @@ def linear_layers(model: nn.Module) -> list[tuple[nn.Module, str, torch.Tensor, 
             if isinstance(child, nn.Linear):
                 found.append((parent, name, child.weight, child.bias))
             elif hf.is_conv1d(child):
-                found.append((parent, name, child.weight.t(), child.bias))
+                found.append((parent, name, child.weight.t().contiguous(), child.bias))
     return found
 
 
