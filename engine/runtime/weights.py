@@ -223,3 +223,13 @@ def held_bytes(model: nn.Module) -> int:
     """Every weight the model holds: its parameters (a tied matrix once) and its packed layers' buffers."""
     dense = sum(p.numel() * p.element_size() for p in model.parameters())
     return dense + sum(m.packed_bytes() for m in model.modules() if isinstance(m, PackedLinear))
+
+
+def decode_read_bytes(model: nn.Module) -> int:
+    """The weight bytes one Decode step reads: every matrix once (packed or dense), the norms and biases, and
+    of the embedding table only the new token's row; all of it when the LM head is that table (a dense tied
+    model's head reads the whole matrix). Other lookup tables (GPT-2's positions) are counted whole."""
+    table = model.get_input_embeddings().weight
+    head = model.get_output_embeddings()
+    head_reads_table = isinstance(head, nn.Linear) and head.weight is table
+    return held_bytes(model) - (0 if head_reads_table else table.nbytes - table[0].nbytes)
