@@ -1,6 +1,7 @@
 """Lower-bit weights, measured side by side: what a Decode step gains and what the answer loses.
 
     python -m bench.quantization [--steps 8] [--rounds 3] [--groups 64] [--preset qwen2.5-0.5b] [--no-preset]
+        [--record assets/gallery/cpu/weight-formats.json]
 
 For the embedded model and one real-size preset (random weights, its matrices ~2 GB in fp32: far past this
 machine's caches), every format (fp32, bf16, int8, int4 at each --groups size) is loaded once (one CPU
@@ -11,18 +12,25 @@ fp32 and that speed-up as a share of the bytes' ratio. On the embedded model, ag
 top-1 agreement of the next-token distributions on the held-out text (assets/data/held_out.txt), perplexity,
 the capitals quiz (12 countries x 2 languages), the lesson's answer and where a greedy answer first
 parts from fp32's. Ends with the goals on this CPU, PASS or FAIL from the measured numbers; exits 1 on a FAIL.
+--record writes the same numbers as a file the lesson's last section reads (engine/contract/format_runs.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
+from pathlib import Path
 
+import torch
+
+from engine.contract.format_runs import FormatRow, FormatRuns, ModelFormats
 from engine.contract.prompts import prompt_token_ids
 from engine.runtime import quality
 from engine.runtime.generation import GenerationConfig, generate
 from engine.runtime.model import load_model
+from engine.runtime.provenance import cpu_name, utc_now
 from engine.runtime.weights import decode_read_bytes
 
 SPEED_GOAL = 1.3  # preset: int8 and int4 Decode steps at least this much faster than fp32
@@ -37,6 +45,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--preset", default="qwen2.5-0.5b", help="the real-size shape (engine/runtime/presets.py)")
     parser.add_argument("--no-preset", action="store_true", help="the embedded model only")
     parser.add_argument("--threads", type=int, default=1, help="torch's CPU threads")
+    parser.add_argument("--record", type=Path, default=None, metavar="FILE",
+                        help="also write the numbers as a weight-formats file (the lesson's last section reads it)")
     return parser.parse_args(argv)
 
 
@@ -77,8 +87,8 @@ def speed_rows(models: dict, times: dict[str, list[float]]) -> list[dict]:
     for name, lm in models.items():
         read, median = decode_read_bytes(lm.model), statistics.median(times[name])
         speedup, bytes_ratio = base_ms / median, base_read / read
-        rows.append(dict(format=name, held=lm.info.weight_bytes, read=read, median=median, p90=p90(times[name]),
-                         speedup=speedup, bytes_ratio=bytes_ratio, share=speedup / bytes_ratio))
+        rows.append(dict(format=name, info=lm.info, held=lm.info.weight_bytes, read=read, median=median,
+                         p90=p90(times[name]), speedup=speedup, bytes_ratio=bytes_ratio, share=speedup / bytes_ratio))
     return rows
 
 
@@ -144,11 +154,32 @@ def goals(preset_rows: list[dict] | None, quality: list[dict]) -> list[tuple[str
     return found
 
 
+def model_formats(speed: list[dict], lost: list[dict] | None) -> ModelFormats:
+    """One model's rows as the recorded file holds them (quality only where it was measured)."""
+    rows = []
+    for i, r in enumerate(speed):
+        quality_row = lost[i] if lost else None
+        extra = {} if quality_row is None else dict(
+            mean_kl=quality_row["text"].mean_kl, top1=quality_row["text"].top1, capitals_right=quality_row["quiz"],
+            answer_zh=quality_row["answers"]["zh"], answer_en=quality_row["answers"]["en"])
+        rows.append(FormatRow(r["info"].weight_format, r["info"].weight_group_size, r["held"], r["read"],
+                              r["median"], r["p90"], **extra))
+    return ModelFormats(speed[0]["info"].model_id, speed[0]["info"].random_weights, tuple(rows))
+
+
+def record(path: Path, args, embedded: ModelFormats, preset: ModelFormats | None) -> None:
+    runs = FormatRuns(embedded, preset, len(quality.capital_questions()), args.steps, args.rounds, args.threads,
+                      cpu_name(), torch.__version__, utc_now(), round(os.getloadavg()[0], 2))
+    path.write_text(runs.to_json() + "\n", encoding="utf-8")
+    print(f"\nwrote {path}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     chosen = formats(args.groups)
     embedded = load_all(None, chosen, args.threads)
-    print_speed("embedded model (3.5M weights)", speed_rows(embedded, time_decode(embedded, args.steps, args.rounds)))
+    embedded_rows = speed_rows(embedded, time_decode(embedded, args.steps, args.rounds))
+    print_speed("embedded model (3.5M weights)", embedded_rows)
     lost = quality_rows(embedded)
     print_quality(lost)
     del embedded
@@ -157,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
         preset = load_all(f"preset:{args.preset}", chosen, args.threads)
         preset_rows = speed_rows(preset, time_decode(preset, args.steps, args.rounds))
         print_speed(f"preset:{args.preset} (random weights)", preset_rows)
+    if args.record:
+        record(args.record, args, model_formats(embedded_rows, lost),
+               model_formats(preset_rows, None) if preset_rows else None)
     print("\n## goals on this CPU\n")
     results = goals(preset_rows, lost)
     for text, passed in results:

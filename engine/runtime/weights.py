@@ -168,17 +168,17 @@ def pad_matrix(weight: torch.Tensor, rows_to: int, columns_to: int) -> torch.Ten
 
 # --- the model ----------------------------------------------------------------------------------------
 
-def linear_layers(model: nn.Module) -> list[tuple[nn.Module, str, torch.Tensor, torch.Tensor | None]]:
-    """(parent, attribute, matrix [N, K], bias) of every Linear, and of GPT-2's Conv1D (its matrix stored
-    [K, N], transposed here): the LM head included."""
-    found = []
-    for parent in model.modules():
-        for name, child in parent.named_children():
-            if isinstance(child, nn.Linear):
-                found.append((parent, name, child.weight, child.bias))
-            elif hf.is_conv1d(child):
-                found.append((parent, name, child.weight.t().contiguous(), child.bias))
-    return found
+def linear_layers(model: nn.Module) -> list[tuple[nn.Module, str]]:
+    """(parent, attribute) of every Linear and of GPT-2's Conv1D: the LM head included."""
+    return [(parent, name) for parent in model.modules() for name, child in parent.named_children()
+            if isinstance(child, nn.Linear) or hf.is_conv1d(child)]
+
+
+def matrix_of(layer: nn.Module) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """A layer's matrix [N, K] and bias; GPT-2's Conv1D stores its matrix [K, N], transposed here."""
+    if hf.is_conv1d(layer):
+        return layer.weight.t().contiguous(), layer.bias
+    return layer.weight, layer.bias
 
 
 def check_kernel(weights: str, device: torch.device, act_dtype: torch.dtype) -> None:
@@ -212,7 +212,8 @@ def quantize_model(model: nn.Module, weights: str, group_size: int = 0, *, model
     embedding = model.get_input_embeddings()
     act_dtype = kernel_dtype(embedding.weight.dtype)
     check_kernel(weights, embedding.weight.device, act_dtype)
-    for parent, name, matrix, bias in layers:
+    for parent, name in layers:  # one dense matrix at a time: each is freed as its layer is replaced
+        matrix, bias = matrix_of(getattr(parent, name))
         setattr(parent, name, build_packed(weights, matrix, bias, act_dtype, group_size))
     kernel = INT8_KERNEL if weights == "int8" else INT4_KERNEL
     activations = str(act_dtype).removeprefix("torch.")
