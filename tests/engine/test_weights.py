@@ -66,6 +66,14 @@ def test_the_default_model_still_answers_paris_through_the_kernel(kernel_calls, 
     assert trace.model.weight_kernel.startswith(weights.INT8_KERNEL if fmt == "int8" else weights.INT4_KERNEL)
 
 
+def test_a_static_cache_runs_the_packed_layers_to_the_same_answer(kernel_calls):
+    lm = load_model(device="cpu", weights="int4", group_size=64, warmup=False)
+    eager, static = (generate(lm, "法国的首都是", GenerationConfig(max_new_tokens=4, mode=mode)) for mode in
+                     ("eager", "static"))
+    assert static.engine_mode == "static" and kernel_calls["int4"] > 0
+    assert [s.output_id for s in static.steps] == [s.output_id for s in eager.steps]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("fmt,group", [("int8", None), ("int4", 64)])
 def test_a_real_size_preset_decodes_through_the_packed_kernel(kernel_calls, fmt, group):
