@@ -33,6 +33,7 @@ from lesson.text import label, t, table_for
 
 from . import resources, state
 from .resources import parsed_trace
+from .quantization import section_quantization
 from .stepping import stepping_full
 from .ui import error_boundary, felt_source, metric_row, plotly_config, scroll_into_view, shown_spread, svg_figure
 
@@ -371,3 +372,5 @@ def section_review(lang: str, trace_json: str | None) -> None:
     st.header(t(lang, "sec_review"), anchor="review")
     live_diagram("review_map", trace_json, lang, t(lang, "review_caption"))
     st.markdown(f"*{t(lang, 'next_lesson')}*")
+    with error_boundary(lang):
+        section_quantization(lang)

@@ -91,6 +91,10 @@ DEFAULTS: dict[str, Any] = {
     # ---- predict, then measure (app_support/exercises.py) ----
     "ex_answers": {},  # exercise key -> the answer the student locked before its run
     "ex_results": {},  # exercise key -> lesson.exercises.Grade: measured, right or not
+    # ---- the next lesson previewed: weight formats (app_support/quantization.py) ----
+    "q_speedup_guess": 2.0,  # the student's guess of INT4's Decode speed-up over fp32
+    "q_paris_guess": "yes",  # whether INT4 weights still answer 巴黎
+    "q_grades": None,  # (speed-up, 巴黎) lesson.exercises.Grade once checked against the measured file
     KEPT: {},  # a plain copy of every widget's value: see keep_widget_values
 }
 
@@ -141,7 +145,8 @@ def keep_widget_values(keys: tuple[str, ...]) -> None:
 # such a widget's value in the browser as its drawn label: after a language switch the box went on
 # showing the old language's label ("每次前向 0.5 秒" on an English page) until the page was left.
 WORDED_WIDGETS = ("replay_pace", "model_choice", "compare_pins", "ex_pick", "lab_device_spec", "lab_sweep_kind",
-                  "presenter_figure", "sl_source", "sl_scenario", "sl_arrival", "sl_on_kv_full", "sl_probe_api")
+                  "presenter_figure", "sl_source", "sl_scenario", "sl_arrival", "sl_on_kv_full", "sl_probe_api",
+                  "q_paris_guess")
 WORDED_PREFIXES = ("rec_pick_", "anim_step_", "ex_answer_")
 
 

@@ -40,6 +40,8 @@ ENGINE_ERROR_KEYS = (
     "empty_prompt", "prompt_too_long", "max_new_tokens_range", "sampling_range", "model_not_found",
     "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
     "mode_unknown", "graph_needs_cuda", "prefix_scope", "preset_too_large", "prompt_too_many_chars", *LIMIT_KEYS,
+    # the weights' format chosen at load (engine/contract/weights.py, engine/runtime/weights.py)
+    "weights_unknown", "weights_group_size", "weights_dtype", "weights_no_kernel", "weights_unsupported",
 )
 # The engine worker's keys (engine/contract/worker/errors.py), worded as err_<key> on every page: the process that
 # measures could not be reached, refused this server, or stopped (and was started again).

@@ -34,6 +34,8 @@ def add_parser(sub) -> None:
                         help="auto: fp32 when 'this' is a CPU (as the engine runs there), else bf16")
     parser.add_argument("--kv-dtype", default="auto", type=cost_dtype, choices=DTYPE_CHOICES,
                         help="auto: the weights' dtype, bf16 for int8/int4")
+    parser.add_argument("--formats", action="store_true",
+                        help="add the Decode step's floor per weight format (fp32, bf16, int8, int4 per group size)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
 
 
@@ -84,6 +86,16 @@ def run_cost(args: argparse.Namespace) -> str:
     kv = args.kv_dtype if args.kv_dtype != "auto" else (weight if weight in ("fp32", "bf16", "fp16") else "bf16")
     prefill, decode = cost.prefill_and_decode(shape, device, prompt_len=args.prompt_len, context=args.context,
                                               batch=args.batch, weight_dtype=weight, kv_dtype=kv)
+    floors = cost.format_floors(shape, device, context=args.context, batch=args.batch, kv_dtype=kv)
     if args.json:
-        return json.dumps(cost.cost_report(shape, device, prefill, decode), indent=2)
-    return cost.format_report(shape, device, prefill, decode)
+        report = cost.cost_report(shape, device, prefill, decode)
+        if args.formats:
+            report["weight_formats"] = [{"weights": f.weights, "group_size": f.group_size, "bytes_per_weight":
+                                         f.bytes_per_weight, "weight_bytes": f.weight_bytes, "floor_ms": f.floor_ms}
+                                        for f in floors]
+        return json.dumps(report, indent=2)
+    text = cost.format_report(shape, device, prefill, decode)
+    if not args.formats:
+        return text
+    return "\n".join([text, "", f"the Decode step's floor per weight format (KV {kv}; scales and zeros counted; "
+                                 "engine trace --weights runs them):", cost.format_floors_table(floors)])

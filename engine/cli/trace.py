@@ -15,7 +15,8 @@ from engine.cli.common import add_device_arguments, shown, table, width
 from engine.contract import limits
 from engine.contract.errors import InputError
 from engine.contract.prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
-from engine.contract.trace import ENGINE_MODES, RANDOM_WEIGHTS_NOTE, RequestTrace, attention_kernels
+from engine.contract.trace import ENGINE_MODES, RANDOM_WEIGHTS_NOTE, ModelInfo, RequestTrace, attention_kernels
+from engine.contract.weights import DEFAULT_GROUP_SIZE, GROUP_SIZES, WEIGHT_FORMATS, check_format
 
 NAME = "trace"
 MAX_SHOWN_CHARS = 48  # a long prompt's Prefill row is cut here, with its token count
@@ -35,6 +36,13 @@ def add_parser(sub) -> None:
                        help="a local Hugging Face folder (default: the embedded model), a hub id to fetch, or "
                             "preset:NAME (qwen2.5-0.5b, llama-3.2-1b, llama-3.1-8b: random weights)")
     add_device_arguments(trace)
+    trace.add_argument("--weights", default=None, choices=WEIGHT_FORMATS,
+                       help="how the weights are held: fp32 / bf16 dense (the dtype), or int8 / int4 weight-only "
+                            "on torch's packed kernels, the rest of the model in --dtype (default: dense in --dtype)."
+                            " engine/runtime/weights.py")
+    trace.add_argument("--group-size", type=int, default=None, metavar="G",
+                       help=f"int4 only: weights per scale and zero, one of {', '.join(map(str, GROUP_SIZES))} "
+                            f"(default {DEFAULT_GROUP_SIZE})")
     trace.add_argument("--temperature", type=float, default=0.0, help="0 = greedy")
     trace.add_argument("--top-k", type=int, default=0)
     trace.add_argument("--top-p", type=float, default=1.0)
@@ -62,6 +70,8 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
         limits.check_count(f"--{name}", value, limits.MAX_STRETCH_TOKENS, low=low)
     limits.check_count("--seed", args.seed, limits.MAX_SEED)
     check_stretch(args.prompt_tokens, args.max_prompt_tokens)  # the sizes first, before torch is imported
+    if args.weights is not None or args.group_size is not None:
+        check_format(args.weights or "fp32", args.group_size)
     # torch and transformers load here, when a trace runs, not when the parser is built
     from engine.runtime.generation import GenerationConfig, check_prompt_text, generate
     from engine.runtime.model import hub_id_for, load_model
@@ -75,7 +85,8 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
     if hub_id:  # say so before any network traffic: a typo in a folder name must not look like a download
         print(f"note: no local folder {args.model!r}; fetching {hub_id} from the Hugging Face Hub", file=sys.stderr)
     longest = max(args.prompt_tokens, args.max_prompt_tokens) + args.max_new_tokens  # a preset's memory check
-    lm = load_model(args.model, device=args.device, dtype=args.dtype, allow_hub=True, max_context=longest)
+    lm = load_model(args.model, device=args.device, dtype=args.dtype, allow_hub=True, max_context=longest,
+                    weights=args.weights, group_size=args.group_size)
     check_stretch(args.prompt_tokens, lm.info.max_positions - args.max_new_tokens)  # before any filler is tokenized
     prompt = extend_prompt(lm.tokenizer, args.prompt, args.prompt_tokens) if args.prompt_tokens else args.prompt
     return generate(lm, prompt, cfg, max_prompt_tokens=args.max_prompt_tokens)
@@ -109,6 +120,7 @@ def format_trace(trace: RequestTrace) -> str:
     header = [
         f"model {m.model_id} ({m.architecture}, {m.num_params:,} params) on {m.device}, {m.dtype}",
         *([f"note: {RANDOM_WEIGHTS_NOTE}"] if m.random_weights else []),
+        *([_weights_line(m)] if m.weight_format else []),
         f"KV per token = 2 x {m.num_layers} layers x {m.num_kv_heads} kv heads x {m.head_dim} head_dim"
         f" x {m.bytes_per_element} bytes = {m.kv_bytes_per_token:,} bytes (formula)",
         _kv_measured(trace),
@@ -123,6 +135,11 @@ def format_trace(trace: RequestTrace) -> str:
         for s in trace.steps
     ]
     return "\n".join(header + table(columns, rows) + [""] + _summary(trace))
+
+
+def _weights_line(m: ModelInfo) -> str:
+    group = f", groups of {m.weight_group_size}" if m.weight_group_size else ""
+    return f"weights {m.weight_format}{group}: {m.weight_bytes:,} bytes held, matmuls by {m.weight_kernel}"
 
 
 def _kernels(trace: RequestTrace) -> str:

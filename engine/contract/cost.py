@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass
 
 from engine.contract.errors import InputError
 from engine.contract.shape import ConfigReader, shape_error
+from engine.contract.weights import GROUP_SIZES, bytes_per_weight
 
 # Bytes per stored element. int8 / int4 are weight-only (or KV-only) quantisation:
 # stored small, turned back into bf16 before the matmul, so they change bytes, not the compute peak.
@@ -430,3 +431,61 @@ def trace_floors(trace, shape: ModelShape, device: DeviceSpec, *, weight_dtype: 
                        device_name=device.name, peak_flops_per_s=device.peak_flops_per_s(weight),
                        bandwidth_bytes_per_s=device.bandwidth_bytes_per_s, weight_dtype=weight, kv_dtype=kv,
                        steps=tuple(steps))
+
+
+# --- the weight formats side by side ----------------------------------------------
+
+@dataclass(frozen=True)
+class FormatFloor:
+    """One Decode step's floor with the matrices held in one weight format (engine/contract/weights.py):
+    bytes per weight with the format's scales (and zeros) counted, as the engine holds them."""
+
+    weights: str
+    group_size: int           # int4's; 0 for the others
+    bytes_per_weight: float
+    weight_bytes: float       # the matrices and the LM head, read once by the step
+    decode: PassCost          # the step at the format's nominal bytes (DTYPE_BYTES), before the scales
+    peak_flops_per_s: float   # dense: its dtype's roof; packed: the device's best roof (see format_floors)
+
+    @property
+    def memory_ms(self) -> float:
+        moved = self.decode.bytes - self.decode.weight_bytes + self.weight_bytes
+        return moved / self.decode.bandwidth_bytes_per_s * 1e3
+
+    @property
+    def compute_ms(self) -> float:
+        return self.decode.flops / self.peak_flops_per_s * 1e3
+
+    @property
+    def floor_ms(self) -> float:
+        return max(self.compute_ms, self.memory_ms)
+
+
+def format_floors(shape: ModelShape, device: DeviceSpec, *, context: int, batch: int = 1,
+                  kv_dtype: str = "bf16") -> list[FormatFloor]:
+    """fp32, bf16, int8 and int4 at each group size: what one Decode step after `context` positions reads
+    and its floor. Weight-only formats keep the KV cache in `kv_dtype`. A packed kernel does its own
+    arithmetic (unpacking, then multiply-adds in whatever width the kernel chose), so no measured matmul
+    roof is its own: its floor takes the device's best one (a floor must never sit above what runs; this
+    CPU's bf16 matmul roof is 50x below its fp32 one)."""
+    best_peak = max(device.fp32_flops_per_s, device.bf16_flops_per_s)
+    floors = []
+    for weights, group in [("fp32", 0), ("bf16", 0), ("int8", 0), *(("int4", g) for g in GROUP_SIZES)]:
+        per_weight = bytes_per_weight(weights, group, row_width=shape.hidden_size)
+        step = pass_cost(shape, device, new_positions=1, context=context, batch=batch, weight_dtype=weights,
+                         kv_dtype=kv_dtype)
+        peak = device.peak_flops_per_s(weights) if weights in ("fp32", "bf16") else best_peak
+        floors.append(FormatFloor(weights, group, per_weight, step.weight_bytes / DTYPE_BYTES[weights] * per_weight,
+                                  step, peak))
+    return floors
+
+
+def format_floors_table(floors: list[FormatFloor]) -> str:
+    """The formats as a short table: bytes per weight, the step's weight bytes, its floor and the ratio to fp32."""
+    fp32 = floors[0].floor_ms
+    columns = ("weights", "bytes/weight", "weight bytes", "compute ms", "memory ms", "floor ms", "x fp32")
+    rows = [(f.weights + (f" g{f.group_size}" if f.group_size else ""), f"{f.bytes_per_weight:.4g}",
+             _si(f.weight_bytes), f"{f.compute_ms:.4g}", f"{f.memory_ms:.4g}", f"{f.floor_ms:.4g}",
+             f"{fp32 / f.floor_ms:.2f}") for f in floors]
+    widths = [max(len(r[i]) for r in (columns, *rows)) for i in range(len(columns))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in (columns, *rows))

@@ -53,6 +53,8 @@ from typing import Any
 
 import numpy as np
 
+from engine.contract.weights import GROUP_SIZES, WEIGHT_FORMATS
+
 SCHEMA_VERSION = 2
 ENGINE_MODES = ("eager", "static", "graph", "compiled")  # engine/runtime/runners.py explains each
 # Version 1 traces had no lock_wait_ms / consumer_ms per step; they load with both
@@ -141,8 +143,21 @@ class ModelInfo:
     # A real-size shape filled with random numbers (engine/runtime/presets.py, model_id "preset:NAME"):
     # its times are real, its tokens meaningless. Anything that shows this trace must say so.
     random_weights: bool = False
+    # How the weights are held (engine/contract/weights.py): "fp32" / "bf16" dense, or "int8" / "int4" packed
+    # weight-only; "" in a trace recorded before formats existed (dense, in `dtype`). int4's group size (0 for
+    # the others), the bytes of every weight held (packed tensors, scales and zeros, and the rest: embedding,
+    # norms, biases; 0 when not recorded), and the matmul kernel the Linear layers call.
+    weight_format: str = ""
+    weight_group_size: int = 0
+    weight_bytes: int = 0
+    weight_kernel: str = ""
 
     def __post_init__(self) -> None:
+        if self.weight_format not in ("", "fp16", *WEIGHT_FORMATS):
+            raise TraceFormatError(f"unknown weight_format {self.weight_format!r}")
+        group_ok = self.weight_group_size in GROUP_SIZES if self.weight_format == "int4" else not self.weight_group_size
+        if not group_ok or self.weight_bytes < 0:
+            raise TraceFormatError(f"weight_group_size {self.weight_group_size} does not fit {self.weight_format!r}")
         if (self.sliding_window is None) != (self.num_sliding_layers == 0):
             raise TraceFormatError("sliding_window and num_sliding_layers must be set together")
         if not 0 <= self.num_sliding_layers <= self.num_layers:

@@ -17,6 +17,7 @@ touches a config's `_attn_implementation`; tests/test_structure.py holds both):
     load_pretrained(source, ...)      a model's weights from a folder; pretrained_config / pretrained_tokenizer
     config_for(model_type, ...)       a config built in code; uninitialised_model(config, ...) its model, unfilled
     quiet_progress()                  no "Loading weights" progress bars
+    is_conv1d(module)                 GPT-2's Conv1D (a Linear whose matrix is stored [in, out]), for weights.py
     register_attention(name, fn)      an attention function (and sdpa's masks) under `name`, for set_attention
     set_attention(model, name)        the model's attention implementation; attention_of(model) reads it
     attention_for_pass(model, name)   a context manager: `name` for one forward pass, the old one after
@@ -37,6 +38,7 @@ from transformers import (AttentionInterface, AutoConfig, AutoModelForCausalLM, 
                           StaticCache)
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.masking_utils import AttentionMaskInterface, sdpa_mask
+from transformers.pytorch_utils import Conv1D
 from transformers.utils import logging as hf_logging
 
 try:
@@ -183,6 +185,10 @@ def uninitialised_model(config, *, dtype: torch.dtype, device: torch.device):
     fills them: transformers' own init takes ~10 s for a 0.5B model on two CPU cores)."""
     with no_init_weights(), device:
         return AutoModelForCausalLM.from_config(config, dtype=dtype)
+
+
+def is_conv1d(module) -> bool:
+    return isinstance(module, Conv1D)
 
 
 def quiet_progress() -> None:

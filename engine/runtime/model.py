@@ -38,18 +38,21 @@ from safetensors import SafetensorError
 from engine.contract import limits
 from engine.contract.config import EngineSettings
 from engine.contract.cost import ModelShape
-from engine.contract.errors import LimitError, ModelLoadError
+from engine.contract.errors import InputError, LimitError, ModelLoadError
 from engine.contract.prompts import prompt_token_ids
 from engine.contract.shape import ConfigReader, declared_params
 from engine.contract.trace import ModelInfo
+from engine.contract.weights import DENSE_DTYPES, PACKED_FORMATS, check_format
 from engine.runtime import attention, hf, presets
 from engine.runtime.attention import KernelLog
 from engine.runtime.prefix_store import PrefixStore
 from engine.runtime.runners import EagerRunner, RunnerPool
+from engine.runtime.weights import DENSE_KERNEL, held_bytes, quantize_model
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[2] / "assets" / "default_model"
 DEFAULT_MODEL_ID = "default"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+DENSE_NAMES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}  # ModelInfo.weight_format of a dense model
 DEVICES = ("auto", "cpu", "cuda", "mps")
 _HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 HUB_PROBE_TIMEOUT_S = 3.0  # offline, huggingface_hub's own retries take ~26 s to give up
@@ -339,6 +342,8 @@ def load_model(
     within: Path | None = None,
     max_context: int = presets.DEFAULT_CONTEXT,
     hub_timeout_s: float = limits.HUB_FETCH_TIMEOUT_S,
+    weights: str | None = None,
+    group_size: int | None = None,
 ) -> LoadedModel:
     """Load tokenizer + model, move to device/dtype, run one warm-up pass.
 
@@ -348,8 +353,12 @@ def load_model(
     `path` may also be "preset:NAME": a published shape with random weights, refused
     before allocation unless it and a KV cache of `max_context` positions fit. A folder's
     declared shape is checked first (check_declared_shape).
+    `weights`: None (dense, in `dtype`), "fp32" / "bf16" (dense, that dtype) or "int8" / "int4" (packed
+    weight-only, the rest of the model in `dtype`; `group_size` for int4): engine/runtime/weights.py.
     """
     start = time.perf_counter()
+    group = check_format(weights, group_size) if weights is not None else 0
+    dtype = dense_dtype(weights, dtype)
     hf.quiet_progress()  # no "Loading weights" bars in a CLI table or a server log
     set_num_threads(num_threads)
     source, model_id = _locate(path, allow_hub, within, hub_timeout_s)
@@ -375,12 +384,34 @@ def load_model(
         reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise ModelLoadError("model_load_failed", f"could not load {path}: {reason}", path=str(path),
                              reason=reason) from err
-    info = dataclasses.replace(info, random_weights=preset is not None)
+    info = hold_weights(model, weights, group, dataclasses.replace(info, random_weights=preset is not None))
     draft = LoadedModel(model=model, tokenizer=tokenizer, info=info, path=source, load_ms=0.0,
                         kernels=attention.install(model))
     if warmup:
         _warm_up(draft)  # the draft is never shared; the returned copy has the real load time
     return dataclasses.replace(draft, load_ms=(time.perf_counter() - start) * 1e3)
+
+
+def dense_dtype(weights: str | None, dtype: str) -> str:
+    """The dtype to load in: a dense format's own ("bf16" -> "bfloat16"); `dtype` for the others. A dense
+    format beside another explicit dtype is refused (InputError "weights_dtype")."""
+    if weights not in DENSE_DTYPES:
+        return dtype
+    if dtype not in ("auto", DENSE_DTYPES[weights]):
+        raise InputError("weights_dtype", f"{weights} weights are {DENSE_DTYPES[weights]}, not {dtype}; "
+                         "drop the dtype or pick int8 / int4", weights=weights, dtype=dtype)
+    return DENSE_DTYPES[weights]
+
+
+def hold_weights(model, weights: str | None, group_size: int, info: ModelInfo) -> ModelInfo:
+    """Pack the model's Linear layers when `weights` is int8 / int4 (in place); the info says how its
+    weights are held now: the format, the group size, the bytes and the matmul kernel."""
+    if weights in PACKED_FORMATS:
+        report = quantize_model(model, weights, group_size, model_id=info.model_id)
+        return dataclasses.replace(info, weight_format=weights, weight_group_size=group_size,
+                                   weight_bytes=report.weight_bytes, weight_kernel=report.kernel)
+    return dataclasses.replace(info, weight_format=DENSE_NAMES.get(info.dtype, ""), weight_bytes=held_bytes(model),
+                               weight_kernel=DENSE_KERNEL)
 
 
 def describe(model, config, model_id: str, dtype: torch.dtype, device: torch.device) -> ModelInfo:

@@ -1,0 +1,99 @@
+"""The lesson's last section (lesson/quantization.py) from a weight-formats file (engine/contract/format_runs.py):
+the numbers it quotes are the file's, the words are in both languages, and the two exercises grade from it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+import pytest
+
+from engine.contract.format_runs import FormatRow, FormatRuns, ModelFormats
+from engine.contract.meaning import MeaningError
+from lesson import quantization as q
+
+MB = 1_000_000
+
+
+def make_runs(int4_answer: str = "巴黎。</s>") -> FormatRuns:
+    embedded = ModelFormats("default", False, (
+        FormatRow("fp32", 0, 14 * MB, 14 * MB, 3.0, 4.0, 0.0, 1.0, 24, "巴黎。</s>", " Paris.</s>"),
+        FormatRow("int8", 0, 7 * MB, 4 * MB, 2.5, 3.0, 0.0002, 0.998, 24, "巴黎。</s>", " Paris.</s>"),
+        FormatRow("int4", 64, 5 * MB, 2 * MB, 2.0, 2.5, 0.012, 0.972, 23, int4_answer, " Paris.</s>"),
+    ))
+    preset = ModelFormats("preset:qwen2.5-0.5b", True, (
+        FormatRow("fp32", 0, 1976 * MB, 1976 * MB, 400.0, 500.0),
+        FormatRow("int4", 64, 823 * MB, 278 * MB, 160.0, 200.0),
+    ))
+    return FormatRuns(embedded, preset, 24, 16, 5, 1, "AMD EPYC", "2.13.0+cpu", "2026-12-04T01:54:02Z", 8.23)
+
+
+UNFILLED = re.compile(r"\{[a-z_]+\}")
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_section_quotes_the_files_numbers_in_both_languages(lang):
+    runs = make_runs()
+    words = " ".join([q.section_intro(runs, lang), q.preset_story(runs, lang), q.answer_story(runs, lang),
+                      q.speedup_question(runs, lang), q.table_title(runs.preset, lang)])
+    assert not UNFILLED.search(words)
+    for number in ("2.5", "7.1", "400 ms", "160 ms", "0.0120", "97.2%", "AMD EPYC", "8.23"):
+        assert number in words, number
+    assert ("巴黎" in q.answer_story(runs, "en")) and ("随机权重" in q.table_title(runs.preset, "zh"))
+    rows = q.formats_rows(runs.embedded, lang)
+    assert [r[next(iter(r))] for r in rows] == ["fp32", "int8", "int4 g64"]
+    assert list(rows[2].values())[3:] == ["1.50", "7.00", "0.0120", "97.2%", "巴黎。"]  # x fp32: 3.0 / 2.0, 14 / 2
+    assert len(q.formats_rows(runs.preset, lang)[1]) == 5  # random weights: no quality columns
+
+
+def test_the_story_follows_the_measured_ratio_not_a_fixed_verdict():
+    runs = make_runs()
+    near = dataclasses.replace(runs.preset, rows=(runs.preset.rows[0],
+                                                  dataclasses.replace(runs.preset.rows[1], decode_median_ms=60.0)))
+    for lang in ("zh", "en"):  # 400 / 60 = 6.7x of the bytes' 7.1x: the memory bounds that step
+        assert q.preset_story(dataclasses.replace(runs, preset=near), lang) != q.preset_story(runs, lang)
+        assert "6.7" in q.preset_story(dataclasses.replace(runs, preset=near), lang)
+
+
+def test_the_section_says_when_int4_changes_the_answer_and_shows_it_as_text():
+    changed = make_runs(int4_answer="<b>柏林</b>。</s>")
+    for lang in ("zh", "en"):
+        story = q.answer_story(changed, lang)
+        assert "\\<b\\>柏林\\</b\\>" in story and "<b>" not in story
+        assert story != q.answer_story(make_runs(), lang)
+    assert q.answer_kept(changed) is False and q.answer_kept(make_runs()) is True
+
+
+def test_the_speedup_exercise_grades_a_guess_against_the_measured_ratio():
+    runs = make_runs()  # the preset: fp32 400 ms, int4 160 ms: 2.5x; the bytes promise 7.1x
+    right, wrong = q.grade_speedup(runs, 2.2), q.grade_speedup(runs, 8)
+    assert right.correct and not wrong.correct and right.measured == pytest.approx(2.5)
+    assert (right.low, right.high) == pytest.approx((1.875, 3.125))
+    for lang in ("zh", "en"):
+        assert "2.50" in q.grade_words(right, lang) and "7.1" in q.grade_words(wrong, lang)
+        assert q.grade_words(right, lang) != q.grade_words(wrong, lang)
+
+
+def test_the_paris_exercise_grades_yes_or_no_against_the_recorded_answer():
+    assert q.grade_paris(make_runs(), "yes").correct and not q.grade_paris(make_runs(), "no").correct
+    assert q.grade_paris(make_runs("罗马。</s>"), "no").correct
+    assert "罗马" in q.grade_words(q.grade_paris(make_runs("罗马。</s>"), "yes"), "en")
+    with pytest.raises(ValueError):
+        q.grade_paris(make_runs(), "maybe")
+
+
+def test_the_file_round_trips_and_numbers_that_cannot_be_true_are_refused():
+    runs = make_runs()
+    assert FormatRuns.from_json(runs.to_json()) == runs
+    data = json.loads(runs.to_json())
+    for spoil in ({"decode_median_ms": -1.0}, {"decode_median_ms": 0.0}, {"top1": 1.5}, {"weights": "int3"},
+                  {"group_size": 48}, {"read_bytes": "many"}):
+        bad = json.loads(json.dumps(data))
+        bad["embedded"]["rows"][2].update(spoil)
+        with pytest.raises(MeaningError):
+            FormatRuns.from_json(json.dumps(bad))
+    with pytest.raises(MeaningError):
+        FormatRuns.from_json(json.dumps({**data, "kind": "trace"}))
+    with pytest.raises(MeaningError):  # every ratio is against fp32: it must be there, first
+        dataclasses.replace(runs.embedded, rows=runs.embedded.rows[1:])
