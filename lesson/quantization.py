@@ -13,7 +13,7 @@ from engine.contract.format_runs import FormatRow, FormatRuns, ModelFormats
 from engine.contract.weights import DEFAULT_GROUP_SIZE
 
 from .exercises import Grade, Number
-from .formats import escape_markdown, format_bytes, format_ms, shown_piece
+from .formats import escape_markdown, fmt_bytes, format_ms, shown_piece
 from .text import t
 
 SPEEDUP_ANSWER = Number(unit="times", rel_tol=0.25)  # a guess within 25 % of the measured speed-up is right
@@ -44,7 +44,7 @@ def formats_rows(model: ModelFormats, lang: str) -> list[dict[str, str]]:
     measured) the quality against fp32 and the answer to 法国的首都是."""
     rows = []
     for r in model.rows:
-        row = {t(lang, "q_col_format"): r.label, t(lang, "q_col_read"): format_bytes(r.read_bytes),
+        row = {t(lang, "q_col_format"): r.label, t(lang, "q_col_read"): fmt_bytes(r.read_bytes),
                t(lang, "q_col_step"): format_ms(r.decode_median_ms),
                t(lang, "q_col_speedup"): f"{model.speedup(r.weights, r.group_size):.2f}",
                t(lang, "q_col_bytes_ratio"): f"{model.bytes_ratio(r.weights, r.group_size):.2f}"}
@@ -69,8 +69,8 @@ def preset_story(runs: FormatRuns, lang: str) -> str:
     fp32, speedup, bytes_ratio = model.rows[0], model.speedup("int4", row.group_size), model.bytes_ratio("int4",
                                                                                                       row.group_size)
     key = "q_preset_story_bytes" if speedup >= BYTES_BOUND_SHARE * bytes_ratio else "q_preset_story"
-    return t(lang, key, model=escape_markdown(model.model_id), fp32_read=format_bytes(fp32.read_bytes),
-             int4_read=format_bytes(row.read_bytes), bytes_ratio=f"{bytes_ratio:.1f}", speedup=f"{speedup:.1f}",
+    return t(lang, key, model=escape_markdown(model.model_id), fp32_read=fmt_bytes(fp32.read_bytes),
+             int4_read=fmt_bytes(row.read_bytes), bytes_ratio=f"{bytes_ratio:.1f}", speedup=f"{speedup:.1f}",
              fp32_ms=format_ms(fp32.decode_median_ms),
              int4_ms=format_ms(row.decode_median_ms))
 
