@@ -25,6 +25,7 @@ from engine.contract.recorded import (
 )
 from engine.contract.serving.trace import ServingRun
 from engine.contract.sweep import Sweep
+from engine.contract.trace import RequestTrace
 from lesson.alt_text import cache_compare_alt
 from lesson.charts.lab import sweep_figure
 from lesson.diagrams import render_cache_compare, render_sweep
@@ -37,7 +38,6 @@ from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t
 
 from . import resources, run_panel, serving
-from .resources import parsed_trace
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
@@ -179,11 +179,11 @@ def _open(page: str, kind: str, jsons: tuple[str, ...], settings: ServerSettings
     ss = st.session_state
     ss.recorded_names = {**ss.recorded_names, page: None}  # a gallery run sets its name after this
     if page == "lesson":
-        trace = parsed_trace(jsons[0])
+        trace = RequestTrace.from_json(jsons[0])  # the file's edge: parsed once, then kept as a value
         if trace.prompt_len > settings.limits.max_prompt_tokens:  # the labs measure the shown run's prompt again
             raise RecordedFileError("over_cap", "the prompt is over this server's cap", n=trace.prompt_len,
                                     limit=settings.limits.max_prompt_tokens)
-        run_panel.open_recorded_trace(jsons[0], rerun_args(trace, settings))
+        run_panel.open_recorded_trace(trace, rerun_args(trace, settings))
     elif page == "lab":
         ss.recorded_lab = (kind, jsons[0])
     else:

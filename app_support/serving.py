@@ -42,7 +42,7 @@ from lesson.serving_views import figure_alt, findings, metric_records, metrics_a
 from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t, table_for
 
-from . import frame, prefix_cache, resources, serving_remote, slide_kit
+from . import frame, prefix_cache, resources, run_store, serving_remote, slide_kit
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
@@ -352,7 +352,8 @@ class PolicyProgress:
 def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps) -> None:
     """Every policy on the same workload, one after another, the bar moving as each writes its answer
     tokens with the time left; a message (not a traceback) on refusal."""
-    args = st.session_state.trace_args  # the model the lesson uses (shared by every page)
+    shown = run_store.current()  # the model the lesson's run uses (shared by every page)
+    args = shown.args if shown is not None else None
     model = (st.session_state.model_choice, resources.server_settings().device, resources.server_settings().dtype)
     if args is not None:
         model = (args.model_choice, args.device, args.dtype)

@@ -63,7 +63,7 @@ def test_every_session_key_is_a_widget_key_or_declared_in_defaults():
         widgets |= widget_keys(tree)
     widgets |= {*state.WIDGET_KEYS, *lab.LAB_WIDGET_KEYS, *serving.SERVING_WIDGET_KEYS,
                 *serving_remote.PROBE_WIDGET_KEYS}
-    assert {"trace_json", "replay_shown", "stepping_full_json", "sl_runs", "lab_sweep_kind"} <= named  # the walk sees
+    assert {"run_id", "replay_shown", "class_step", "sl_runs", "lab_sweep_kind"} <= named  # the walk sees
     undeclared = sorted(named - widgets - set(state.DEFAULTS))
     assert undeclared == [], f"session keys set outside state.DEFAULTS: {undeclared}"
 
