@@ -37,7 +37,7 @@ from lesson.serving_views import figure_alt, findings, metric_records, metrics_a
 from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t
 
-from . import resources, run_panel, serving
+from . import resources, run_panel, run_store, serving
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
@@ -185,9 +185,9 @@ def _open(page: str, kind: str, jsons: tuple[str, ...], settings: ServerSettings
                                     limit=settings.limits.max_prompt_tokens)
         run_panel.open_recorded_trace(trace, rerun_args(trace, settings))
     elif page == "lab":
-        ss.recorded_lab = (kind, jsons[0])
-    else:
-        ss.recorded_serving = jsons
+        run_store.keep("recorded_lab", run_store.RecordedLab(kind, parsed_recorded(kind, jsons[0])))
+    else:  # the file's edge: parsed once, then kept as values
+        run_store.keep("recorded_serving", run_store.ServingSet(tuple(ServingRun.from_json(j) for j in jsons), jsons))
 
 
 def rerun_args(trace, settings: ServerSettings) -> run_panel.RunArgs:
@@ -218,15 +218,14 @@ def _close(key: str) -> None:
 def lab_panel(lang: str, settings: ServerSettings) -> None:
     """The bottleneck lab's recorded runs: open one, then a recorded sweep or cache on vs off drawn here."""
     open_panel(lang, "lab", settings)
-    shown = st.session_state.recorded_lab
-    if not shown:
+    shown = run_store.kept_of(run_store.RecordedLab, "recorded_lab")
+    if shown is None:
         return
-    kind, run_json = shown
     with error_boundary(lang, "err_diagram"):
-        if kind == "sweep":
-            _recorded_sweep(lang, parsed_recorded(kind, run_json))
+        if shown.kind == "sweep":
+            _recorded_sweep(lang, shown.value)
         else:
-            _recorded_comparison(lang, parsed_recorded(kind, run_json))
+            _recorded_comparison(lang, shown.value)
     st.button(t(lang, "rec_close"), key="rec_close_lab", on_click=_close, args=("recorded_lab",))
 
 
@@ -259,11 +258,11 @@ def _recorded_comparison(lang: str, recorded: RecordedComparison) -> None:
 def serving_panel(lang: str, settings: ServerSettings) -> None:
     """The serving lab's recorded runs: open some, then their table and figures, each labelled."""
     open_panel(lang, "serving", settings)
-    jsons = st.session_state.recorded_serving
-    if not jsons:
+    shown = run_store.kept_of(run_store.ServingSet, "recorded_serving")
+    if shown is None:
         return
     with error_boundary(lang, "err_diagram"):
-        _recorded_serving(lang, tuple(jsons), [ServingRun.from_json(j) for j in jsons])
+        _recorded_serving(lang, shown.jsons, list(shown.runs))
     st.button(t(lang, "rec_close"), key="rec_close_serving", on_click=_close, args=("recorded_serving",))
 
 

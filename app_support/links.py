@@ -275,9 +275,10 @@ def current_values(path: str, fields) -> dict[str, object]:
 
 
 def _shows_recorded(gallery_page: str | None) -> bool:
-    ss = st.session_state
-    return {"lesson": run_store.current_origin() == "recorded", "lab": bool(ss.recorded_lab),
-            "serving": bool(ss.recorded_serving)}.get(gallery_page, False)
+    shown = {"lesson": run_store.current_origin() == "recorded",
+             "lab": run_store.kept_of(run_store.RecordedLab, "recorded_lab") is not None,
+             "serving": run_store.kept_of(run_store.ServingSet, "recorded_serving") is not None}
+    return shown.get(gallery_page, False)
 
 
 def link_for(path: str, settings: ServerSettings, model_choices) -> tuple[str, bool]:

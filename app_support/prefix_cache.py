@@ -27,7 +27,7 @@ def prefix_svg(run_json: str, lang: str, classroom: bool = False) -> str:
     return render_prefix_cache(ServingRun.from_json(run_json), lang=lang, style=resources.figure_style(classroom))
 
 
-def section(lang: str, runs: list[ServingRun], jsons: tuple[str, ...], off_json: str | None, tag: str) -> None:
+def section(lang: str, runs: list[ServingRun], jsons: tuple[str, ...], off: ServingRun | None, tag: str) -> None:
     """The part under the serving lab's figures: nothing to show for runs with the cache off but a hint."""
     st.subheader(t(lang, "pc_heading"), anchor="prefix-caching")
     cached = [(run, j) for run, j in zip(runs, jsons) if run.settings.prefix_caching and run.iterations]
@@ -43,8 +43,7 @@ def section(lang: str, runs: list[ServingRun], jsons: tuple[str, ...], off_json:
         run, run_json = cached[pick or 0]
     st.markdown(f"**{escape_markdown(run_label(run, lang))}**")
     st.dataframe(prefix_records(run, lang), hide_index=True, width="stretch")
-    if off_json is not None:
-        off = ServingRun.from_json(off_json)
+    if off is not None:
         on = next((r for r, _ in cached if r.settings.policy == off.settings.policy), run)
         st.markdown(f"**{escape_markdown(ttft_heading(on, lang))}**")
         st.markdown(escape_markdown(ttft_sentence(off, on, lang)))

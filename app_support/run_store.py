@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from engine.contract.serving.trace import ServingRun
 from engine.contract.trace import RequestTrace
 from lesson.answer import truncate_trace
 from lesson.diagrams.ttft_parts import FeltTimes
@@ -90,6 +91,39 @@ class StoredRun:
         return self.first_run if self.first_run is not None else self.trace
 
 
+@dataclass(frozen=True, eq=False)
+class ServingSet:
+    """The serving lab's runs of one workload, one per policy (and, with prefix caching on, the same workload's
+    run with it off), parsed once; `jsons`: their wire form, which the serving figures' caches and the
+    downloads read (engine/contract/serving/trace.py)."""
+
+    runs: tuple[ServingRun, ...]
+    jsons: tuple[str, ...]
+    prefix_off: ServingRun | None = None
+    id: str = field(default_factory=lambda: secrets.token_hex(8))
+
+
+@dataclass(frozen=True, eq=False)
+class ProbeShown:
+    """The last probe of a real server (engine.contract.interop.probe.ProbeResult), as the page draws it:
+    its plain data, as its download holds it (no key in it, KeyMask), never mutated."""
+
+    data: dict
+    id: str = field(default_factory=lambda: secrets.token_hex(8))
+
+
+@dataclass(frozen=True, eq=False)
+class RecordedLab:
+    """A recorded sweep or cache comparison opened in the bottleneck lab (app_support/gallery.py), parsed once."""
+
+    kind: str  # "sweep" | "cache_compare"
+    value: object  # engine.contract.sweep.Sweep | engine.contract.recorded.RecordedComparison
+    id: str = field(default_factory=lambda: secrets.token_hex(8))
+
+
+Stored = StoredRun | ServingSet | ProbeShown | RecordedLab  # what the store keeps, each by its `id`
+
+
 class RunHolder:
     """A session's hold on its runs: lives in its session state and dies with it (a weak key of the store)."""
 
@@ -103,11 +137,11 @@ class RunStore:
         if max_runs < 1:
             raise ValueError(f"max_runs must be at least 1, not {max_runs}")
         self.max_runs = max_runs
-        self.runs: OrderedDict[str, StoredRun] = OrderedDict()
+        self.runs: OrderedDict[str, Stored] = OrderedDict()
         self.holds: weakref.WeakKeyDictionary[RunHolder, frozenset[str]] = weakref.WeakKeyDictionary()
         self.lock = threading.Lock()
 
-    def put(self, run: StoredRun) -> str:
+    def put(self, run: Stored) -> str:
         """Keep `run` (again: the same run put twice is kept once); returns its id."""
         with self.lock:
             self.runs[run.id] = run
@@ -115,7 +149,7 @@ class RunStore:
             self._drop_unheld()
         return run.id
 
-    def get(self, run_id: object) -> StoredRun | None:
+    def get(self, run_id: object) -> Stored | None:
         """The run kept under `run_id`, now the most recently used; None when none is (dropped, or forged)."""
         if not isinstance(run_id, str):
             return None
@@ -197,7 +231,22 @@ def whole_view(run: StoredRun) -> RunView:
 def current() -> StoredRun | None:
     """The session's run (st.session_state.run_id) from the store; None before any run, or once the
     store no longer has it (the page then says so: run_panel.trace_to_show)."""
-    return store().get(st.session_state.get("run_id"))
+    return kept_of(StoredRun, "run_id")
+
+
+def kept_of(kind: type, key: str):
+    """The value of `kind` whose id the session keeps under `key`, or None (none, dropped, or forged)."""
+    value = store().get(st.session_state.get(key))
+    return value if isinstance(value, kind) else None
+
+
+def keep(key: str, value: ServingSet | ProbeShown | RecordedLab | None) -> None:
+    """`value` kept in the store, its id the session's under `key` (None: nothing kept there)."""
+    st.session_state[key] = store().put(value) if value is not None else None
+    hold_session_runs()
+
+
+HELD_KEYS = ("run_id", "sl_runs", "sl_probe", "recorded_lab", "recorded_serving")  # keys naming a stored value
 
 
 def hold_session_runs() -> None:
@@ -206,7 +255,7 @@ def hold_session_runs() -> None:
     holder = ss.get("run_holder")
     if not isinstance(holder, RunHolder):
         holder = ss.run_holder = RunHolder()
-    ids = [ss.run_id] if isinstance(ss.get("run_id"), str) else []
+    ids = [ss.get(key) for key in HELD_KEYS if isinstance(ss.get(key), str)]
     ids += [entry.stored_id for entry in ss.get("history") or ()]
     store().hold(holder, ids)
 

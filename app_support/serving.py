@@ -187,9 +187,9 @@ def serving_lab(lang: str, lm, settings: ServerSettings) -> None:
             st.error(scenario)  # the message from _workload_controls
         else:
             _run_all(lang, workload, scenario, config, caps)
-    shown = st.session_state.get("sl_runs")
-    if shown:
-        _show(lang, [ServingRun.from_json(j) for j in shown], shown)
+    shown = run_store.kept_of(run_store.ServingSet, "sl_runs")
+    if shown is not None:
+        _show(lang, shown)
     engine_queue_panel(lang)  # the class's own queue: lesson runs going through between serving iterations
     st.info(t(lang, "sl_honest"))
     serving_remote.probe_panel(lang, workload, scenario, lm, config)  # a real server, from the client
@@ -375,7 +375,7 @@ def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps
     except Exception as err:  # noqa: BLE001 - a message, never a traceback
         log.info("serving lab refused: %s", err)
         bar.empty()
-        st.session_state.sl_runs = None
+        run_store.keep("sl_runs", None)
         st.error(serving_message(err, lang))
         return
     finally:
@@ -383,15 +383,17 @@ def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps
     bar.progress(1.0, text=t(lang, "sl_done", n=len(policies)))
     if place.shared_note():  # another lab asked the same at the same time: measured once for both
         st.caption(place.shared_note())
-    st.session_state.sl_runs, st.session_state.sl_prefix_off = tuple(runs), off
+    parsed = tuple(ServingRun.from_json(j) for j in runs)  # the worker's wire form, parsed once here
+    run_store.keep("sl_runs", run_store.ServingSet(parsed, tuple(runs), ServingRun.from_json(off) if off else None))
 
 
-def _show(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
+def _show(lang: str, shown: run_store.ServingSet) -> None:
     with error_boundary(lang, "err_diagram"):  # a figure that cannot be drawn is a message, not a traceback
-        _results(lang, runs, jsons)
+        _results(lang, shown)
 
 
-def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
+def _results(lang: str, shown: run_store.ServingSet) -> None:
+    runs, jsons = list(shown.runs), shown.jsons
     st.subheader(t(lang, "sl_results"))
     st.markdown(t(lang, "sl_what_to_see"))
     for line in findings(runs, lang):
@@ -429,7 +431,7 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
     st.download_button(t(lang, "sl_download_runs"), data="[" + ",".join(jsons) + "]", file_name="serving_runs.json",
                        mime="application/json", key="sl_download_runs", on_click="ignore",
                        icon=":material/download:")
-    prefix_cache.section(lang, runs, jsons, st.session_state.get("sl_prefix_off"), tag)  # switch on: hits, misses
+    prefix_cache.section(lang, runs, jsons, shown.prefix_off, tag)  # switch on: hits, misses
     slide_kit.serving_button(lang, runs, jsons)  # every figure above for slides, in one zip (built when clicked)
     columns = st.columns(min(len(runs), 2))  # a Perfetto trace of every run (lesson.perfetto)
     for k, (run, run_json) in enumerate(zip(runs, jsons)):

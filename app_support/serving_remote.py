@@ -41,6 +41,7 @@ from lesson.prefix_views import probe_prefix_words
 from lesson.serving_views import figure_alt, metric_records
 from lesson.text import t
 
+from . import run_store
 from .resources import client, figure_style
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
@@ -140,15 +141,15 @@ def probe_panel(lang: str, workload, scenario: str, lm, slo: Mapping[str, float]
         else:
             _run_probe(lang, workload, scenario, lm, settings, endpoint.strip(), model.strip(), api, concurrency,
                        timeout, key_env, ignore_eos, slo)
-    shown = st.session_state.get("sl_probe")
-    if shown:
+    shown = run_store.kept_of(run_store.ProbeShown, "sl_probe")
+    if shown is not None:
         with error_boundary(lang, "err_diagram"):
-            _show_probe(lang, json.loads(shown))
+            _show_probe(lang, shown.data)
 
 
 def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, concurrency, timeout, key_env,
                ignore_eos, slo) -> None:
-    st.session_state.sl_probe = None
+    run_store.keep("sl_probe", None)
     try:
         check_probe_request(endpoint, key_env, settings)
         cfg = ProbeConfig(endpoint=endpoint, model=model, api=api, concurrency=concurrency or None, timeout_s=timeout,
@@ -184,7 +185,8 @@ def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, con
                 show_remote_error(err, lang)
                 return
     bar.progress(1.0, text=t(lang, "sl_probe_done", n=len(result.run.requests), failed=len(result.failures)))
-    st.session_state.sl_probe = result.to_json(indent=None)  # no key: masked in all a server sent (KeyMask)
+    # its plain data as its download holds it (the page reads that form); no key: masked in all a server sent
+    run_store.keep("sl_probe", run_store.ProbeShown(json.loads(result.to_json(indent=None))))
 
 
 def show_remote_error(err: BaseException, lang: str) -> None:

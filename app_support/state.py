@@ -67,17 +67,16 @@ DEFAULTS: dict[str, Any] = {
     # ---- the labs' results (app_support/lab.py, modes.py, serving.py, serving_remote.py) ----
     "cache_compare_for": None,  # the run (model and prompt ids) the cache on/off comparison was asked for
     "modes_results": {},  # engine modes measured, by (model, prompt, lengths, modes): app_support.modes
-    "sl_runs": None,  # the serving lab's last runs, one ServingRun JSON per policy
-    "sl_prefix_off": None,  # the prefix-caching switch on: the same workload's run with the cache off (JSON)
+    "sl_runs": None,  # the serving lab's last runs: the id of a run_store.ServingSet (one run per policy)
     "first_screen_drawn": False,  # this session's lesson page has drawn its first figure once (first_screens.py)
     "lesson_open": False,  # the lesson below its first screen is drawn: the reader came to it (sections.read_on)
     "started_once": False,  # this session's first run has drawn its loading note (starting.starting_note)
     "class_stepped": False,  # a classroom step just happened: bring the stepped figure on screen (stepping.py)
-    "sl_probe": None,  # the last probe of a real server (engine.contract.interop.probe.ProbeResult JSON)
+    "sl_probe": None,  # the last probe of a real server: the id of a run_store.ProbeShown
     # ---- recorded runs opened (app_support/gallery.py) ----
     "recorded_notice": None,  # (page, "success" | "error", Markdown): what opening a file did, said once there
-    "recorded_lab": None,  # a recorded sweep or cache comparison opened in the bottleneck lab: (kind, its JSON)
-    "recorded_serving": None,  # recorded serving runs opened in the serving lab: their JSONs
+    "recorded_lab": None,  # a recorded sweep or cache comparison opened in the lab: a run_store.RecordedLab id
+    "recorded_serving": None,  # recorded serving runs opened in the serving lab: a run_store.ServingSet id
     "recorded_names": {},  # page ("lesson", "lab", "serving") -> the gallery run open there, by name; None: a file
     # ---- a link that reopens a state (app_support/links.py) ----
     "link_applied": None,  # the query of the link this session opened (applied once)

@@ -33,6 +33,13 @@ def stored_run(at):
     return run_store.store().get(at.session_state["run_id"])
 
 
+def kept(at, key: str):
+    """The value of the store whose id the session keeps under `key` ("sl_runs", "sl_probe"), or None."""
+    from app_support import run_store
+
+    return run_store.store().get(at.session_state[key]) if key in at.session_state else None
+
+
 def shown_trace(at) -> dict:
     """The run the page shows, its trace as plain data (what its JSON download holds)."""
     return json.loads(stored_run(at).trace.to_json())

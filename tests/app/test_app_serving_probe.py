@@ -9,7 +9,6 @@ one fails, and the page must show both.
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
@@ -21,7 +20,7 @@ from engine.contract.errors import RemoteError
 from lesson.messages import code_span, remote_message, technical_detail
 from lesson.perfetto import check_trace_events
 from lesson.text import t
-from tests.app.apptest import APP, SERVING_LAB, needs_model, serving_lab_page
+from tests.app.apptest import APP, SERVING_LAB, kept, needs_model, serving_lab_page
 from tests.factories import VLLM_RESULT, client_run, make_run
 from tests.fake_server import misbehaving
 
@@ -174,7 +173,7 @@ def test_probe_panel_measures_a_streaming_server_and_keeps_the_failed_requests_m
         _probe(lab, url)
     assert not lab.exception, [e.value for e in lab.exception]
     assert _errors(lab) == []
-    data = json.loads(lab.session_state["sl_probe"])
+    data = kept(lab, "sl_probe").data
     assert [r["request_id"] for r in data["requests"]] == ["r0"] and data["requests"][0]["output_pieces"] == \
         ["巴", "黎", "。"]
     assert [w.value for w in lab.warning] == [t("zh", "sl_probe_failed", n=1, total=2)]
@@ -221,7 +220,7 @@ def test_probe_bad_url_unreachable_and_disallowed_host_are_messages(lab, monkeyp
     lab.text_input(key="sl_probe_key_env").set_value("VLLM_API_KEY")
     _probe(lab, "http://127.0.0.1:8000")
     assert _errors(lab) == [t("zh", "err_probe_api_key_env", name="`VLLM_API_KEY`")]
-    assert not lab.session_state["sl_probe"]
+    assert kept(lab, "sl_probe") is None
 
 
 @needs_model

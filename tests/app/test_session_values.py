@@ -10,7 +10,9 @@ import json
 import pytest
 
 from lesson.text import t
-from tests.app.apptest import EXERCISES, LAB, LESSON, SERVING_LAB, assert_healthy, needs_model, read_on, stored_run
+from tests.app.apptest import (
+    EXERCISES, LAB, LESSON, SERVING_LAB, assert_healthy, kept, needs_model, read_on, stored_run,
+)
 
 
 def json_strings(value: object, where: str = "") -> list[str]:
@@ -64,10 +66,19 @@ def test_no_session_value_is_a_json_string_after_a_tour_of_the_pages(app):
     app.toggle(key="presenter").set_value(True).run()
     app.button(key="pres_next").click().run()
     app.toggle(key="presenter").set_value(False).run()
-    for page in (LAB, EXERCISES, SERVING_LAB, LESSON):
+    for page in (LAB, EXERCISES, SERVING_LAB):
         app.switch_page(page).run()
         assert_healthy(app)
+    app.radio(key="sl_source").set_value("custom").run()  # a small workload: every policy runs on it
+    for key, value in (("sl_num_chats", 1), ("sl_answer_tokens", 4), ("sl_long_tokens", 64)):
+        app.slider(key=key).set_value(value)
+    app.toggle(key="sl_prefix_caching").set_value(True)  # and its run with the cache off
+    app.button(key="sl_run").click().run()
+    assert_healthy(app)
+    app.switch_page(LESSON).run()
+    assert_healthy(app)
     assert stored_run(app) is not None and isinstance(app.session_state["run_id"], str)
+    assert kept(app, "sl_runs").prefix_off is not None and isinstance(app.session_state["sl_runs"], str)
     assert session_json(app) == []
 
 
