@@ -10,7 +10,11 @@ A session keeps only the run's id (st.session_state.run_id, and its history's id
     view = RunView(run, step, stepping)    # what a page run shows of it: the passes so far
     view.trace                             # that prefix (run_at_step: cut once, shared), never written back
 
-The store is bounded: at most `max_runs` runs no live session holds, the least recently used
+The labs' results are kept the same way, each a frozen value named by id in the session: the serving
+lab's runs (ServingSet), a probe of a real server (ProbeShown), a recorded run opened in a lab
+(RecordedLab); `keep(key, value)` and `kept_of(kind, key)`.
+
+The store is bounded: at most `max_runs` values no live session holds, the least recently used
 dropped first. A session holds its current run and its history's runs (hold), through a RunHolder
 kept in its state: when Streamlit drops a closed session, its holder goes and so does the hold.
 Thread-safe: Streamlit draws every session in a thread of its own.
