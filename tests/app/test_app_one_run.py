@@ -146,3 +146,24 @@ def test_the_first_figure_says_when_noise_made_a_decode_step_slow_and_offers_to_
     assert app.session_state["run_id"] != before and stored_run(app).trace != noisy
     calm_caption = texts(app, "caption")
     assert not [b for b in app.button if b.key == "timeline_measure_again"] or "噪声" in calm_caption
+
+
+@needs_model
+def test_the_ttft_captions_lower_bracket_is_named_only_where_one_is_drawn(app):
+    """The first view has only the engine's parts (one bracket): its caption names no lower bracket. A run of
+    the visitor's own has the visitor's parts too, and then both brackets and the caption naming both."""
+    def ttft_caption_and_svg(at):
+        at.toggle(key="raw_svg_ttft_parts").set_value(True).run()
+        svg = next(c.value for c in at.code if "ttft-parts" in c.value)
+        captions = texts(at, "caption")
+        return captions, svg
+
+    captions, svg = ttft_caption_and_svg(app)
+    assert stored_run(app).origin == "first_view"
+    assert t("zh", "ttft_parts_caption_engine") in captions and t("zh", "ttft_parts_caption") not in captions
+    assert 'class="bracket felt"' not in svg and 'class="bracket engine"' in svg
+    app.button(key="run").click().run()
+    assert_healthy(app)
+    captions, svg = ttft_caption_and_svg(app)
+    assert stored_run(app).felt is not None and 'class="bracket felt"' in svg
+    assert t("zh", "ttft_parts_caption") in captions and t("zh", "ttft_parts_caption_engine") not in captions
