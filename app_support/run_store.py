@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 import streamlit as st
 
+from engine.contract.interop.probe import ProbeResult
 from engine.contract.serving.trace import ServingRun
 from engine.contract.trace import RequestTrace
 from lesson.answer import truncate_trace
@@ -109,10 +110,9 @@ class ServingSet:
 
 @dataclass(frozen=True, eq=False)
 class ProbeShown:
-    """The last probe of a real server (engine.contract.interop.probe.ProbeResult), as the page draws it:
-    its plain data, as its download holds it (no key in it, KeyMask), never mutated."""
+    """The last probe of a real server, as it came back (no key in it: masked in all a server sent, KeyMask)."""
 
-    data: dict
+    result: ProbeResult
     id: str = field(default_factory=lambda: secrets.token_hex(8))
 
 

@@ -9,6 +9,7 @@ one fails, and the page must show both.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -173,7 +174,7 @@ def test_probe_panel_measures_a_streaming_server_and_keeps_the_failed_requests_m
         _probe(lab, url)
     assert not lab.exception, [e.value for e in lab.exception]
     assert _errors(lab) == []
-    data = kept(lab, "sl_probe").data
+    data = json.loads(kept(lab, "sl_probe").result.to_json())  # as its download holds it
     assert [r["request_id"] for r in data["requests"]] == ["r0"] and data["requests"][0]["output_pieces"] == \
         ["巴", "黎", "。"]
     assert [w.value for w in lab.warning] == [t("zh", "sl_probe_failed", n=1, total=2)]

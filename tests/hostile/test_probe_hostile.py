@@ -331,7 +331,7 @@ def test_the_app_keeps_no_echoed_key_and_words_a_bad_reply(monkeypatch):
         at.button(key="sl_probe_run").click()
         at.run()
     assert not at.exception, [e.value for e in at.exception]
-    data = kept(at, "sl_probe").data
+    data = json.loads(kept(at, "sl_probe").result.to_json())  # as its download holds it
     assert [r["request_id"] for r in data["requests"]] == ["r0"] and data["requests"][0]["output_text"] == \
         "key *** *** end"
     samples = json.dumps([{"t_ms": s["t_ms"], "values": s["values"]} for s in data["server_metrics"]["samples"]])
