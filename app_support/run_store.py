@@ -179,7 +179,7 @@ class RunStore:
         return len(self.runs)
 
 
-@st.cache_resource(show_spinner=False)
+@functools.cache  # not st.cache_resource: a page looks it up many times a run, and Streamlit's wrapper costs
 def store() -> RunStore:
     """The process's one store, shared by every session."""
     return RunStore()
