@@ -262,27 +262,27 @@ def serving_panel(lang: str, settings: ServerSettings) -> None:
     if shown is None:
         return
     with error_boundary(lang, "err_diagram"):
-        _recorded_serving(lang, shown.jsons, list(shown.runs))
+        _recorded_serving(lang, shown)
     st.button(t(lang, "rec_close"), key="rec_close_serving", on_click=_close, args=("recorded_serving",))
 
 
-def _recorded_serving(lang: str, jsons: tuple[str, ...], runs: list[ServingRun]) -> None:
-    classroom = st.session_state.classroom
+def _recorded_serving(lang: str, shown: run_store.ServingSet) -> None:
+    classroom, runs = st.session_state.classroom, list(shown.runs)
     st.subheader(t(lang, "rec_serving_title"))
     st.markdown(recorded_note(runs[0].provenance, lang))
     for line in findings(runs, lang):
         st.markdown("- " + line)
     metric_dataframe(metric_records(runs, lang))
-    prov, tag = runs[0].provenance, run_set_tag(jsons)  # download names: scenario, run set, policy, figure
-    svg_figure("rec_serving_metrics", serving.metrics_svg(jsons, lang, classroom), lang, figure_note(prov, lang),
+    prov, tag = runs[0].provenance, run_set_tag(shown.jsons)  # download names: scenario, run set, policy, figure
+    svg_figure("rec_serving_metrics", serving.metrics_svg(shown, lang, classroom), lang, figure_note(prov, lang),
                alt=recorded_alt(metrics_alt(runs, lang), prov, lang),
                file_stem=recorded_stem(serving_stem(runs[0], "metrics", tag), prov))
     tabs = st.tabs([t(lang, f"sl_tab_{figure}") for figure in SERVING_FIGURES])
     for tab, figure in zip(tabs, SERVING_FIGURES):
         with tab:
-            for k, (run, run_json) in enumerate(zip(runs, jsons)):
+            for k, run in enumerate(runs):
                 st.markdown(f"**{escape_markdown(run_label(run, lang))}**")
-                svg_figure(f"rec_serving_{figure}_{k}", serving.serving_svg(figure, run_json, lang, classroom), lang,
+                svg_figure(f"rec_serving_{figure}_{k}", serving.serving_svg(figure, shown, k, lang, classroom), lang,
                            figure_note(run.provenance, lang), alt=recorded_alt(figure_alt(figure, run, lang),
                                                                                run.provenance, lang),
                            file_stem=recorded_stem(serving_stem(run, figure, tag), run.provenance))

@@ -155,16 +155,16 @@ def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, 
     return run_json
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def serving_svg(name: str, run_json: str, lang: str, classroom: bool = False) -> str:
+@functools.lru_cache(maxsize=256)
+def serving_svg(name: str, shown: run_store.ServingSet, k: int, lang: str, classroom: bool = False) -> str:
+    """One figure of the set's run `k`, drawn once per stored set (hashed by identity) for every session."""
     render = {"gantt": render_serving_gantt, "batch": render_batch_composition, "kv": render_kv_blocks}[name]
-    return render(ServingRun.from_json(run_json), lang=lang, style=resources.figure_style(classroom))
+    return render(shown.runs[k], lang=lang, style=resources.figure_style(classroom))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def metrics_svg(run_jsons: tuple[str, ...], lang: str, classroom: bool = False) -> str:
-    return render_serving_metrics([ServingRun.from_json(j) for j in run_jsons], lang=lang,
-                                  style=resources.figure_style(classroom))
+@functools.lru_cache(maxsize=64)
+def metrics_svg(shown: run_store.ServingSet, lang: str, classroom: bool = False) -> str:
+    return render_serving_metrics(list(shown.runs), lang=lang, style=resources.figure_style(classroom))
 
 
 # --- the page ---------------------------------------------------------------------
@@ -403,7 +403,7 @@ def _results(lang: str, shown: run_store.ServingSet) -> None:
     classroom = bool(st.session_state.get("classroom"))
     with st.expander(t(lang, "sl_table_svg")):
         tag = run_set_tag(jsons)  # download names say the scenario and the run set: never another's name
-        svg_figure("serving_metrics", metrics_svg(jsons, lang, classroom), lang, alt=metrics_alt(runs, lang),
+        svg_figure("serving_metrics", metrics_svg(shown, lang, classroom), lang, alt=metrics_alt(runs, lang),
                    file_stem=serving_stem(runs[0], "metrics", tag))
     names = {"gantt": t(lang, "sl_tab_gantt"), "batch": t(lang, "sl_tab_batch"), "kv": t(lang, "sl_tab_kv")}
     tabs = st.tabs([names[f] for f in FIGURES])
@@ -418,7 +418,7 @@ def _results(lang: str, shown: run_store.ServingSet) -> None:
                     st.plotly_chart(classroom_fonts(serving_gantt_figure(run, lang), classroom),
                                     key=f"sl_plotly_{run.settings.policy}", config=plotly_config(lang))
                 continue
-            svgs = [serving_svg(figure, run_json, lang, classroom) for run_json in jsons]
+            svgs = [serving_svg(figure, shown, k, lang, classroom) for k in range(len(runs))]
             # policy beside policy only if their labels stay readable at half the column (they do not at
             # 860 units wide: one above the other, time axes aligned); on a projector: one per row
             per_row = 1 if classroom else figures_per_row(svgs)
@@ -431,7 +431,7 @@ def _results(lang: str, shown: run_store.ServingSet) -> None:
     st.download_button(t(lang, "sl_download_runs"), data="[" + ",".join(jsons) + "]", file_name="serving_runs.json",
                        mime="application/json", key="sl_download_runs", on_click="ignore",
                        icon=":material/download:")
-    prefix_cache.section(lang, runs, jsons, shown.prefix_off, tag)  # switch on: hits, misses
+    prefix_cache.section(lang, shown, tag)  # switch on: hits, misses
     slide_kit.serving_button(lang, runs, jsons)  # every figure above for slides, in one zip (built when clicked)
     columns = st.columns(min(len(runs), 2))  # a Perfetto trace of every run (lesson.perfetto)
     for k, (run, run_json) in enumerate(zip(runs, jsons)):

@@ -264,17 +264,19 @@ def test_the_labs_figures_fold_in_classroom_mode():
     import re
     import xml.etree.ElementTree as ET
 
+    from app_support.run_store import ServingSet
     from app_support.serving import serving_svg
     from app_support.serving_remote import observed_gantt_svg
     from lesson.style import CLASSROOM_MIN_FONT, CLASSROOM_WIDTH
 
-    run_json = make_run(policy="disaggregated").to_json()
-    svgs = [serving_svg(name, run_json, "zh", True) for name in ("gantt", "batch", "kv")]
+    run = make_run(policy="disaggregated")
+    shown = ServingSet((run,), (run.to_json(),))
+    svgs = [serving_svg(name, shown, 0, "zh", True) for name in ("gantt", "batch", "kv")]
     svgs.append(observed_gantt_svg(client_run().to_json(), "en", True))
     for svg in svgs:
         assert float(ET.fromstring(svg).get("width")) <= CLASSROOM_WIDTH
         assert min(float(s) for s in re.findall(r'font-size="([\d.]+)"', svg)) >= CLASSROOM_MIN_FONT
-    assert float(ET.fromstring(serving_svg("gantt", run_json, "zh")).get("width")) > CLASSROOM_WIDTH  # normal
+    assert float(ET.fromstring(serving_svg("gantt", shown, 0, "zh")).get("width")) > CLASSROOM_WIDTH  # normal
 
 
 @needs_model
