@@ -99,8 +99,8 @@ class StoredRun:
 @dataclass(frozen=True, eq=False)
 class ServingSet:
     """The serving lab's runs of one workload, one per policy (and, with prefix caching on, the same workload's
-    run with it off), parsed once; `jsons`: their wire form, which the serving figures' caches and the
-    downloads read (engine/contract/serving/trace.py)."""
+    run with it off), parsed once; `jsons`: their wire form, for what leaves the process (the downloads, the
+    slide kit) and the run set's tag in file names (lesson.slides.run_set_tag)."""
 
     runs: tuple[ServingRun, ...]
     jsons: tuple[str, ...]
