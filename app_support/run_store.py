@@ -254,7 +254,7 @@ HELD_KEYS = ("run_id", "sl_runs", "sl_probe", "recorded_lab", "recorded_serving"
 
 
 def hold_session_runs() -> None:
-    """The session's current run and its history's runs held in the store while the session lives."""
+    """The session's current run, its history's runs and its labs' values held in the store while it lives."""
     ss = st.session_state
     holder = ss.get("run_holder")
     if not isinstance(holder, RunHolder):
