@@ -5,7 +5,8 @@
 This file is the entry every page shares: session state, server settings,
 page config, the header and the sidebar, then Streamlit's own multipage
 navigation. Each page's body is a file in app_pages/ (the lesson is the
-default page); all pages share the one run kept in st.session_state.
+default page); all pages share one run: the session keeps its id (st.session_state.run_id), the run
+itself is one value in the process's run store (app_support/run_store.py).
 """
 
 import streamlit as st

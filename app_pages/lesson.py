@@ -15,6 +15,7 @@ import streamlit as st
 
 from app_support import (compare, first_screens, frame, gallery, links, presenter, resources, run_panel, sections,
                          slide_kit, stepping)
+from app_support.run_store import RunView
 from lesson.text import t
 
 FIRST_SCREEN = ("timeline", "run")  # the contents' anchors always drawn (first_screen); the rest when read to
@@ -23,34 +24,34 @@ FIRST_SCREEN = ("timeline", "run")  # the contents' anchors always drawn (first_
 def lesson(lang: str, settings) -> None:
     opening, wait_s = not st.session_state.first_screen_drawn, settings.first_screen_wait_ms / 1000
     with first_screens.opening(opening):  # a class opening the page: every first figure before anyone's rest
-        trace_json = first_screen(lang, settings)
+        view = first_screen(lang, settings)
     st.session_state.first_screen_drawn = True
     if st.session_state.lesson_open:
         first_screens.after_first_figure(wait_s)
         with first_screens.rest_of_page(wait_s):
-            rest_of_lesson(lang, settings, trace_json)
+            rest_of_lesson(lang, settings, view)
     else:  # what the visitor cannot see yet is not drawn: a class opening the lesson draws first screens only
         sections.read_on(lang, [key for anchor, key in frame.CONTENTS if anchor not in FIRST_SCREEN])
     stepping.replay_tick()  # last: while a replay runs, the page is drawn again at its next token
 
 
-def rest_of_lesson(lang: str, settings, trace_json: str | None) -> None:
+def rest_of_lesson(lang: str, settings, view: RunView | None) -> None:
     """The lesson's sections below the first screen, in order."""
-    sections.section_prefill(lang, trace_json)
-    sections.section_decode(lang, trace_json)
+    sections.section_prefill(lang, view)
+    sections.section_decode(lang, view)
     sections.section_blocks_demo(lang)
-    sections.section_bottleneck(lang, trace_json, settings)
-    sections.section_waits(lang, trace_json)
+    sections.section_bottleneck(lang, view, settings)
+    sections.section_waits(lang, view)
     compare.section_compare(lang)
     sections.section_many(lang)
     sections.section_summary(lang)
-    sections.section_animation(lang, trace_json)
+    sections.section_animation(lang, view)
     sections.section_references(lang)
-    sections.section_review(lang, trace_json)
+    sections.section_review(lang, view)
 
 
-def first_screen(lang: str, settings) -> str | None:
-    """The intro, the run panel and, above it, the timeline of the run it stored; returns that run's JSON."""
+def first_screen(lang: str, settings) -> RunView | None:
+    """The intro, the run panel and, above it, the timeline of the run it stored; returns the view of that run."""
     sections.intro(lang)
     # The lesson's first section, its timeline figure first, on the first screen: drawn into this slot
     # once the run panel below it has stored the run it shows (a new run included); on a session's first
@@ -59,28 +60,28 @@ def first_screen(lang: str, settings) -> str | None:
     known = run_panel.known_before_run(lang, settings)
     if known is not None:
         with first_section:
-            sections.section_timeline(lang, known.shown)
+            sections.section_timeline(lang, known)
     lm = frame.load_model(lang, settings)  # None (with a message) when it cannot load
-    trace_json = run_panel.run_panel(lang, lm, settings, known)
+    view = run_panel.run_panel(lang, lm, settings, known)
     slide_kit.lesson_button(lang)  # every figure of this run for slides, in one zip (built when clicked)
     gallery.open_panel(lang, "lesson", settings)  # a recorded run: the gallery or an upload (opened before this draw)
     if known is None:
         with first_section:
-            sections.section_timeline(lang, trace_json)
-    return trace_json
+            sections.section_timeline(lang, view)
+    return view
 
 
 def presenting(lang: str, settings) -> None:
     """The presenter view of the run the page shows (the server's first view before any run), and the
     sidebar's link to this view: drawn by the view's fragment, so a step redraws it with the step shown."""
-    trace_json = run_panel.trace_to_show(lang, settings)
+    run = run_panel.trace_to_show(lang, settings)
     link_box = functools.partial(links.link_box, lang, "", settings,
                                  resources.model_choices(settings.device, settings.dtype))
-    if trace_json is None:
+    if run is None:
         st.info(t(lang, "no_trace"))
         link_box()
     else:
-        presenter.presenter_view(lang, trace_json, link_box)
+        presenter.presenter_view(lang, run, link_box)
 
 
 if st.session_state.classroom and st.session_state.presenter:

@@ -1,8 +1,8 @@
 """Streamlit-only helpers for app.py and app_pages/: one module per concern.
 
     state         the session's keys (every one declared in DEFAULTS), repairs, one-shot messages
-    resources     what the process caches: the engine worker's client, traces (parsed once), figures, sweeps
-    shared_cache  one figure drawn once for every visitor: a bounded, thread-safe LRU
+    resources     what the process caches: the engine worker's client, the first view, figures, sweeps
+    run_store     every run one frozen value, held once per process and looked up by id (sessions keep ids)
     ui            building blocks: the error boundary, a figure with its download, metric cards, CSS
     starting      a session's first words ("loading the model…"), drawn before the other modules are imported
     frame         around every page: header, sidebar, loading the model

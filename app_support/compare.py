@@ -9,69 +9,88 @@ download names (lesson.recorded), so it can be pinned beside a live run.
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
+from lesson.diagrams import DIAGRAMS
 from lesson.formats import escape_markdown
 from lesson.layout import figures_per_row
 from lesson.recorded import history_label, recorded_alt, recorded_stem
 from lesson.runs import HISTORY_LIMIT, HistoryEntry, compare_table, keep_pins, run_label, shared_extent
 from lesson.text import t
 
-from . import resources
-from .resources import parsed_trace
+from . import resources, run_store
+from .run_store import StoredRun
 from .ui import error_boundary, svg_figure
 
 COMPARE_FIGURES = (("timeline", "compare_fig_timeline"), ("latency", "compare_fig_latency"),
                    ("kv_growth", "compare_fig_kv"))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _history_label(trace_json: str, stamp: str, lang: str, number: int) -> str:
-    return run_label(parsed_trace(trace_json), stamp, lang, number)
+@functools.lru_cache(maxsize=64)
+def _history_label(run: StoredRun, stamp: str, lang: str, number: int) -> str:
+    return run_label(run.trace, stamp, lang, number)
 
 
-@st.cache_data(show_spinner=False, max_entries=32)
-def _shared_extent_json(a_json: str, b_json: str) -> str:
-    return shared_extent(parsed_trace(a_json), parsed_trace(b_json)).to_json(indent=None)
+@functools.lru_cache(maxsize=32)
+def _shared_extent(a: StoredRun, b: StoredRun) -> StoredRun:
+    """Both runs' axes in one (lesson.runs.shared_extent), as a run whose trace every figure pair is drawn on."""
+    return StoredRun(shared_extent(a.trace, b.trace), None, "measured", "")
+
+
+@functools.lru_cache(maxsize=128)
+def compare_svg(name: str, run: StoredRun, extent: StoredRun, lang: str, classroom: bool) -> str:
+    """One figure of a compared run on the pair's shared axes."""
+    return DIAGRAMS[name](run.trace, lang=lang, full=extent.trace, style=resources.figure_style(classroom))
+
+
+def kept_history() -> list[tuple[HistoryEntry, StoredRun]]:
+    """The session's history with each entry's stored run, those the store still keeps."""
+    kept = [(entry, run_store.store().get(entry.stored_id)) for entry in st.session_state.history]
+    return [(entry, run) for entry, run in kept if run is not None]
 
 
 def section_compare(lang: str) -> None:
     """The session's last runs; two pinned ones side by side, every figure on shared axes."""
     st.header(t(lang, "sec_compare"), anchor="compare")
     st.markdown(t(lang, "compare_intro", limit=HISTORY_LIMIT))
-    history = st.session_state.history
+    kept = kept_history()
+    history, runs = [entry for entry, _ in kept], {entry.run_id: run for entry, run in kept}
     if len(history) < 2:
         st.info(t(lang, "compare_need_two", count=len(history)), icon=":material/compare:")
         return
     # a recorded run (a file, the gallery, the first view) is labelled with when it was measured, not a clock
     labels = {e.run_id: history_entry_label(
-        e, _history_label(e.trace_json, "" if e.recorded else e.stamp, lang, e.number), lang) for e in history}
+        e, runs[e.run_id], _history_label(runs[e.run_id], "" if e.recorded else e.stamp, lang, e.number), lang)
+        for e in history}
     pinned = _pick(lang, history, labels)
     if len(pinned) < 2:
         st.caption(t(lang, "compare_pick_two"))
         return
+    pinned_runs = [runs[e.run_id] for e in pinned]
     with error_boundary(lang):
-        a, b = (parsed_trace(e.trace_json) for e in pinned)
         st.markdown(f"**{t(lang, 'compare_table_title')}**")
-        st.dataframe(compare_table(a, b, lang), hide_index=True, width="stretch")
+        st.dataframe(compare_table(pinned_runs[0].trace, pinned_runs[1].trace, lang), hide_index=True,
+                     width="stretch")
         st.caption(t(lang, "compare_same_axes"))
-        extent = _shared_extent_json(pinned[0].trace_json, pinned[1].trace_json)
+        extent = _shared_extent(*pinned_runs)
     for name, title in COMPARE_FIGURES:
         st.subheader(t(lang, title))
-        _figure_pair(lang, name, pinned, labels, extent)
+        _figure_pair(lang, name, list(zip(pinned, pinned_runs)), labels, extent)
 
 
-def entry_words(lang: str, entry: HistoryEntry, alt: str, stem: str) -> tuple[str, str]:
+def entry_words(lang: str, entry: HistoryEntry, run: StoredRun, alt: str, stem: str) -> tuple[str, str]:
     """(alt text, download stem) of a history run's figure, labelled when the run is recorded."""
     if not entry.recorded:
         return alt, stem
-    provenance = parsed_trace(entry.trace_json).provenance
+    provenance = run.trace.provenance
     return recorded_alt(alt, provenance, lang), recorded_stem(stem, provenance)
 
 
-def history_entry_label(entry: HistoryEntry, label: str, lang: str) -> str:
+def history_entry_label(entry: HistoryEntry, run: StoredRun, label: str, lang: str) -> str:
     """A history run's label in the picker, marked "recorded <when>" when it is."""
-    return history_label(label, parsed_trace(entry.trace_json).provenance, lang) if entry.recorded else label
+    return history_label(label, run.trace.provenance, lang) if entry.recorded else label
 
 
 def _pick(lang: str, history: list, labels: dict[str, str]) -> list:
@@ -86,23 +105,23 @@ def _pick(lang: str, history: list, labels: dict[str, str]) -> list:
     return [e for pin in ss.compare_pins for e in history if e.run_id == pin]
 
 
-def _figure_pair(lang: str, name: str, pinned: list, labels: dict[str, str], extent: str) -> None:
+def _figure_pair(lang: str, name: str, pinned: list, labels: dict[str, str], extent: StoredRun) -> None:
     """One figure of both runs: side by side only where both keep readable labels in half the column
     (lesson.layout.figures_per_row; the lesson's figures are too wide for it), else one above the
     other, their shared time axes aligned. Classroom type: always one above the other."""
     classroom = st.session_state.classroom
     svgs = {}
-    for run, entry in zip(("cmp_run_a", "cmp_run_b"), pinned):
+    for run, (_, stored) in zip(("cmp_run_a", "cmp_run_b"), pinned):
         with error_boundary(lang, "err_diagram"):
-            svgs[run] = resources.diagram_svg(name, entry.trace_json, lang, extent, classroom=classroom)
+            svgs[run] = compare_svg(name, stored, extent, lang, classroom)
     side_by_side = not classroom and len(svgs) == 2 and figures_per_row(list(svgs.values())) == 2
     places = st.columns(2) if side_by_side else (st.container(), st.container())
-    for run, entry, place in zip(("cmp_run_a", "cmp_run_b"), pinned, places):
+    for run, (entry, stored), place in zip(("cmp_run_a", "cmp_run_b"), pinned, places):
         if run not in svgs:
             continue
         with place, error_boundary(lang, "err_diagram"):
-            alt, stem = entry_words(lang, entry, *resources.diagram_words(name, entry.trace_json, lang,
-                                                                                  entry.stamp))
+            view = run_store.whole_view(stored)  # its stamp is its history entry's (run_panel.store_run)
+            alt, stem = entry_words(lang, entry, stored, *resources.diagram_words(name, view, lang))
             words = escape_markdown(labels[entry.run_id])
             svg_figure(f"compare_{name}_{run[-1]}", svgs[run], lang,
                        t(lang, "compare_run_caption", run=t(lang, run), label=words),

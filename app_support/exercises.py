@@ -20,6 +20,7 @@ from engine.contract.config import ServerSettings, ServingCaps
 from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import scenario
 from engine.contract.sweep import DEFAULT_REPEATS, Sweep
+from engine.contract.trace import RequestTrace
 from engine.contract.worker.protocol import ModelRef
 from lesson import exercises as ex
 from lesson.exercises import BY_KEY, EXERCISES, CacheRun, Choice, Context, NotGradable, ServeRun, SweepRun, TraceRun
@@ -42,23 +43,22 @@ def measure(spec, lm, lang: str, settings: ServerSettings):
     a Sweep or a ServingRun. Raises the engine's errors (a cap, a worker that cannot be reached)."""
     ref = lm.ref
     if isinstance(spec, TraceRun):
-        return resources.parsed_trace(_trace_json(ref, lang, settings, spec))
+        return _trace(ref, lang, settings, spec)
     if isinstance(spec, CacheRun):
-        prefill = resources.parsed_trace(_trace_json(ref, lang, settings, TraceRun(spec.prompt_tokens, 1)))
+        prefill = _trace(ref, lang, settings, TraceRun(spec.prompt_tokens, 1))
         return resources.cache_comparison(ref.choice, ref.device, ref.dtype, prefill.prompt_ids, spec.max_new_tokens)
     if isinstance(spec, SweepRun):
         return Sweep.from_json(sweep_json(ref.choice, ref.device, ref.dtype, spec.kind, spec.points))
     return ServingRun.from_json(_serving_json(ref, spec))
 
 
-def _trace_json(ref: ModelRef, lang: str, settings: ServerSettings, spec: TraceRun) -> str:
+def _trace(ref: ModelRef, lang: str, settings: ServerSettings, spec: TraceRun) -> RequestTrace:
     """The lesson's example in `lang`, stretched to spec.prompt_tokens, greedy: one run (cached per arguments)."""
     prompt = default_prompt(lang)
     if spec.prompt_tokens:
         prompt = resources.prompt_preview(ref.choice, ref.device, ref.dtype, prompt, spec.prompt_tokens)[0]
-    trace_json, _ = resources.finished_runs_json(ref.choice, ref.device, ref.dtype, prompt, spec.max_new_tokens, 0.0,
-                                                 0, 1.0, 0, settings.limits.max_prompt_tokens, spec.ignore_eos, 1)
-    return trace_json
+    return resources.finished_run(ref.choice, ref.device, ref.dtype, prompt, spec.max_new_tokens, 0.0, 0, 1.0, 0,
+                                  settings.limits.max_prompt_tokens, spec.ignore_eos, 1).trace
 
 
 @st.cache_data(show_spinner=False, max_entries=16)

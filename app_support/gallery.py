@@ -25,6 +25,7 @@ from engine.contract.recorded import (
 )
 from engine.contract.serving.trace import ServingRun
 from engine.contract.sweep import Sweep
+from engine.contract.trace import RequestTrace
 from lesson.alt_text import cache_compare_alt
 from lesson.charts.lab import sweep_figure
 from lesson.diagrams import render_cache_compare, render_sweep
@@ -36,8 +37,7 @@ from lesson.serving_views import figure_alt, findings, metric_records, metrics_a
 from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t
 
-from . import resources, run_panel, serving
-from .resources import parsed_trace
+from . import resources, run_panel, run_store, serving
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
@@ -179,15 +179,15 @@ def _open(page: str, kind: str, jsons: tuple[str, ...], settings: ServerSettings
     ss = st.session_state
     ss.recorded_names = {**ss.recorded_names, page: None}  # a gallery run sets its name after this
     if page == "lesson":
-        trace = parsed_trace(jsons[0])
+        trace = RequestTrace.from_json(jsons[0])  # the file's edge: parsed once, then kept as a value
         if trace.prompt_len > settings.limits.max_prompt_tokens:  # the labs measure the shown run's prompt again
             raise RecordedFileError("over_cap", "the prompt is over this server's cap", n=trace.prompt_len,
                                     limit=settings.limits.max_prompt_tokens)
-        run_panel.open_recorded_trace(jsons[0], rerun_args(trace, settings))
+        run_panel.open_recorded_trace(trace, rerun_args(trace, settings))
     elif page == "lab":
-        ss.recorded_lab = (kind, jsons[0])
-    else:
-        ss.recorded_serving = jsons
+        run_store.keep("recorded_lab", run_store.RecordedLab(kind, parsed_recorded(kind, jsons[0])))
+    else:  # the file's edge: parsed once, then kept as values
+        run_store.keep("recorded_serving", run_store.ServingSet(tuple(ServingRun.from_json(j) for j in jsons), jsons))
 
 
 def rerun_args(trace, settings: ServerSettings) -> run_panel.RunArgs:
@@ -218,15 +218,14 @@ def _close(key: str) -> None:
 def lab_panel(lang: str, settings: ServerSettings) -> None:
     """The bottleneck lab's recorded runs: open one, then a recorded sweep or cache on vs off drawn here."""
     open_panel(lang, "lab", settings)
-    shown = st.session_state.recorded_lab
-    if not shown:
+    shown = run_store.kept_of(run_store.RecordedLab, "recorded_lab")
+    if shown is None:
         return
-    kind, run_json = shown
     with error_boundary(lang, "err_diagram"):
-        if kind == "sweep":
-            _recorded_sweep(lang, parsed_recorded(kind, run_json))
+        if shown.kind == "sweep":
+            _recorded_sweep(lang, shown.value)
         else:
-            _recorded_comparison(lang, parsed_recorded(kind, run_json))
+            _recorded_comparison(lang, shown.value)
     st.button(t(lang, "rec_close"), key="rec_close_lab", on_click=_close, args=("recorded_lab",))
 
 
@@ -259,31 +258,31 @@ def _recorded_comparison(lang: str, recorded: RecordedComparison) -> None:
 def serving_panel(lang: str, settings: ServerSettings) -> None:
     """The serving lab's recorded runs: open some, then their table and figures, each labelled."""
     open_panel(lang, "serving", settings)
-    jsons = st.session_state.recorded_serving
-    if not jsons:
+    shown = run_store.kept_of(run_store.ServingSet, "recorded_serving")
+    if shown is None:
         return
     with error_boundary(lang, "err_diagram"):
-        _recorded_serving(lang, tuple(jsons), [ServingRun.from_json(j) for j in jsons])
+        _recorded_serving(lang, shown)
     st.button(t(lang, "rec_close"), key="rec_close_serving", on_click=_close, args=("recorded_serving",))
 
 
-def _recorded_serving(lang: str, jsons: tuple[str, ...], runs: list[ServingRun]) -> None:
-    classroom = st.session_state.classroom
+def _recorded_serving(lang: str, shown: run_store.ServingSet) -> None:
+    classroom, runs = st.session_state.classroom, list(shown.runs)
     st.subheader(t(lang, "rec_serving_title"))
     st.markdown(recorded_note(runs[0].provenance, lang))
     for line in findings(runs, lang):
         st.markdown("- " + line)
     metric_dataframe(metric_records(runs, lang))
-    prov, tag = runs[0].provenance, run_set_tag(jsons)  # download names: scenario, run set, policy, figure
-    svg_figure("rec_serving_metrics", serving.metrics_svg(jsons, lang, classroom), lang, figure_note(prov, lang),
+    prov, tag = runs[0].provenance, run_set_tag(shown.jsons)  # download names: scenario, run set, policy, figure
+    svg_figure("rec_serving_metrics", serving.metrics_svg(shown, lang, classroom), lang, figure_note(prov, lang),
                alt=recorded_alt(metrics_alt(runs, lang), prov, lang),
                file_stem=recorded_stem(serving_stem(runs[0], "metrics", tag), prov))
     tabs = st.tabs([t(lang, f"sl_tab_{figure}") for figure in SERVING_FIGURES])
     for tab, figure in zip(tabs, SERVING_FIGURES):
         with tab:
-            for k, (run, run_json) in enumerate(zip(runs, jsons)):
+            for k, run in enumerate(runs):
                 st.markdown(f"**{escape_markdown(run_label(run, lang))}**")
-                svg_figure(f"rec_serving_{figure}_{k}", serving.serving_svg(figure, run_json, lang, classroom), lang,
+                svg_figure(f"rec_serving_{figure}_{k}", serving.serving_svg(figure, shown, k, lang, classroom), lang,
                            figure_note(run.provenance, lang), alt=recorded_alt(figure_alt(figure, run, lang),
                                                                                run.provenance, lang),
                            file_stem=recorded_stem(serving_stem(run, figure, tag), run.provenance))

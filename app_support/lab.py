@@ -1,7 +1,7 @@
 """The bottleneck lab page (app_pages/bottleneck_lab.py), part by part.
 
-It shows the run the lesson page shows (st.session_state.trace_json, one run
-shared by every page) against the cost model (engine.contract.cost), and measures
+It shows the run the lesson page shows (the session's stored run, app_support/run_store.py: one
+value shared by every page) against the cost model (engine.contract.cost), and measures
 what the lesson claims: cache on vs off, one Decode step's attention.
 """
 
@@ -25,7 +25,8 @@ from lesson.lab import (
 from lesson.run_words import trace_summary
 from lesson.text import device_label, t
 
-from . import frame, modes, resources, run_panel
+from . import frame, modes, resources, run_panel, run_store
+from .run_store import StoredRun
 from .ui import error_boundary, plotly_config, svg_figure
 
 # Widget keys of this page: app.py writes them back each run so they survive a visit to the lesson.
@@ -42,20 +43,19 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
     st.page_link("app_pages/lesson.py", label=t(lang, "lab_back_link"), icon=":material/school:")
     if lm is None:
         return
-    ss = st.session_state
-    if ss.trace_is_default and ss.trace_args is not None and ss.trace_args.model_choice != ss.model_choice:
-        # the page's own first view (no run the visitor asked for) follows the model picked since
-        ss.trace_json, ss.trace_args, ss.trace_is_default = None, None, False
-    trace_json = run_panel.trace_to_show(lang, settings)  # the lesson's run, or its first view
-    if trace_json is None or st.session_state.trace_args is None:
+    ss, shown = st.session_state, run_store.current()
+    if shown is not None and shown.origin == "first_view" and shown.args.model_choice != ss.model_choice:
+        ss.run_id = None  # the page's own first view (no run the visitor asked for) follows the model picked since
+    run = run_panel.trace_to_show(lang, settings)  # the lesson's run, or its first view: the same stored value
+    if run is None or run.args is None:
         st.info(t(lang, "no_trace"))
         return
-    trace = resources.parsed_trace(trace_json)
+    trace = run.trace
     st.caption(t(lang, "lab_shared_run", summary=trace_summary(trace, lang)))
-    recorded = run_panel.recorded_caption(trace, lang)  # a recorded run, or the server's first view, says so here too
+    recorded = run_panel.recorded_caption(run, lang)  # a recorded run, or the server's first view, says so here too
     if recorded:
         st.caption(recorded)
-    stem = download_stem(trace, st.session_state.trace_stamp)
+    stem = download_stem(trace, run.stamp)
     floors = None
     if trace.model.model_id != lm.info.model_id:  # the picker changed since the run: its shape is not lm's
         st.info(t(lang, "lab_other_model", run_model=escape_markdown(trace.model.model_id),
@@ -64,12 +64,12 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
         with error_boundary(lang):
             floors = _prediction(lang, lm, trace)
     if floors is not None:
-        _floor_figures(lang, floors)
+        _floor_figures(lang, floors, stem)
     if trace.model.model_id == lm.info.model_id:
-        modes.engine_modes(lang, lm, trace, settings)  # eager / static / graph / compiled: app_support/modes.py
+        modes.engine_modes(lang, lm, run, settings)  # eager / static / graph / compiled: app_support/modes.py
     _sweeps(lang, lm, settings)
     st.subheader(t(lang, "lab_cache_title"), anchor="cache")
-    shown = _cache_compare(lang, trace, settings, stem)
+    shown = _cache_compare(lang, run, settings, stem)
     if shown is not None:
         _decode_attention(lang, *shown, stem)
 
@@ -126,7 +126,7 @@ def _spec_name(key: str) -> str:
     return DEVICE_SPECS[key].name
 
 
-def _floor_figures(lang: str, floors) -> None:
+def _floor_figures(lang: str, floors, stem: str) -> None:
     st.subheader(t(lang, "lab_roofline_title"), anchor="roofline")
     st.markdown(t(lang, "lab_roofline_intro"))
     with error_boundary(lang, "err_diagram"):
@@ -138,8 +138,7 @@ def _floor_figures(lang: str, floors) -> None:
                         config=plotly_config(lang))
         if floors.random_weights:
             st.caption(t(lang, "random_weights_note"))
-        _svg_downloads(lang, floors, download_stem(resources.parsed_trace(st.session_state.trace_json),
-                                                   st.session_state.trace_stamp))
+        _svg_downloads(lang, floors, stem)
 
 
 def _svg_downloads(lang: str, floors, stem: str) -> None:
@@ -249,12 +248,12 @@ def _run_sweep(lang: str, lm, kind: str, points: tuple[int, ...], key: tuple, st
 COMPARE_MAX_NEW_TOKENS = 32  # about a second for both loops on the default model and the lesson's prompt
 
 
-def _cache_compare(lang: str, trace: RequestTrace, settings: ServerSettings, stem: str) -> tuple | None:
+def _cache_compare(lang: str, run: StoredRun, settings: ServerSettings, stem: str) -> tuple | None:
     """Cache on vs off for the shown run's prompt, once asked for: the figure and its totals.
 
     Returns (resources.cache_comparison's plain arguments, the answer's token ids), or None.
     """
-    args = st.session_state.trace_args
+    trace, args = run.trace, run.args
     num_tokens = min(COMPARE_MAX_NEW_TOKENS, settings.limits.max_new_tokens)
     key = (args.model_choice, args.device, args.dtype, tuple(trace.prompt_ids), num_tokens)
     if st.button(t(lang, "cache_compare"), key="cache_compare", icon=":material/cached:",

@@ -36,7 +36,7 @@ from lesson.lab import LAB_DEVICE_SPECS, LAB_DTYPES
 from lesson.links import Field, LinkRead, Problem, format_value, link_url, query_for, read_query, read_value, shown
 from lesson.text import LANGUAGES, t
 
-from . import gallery, state
+from . import gallery, run_store, state
 from .lab import SWEEP_KINDS
 from .presenter import FIGURES
 from .serving import BLOCK_SIZES, SCENARIO_CHOICES
@@ -220,6 +220,10 @@ def _measure_or_open(path: str, read: LinkRead, settings: ServerSettings, lines:
         if gallery.open_gallery_run(GALLERY_PAGE[path], name, settings):
             return "link_opened_recorded", {"name": str(name)}
         lines.append(_problem("link_unknown_run", name=str(name)))
+    if path == "" and read.values.get("classroom") is True and read.values.get("presenter") is True:
+        # The presenter view draws no run panel, so nothing is measured: it shows the run at hand, and leaving
+        # it keeps that run on screen (a run asked for here ran later, and every figure changed under the lecturer).
+        return "link_opened_presenter", {}
     if path == "":
         ss.run_requested = True  # the run panel measures it with the link's settings
         return "link_opened_run", {}
@@ -256,7 +260,7 @@ def current_values(path: str, fields) -> dict[str, object]:
     ss = st.session_state
     kept = ss.get(state.KEPT) if isinstance(ss.get(state.KEPT), dict) else {}
     values = {f.key: ss[f.key] if f.key in ss else kept.get(f.key) for f in fields}
-    values["pending_class_step"] = int(ss.class_step) if ss.classroom and ss.trace_json else None
+    values["pending_class_step"] = int(ss.class_step) if ss.classroom and ss.run_id else None
     presenting = path == "" and ss.classroom and ss.presenter is True
     values["presenter"] = True if presenting else None
     values["presenter_figure"] = values["presenter_figure"] if presenting else None
@@ -271,9 +275,10 @@ def current_values(path: str, fields) -> dict[str, object]:
 
 
 def _shows_recorded(gallery_page: str | None) -> bool:
-    ss = st.session_state
-    return {"lesson": bool(ss.trace_recorded), "lab": bool(ss.recorded_lab),
-            "serving": bool(ss.recorded_serving)}.get(gallery_page, False)
+    shown = {"lesson": run_store.current_origin() == "recorded",
+             "lab": run_store.kept_of(run_store.RecordedLab, "recorded_lab") is not None,
+             "serving": run_store.kept_of(run_store.ServingSet, "recorded_serving") is not None}
+    return shown.get(gallery_page, False)
 
 
 def link_for(path: str, settings: ServerSettings, model_choices) -> tuple[str, bool]:

@@ -27,6 +27,7 @@ from lesson.formats import escape_markdown, format_ms
 from lesson.text import device_label, t
 
 from . import frame, resources
+from .run_store import StoredRun
 from .ui import error_boundary, plotly_config
 
 MODES_WIDGET_KEYS = tuple(f"modes_pick_{mode}" for mode in ENGINE_MODES)  # one checkbox per mode
@@ -48,15 +49,16 @@ def host_us_per_call(device: str) -> float:
     return resources.client().host_us_per_call(device)
 
 
-def engine_modes(lang: str, lm, trace: RequestTrace, settings: ServerSettings) -> None:
-    """The section: what the modes are, the call count and its cost, then the comparison."""
+def engine_modes(lang: str, lm, run: StoredRun, settings: ServerSettings) -> None:
+    """The section: what the modes are, the call count and its cost, then the comparison of the stored run's
+    request (app_support/run_store.py: the run the lesson shows)."""
     st.subheader(t(lang, "modes_title"), anchor="modes")
     st.markdown(t(lang, "modes_intro"))
     estimate_ms = None
     with error_boundary(lang):
         estimate_ms = _call_overhead(lang, lm)
     with error_boundary(lang):
-        _comparison(lang, lm, trace, settings, estimate_ms)
+        _comparison(lang, lm, run, settings, estimate_ms)
 
 
 def _call_overhead(lang: str, lm) -> float:
@@ -104,7 +106,7 @@ def _pick_modes(lang: str, lm, settings: ServerSettings) -> tuple[str, ...]:
 
 def last_compile_s(results: object) -> float | None:
     """Seconds the last compiled runner built in this session took (a trace's engine_setup_ms), if one was."""
-    builds = [resources.parsed_trace(entry["runs"]["compiled"]).engine_setup_ms / 1e3
+    builds = [entry["runs"]["compiled"].engine_setup_ms / 1e3
               for entry in (results.values() if isinstance(results, dict) else ())
               if isinstance(entry, dict) and "compiled" in entry.get("runs", {})]
     builds = [s for s in builds if s > 0]
@@ -118,9 +120,9 @@ def _compile_time_words(lang: str) -> str:
     return words + (" " + t(lang, "modes_compile_time_last", s=f"{last:.0f}") if last is not None else "")
 
 
-def _comparison(lang: str, lm, trace: RequestTrace, settings: ServerSettings, estimate_ms: float | None) -> None:
+def _comparison(lang: str, lm, run: StoredRun, settings: ServerSettings, estimate_ms: float | None) -> None:
     ss = st.session_state
-    args = ss.trace_args
+    trace, args = run.trace, run.args
     chosen = _pick_modes(lang, lm, settings)
     num_tokens = max(1, min(max(args.max_new_tokens, 2), MODES_MAX_NEW_TOKENS, settings.limits.max_new_tokens))
     key = (args.model_choice, args.device, args.dtype, args.prompt, args.max_prompt_tokens, num_tokens, chosen)
@@ -146,13 +148,13 @@ def _comparison(lang: str, lm, trace: RequestTrace, settings: ServerSettings, es
     if entry is None:
         st.caption(t(lang, "modes_not_run"))
         return
-    _show(lang, lm, trace, entry, num_tokens, estimate_ms)
+    _show(lang, lm, run, entry, num_tokens, estimate_ms)
 
 
 def _run_modes(lang: str, lm, prompt: str, max_prompt_tokens: int, num_tokens: int,
-               modes: tuple[str, ...]) -> dict[str, str]:
+               modes: tuple[str, ...]) -> dict[str, RequestTrace]:
     """The prompt once per mode, one after another in one queued call of the engine worker (no other
-    visitor's run between two modes): {mode asked: its trace as JSON}. Greedy and past end of sequence,
+    visitor's run between two modes): {mode asked: its trace}. Greedy and past end of sequence,
     so every mode writes `num_tokens` tokens and the tokens can be compared."""
     place = frame.QueuePlace(lang)
     progress = ModesProgress(lang, st.progress(0.0, text=modes_progress_words(lang, modes, 0)), place, modes)
@@ -162,7 +164,7 @@ def _run_modes(lang: str, lm, prompt: str, max_prompt_tokens: int, num_tokens: i
     finally:
         place.slot.empty()
         progress.bar.empty()
-    return {mode: run.to_json(indent=None) for mode, run in runs.items()}
+    return dict(runs)
 
 
 def modes_progress_words(lang: str, modes: tuple[str, ...], done: int) -> str:
@@ -197,11 +199,11 @@ def _floors_ms(lm, trace: RequestTrace) -> tuple[tuple[float, ...] | None, str]:
     return tuple(step.floor_ms for step in floors.steps), spec.name
 
 
-def _show(lang: str, lm, trace: RequestTrace, entry: dict, num_tokens: int, estimate_ms: float | None) -> None:
+def _show(lang: str, lm, run: StoredRun, entry: dict, num_tokens: int, estimate_ms: float | None) -> None:
     from lesson.charts.modes import modes_figure
 
     ss = st.session_state
-    runs = {mode: resources.parsed_trace(run_json) for mode, run_json in entry["runs"].items()}
+    runs = entry["runs"]
     first = next(iter(runs.values()))
     floors_ms, device_name = None, ""
     with error_boundary(lang):  # without roofs the figure still shows every step, only no floor
@@ -223,6 +225,6 @@ def _show(lang: str, lm, trace: RequestTrace, entry: dict, num_tokens: int, esti
     for words in modes_explanations(rows, runs, lm.device_type, lang, estimate_ms):
         st.markdown(words)
     svg = render_modes(runs, floors_ms=floors_ms, lang=lang, style=resources.figure_style(ss.classroom))
-    stem = download_stem(trace, ss.trace_stamp)
+    stem = download_stem(run.trace, run.stamp)
     st.download_button(t(lang, "modes_download"), data=svg, file_name=f"{stem}_modes.svg", mime="image/svg+xml",
                        key="modes_download", on_click="ignore", icon=":material/download:")

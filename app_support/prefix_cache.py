@@ -8,9 +8,10 @@ figure (lesson/diagrams/prefix_cache.py). With the switch off it says how to see
 
 from __future__ import annotations
 
+import functools
+
 import streamlit as st
 
-from engine.contract.serving.trace import ServingRun
 from lesson.diagrams.prefix_cache import render_prefix_cache
 from lesson.formats import escape_markdown
 from lesson.prefix_views import prefix_alt, prefix_records, ttft_heading, ttft_records, ttft_sentence
@@ -19,37 +20,39 @@ from lesson.slides import serving_stem
 from lesson.text import t
 
 from . import resources
+from .run_store import ServingSet
 from .ui import svg_figure
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def prefix_svg(run_json: str, lang: str, classroom: bool = False) -> str:
-    return render_prefix_cache(ServingRun.from_json(run_json), lang=lang, style=resources.figure_style(classroom))
+@functools.lru_cache(maxsize=64)
+def prefix_svg(shown: ServingSet, k: int, lang: str, classroom: bool = False) -> str:
+    return render_prefix_cache(shown.runs[k], lang=lang, style=resources.figure_style(classroom))
 
 
-def section(lang: str, runs: list[ServingRun], jsons: tuple[str, ...], off_json: str | None, tag: str) -> None:
-    """The part under the serving lab's figures: nothing to show for runs with the cache off but a hint."""
+def section(lang: str, shown: ServingSet, tag: str) -> None:
+    """The part under the serving lab's figures (`shown`: the stored set of runs, with its cache-off run):
+    nothing to show for runs with the cache off but a hint."""
     st.subheader(t(lang, "pc_heading"), anchor="prefix-caching")
-    cached = [(run, j) for run, j in zip(runs, jsons) if run.settings.prefix_caching and run.iterations]
+    off = shown.prefix_off
+    cached = [(run, k) for k, run in enumerate(shown.runs) if run.settings.prefix_caching and run.iterations]
     if not cached:
         st.caption(t(lang, "pc_off_note"))
         return
     st.markdown(t(lang, "pc_intro"))
-    run, run_json = cached[0]
+    run, index = cached[0]
     if len(cached) > 1:
         names = [run_label(r, lang) for r, _ in cached]
         pick = st.selectbox(t(lang, "pc_tab"), range(len(cached)), format_func=lambda i: names[i],
                             key="sl_prefix_policy", placeholder=t(lang, "choose_option"))
-        run, run_json = cached[pick or 0]
+        run, index = cached[pick or 0]
     st.markdown(f"**{escape_markdown(run_label(run, lang))}**")
     st.dataframe(prefix_records(run, lang), hide_index=True, width="stretch")
-    if off_json is not None:
-        off = ServingRun.from_json(off_json)
+    if off is not None:
         on = next((r for r, _ in cached if r.settings.policy == off.settings.policy), run)
         st.markdown(f"**{escape_markdown(ttft_heading(on, lang))}**")
         st.markdown(escape_markdown(ttft_sentence(off, on, lang)))
         st.dataframe(ttft_records(off, on, lang), hide_index=True, width="stretch")
     st.caption(t(lang, "pc_explain"))
     classroom = bool(st.session_state.get("classroom"))
-    svg_figure(f"serving_prefix_{run.settings.policy}", prefix_svg(run_json, lang, classroom), lang,
+    svg_figure(f"serving_prefix_{run.settings.policy}", prefix_svg(shown, index, lang, classroom), lang,
                alt=prefix_alt(run, lang), file_stem=serving_stem(run, "prefix", tag))

@@ -14,12 +14,12 @@ Home / End the first and last pass, ↓ ↑ the figure: the page is drawn again 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import streamlit as st
 
 from lesson.alt_text import figure_alt, with_run_note
-from lesson.answer import truncate_trace
 from lesson.diagrams import DIAGRAMS, RUN_NOTED, render_animation
 from lesson.slides import LESSON_FIGURES
 from lesson.spread import run_label
@@ -28,9 +28,10 @@ from lesson.text import t
 
 from lesson.inputs import is_default_prompt
 
-from . import state
-from .resources import parsed_trace, server_settings
-from .ui import error_boundary, shown_spread
+from . import run_store, state
+from .resources import server_settings
+from .run_store import RunView, StoredRun
+from .ui import error_boundary
 
 PRESENTER_WIDTH = 1280  # units: a landscape figure in the classroom's type, for a 16:9 or 4:3 projector
 STEPLESS = ("ttft_parts",)  # TTFT is over after the first pass: nothing to step through, not a presenter figure
@@ -39,15 +40,15 @@ FIGURES = tuple((figure, title, notes) for figure, title, _, notes in LESSON_FIG
                 if figure in DIAGRAMS and figure not in STEPLESS)
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def presenter_svg(name: str, trace_json: str, lang: str, full_json: str, run_note: str = "") -> tuple[str, str]:
-    """(the figure of the passes in `trace_json` on the whole run's axes and size, its alt text); `run_note`:
+@functools.lru_cache(maxsize=256)
+def presenter_svg(name: str, view: RunView, lang: str, run_note: str = "") -> tuple[str, str]:
+    """(the figure of the passes `view` shows on the whole run's axes and size, its alt text); `run_note`:
     which of the run's repeats it is (lesson.spread.run_label), on the figures that say it (RUN_NOTED).
 
     The animation is its still frame at the step (lesson.diagrams.animation, still=True): the passes
     shown so far, the last one framed and its caption shown, so it says the pass the controls name
     (looping, it started again at Prefill whatever the step)."""
-    trace, full = parsed_trace(trace_json), parsed_trace(full_json)
+    trace, full = view.trace, view.whole
     style = classroom_style(width=PRESENTER_WIDTH)
     noted = {"run_note": run_note} if run_note and name in RUN_NOTED else {}
     if name == "animation":
@@ -68,9 +69,10 @@ def stretch_offered(step: int, total: int) -> int | None:
     server's longest): the prompt length it runs at, else None."""
     ss = st.session_state
     longest = server_settings().limits.max_prompt_tokens
-    if step < total or ss.prompt_len or not is_default_prompt(ss.prompt) or ss.trace_json is None:
+    run = run_store.current()
+    if step < total or ss.prompt_len or not is_default_prompt(ss.prompt) or run is None:
         return None
-    return longest if parsed_trace(ss.trace_json).prompt_len < longest else None
+    return longest if run.trace.prompt_len < longest else None
 
 
 def stretch() -> None:
@@ -89,22 +91,21 @@ def _figure(delta: int) -> None:
 
 
 @st.fragment
-def presenter_view(lang: str, trace_json: str, link_box: Callable[[], None] | None = None) -> None:
+def presenter_view(lang: str, run: StoredRun, link_box: Callable[[], None] | None = None) -> None:
     """The pass controls and the figure at the classroom's step; a step redraws this alone, and with it
     `link_box`, the sidebar's link to this view (drawn from the fragment, which Streamlit allows for a
     container the fragment also wrote on the page's full run), so the link's step is the step shown."""
     ss = st.session_state
-    total = len(parsed_trace(trace_json).steps)
+    total = run.num_passes
     if ss.pending_class_step is not None:  # a link's step (app_support/links.py), as the lesson page applies it
         ss.class_step, ss.pending_class_step = ss.pending_class_step, None
     _figure(0)  # a forged or stale figure number back in range
     name = FIGURES[ss.presenter_figure][0]
     _pass_controls(lang, total)
     step = shown_passes(total)
-    shown = trace_json if step >= total else truncate_trace(parsed_trace(trace_json), step).to_json(indent=None)
     with error_boundary(lang, "err_diagram"):
-        run_note = run_label(shown_spread(parsed_trace(trace_json)), lang)  # the stored run: which repeat
-        svg, alt = presenter_svg(name, shown, lang, trace_json, run_note)
+        run_note = run_label(run.headline, lang)  # the stored run: which repeat
+        svg, alt = presenter_svg(name, RunView(run, step, stepping=True), lang, run_note)
         with st.container(key="presenter-figure"):  # ui.PRESENTER_CSS fits it to the window
             st.image(svg, width="stretch", alt=alt)
     if link_box is not None:

@@ -8,14 +8,13 @@
   serving lab's probe, stretching a prompt with the embedded tokenizer, loads transformers).
 - `get_model`: the page's view of a model the worker holds (EngineModel: the ModelRef a call names it
   by, its ModelInfo and device), loaded and warmed there once; `model_choices`: what the worker offers.
-- traces, token splits and comparisons: `st.cache_data`, keyed by plain arguments (strings and
-  numbers), so repeated demos cost nothing. The lesson's figures (SVGs, their words, the latency chart)
-  and parsed traces: app_support.shared_cache (`shared`), one bounded LRU per function keyed by the
-  arguments themselves, so every session showing the same run gets the same drawing without
-  Streamlit's per-call hashing and copying. They are this process's: a worker that dies and is started
-  again takes none of them (nor any session's runs) with it.
-- `parsed_trace`: a trace's JSON parsed once (`shared`: the same frozen
-  object to every caller), so a page run never parses one run twice.
+- token splits and comparisons: `st.cache_data`, keyed by plain arguments (strings and numbers), so
+  repeated demos cost nothing. A finished run is a StoredRun (app_support/run_store.py), kept once per
+  process and looked up by id; the first view is one per request (`finished_run`, st.cache_resource: the
+  same value to every visitor). The lesson's figures (SVGs, their words, the latency chart) are keyed by
+  the RunView they draw (a stored run, hashed by identity, at a step): `functools.lru_cache`, so every
+  session showing the same run gets the same drawing, without Streamlit's per-call hashing and copying.
+  They are this process's: a worker that dies and is started again takes none of them with it.
 
 Nothing cached here draws: Streamlit replays a cached function's elements, so a call that shows its
 queue place (the lesson's run, the lab's sweep and modes) is made by the page (`client()`), not here.
@@ -23,6 +22,8 @@ queue place (the lesson's run, the lab's sweep and modes) is made by the page (`
 
 from __future__ import annotations
 
+import datetime
+import functools
 import hashlib
 import logging
 import os
@@ -37,30 +38,24 @@ from streamlit.runtime.scriptrunner import get_script_run_ctx
 from engine.contract import config, cost
 from engine.contract.config import EngineSettings, ServerSettings, settings_from_env
 from engine.contract.results import PRESET_PREFIX, GenerationConfig
-from engine.contract.trace import ModelInfo, RequestTrace
+from engine.contract.trace import ModelInfo
 from engine.contract.worker.client import Done, EngineClient, Event
 from engine.contract.worker.protocol import ModelRef
 from lesson.alt_text import attention_alt, figure_alt
 from lesson.diagrams import DIAGRAMS, RUN_NOTED, render_attention, render_blocks_schematic, render_cache_compare
-from lesson.downloads import download_stem
+from lesson.downloads import download_stem, run_stamp
 from lesson.inputs import DEFAULT_MODEL_CHOICE
+from lesson.recorded import recorded_stamp
 from lesson.spread import shown_run
 from lesson.style import DEFAULT_STYLE, classroom_style
 
-from .shared_cache import shared
+from .run_store import RunArgs, RunView, StoredRun
 
 log = logging.getLogger("prefill_decode.app")
 
 # A call that has heard nothing for this long tells its page (Waiting), which redraws: Streamlit stops a
 # script whose page was rerun or closed only at a redraw, so its queued call is cancelled within this time.
 HEARTBEAT_S = 0.25
-
-
-@shared(max_entries=64)
-def parsed_trace(trace_json: str) -> RequestTrace:
-    """The trace a JSON string holds, parsed once per string and shared: every part of a page (and
-    every visitor) that shows the same run reads the same frozen RequestTrace. Never mutate it."""
-    return RequestTrace.from_json(trace_json)
 
 
 @st.cache_resource(show_spinner=False)
@@ -169,21 +164,26 @@ def stream_runs(ref: ModelRef, prompt: str, cfg: GenerationConfig, *, repeats: i
     return client().stream_repeats(ref, prompt, cfg, repeats=repeats, max_prompt_tokens=max_prompt_tokens)
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def finished_runs_json(
+@st.cache_resource(show_spinner=False, max_entries=64)
+def finished_run(
     model_choice: str, device: str, dtype: str, prompt: str, max_new_tokens: int,
     temperature: float, top_k: int, top_p: float, seed: int, max_prompt_tokens: int, ignore_eos: bool = False,
     repeats: int = 1,
-) -> tuple[str, str]:
+) -> StoredRun:
     """A whole request run `repeats` times (engine.runtime.repeats, in the worker; the first view, before any
-    Run): the shown run's trace as JSON (lesson.spread.shown_run: nearest the medians), and the runs'
-    headline numbers (lesson.spread.Headline JSON)."""
-    cfg = generation_config(max_new_tokens, temperature, top_k, top_p, seed, ignore_eos)
-    with closing(stream_runs(ModelRef(model_choice, device, dtype), prompt, cfg, repeats=repeats,
-                             max_prompt_tokens=max_prompt_tokens)) as events:
+    Run, and the exercises' runs): one StoredRun per request and process, the same value to every visitor.
+    Its trace is the repeat nearest the medians (lesson.spread.shown_run), with every repeat's numbers.
+    Plain arguments (RunArgs.plain()): Streamlit's cache keys on them."""
+    args = RunArgs(model_choice, device, dtype, prompt, max_new_tokens, temperature, top_k, top_p, seed,
+                   max_prompt_tokens, ignore_eos)
+    cfg = generation_config(args.max_new_tokens, args.temperature, args.top_k, args.top_p, args.seed,
+                            args.ignore_eos)
+    with closing(stream_runs(ModelRef(args.model_choice, args.device, args.dtype), args.prompt, cfg,
+                             repeats=repeats, max_prompt_tokens=args.max_prompt_tokens)) as events:
         runs = next(event.result for event in events if isinstance(event, Done))
     trace, numbers = shown_run(runs)
-    return trace.to_json(indent=None), numbers.to_json()
+    stamp = recorded_stamp(trace.provenance) if trace.provenance is not None else run_stamp(datetime.datetime.now())
+    return StoredRun(trace, args, "first_view", stamp, headline=numbers)
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
@@ -218,40 +218,34 @@ def figure_style(classroom: bool):
     return classroom_style() if classroom else DEFAULT_STYLE
 
 
-@shared(max_entries=256)
-def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False,
-                run_note: str = "") -> str:
-    """One diagram of a trace, as an SVG string. `full_json`: the whole run while the
-    classroom steps through it (`trace_json` is then a prefix): axes are fixed to it.
+@functools.lru_cache(maxsize=256)
+def diagram_svg(name: str, view: RunView, lang: str, classroom: bool = False, run_note: str = "") -> str:
+    """One diagram of the passes `view` shows, as an SVG string, on the whole run's axes while it steps.
     `classroom`: the classroom style (larger type, folded layouts). `run_note`: which repeat the run
     is ("median run 3 of 5 (...)"), drawn on the figures in lesson.diagrams.RUN_NOTED."""
-    full = None if full_json is None else parsed_trace(full_json)
     noted = {"run_note": run_note} if run_note and name in RUN_NOTED else {}
-    return DIAGRAMS[name](parsed_trace(trace_json), lang=lang, full=full, style=figure_style(classroom), **noted)
+    return DIAGRAMS[name](view.trace, lang=lang, full=view.full, style=figure_style(classroom), **noted)
 
 
-@shared(max_entries=256)
-def diagram_words(name: str, trace_json: str, lang: str, stamp: str) -> tuple[str, str]:
+@functools.lru_cache(maxsize=256)
+def diagram_words(name: str, view: RunView, lang: str) -> tuple[str, str]:
     """(the diagram's alt text, its download file name without extension)."""
-    trace = parsed_trace(trace_json)
-    return figure_alt(name, trace, lang), f"{download_stem(trace, stamp)}_{name}"
+    return figure_alt(name, view.trace, lang), f"{download_stem(view.trace, view.run.stamp)}_{name}"
 
 
-@shared(max_entries=512)
+@functools.lru_cache(maxsize=512)
 def schematic_svg(prompt_len: int, output_len: int, lang: str, classroom: bool = False) -> str:
     """The block sketch for the two sliders; no model involved."""
     return render_blocks_schematic(prompt_len, output_len, lang=lang, style=figure_style(classroom))
 
 
-@shared(max_entries=64)
-def latency_figure(trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False,
-                   run_note: str = ""):
-    """The latency chart (a plotly Figure, built once per run, language and style and shared by every
+@functools.lru_cache(maxsize=64)
+def latency_figure(view: RunView, lang: str, classroom: bool = False, run_note: str = ""):
+    """The latency chart (a plotly Figure, built once per view, language and style and shared by every
     session: st.plotly_chart only serializes it; never mutate it); `run_note` as for diagram_svg."""
     from lesson.charts.run import latency_figure as make_figure
 
-    full = None if full_json is None else parsed_trace(full_json)
-    return make_figure(parsed_trace(trace_json), lang, full=full, classroom=classroom, run_note=run_note)
+    return make_figure(view.trace, lang, full=view.full, classroom=classroom, run_note=run_note)
 
 
 # Cache on vs off (engine.runtime.compare): keyed by the shown run's model and prompt ids, not by its trace,

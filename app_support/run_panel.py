@@ -1,11 +1,12 @@
 """The run panel: the prompt, the lengths, the real token split, and Run, which streams.
 
-A run's trace is stored in st.session_state.trace_json (one run shared by every page,
-with its arguments and a time stamp) and added to the session's history; the panel then
-returns the JSON the lesson's figures should show: the whole run, or the part the
-classroom or the replay has reached (app_support/stepping.py). A recorded run opened from a file or
-the gallery (app_support/gallery.py: open_recorded_trace) is stored the same way; it, and the server's
-first view (measured once, cached for every visitor), are labelled as recorded (recorded_caption).
+A finished run is kept in the process's run store (app_support/run_store.py: one frozen StoredRun, with
+its repeats' numbers, the page's felt times, its arguments and a time stamp); the session keeps its id
+(st.session_state.run_id, one run shared by every page) and adds it to its history. The panel then returns
+the RunView the lesson's figures should show: the whole run, or the passes the classroom or the replay has
+reached (app_support/stepping.py). A recorded run opened from a file or the gallery
+(app_support/gallery.py: open_recorded_trace) is stored the same way; it, and the server's first view
+(measured once, the same StoredRun for every visitor), are labelled as recorded (recorded_caption).
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import datetime
 import logging
 import time
 from contextlib import closing
-from dataclasses import dataclass
 
 import streamlit as st
 
@@ -36,9 +36,9 @@ from lesson.runs import history_add, keep_pins
 from lesson.spread import shown_run
 from lesson.text import t
 
-from . import frame, resources, stepping
-from .resources import parsed_trace
-from .ui import error_boundary, felt_source, shown_spread
+from . import frame, resources, run_store, stepping
+from .run_store import RunArgs, RunView, StoredRun
+from .ui import error_boundary, felt_source
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -49,49 +49,15 @@ UI_REFRESH_S = 0.1  # while the model runs, redraw the answer at most 10 times a
 PROMPT_CSS = "<style>.st-key-prompt textarea { unicode-bidi: plaintext; text-align: start; }</style>"
 
 
-@dataclass(frozen=True)
-class RunArgs:
-    """Everything that determines a trace, as plain values (the cache key)."""
-
-    model_choice: str
-    device: str
-    dtype: str
-    prompt: str
-    max_new_tokens: int
-    temperature: float
-    top_k: int
-    top_p: float
-    seed: int
-    max_prompt_tokens: int
-    ignore_eos: bool = False  # keep writing past end of sequence: the length slider is then exact
-    prefix_cache: bool = False  # start Prefill from this visitor's kept runs (engine/runtime/prefix_store.py)
-
-    def plain(self) -> tuple:
-        """The arguments in resources.finished_runs_json's order."""
-        return (self.model_choice, self.device, self.dtype, self.prompt, self.max_new_tokens, self.temperature,
-                self.top_k, self.top_p, self.seed, self.max_prompt_tokens, self.ignore_eos)
+def figures_run(lang: str, settings: ServerSettings) -> RunView | None:
+    """The stored run as the figures show it, read once per page run (the replay's position is read here,
+    into st.session_state.replay_shown); None where there is no run to show."""
+    run = trace_to_show(lang, settings)
+    st.session_state.replay_shown = stepping.replay_step(run)
+    return stepping.view_of(run) if run is not None else None
 
 
-@dataclass(frozen=True)
-class FiguresRun:
-    """What this page run's figures show: the stored run (or the first view), and as far as the classroom's
-    step or the replay goes (`shown`, the same run when neither steps). None where there is no run to show."""
-
-    stored: str | None
-    shown: str | None
-
-
-def figures_run(lang: str, settings: ServerSettings) -> FiguresRun:
-    """The run the figures show, read once per page run (the replay's position is read here), with the
-    stepping state every figure reads (st.session_state.replay_shown, stepping_full_json)."""
-    trace_json = trace_to_show(lang, settings)
-    st.session_state.replay_shown = stepping.replay_step(trace_json)
-    is_stepping = st.session_state.classroom or st.session_state.replay_shown is not None
-    st.session_state.stepping_full_json = trace_json if is_stepping else None
-    return FiguresRun(trace_json, stepping.classroom_view(trace_json) if trace_json is not None else None)
-
-
-def known_before_run(lang: str, settings: ServerSettings) -> FiguresRun | None:
+def known_before_run(lang: str, settings: ServerSettings) -> RunView | None:
     """The figures' run when it is known before the run panel is drawn: on a session's first page run (no
     Run button on its screen yet, so none was pressed), nothing asked to run, and that run at hand (stored,
     or a first view this process has measured). Then the first figure can be drawn before the controls:
@@ -100,13 +66,13 @@ def known_before_run(lang: str, settings: ServerSettings) -> FiguresRun | None:
     ss = st.session_state
     if ss.first_screen_drawn or ss.run_requested:
         return None
-    if ss.trace_json is None and _first_view_args(lang, settings).plain() not in _first_views:
+    if run_store.current() is None and _first_view_args(lang, settings).plain() not in _first_views:
         return None
     return figures_run(lang, settings)
 
 
-def run_panel(lang: str, lm, settings: ServerSettings, known: FiguresRun | None = None) -> str | None:
-    """Controls and the live run. Returns the trace JSON the diagrams should show. `known`: the figures' run,
+def run_panel(lang: str, lm, settings: ServerSettings, known: RunView | None = None) -> RunView | None:
+    """Controls and the live run. Returns the view of the run the diagrams should show. `known`: the figures' run,
     read before the panel (known_before_run: no Run can have been pressed)."""
     st.header(t(lang, "run_title"), anchor="run")
     st.markdown(t(lang, "run_intro"))
@@ -126,19 +92,18 @@ def run_panel(lang: str, lm, settings: ServerSettings, known: FiguresRun | None 
         with result, error_boundary(lang):
             ran = _stream_run(lang, lm, current_args(settings, effective), num_prompt_tokens=preview[1],
                               repeats=settings.repeats)
-    figures = known or figures_run(lang, settings)
-    trace_json, shown = figures.stored, figures.shown
-    if trace_json is None:
+    view = known or figures_run(lang, settings)
+    if view is None:
         result.info(t(lang, "no_trace"))
         return None
     with result, error_boundary(lang):
-        stale = effective is not None and st.session_state.trace_args != current_args(settings, effective)
-        stale = stale and not st.session_state.trace_recorded  # a recorded run is not this page's settings
-        _shown_run(lang, parsed_trace(trace_json), parsed_trace(shown), ran=ran, stale=stale)
+        stale = effective is not None and view.run.args != current_args(settings, effective)
+        stale = stale and view.run.origin != "recorded"  # a recorded run is not this page's settings
+        _shown_run(lang, view, ran=ran, stale=stale)
     stepping.replay_controls(lang)
     with st.expander(t(lang, "data_title")), error_boundary(lang):
-        _data_downloads(lang, parsed_trace(trace_json), st.session_state.trace_stamp)
-    return shown
+        _data_downloads(lang, view.run)
+    return view
 
 
 def _controls(lang: str, settings: ServerSettings):
@@ -156,9 +121,10 @@ def _controls(lang: str, settings: ServerSettings):
     return left
 
 
-def _shown_run(lang: str, trace: RequestTrace, shown: RequestTrace, ran: bool, stale: bool) -> None:
-    """The result box for the stored run `trace`, as far as `shown` goes: the replay's answer so far,
+def _shown_run(lang: str, view: RunView, ran: bool, stale: bool) -> None:
+    """The result box for the stored run, as far as `view` goes: the replay's answer so far,
     or the answer (unless a run just drew its own), then its summary and notes."""
+    trace, shown = view.whole, view.trace
     if st.session_state.replay_shown is not None:
         _replay_box(lang, shown, len(trace.steps))
     elif not ran:
@@ -167,7 +133,7 @@ def _shown_run(lang: str, trace: RequestTrace, shown: RequestTrace, ran: bool, s
     reuse = prefix_note(trace, lang)
     if reuse:
         st.caption(reuse)
-    note = recorded_caption(trace, lang)
+    note = recorded_caption(view.run, lang)
     if note:
         st.caption(note)
     finished, st.session_state.replay_finished = st.session_state.replay_finished, None
@@ -251,9 +217,10 @@ def _stream_run(lang: str, lm, args: RunArgs, num_prompt_tokens: int, repeats: i
         return False
     trace, numbers = shown_run(runs)  # lesson.spread's one rule: the run nearest the medians, for every view
     felt = clock.felt(runs[0])
-    _store_trace(trace.to_json(indent=None), args, is_default=False, spread_json=numbers.to_json(),
-                 felt_json=felt.to_json() if felt is not None else None)
-    shown = parsed_trace(stepping.classroom_view(st.session_state.trace_json))
+    run = StoredRun(trace, args, "measured", run_stamp(datetime.datetime.now()), headline=numbers, felt=felt,
+                    first_run=runs[0] if felt is not None and runs[0] is not trace else None)
+    store_run(run)
+    shown = stepping.view_of(run).trace
     answer_and_log(lang, shown, answer, log_box)
     _done_notes(lang, shown)
     if place.waited:  # the wait was the queue's, before the run: in no time shown
@@ -329,40 +296,33 @@ def _draw_pass(lang: str, trace: RequestTrace, max_tokens: int, last_draw: float
     return time.perf_counter()
 
 
-def _store_trace(trace_json: str, args: RunArgs, is_default: bool, recorded: bool = False,
-                 spread_json: str | None = None, felt_json: str | None = None) -> None:
-    """The run every figure shows from now on, with when it ran (for download names). `recorded`: a run
-    measured earlier, opened from a file or the gallery (stamped with its own UTC recording time).
-    `spread_json`: the headline numbers of its repeats (lesson.spread.Headline JSON), if it had any.
-    `felt_json`: the page's own times around its run 1's first token (lesson.diagrams.ttft_parts.FeltTimes)."""
+def store_run(run: StoredRun) -> None:
+    """The run every figure shows from now on: kept in the store, its id the session's, and in its history.
+    The first view is one StoredRun shared by every visitor; a recorded run keeps its own UTC time stamp."""
     ss = st.session_state
-    ss.trace_spread, ss.trace_felt = spread_json, felt_json
-    ss.trace_json, ss.trace_args, ss.trace_is_default, ss.trace_recorded = trace_json, args, is_default, recorded
-    trace = parsed_trace(trace_json)
-    # a recorded run, and the first view (measured once, cached for every visitor), keep their own time
-    measured_earlier = recorded or (is_default and trace.provenance is not None)
-    ss.trace_stamp = recorded_stamp(trace.provenance) if measured_earlier else run_stamp(datetime.datetime.now())
-    ss.class_step = 1 if ss.classroom else len(trace.steps)
-    # kept for the comparison; the first view, cached for every visitor, is a recorded run there too
-    ss.history = history_add(ss.history, trace_json, ss.trace_stamp, recorded=recorded or is_default)
+    ss.run_id = run_store.store().put(run)
+    ss.class_step = 1 if ss.classroom else run.num_passes
+    # kept for the comparison; the first view, the same for every visitor, is a recorded run there too
+    ss.history = history_add(ss.history, run.id, run.stamp, recorded=run.origin != "measured")
     ss.compare_pins = keep_pins(ss.compare_pins, ss.history)  # a pinned run that just left the history
     ss.replay_from = None  # a replay is of the run it started on
+    run_store.hold_session_runs()
 
 
-def open_recorded_trace(trace_json: str, args: RunArgs) -> None:
+def open_recorded_trace(trace: RequestTrace, args: RunArgs) -> None:
     """Show a recorded trace (app_support/gallery.py) as the page's run: every figure draws it, labelled as
     recorded, and it joins the history. `args`: what would measure it again here (the prompt and lengths)."""
-    _store_trace(trace_json, args, is_default=False, recorded=True)
+    store_run(StoredRun(trace, args, "recorded", recorded_stamp(trace.provenance)))
 
 
-def recorded_caption(trace: RequestTrace, lang: str) -> str | None:
+def recorded_caption(run: StoredRun, lang: str) -> str | None:
     """The label of a run shown but not measured for this visitor now: an opened recorded run (its machine,
-    device, versions, date), or the server's first view, measured once and cached for every visitor
-    (resources.finished_runs_json): recorded at HH:MM on which machine. None for a run this visitor ran."""
-    if st.session_state.trace_recorded:
-        return recorded_note(trace.provenance, lang)
-    if st.session_state.trace_is_default:
-        return first_view_note(trace.provenance, lang)
+    device, versions, date), or the server's first view, measured once for every visitor
+    (resources.finished_run): recorded at HH:MM on which machine. None for a run this visitor ran."""
+    if run.origin == "recorded":
+        return recorded_note(run.trace.provenance, lang)
+    if run.origin == "first_view":
+        return first_view_note(run.trace.provenance, lang)
     return None
 
 
@@ -417,14 +377,20 @@ def answer_and_log(lang: str, trace: RequestTrace, answer, log_box, tail: int | 
     log_box.markdown("\n".join(lines))
 
 
-def trace_to_show(lang: str, settings: ServerSettings) -> str | None:
-    """The last run; before any run, the default prompt's trace in the page's language (cached per model).
-    The bottleneck lab shows the same run."""
-    if st.session_state.trace_json is not None:
-        return st.session_state.trace_json
+def trace_to_show(lang: str, settings: ServerSettings) -> StoredRun | None:
+    """The session's run; before any run, the default prompt's run in the page's language (one per model and
+    process). A run the store no longer keeps (many runs since: run_store) is said in words, and the first
+    view shown instead. The bottleneck lab shows the same run."""
+    ss = st.session_state
+    run = run_store.current()
+    if run is not None:
+        return run
+    if ss.run_id is not None:  # this session's run was dropped from the store
+        ss.run_id = None
+        st.warning(t(lang, "run_gone"), icon=":material/history:")
     args = _first_view_args(lang, settings)
     try:
-        trace_json, spread_json = resources.finished_runs_json(*args.plain(), settings.repeats)
+        run = resources.finished_run(*args.plain(), settings.repeats)
     except Exception as err:  # noqa: BLE001
         log.warning("default trace failed: %s", err)
         st.error(error_message(err, lang))
@@ -432,14 +398,14 @@ def trace_to_show(lang: str, settings: ServerSettings) -> str | None:
     if len(_first_views) >= FIRST_VIEWS_KEPT:
         _first_views.clear()
     _first_views.add(args.plain())
-    _store_trace(trace_json, args, is_default=True, spread_json=spread_json)
-    return trace_json
+    store_run(run)
+    return run
 
 
 # The first views this process has measured (their RunArgs.plain()), so a session can tell one is at hand
 # without asking for it (known_before_run); bounded, forgotten whole when full (then measured looks again).
 _first_views: set[tuple] = set()
-FIRST_VIEWS_KEPT = 64  # as many as resources.finished_runs_json keeps
+FIRST_VIEWS_KEPT = 64  # as many as resources.finished_run keeps
 
 
 def _first_view_args(lang: str, settings: ServerSettings) -> RunArgs:
@@ -449,14 +415,15 @@ def _first_view_args(lang: str, settings: ServerSettings) -> RunArgs:
                    settings.limits.max_prompt_tokens)
 
 
-def _data_downloads(lang: str, trace: RequestTrace, stamp: str) -> None:
+def _data_downloads(lang: str, run: StoredRun) -> None:
     """The step table and the run's files; each file is written when its button is clicked (a callable:
     Streamlit's deferred download), not on every page run of every visitor."""
+    trace = run.trace
     st.dataframe(step_table(trace), hide_index=True, width="stretch", height=240)
-    stem = download_stem(trace, stamp)
-    if st.session_state.trace_recorded:  # the file names say it too
+    stem = download_stem(trace, run.stamp)
+    if run.origin == "recorded":  # the file names say it too
         stem = recorded_stem(stem, trace.provenance)
-    felt = felt_for(trace)
+    felt = felt_for(run)
     left, right = st.columns(2)
     left.download_button(t(lang, "download_json"), data=trace.to_json, file_name=f"{stem}_trace.json",
                          mime="application/json", key="download_json", on_click="ignore",
@@ -469,8 +436,7 @@ def _data_downloads(lang: str, trace: RequestTrace, stamp: str) -> None:
                        icon=":material/download:", help=t(lang, "download_perfetto_help"))
 
 
-def felt_for(trace: RequestTrace) -> FeltTimes | None:
-    """The page's own times around the first token (FeltTimes), for `trace`'s files: only for a run measured for
+def felt_for(run: StoredRun) -> FeltTimes | None:
+    """The page's own times around the first token (FeltTimes), for the run's files: only for a run measured for
     this visitor now whose drawn repeat is run 1, the one the page timed (else the files hold the engine's)."""
-    felt = felt_source(shown_spread(trace)) == "felt"  # `trace` is the stored run
-    return FeltTimes.from_json(st.session_state.trace_felt) if felt else None
+    return run.felt if felt_source(run) == "felt" else None

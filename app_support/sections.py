@@ -1,14 +1,15 @@
 """The lesson's sections, in the page's order, after the run panel.
 
-Each function draws one part of the lesson. Sections that show a figure take the run as
-trace JSON (a plain string, so the figure caches key on it; app_support/resources.py parses
-it once) or None when there is no run to show yet. While the classroom or the replay steps
-through the run, the JSON is the part shown so far and the figures keep the whole run's axes
-(app_support/stepping.py).
+Each function draws one part of the lesson. Sections that show a figure take the run as a
+RunView (app_support/run_store.py: the stored run, and the passes shown of it; the figure caches
+key on it) or None when there is no run to show yet. While the classroom or the replay steps
+through the run, the view is the part shown so far and the figures keep the whole run's axes
+(RunView.full); what quotes the whole run reads RunView.whole (app_support/stepping.py).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from lesson.alt_text import figure_alt, schematic_alt, with_run_note
 from lesson.answer import truncate_trace
 from lesson.diagrams import RUN_NOTED
 from lesson.diagrams.animation import render_animation
-from lesson.diagrams.ttft_parts import FeltTimes, render_ttft_parts, ttft_parts_alt
+from lesson.diagrams.ttft_parts import render_ttft_parts, ttft_parts, ttft_parts_alt
 from lesson.downloads import download_stem
 from lesson.engine_modes import engine_caption
 from lesson.formats import markdown_table
@@ -32,10 +33,9 @@ from lesson.style import DEFAULT_STYLE
 from lesson.text import label, t, table_for
 
 from . import resources, state
-from .resources import parsed_trace
 from .quantization import section_quantization
-from .stepping import stepping_full
-from .ui import error_boundary, felt_source, metric_row, plotly_config, scroll_into_view, shown_spread, svg_figure
+from .run_store import RunView, StoredRun
+from .ui import error_boundary, felt_source, metric_row, plotly_config, scroll_into_view, svg_figure
 
 
 def intro(lang: str) -> None:
@@ -43,106 +43,95 @@ def intro(lang: str) -> None:
     st.markdown(t(lang, "intro_2"))
 
 
-def figure_words(lang: str, trace_json: str, alt: str, stem: str) -> tuple[str, str, str | None]:
+def figure_words(lang: str, view: RunView, alt: str, stem: str) -> tuple[str, str, str | None]:
     """A lesson figure's (alt text, download stem, extra caption line): labelled when the run shown is
-    recorded (an opened file: all three) or the server's first view, cached for every visitor (the alt
+    recorded (an opened file: all three) or the server's first view, the same for every visitor (the alt
     text and the caption line). Unchanged, and no line, for a run this visitor measured."""
-    ss = st.session_state
-    if not (ss.trace_recorded or ss.trace_is_default):
+    origin = view.run.origin
+    if origin == "measured":
         return alt, stem, None
-    provenance = parsed_trace(trace_json).provenance
-    stem = recorded_stem(stem, provenance) if ss.trace_recorded else stem
+    provenance = view.whole.provenance
+    stem = recorded_stem(stem, provenance) if origin == "recorded" else stem
     return recorded_alt(alt, provenance, lang), stem, figure_note(provenance, lang)
 
 
-def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | None = None) -> None:
-    if trace_json is None:
+def live_diagram(name: str, view: RunView | None, lang: str, caption: str | None = None) -> None:
+    if view is None:
         st.info(t(lang, "no_trace"))
         return
     with error_boundary(lang, "err_diagram"):
-        run_note = shown_run_note(lang, trace_json)  # which of the repeats every figure draws (lesson.spread)
-        svg = resources.diagram_svg(name, trace_json, lang, stepping_full(), classroom=st.session_state.classroom,
-                                    run_note=run_note)
-        alt, stem = resources.diagram_words(name, trace_json, lang, st.session_state.trace_stamp)
-        alt, stem, note = figure_words(lang, trace_json, alt, stem)  # a recorded run says so
+        run_note = shown_run_note(lang, view)  # which of the repeats every figure draws (lesson.spread)
+        svg = resources.diagram_svg(name, view, lang, classroom=st.session_state.classroom, run_note=run_note)
+        alt, stem = resources.diagram_words(name, view, lang)
+        alt, stem, note = figure_words(lang, view, alt, stem)  # a recorded run says so
         alt = with_run_note(alt, run_note if name in RUN_NOTED else "")
         svg_figure(name, svg, lang, with_note(caption, note), alt=alt, file_stem=stem)
 
 
-def shown_run_note(lang: str, trace_json: str) -> str:
+def shown_run_note(lang: str, view: RunView) -> str:
     """"median run 3 of 5 (...)" for the stored run (the whole run while the classroom steps), or ""."""
-    whole = parsed_trace(stepping_full() or trace_json)
-    return run_label(shown_spread(whole), lang)
+    return run_label(view.run.headline, lang)
 
 
-def section_timeline(lang: str, trace_json: str | None) -> None:
+def section_timeline(lang: str, view: RunView | None) -> None:
     """The run's timeline first (on the first screen, under the run panel), then the lesson's words on it."""
     st.header(t(lang, "sec_timeline"), anchor="timeline")
-    stretched = state.pop_difference_note(parsed_trace(trace_json).prompt_len if trace_json else None)
+    stretched = state.pop_difference_note(view.trace.prompt_len if view is not None else None)
     if stretched is not None:  # "show the difference" ran: say what it did, and bring its figures into view
         with st.container(key="difference-note"):
             st.info(t(lang, "difference_note", num_tokens=stretched, ignore_eos=t(lang, "ignore_eos")),
                     icon=":material/compare_arrows:")
         scroll_into_view("difference-note")
-    live_diagram("timeline", trace_json, lang, _timeline_caption(lang, trace_json))
-    if trace_json is not None and bottleneck_contradicts(*_whole_and_spread(trace_json)):  # noise: measure again
+    live_diagram("timeline", view, lang, _timeline_caption(lang, view))
+    if view is not None and bottleneck_contradicts(view.whole, view.run.headline):  # noise: measure again
         repeats = resources.server_settings().repeats
         st.button(t(lang, "tl_measure_again"), key="timeline_measure_again", icon=":material/refresh:",
                   on_click=state.run_again, help=t(lang, "tl_measure_again_help", n=repeats))
     st.caption(t(lang, "timeline_real_split"))
-    if trace_json is not None:
-        ttft_bar(lang, trace_json)
+    if view is not None:
+        ttft_bar(lang, view)
     st.markdown(t(lang, "timeline_1"))
     st.markdown(markdown_table(t(lang, "timeline_table")))
     st.markdown(t(lang, "timeline_2"))
 
 
-def _whole_and_spread(trace_json: str):
-    """(the stored run, whole even while the classroom steps, and its repeats' headline numbers or None)."""
-    whole = parsed_trace(stepping_full() or trace_json)
-    return whole, shown_spread(whole)
-
-
-def _timeline_caption(lang: str, trace_json: str | None) -> str:
+def _timeline_caption(lang: str, view: RunView | None) -> str:
     """The first figure's caption: what it measured in the lesson's terms (lesson.metric_cards.timeline_lesson)."""
-    if trace_json is None:
+    if view is None:
         return t(lang, "timeline_caption")
-    whole, numbers = _whole_and_spread(trace_json)
-    lesson = timeline_lesson(whole, lang, numbers)
+    lesson = timeline_lesson(view.whole, lang, view.run.headline)
     joiner = "" if lang == "zh" else " "  # Chinese sentences run on without a space
     return f"{lesson}{joiner}{t(lang, 'timeline_caption')}" if lesson else t(lang, "timeline_caption")
 
 
-def ttft_bar(lang: str, trace_json: str) -> None:
-    """TTFT as the lesson defines it, part by part, under the timeline (lesson.diagrams.ttft_parts): the
-    engine's parts of the run shown, and the visitor's (queue, trip, page) where the page measured them
-    for this visitor now; a recorded run or the first view says it has only the engine's."""
-    whole_json = stepping_full() or trace_json  # the replay and the classroom: TTFT is the whole run's
-    whole, numbers = _whole_and_spread(trace_json)
-    ss = st.session_state
-    source = felt_source(numbers)
-    if source.startswith("felt") and whole_json != ss.trace_json:  # not the stored run: the page timed none of it
-        source = "trace"
-    felt = ss.trace_felt if source.startswith("felt") else None
+def ttft_bar(lang: str, view: RunView) -> None:
+    """TTFT as the lesson defines it, part by part, under the timeline (lesson.diagrams.ttft_parts): one run's
+    parts, never two runs' side by side. Where the page timed this visitor's run 1 (queue, trip, page), the
+    bar draws run 1 whole, and says so when the other figures draw another repeat; else the engine's parts
+    of the run shown, and a recorded run or the first view says it has only the engine's. The caption names
+    the lower bracket only where one is drawn. The classroom and the replay: TTFT is the whole run's."""
+    run = view.run
+    source = felt_source(run)
     with error_boundary(lang, "err_diagram"):
-        run_note = run_label(numbers, lang)
-        svg, alt = _ttft_figure(whole_json, lang, felt, source, run_note, ss.classroom)
+        run_note = t(lang, "ttft_parts_run1_note", n=run.headline.n) if source == "felt_other_run" else \
+            run_label(run.headline, lang)
+        svg, alt, felt_drawn = _ttft_figure(run, lang, source, run_note, st.session_state.classroom)
         alt = with_run_note(alt, run_note)
-        stem = download_stem(whole, ss.trace_stamp)
-        alt, stem, note = figure_words(lang, whole_json, alt, stem)
-        svg_figure("ttft_parts", svg, lang, with_note(t(lang, "ttft_parts_caption"), note), alt=alt,
-                   file_stem=f"{stem}_ttft_parts")
+        stem = download_stem(run.trace, run.stamp)
+        alt, stem, note = figure_words(lang, RunView(run, run.num_passes), alt, stem)
+        caption = t(lang, "ttft_parts_caption" if felt_drawn else "ttft_parts_caption_engine")
+        svg_figure("ttft_parts", svg, lang, with_note(caption, note), alt=alt, file_stem=f"{stem}_ttft_parts")
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _ttft_figure(trace_json: str, lang: str, felt_json: str | None, source: str, run_note: str,
-                 classroom: bool) -> tuple[str, str]:
-    """(the TTFT bar, its alt text), keyed by plain values."""
-    trace = parsed_trace(trace_json)
-    felt = FeltTimes.from_json(felt_json) if felt_json else None
-    svg = render_ttft_parts(trace, lang=lang, style=resources.figure_style(classroom), felt=felt, source=source,
-                            run_note=run_note)
-    return svg, ttft_parts_alt(trace, lang, felt)
+@functools.lru_cache(maxsize=64)
+def _ttft_figure(run: StoredRun, lang: str, source: str, run_note: str, classroom: bool) -> tuple[str, str, bool]:
+    """(the TTFT bar, its alt text, whether the visitor's parts and their bracket are drawn) of one run:
+    run 1 with the page's times where it timed them (`source` "felt..."), else the run shown, the engine's."""
+    felted = source.startswith("felt")
+    trace, felt = (run.felt_run, run.felt) if felted else (run.trace, None)
+    svg = render_ttft_parts(trace, lang=lang, style=resources.figure_style(classroom), felt=felt,
+                            source="felt" if felted else source, run_note=run_note)
+    return svg, ttft_parts_alt(trace, lang, felt), ttft_parts(trace, felt).felt
 
 
 # The lesson below its first screen is drawn when the reader comes to it: a class opening the lesson at once
@@ -163,18 +152,18 @@ def read_on(lang: str, heading_keys: list[str]) -> None:
     st.html(f"\n<script>\n{READ_ON_JS}</script>\n", unsafe_allow_javascript=True)
 
 
-def section_prefill(lang: str, trace_json: str | None) -> None:
+def section_prefill(lang: str, view: RunView | None) -> None:
     st.header(t(lang, "sec_prefill"), anchor="prefill")
     st.markdown(t(lang, "prefill_1"))
     st.markdown(t(lang, "prefill_2"))
-    live_diagram("blocks", trace_json, lang, t(lang, "blocks_caption"))
+    live_diagram("blocks", view, lang, t(lang, "blocks_caption"))
 
 
-def section_decode(lang: str, trace_json: str | None) -> None:
+def section_decode(lang: str, view: RunView | None) -> None:
     st.header(t(lang, "sec_decode"), anchor="decode")
     for key in ("decode_1", "decode_2", "decode_3"):
         st.markdown(t(lang, key))
-    live_diagram("kv_growth", trace_json, lang, t(lang, "kv_caption"))
+    live_diagram("kv_growth", view, lang, t(lang, "kv_caption"))
 
 
 def section_blocks_demo(lang: str) -> None:
@@ -216,17 +205,18 @@ def _sketch_live(lang: str, prompt_len: int, output_len: int) -> None:
             f"<script>\n{SKETCH_LIVE_JS}</script>\n", unsafe_allow_javascript=True)
 
 
-def section_bottleneck(lang: str, trace_json: str | None, settings: ServerSettings) -> None:
+def section_bottleneck(lang: str, view: RunView | None, settings: ServerSettings) -> None:
     st.header(t(lang, "sec_bottleneck"), anchor="bottleneck")
     st.markdown(t(lang, "bottleneck_1"))
     st.markdown(markdown_table(t(lang, "bottleneck_table")))
     st.markdown(t(lang, "bottleneck_2"))
-    if trace_json is not None:
-        trace = parsed_trace(trace_json)
-        live = bottleneck_live_text(trace, lang, shown_spread(trace))  # the medians of the run's repeats
+    if view is not None:
+        # the passes shown (a classroom prefix quotes its own numbers), with the repeats' medians when whole
+        live = bottleneck_live_text(view.trace, lang, view.headline)
         if live:
-            st.info(live, icon=":material/speed:")
-        if bottleneck_contradicts(trace, shown_spread(trace)):  # this machine's noise: offer a fresh measurement
+            with st.container(key="bottleneck-live"):  # the lab quotes the same numbers (tests read both)
+                st.info(live, icon=":material/speed:")
+        if bottleneck_contradicts(view.trace, view.headline):  # this machine's noise: offer a fresh measurement
             st.button(t(lang, "bottleneck_measure_again"), key="bottleneck_measure_again", icon=":material/refresh:",
                       on_click=state.run_again, help=t(lang, "bottleneck_measure_again_help", n=settings.repeats))
     st.button(t(lang, "show_difference", num_tokens=settings.limits.max_prompt_tokens), key="show_difference",
@@ -236,16 +226,16 @@ def section_bottleneck(lang: str, trace_json: str | None, settings: ServerSettin
     st.page_link("app_pages/bottleneck_lab.py", label=t(lang, "lab_link"), icon=":material/speed:")
 
 
-def section_waits(lang: str, trace_json: str | None) -> None:
+def section_waits(lang: str, view: RunView | None) -> None:
     st.header(t(lang, "sec_waits"), anchor="waits")
     st.markdown(t(lang, "waits_1"))
     st.markdown(t(lang, "waits_2"))
-    if trace_json is None:
+    if view is None:
         st.info(t(lang, "no_trace"))
         return
     with error_boundary(lang):
-        trace = parsed_trace(trace_json)
-        metric_row(metric_cards(trace, lang, shown_spread(trace)))  # medians of the run's repeats, if any
+        trace = view.trace
+        metric_row(metric_cards(trace, lang, view.headline))  # medians of the run's repeats, if any
         st.caption(engine_caption(trace, lang))  # which engine mode and attention kernel ran
         for note in metric_gap_notes(trace, lang):  # the pass times (timeline) beside the waits (cards)
             st.caption(note)
@@ -253,11 +243,11 @@ def section_waits(lang: str, trace_json: str | None) -> None:
         if drawing:
             st.caption(drawing)
     with error_boundary(lang, "err_diagram"):
-        figure = resources.latency_figure(trace_json, lang, stepping_full(), classroom=st.session_state.classroom,
-                                          run_note=shown_run_note(lang, trace_json))
+        figure = resources.latency_figure(view, lang, classroom=st.session_state.classroom,
+                                          run_note=shown_run_note(lang, view))
         st.plotly_chart(figure, key="latency_chart", width="stretch", config=plotly_config(lang))
-        st.caption(with_note(t(lang, "latency_caption"), figure_words(lang, trace_json, "", "")[2]))
-    live_diagram("latency", trace_json, lang, t(lang, "latency_svg_caption"))
+        st.caption(with_note(t(lang, "latency_caption"), figure_words(lang, view, "", "")[2]))
+    live_diagram("latency", view, lang, t(lang, "latency_svg_caption"))
 
 
 def section_many(lang: str) -> None:
@@ -278,7 +268,7 @@ def section_summary(lang: str) -> None:
         st.markdown(f"**{t(lang, 'summary')}**")
 
 
-def section_animation(lang: str, trace_json: str | None) -> None:
+def section_animation(lang: str, view: RunView | None) -> None:
     """The looping step-through, with play / pause and a slider that picks the pass to stop on.
 
     Paused, the figure is a still frame (lesson.diagrams.animation, still=True): the passes up
@@ -286,12 +276,12 @@ def section_animation(lang: str, trace_json: str | None) -> None:
     on from the pass the slider shows (start_pass), then loops from the start.
     """
     st.header(t(lang, "sec_animation"), anchor="animation")
-    if trace_json is None:
-        live_diagram("animation", trace_json, lang, t(lang, "animation_caption"))
+    if view is None:
+        live_diagram("animation", view, lang, t(lang, "animation_caption"))
         return
-    total = len(parsed_trace(trace_json).steps)
-    if st.session_state.classroom and stepping_full() not in (None, trace_json):
-        _classroom_still(lang, trace_json)  # the classroom steps: the still frame at its step
+    total = len(view.trace.steps)
+    if st.session_state.classroom and view.stepping and not view.is_whole:
+        _classroom_still(lang, view)  # the classroom steps: the still frame at its step
         return
     paused = st.session_state.anim_paused
     with st.container(key="anim_controls"):
@@ -306,14 +296,12 @@ def section_animation(lang: str, trace_json: str | None) -> None:
                 format_func=lambda k: anim_step_words(lang, k, total, paused), on_change=_pause_animation)
     step = int(step)
     if not paused and step >= total:
-        live_diagram("animation", trace_json, lang, t(lang, "animation_caption"))
+        live_diagram("animation", view, lang, t(lang, "animation_caption"))
         return
     with error_boundary(lang, "err_diagram"):
-        whole = stepping_full() or trace_json
-        svg, alt = _animation_frame(trace_json, whole, step, lang, st.session_state.classroom, paused,
-                                    shown_run_note(lang, trace_json))
-        stem = download_stem(parsed_trace(whole), st.session_state.trace_stamp)
-        alt, stem, note = figure_words(lang, whole, alt, stem)  # a recorded run says so
+        svg, alt = _animation_frame(view, step, lang, st.session_state.classroom, paused, shown_run_note(lang, view))
+        stem = download_stem(view.whole, view.run.stamp)
+        alt, stem, note = figure_words(lang, view, alt, stem)  # a recorded run says so
         svg_figure("animation", svg, lang, with_note(t(lang, "animation_caption"), note), alt=alt,
                    file_stem=f"{stem}_animation_{'pass' if paused else 'from_pass'}{step}")
 
@@ -328,15 +316,14 @@ def anim_step_words(lang: str, k: int, total: int, paused: bool) -> str:
     return t(lang, "anim_step_playing_from", k=k, n=total)
 
 
-def _classroom_still(lang: str, trace_json: str) -> None:
+def _classroom_still(lang: str, view: RunView) -> None:
     """The classroom's step (under the sidebar's buttons): the animation stands on the pass they name."""
     with error_boundary(lang, "err_diagram"):
-        whole, step = stepping_full(), len(parsed_trace(trace_json).steps)
-        svg, alt = _animation_frame(trace_json, whole, step, lang, True, True, shown_run_note(lang, trace_json))
-        stem = download_stem(parsed_trace(whole), st.session_state.trace_stamp)
-        alt, stem, note = figure_words(lang, whole, alt, stem)
+        svg, alt = _animation_frame(view, view.step, lang, True, True, shown_run_note(lang, view))
+        stem = download_stem(view.whole, view.run.stamp)
+        alt, stem, note = figure_words(lang, view, alt, stem)
         svg_figure("animation", svg, lang, with_note(t(lang, "animation_caption"), note), alt=alt,
-                   file_stem=f"{stem}_animation_pass{step}")
+                   file_stem=f"{stem}_animation_pass{view.step}")
 
 
 def _flip_animation() -> None:
@@ -348,12 +335,12 @@ def _pause_animation() -> None:
     st.session_state.anim_paused = True  # moving the slider stops on the pass it shows
 
 
-@st.cache_data(show_spinner=False, max_entries=128)
-def _animation_frame(trace_json: str, full_json: str, step: int, lang: str, classroom: bool,
-                     still: bool, run_note: str = "") -> tuple[str, str]:
+@functools.lru_cache(maxsize=128)
+def _animation_frame(view: RunView, step: int, lang: str, classroom: bool, still: bool,
+                     run_note: str = "") -> tuple[str, str]:
     """(the figure, its alt text), in the classroom style when asked: paused, the still frame
     after pass `step`; playing, the animation starting at pass `step`; `run_note`: which repeat it draws."""
-    trace, full = parsed_trace(trace_json), parsed_trace(full_json)
+    trace, full = view.trace, view.whole
     style = resources.figure_style(classroom)
     if not still:
         svg = render_animation(trace, lang=lang, full=full, style=style, start_pass=step, run_note=run_note)
@@ -368,9 +355,9 @@ def section_references(lang: str) -> None:
     st.markdown("\n".join(f"{i}. {ref}" for i, ref in enumerate(t(lang, "references"), start=1)))
 
 
-def section_review(lang: str, trace_json: str | None) -> None:
+def section_review(lang: str, view: RunView | None) -> None:
     st.header(t(lang, "sec_review"), anchor="review")
-    live_diagram("review_map", trace_json, lang, t(lang, "review_caption"))
+    live_diagram("review_map", view, lang, t(lang, "review_caption"))
     st.markdown(f"*{t(lang, 'next_lesson')}*")
     with error_boundary(lang):
         section_quantization(lang)

@@ -42,7 +42,7 @@ from lesson.serving_views import figure_alt, findings, metric_records, metrics_a
 from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t, table_for
 
-from . import frame, prefix_cache, resources, serving_remote, slide_kit
+from . import frame, prefix_cache, resources, run_store, serving_remote, slide_kit
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
 log = logging.getLogger("prefill_decode.app")
@@ -155,16 +155,16 @@ def serving_run_json(model_choice: str, device: str, dtype: str, workload: str, 
     return run_json
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def serving_svg(name: str, run_json: str, lang: str, classroom: bool = False) -> str:
+@functools.lru_cache(maxsize=256)
+def serving_svg(name: str, shown: run_store.ServingSet, k: int, lang: str, classroom: bool = False) -> str:
+    """One figure of the set's run `k`, drawn once per stored set (hashed by identity) for every session."""
     render = {"gantt": render_serving_gantt, "batch": render_batch_composition, "kv": render_kv_blocks}[name]
-    return render(ServingRun.from_json(run_json), lang=lang, style=resources.figure_style(classroom))
+    return render(shown.runs[k], lang=lang, style=resources.figure_style(classroom))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def metrics_svg(run_jsons: tuple[str, ...], lang: str, classroom: bool = False) -> str:
-    return render_serving_metrics([ServingRun.from_json(j) for j in run_jsons], lang=lang,
-                                  style=resources.figure_style(classroom))
+@functools.lru_cache(maxsize=64)
+def metrics_svg(shown: run_store.ServingSet, lang: str, classroom: bool = False) -> str:
+    return render_serving_metrics(list(shown.runs), lang=lang, style=resources.figure_style(classroom))
 
 
 # --- the page ---------------------------------------------------------------------
@@ -187,9 +187,9 @@ def serving_lab(lang: str, lm, settings: ServerSettings) -> None:
             st.error(scenario)  # the message from _workload_controls
         else:
             _run_all(lang, workload, scenario, config, caps)
-    shown = st.session_state.get("sl_runs")
-    if shown:
-        _show(lang, [ServingRun.from_json(j) for j in shown], shown)
+    shown = run_store.kept_of(run_store.ServingSet, "sl_runs")
+    if shown is not None:
+        _show(lang, shown)
     engine_queue_panel(lang)  # the class's own queue: lesson runs going through between serving iterations
     st.info(t(lang, "sl_honest"))
     serving_remote.probe_panel(lang, workload, scenario, lm, config)  # a real server, from the client
@@ -352,7 +352,8 @@ class PolicyProgress:
 def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps) -> None:
     """Every policy on the same workload, one after another, the bar moving as each writes its answer
     tokens with the time left; a message (not a traceback) on refusal."""
-    args = st.session_state.trace_args  # the model the lesson uses (shared by every page)
+    shown = run_store.current()  # the model the lesson's run uses (shared by every page)
+    args = shown.args if shown is not None else None
     model = (st.session_state.model_choice, resources.server_settings().device, resources.server_settings().dtype)
     if args is not None:
         model = (args.model_choice, args.device, args.dtype)
@@ -374,7 +375,7 @@ def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps
     except Exception as err:  # noqa: BLE001 - a message, never a traceback
         log.info("serving lab refused: %s", err)
         bar.empty()
-        st.session_state.sl_runs = None
+        run_store.keep("sl_runs", None)
         st.error(serving_message(err, lang))
         return
     finally:
@@ -382,15 +383,17 @@ def _run_all(lang: str, workload, scenario: str, config: dict, caps: ServingCaps
     bar.progress(1.0, text=t(lang, "sl_done", n=len(policies)))
     if place.shared_note():  # another lab asked the same at the same time: measured once for both
         st.caption(place.shared_note())
-    st.session_state.sl_runs, st.session_state.sl_prefix_off = tuple(runs), off
+    parsed = tuple(ServingRun.from_json(j) for j in runs)  # the worker's wire form, parsed once here
+    run_store.keep("sl_runs", run_store.ServingSet(parsed, tuple(runs), ServingRun.from_json(off) if off else None))
 
 
-def _show(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
+def _show(lang: str, shown: run_store.ServingSet) -> None:
     with error_boundary(lang, "err_diagram"):  # a figure that cannot be drawn is a message, not a traceback
-        _results(lang, runs, jsons)
+        _results(lang, shown)
 
 
-def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
+def _results(lang: str, shown: run_store.ServingSet) -> None:
+    runs, jsons = list(shown.runs), shown.jsons
     st.subheader(t(lang, "sl_results"))
     st.markdown(t(lang, "sl_what_to_see"))
     for line in findings(runs, lang):
@@ -400,7 +403,7 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
     classroom = bool(st.session_state.get("classroom"))
     with st.expander(t(lang, "sl_table_svg")):
         tag = run_set_tag(jsons)  # download names say the scenario and the run set: never another's name
-        svg_figure("serving_metrics", metrics_svg(jsons, lang, classroom), lang, alt=metrics_alt(runs, lang),
+        svg_figure("serving_metrics", metrics_svg(shown, lang, classroom), lang, alt=metrics_alt(runs, lang),
                    file_stem=serving_stem(runs[0], "metrics", tag))
     names = {"gantt": t(lang, "sl_tab_gantt"), "batch": t(lang, "sl_tab_batch"), "kv": t(lang, "sl_tab_kv")}
     tabs = st.tabs([names[f] for f in FIGURES])
@@ -415,7 +418,7 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
                     st.plotly_chart(classroom_fonts(serving_gantt_figure(run, lang), classroom),
                                     key=f"sl_plotly_{run.settings.policy}", config=plotly_config(lang))
                 continue
-            svgs = [serving_svg(figure, run_json, lang, classroom) for run_json in jsons]
+            svgs = [serving_svg(figure, shown, k, lang, classroom) for k in range(len(runs))]
             # policy beside policy only if their labels stay readable at half the column (they do not at
             # 860 units wide: one above the other, time axes aligned); on a projector: one per row
             per_row = 1 if classroom else figures_per_row(svgs)
@@ -428,7 +431,7 @@ def _results(lang: str, runs: list[ServingRun], jsons: tuple[str, ...]) -> None:
     st.download_button(t(lang, "sl_download_runs"), data="[" + ",".join(jsons) + "]", file_name="serving_runs.json",
                        mime="application/json", key="sl_download_runs", on_click="ignore",
                        icon=":material/download:")
-    prefix_cache.section(lang, runs, jsons, st.session_state.get("sl_prefix_off"), tag)  # switch on: hits, misses
+    prefix_cache.section(lang, shown, tag)  # switch on: hits, misses
     slide_kit.serving_button(lang, runs, jsons)  # every figure above for slides, in one zip (built when clicked)
     columns = st.columns(min(len(runs), 2))  # a Perfetto trace of every run (lesson.perfetto)
     for k, (run, run_json) in enumerate(zip(runs, jsons)):

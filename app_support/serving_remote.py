@@ -22,6 +22,7 @@ import re
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import asdict
 from pathlib import Path
 
 import streamlit as st
@@ -29,18 +30,18 @@ import streamlit as st
 from engine.contract.config import ProbeSettings
 from engine.contract.errors import RemoteError
 from engine.contract.interop.endpoint import APIS, Endpoint, ProbeConfig
-from engine.contract.interop.probe import run_probe
-from engine.contract.interop.prometheus import ServerMetrics, ServerSample
+from engine.contract.interop.probe import ProbeResult, run_probe
 from engine.contract.interop.vllm_import import arrivals_placed, read_vllm_result
 from engine.contract.serving.trace import SLO, ServingRun
 from lesson.diagrams.serving_gantt import render_serving_gantt
 from lesson.formats import escape_markdown
-from lesson.messages import as_error, code_span, data_field, failure_message, remote_message, technical_detail
+from lesson.messages import code_span, data_field, remote_message, technical_detail
 from lesson.perfetto import to_perfetto_json
 from lesson.prefix_views import probe_prefix_words
 from lesson.serving_views import figure_alt, metric_records
 from lesson.text import t
 
+from . import run_store
 from .resources import client, figure_style
 from .ui import error_boundary, metric_dataframe, plotly_config, svg_figure
 
@@ -140,15 +141,15 @@ def probe_panel(lang: str, workload, scenario: str, lm, slo: Mapping[str, float]
         else:
             _run_probe(lang, workload, scenario, lm, settings, endpoint.strip(), model.strip(), api, concurrency,
                        timeout, key_env, ignore_eos, slo)
-    shown = st.session_state.get("sl_probe")
-    if shown:
+    shown = run_store.kept_of(run_store.ProbeShown, "sl_probe")
+    if shown is not None:
         with error_boundary(lang, "err_diagram"):
-            _show_probe(lang, json.loads(shown))
+            _show_probe(lang, shown.result)
 
 
 def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, concurrency, timeout, key_env,
                ignore_eos, slo) -> None:
-    st.session_state.sl_probe = None
+    run_store.keep("sl_probe", None)
     try:
         check_probe_request(endpoint, key_env, settings)
         cfg = ProbeConfig(endpoint=endpoint, model=model, api=api, concurrency=concurrency or None, timeout_s=timeout,
@@ -184,7 +185,7 @@ def _run_probe(lang, workload, scenario, lm, settings, endpoint, model, api, con
                 show_remote_error(err, lang)
                 return
     bar.progress(1.0, text=t(lang, "sl_probe_done", n=len(result.run.requests), failed=len(result.failures)))
-    st.session_state.sl_probe = result.to_json(indent=None)  # no key: masked in all a server sent (KeyMask)
+    run_store.keep("sl_probe", run_store.ProbeShown(result))  # no key: masked in all a server sent (KeyMask)
 
 
 def show_remote_error(err: BaseException, lang: str) -> None:
@@ -196,32 +197,25 @@ def show_remote_error(err: BaseException, lang: str) -> None:
             st.code(detail[:500], language=None)
 
 
-def server_metrics_of(data: Mapping):
-    sm = data["server_metrics"]
-    return ServerMetrics(sm["url"], sm["available"], sm["reason"], dict(sm.get("names") or {}),
-                         tuple(ServerSample(s["t_ms"], dict(s["values"])) for s in sm.get("samples") or ()))
-
-
-def _show_probe(lang: str, data: Mapping) -> None:
+def _show_probe(lang: str, result: ProbeResult) -> None:
     from lesson.charts.probe import server_metrics_figure, server_metrics_note
 
-    run = ServingRun.from_dict(data["run"])
-    st.markdown("**" + t(lang, "sl_probe_result_title", endpoint=code_span(data["endpoint"]),
-                         model=code_span(data["model"])) + "**")
-    failures = data.get("failures") or []
-    if failures:
-        st.warning(t(lang, "sl_probe_failed", n=len(failures), total=len(failures) + len(run.requests)))
-        for failure in failures:
-            st.markdown("- " + failure_message(failure, lang))
-        details = [f"{f.get('params', {}).get('request_id', '')}: {technical_detail(as_error(f))}" for f in failures
-                   if technical_detail(as_error(f))]
+    run = result.run
+    st.markdown("**" + t(lang, "sl_probe_result_title", endpoint=code_span(result.endpoint),
+                         model=code_span(result.model)) + "**")
+    if result.failures:
+        st.warning(t(lang, "sl_probe_failed", n=len(result.failures), total=len(result.failures) + len(run.requests)))
+        for failure in result.failures:  # a ProbeFailure carries its key and params, as an error does
+            st.markdown("- " + remote_message(failure, lang))
+        details = [f"{f.params.get('request_id', '')}: {technical_detail(f)}" for f in result.failures
+                   if technical_detail(f)]
         if details:
             with st.expander(t(lang, "sl_probe_technical")):
                 st.code("\n".join(details)[:2000], language=None)
     if not run.requests:
         st.error(t(lang, "sl_probe_none"))
         return
-    sm = server_metrics_of(data)
+    sm = result.server_metrics
     samples = json.dumps([{"t_ms": s.t_ms, "values": s.values} for s in sm.samples])
     show_observed_run(lang, run, run.to_json(indent=None), "probe", samples)
     note = server_metrics_note(sm, lang)
@@ -230,7 +224,7 @@ def _show_probe(lang: str, data: Mapping) -> None:
     else:
         st.plotly_chart(server_metrics_figure(sm, lang, classroom=bool(st.session_state.get("classroom"))),
                         key="sl_probe_server_metrics", config=plotly_config(lang))
-    prefix = probe_prefix_words(data.get("prefix_cache"), lang)  # the usage's cached tokens against /metrics'
+    prefix = probe_prefix_words(asdict(result.prefix_cache), lang)  # the usage's cached tokens against /metrics'
     if prefix:
         st.caption(prefix)
 

@@ -26,8 +26,7 @@ from lesson.style import DEFAULT_STYLE, classroom_style
 from lesson.svgtext import visible
 from lesson.text import t
 
-from . import resources
-from .ui import shown_spread
+from . import run_store
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -61,11 +60,10 @@ def _zip(slides, lang: str, title: str, subtitle: str) -> bytes:
 
 
 @functools.lru_cache(maxsize=4)
-def lesson_zip(trace_json: str, lang: str, run_name: str, classroom: bool, sketch: tuple[int, int],
+def lesson_zip(trace: RequestTrace, lang: str, run_name: str, classroom: bool, sketch: tuple[int, int],
                when: str, run_note: str = "") -> bytes:
-    """Every lesson figure of the run `trace_json` (the whole run, in the page's style); `run_note`: which
+    """Every lesson figure of the run `trace` (the whole run, in the page's style); `run_note`: which
     repeat it is, as the page's figures say it (lesson.spread.run_label)."""
-    trace = RequestTrace.from_json(trace_json)
     style = classroom_style() if classroom else DEFAULT_STYLE
     slides = lesson_slides(trace, lang=lang, run_name=run_name, style=style, sketch=sketch, run_note=run_note)
     answer = answer_text(trace)  # as the page shows it: special tokens such as </s> left out
@@ -86,25 +84,24 @@ def serving_zip(run_jsons: tuple[str, ...], lang: str, classroom: bool) -> bytes
     return _zip(slides, lang, t(lang, "kit_deck_serving_title"), subtitle)
 
 
-def run_number(trace_json: str) -> int | None:
+def run_number(run_id: str) -> int | None:
     """The shown run's number in this session's history (lesson.runs.HistoryEntry.number), if it is there."""
     for entry in st.session_state.history:
-        if entry.trace_json == trace_json:
+        if entry.stored_id == run_id:
             return entry.number
     return None
 
 
 def lesson_button(lang: str) -> None:
     """The lesson page's "all figures for slides" download, for the whole run the page shows."""
-    ss = st.session_state
-    trace_json = ss.stepping_full_json or ss.trace_json
-    if trace_json is None:
+    ss, run = st.session_state, run_store.current()  # the whole stored run, whatever the classroom's step
+    if run is None:
         return
-    number = run_number(trace_json)
+    number = run_number(run.id)
     run_name = f"run{number}" if number else "run"
     sketch = (int(ss.demo_prompt_len), int(ss.demo_output_len))
-    run_note = run_label(shown_spread(resources.parsed_trace(trace_json)), lang)  # the page's figures say it too
-    data = functools.partial(lesson_zip, trace_json, lang, run_name, bool(ss.classroom), sketch, ss.trace_stamp,
+    run_note = run_label(run.headline, lang)  # the page's figures say it too
+    data = functools.partial(lesson_zip, run.trace, lang, run_name, bool(ss.classroom), sketch, run.stamp,
                              run_note)
     st.download_button(t(lang, "kit_download"), data=data, file_name=f"prefill-decode_{run_name}_slides_{lang}.zip",
                        mime="application/zip", key="kit_download", on_click="ignore", icon=":material/slideshow:",

@@ -20,6 +20,8 @@ from lesson.inputs import (
 from lesson.runs import DEFAULT_REPLAY_PACE, REPLAY_PACES, keep_pins
 from lesson.text import LANGUAGES
 
+from . import run_store
+
 DEMO_MAX_PROMPT = 64
 DEMO_MAX_OUTPUT = 32
 KEPT = "kept_widget_values"  # a plain (non-widget) copy of every widget's value: see keep_widget_values
@@ -40,13 +42,10 @@ DEFAULTS: dict[str, Any] = {
     "prefix_scope": "",  # this session's name for its kept runs in the engine (set once, at random: init_session)
     "demo_prompt_len": 4,  # the lesson's sketch: 法国 / 的 / 首都 / 是
     "demo_output_len": 2,  # -> 巴黎 / 。
-    "trace_json": None,  # the last finished run
-    "trace_args": None,  # the plain arguments that produced it
-    "trace_stamp": "",  # when it ran, "YYYYmmdd-HHMMSS": download names tell runs apart
-    "trace_is_default": False,  # it is the page's own first view, not a run the visitor asked for
-    "trace_recorded": False,  # it is a recorded run opened from a file or the gallery (app_support/gallery.py)
-    "trace_spread": None,  # its repeats' headline numbers (lesson.spread.Headline JSON); None: one run only
-    "trace_felt": None,  # the page's times around its run 1's first token (lesson.diagrams.ttft_parts.FeltTimes JSON)
+    # the run every page shows: its id in the process's run store (app_support/run_store.py), where the run
+    # (trace, headline numbers, felt times, arguments, stamp, origin) is one frozen value; None: no run yet
+    "run_id": None,
+    "run_holder": None,  # run_store.RunHolder: this session's hold on its runs in the store, gone with the session
     "class_step": 1,  # classroom: forward passes shown so far
     "presenter": False,  # classroom: the presenter view, one figure per screen (app_support/presenter.py)
     "presenter_figure": 0,  # the presenter view's figure: an index into app_support.presenter.FIGURES
@@ -55,31 +54,29 @@ DEFAULTS: dict[str, Any] = {
     "run_requested": False,  # a control below the Run button asked for a run (show the difference)
     "difference_note": None,  # show the difference: the prompt length it asked for, said once above the timeline
     # ---- runs kept in the session (lesson.runs) ----
-    "history": [],  # lesson.runs.HistoryEntry, newest first, at most lesson.runs.HISTORY_LIMIT
+    "history": [],  # lesson.runs.HistoryEntry (a run store id each), newest first, at most lesson.runs.HISTORY_LIMIT
     "compare_pins": [],  # the run ids of the (at most two) runs drawn side by side
     "replay_pace": DEFAULT_REPLAY_PACE,  # lesson.runs.REPLAY_PACES
     "replay_from": None,  # time.time() when the replay of the last run started; None: no replay
     "anim_paused": False,  # the animated step-through: paused on a step (anim_step) instead of looping
     # ---- what this page run shows of the stored run (app_support/stepping.py, set by the run panel) ----
     "replay_shown": None,  # the passes the replay shows now; None: no replay
-    "stepping_full_json": None,  # the whole run while the classroom or the replay steps through it
     "replay_last": None,  # the replay's position on the page's last run (a fixed pace shows every pass)
     "replay_due_at": float("inf"),  # time.time() when the replay's next pass is due: the timer redraws then
     "replay_finished": None,  # a replay just ended: its number of passes, said once under the answer
     # ---- the labs' results (app_support/lab.py, modes.py, serving.py, serving_remote.py) ----
     "cache_compare_for": None,  # the run (model and prompt ids) the cache on/off comparison was asked for
     "modes_results": {},  # engine modes measured, by (model, prompt, lengths, modes): app_support.modes
-    "sl_runs": None,  # the serving lab's last runs, one ServingRun JSON per policy
-    "sl_prefix_off": None,  # the prefix-caching switch on: the same workload's run with the cache off (JSON)
+    "sl_runs": None,  # the serving lab's last runs: the id of a run_store.ServingSet (one run per policy)
     "first_screen_drawn": False,  # this session's lesson page has drawn its first figure once (first_screens.py)
     "lesson_open": False,  # the lesson below its first screen is drawn: the reader came to it (sections.read_on)
     "started_once": False,  # this session's first run has drawn its loading note (starting.starting_note)
     "class_stepped": False,  # a classroom step just happened: bring the stepped figure on screen (stepping.py)
-    "sl_probe": None,  # the last probe of a real server (engine.contract.interop.probe.ProbeResult JSON)
+    "sl_probe": None,  # the last probe of a real server: the id of a run_store.ProbeShown
     # ---- recorded runs opened (app_support/gallery.py) ----
     "recorded_notice": None,  # (page, "success" | "error", Markdown): what opening a file did, said once there
-    "recorded_lab": None,  # a recorded sweep or cache comparison opened in the bottleneck lab: (kind, its JSON)
-    "recorded_serving": None,  # recorded serving runs opened in the serving lab: their JSONs
+    "recorded_lab": None,  # a recorded sweep or cache comparison opened in the lab: a run_store.RecordedLab id
+    "recorded_serving": None,  # recorded serving runs opened in the serving lab: a run_store.ServingSet id
     "recorded_names": {},  # page ("lesson", "lab", "serving") -> the gallery run open there, by name; None: a file
     # ---- a link that reopens a state (app_support/links.py) ----
     "link_applied": None,  # the query of the link this session opened (applied once)
@@ -171,14 +168,14 @@ def language_changed() -> None:
     prompt = ss["prompt"] if "prompt" in ss else kept.get("prompt", "")  # a lab page draws no prompt box
     if is_default_prompt(prompt):
         ss.prompt = kept["prompt"] = default_prompt(ss.lang)
-        if ss.get("trace_is_default"):
-            ss.trace_json, ss.trace_args, ss.trace_is_default = None, None, False
+        if run_store.current_origin() == "first_view":
+            ss.run_id = None
 
 
 def reset_to_defaults(limits: Limits) -> None:
     """The reset button's callback: every control back to DEFAULTS, the prompt in the page's language.
 
-    The run shown (trace_json) is kept; the page then says whether it matches the settings.
+    The run shown (run_id) is kept; the page then says whether it matches the settings.
     """
     ss = st.session_state
     for key in WIDGET_KEYS:

@@ -1,9 +1,9 @@
 """One forward pass at a time: the classroom's stepping and the slow-motion replay of the last run.
 
-Both cut the stored run (st.session_state.trace_json) to the passes shown so far, and every
-figure on the page shows that cut, on the whole run's axes (stepping_full), so stepping never
-rescales a figure. The run panel reads the replay's position once per page run (replay_step)
-and stores what it shows in `replay_shown` and `stepping_full_json` (app_support/state.py).
+Both show the stored run (app_support/run_store.py) as far as the passes shown so far: a RunView
+(view_of), cut at draw time and never written back, and every figure draws that view on the whole
+run's axes (RunView.full), so stepping never rescales a figure. The run panel reads the replay's
+position once per page run (replay_step) into `replay_shown` (app_support/state.py).
 
     classroom mode  the teacher steps by hand: sidebar buttons (classroom_controls), or the keyboard
     replay          the run's own measured token times, stretched to a pace (lesson.runs.REPLAY_PACES);
@@ -16,12 +16,11 @@ import time
 
 import streamlit as st
 
-from lesson.answer import truncate_trace
 from lesson.runs import REPLAY_PACES, replay_position, replay_times_s
 from lesson.text import t
 
-from . import presenter
-from .resources import parsed_trace
+from . import presenter, run_store
+from .run_store import RunView, StoredRun
 from .ui import classroom_keyboard
 
 REPLAY_HOLD_S = 1.0  # the whole answer stays up this long before the replay ends
@@ -30,25 +29,17 @@ REPLAY_TIMER_S = 0.1  # how often the browser asks whether the replay's next pas
 
 # --- what the page shows now ------------------------------------------------------------
 
-def classroom_view(trace_json: str) -> str:
-    """The trace cut to the passes shown so far: the replay's position while a replay runs,
-    the classroom's step in classroom mode, else the whole run."""
-    pending = st.session_state.pending_class_step
-    if pending is not None:  # a link's step (app_support/links.py): set once the run it steps through is stored
-        st.session_state.class_step, st.session_state.pending_class_step = pending, None
-    replay = st.session_state.replay_shown
-    if not st.session_state.classroom and replay is None:
-        return trace_json
-    trace = parsed_trace(trace_json)
-    step = replay if replay is not None else int(st.session_state.class_step)
-    step = max(1, min(step, len(trace.steps)))
-    return truncate_trace(trace, step).to_json(indent=None) if step < len(trace.steps) else trace_json
-
-
-def stepping_full() -> str | None:
-    """The whole run while the classroom steps through it (set by run_panel), else None:
-    the figures take their axes from it, so stepping never rescales them."""
-    return st.session_state.stepping_full_json
+def view_of(run: StoredRun) -> RunView:
+    """The stored run as this page run shows it: as far as the replay has come while it runs, the classroom's
+    step in classroom mode, else the whole run. The one place the shown step is decided."""
+    ss = st.session_state
+    if ss.pending_class_step is not None:  # a link's step (app_support/links.py): set once the run it steps is stored
+        ss.class_step, ss.pending_class_step = ss.pending_class_step, None
+    replay = ss.replay_shown
+    if not ss.classroom and replay is None:
+        return run_store.whole_view(run)
+    step = replay if replay is not None else int(ss.class_step)
+    return RunView(run, max(1, min(step, run.num_passes)), stepping=True)
 
 
 # --- classroom mode: the teacher steps ------------------------------------------------------
@@ -56,9 +47,10 @@ def stepping_full() -> str | None:
 def classroom_controls(lang: str, slot) -> None:
     """Buttons at the top of the sidebar (always in reach while the teacher scrolls),
     pressed also by the keyboard: → / Page Down, ← / Page Up, Home, End (ui.classroom_keyboard)."""
-    if not st.session_state.classroom or st.session_state.trace_json is None:
+    run = run_store.current()
+    if not st.session_state.classroom or run is None:
         return
-    total = len(parsed_trace(st.session_state.trace_json).steps)
+    total = run.num_passes
     with slot:
         st.toggle(t(lang, "presenter"), key="presenter", help=t(lang, "presenter_help"))
         if st.session_state.presenter:  # the presenter view steps with its own buttons, which the keys press
@@ -117,14 +109,14 @@ def _set_class_step(value: int, total: int, relative: bool) -> None:
 replay_clock = time.time
 
 
-def replay_step(trace_json: str | None) -> int | None:
+def replay_step(run: StoredRun | None) -> int | None:
     """The passes the replay shows now (None: no replay). Read once per page run (run_panel),
     so every figure on the page shows the same pass; a finished replay ends itself."""
     ss = st.session_state
-    if ss.replay_from is None or trace_json is None or ss.classroom:
+    if ss.replay_from is None or run is None or ss.classroom:
         ss.replay_from = None
         return None
-    times = replay_times_s(parsed_trace(trace_json), ss.replay_pace)
+    times = replay_times_s(run.trace, ss.replay_pace)
     elapsed, last = replay_clock() - ss.replay_from, ss.replay_last
     if elapsed > times[-1] + REPLAY_HOLD_S and last == len(times):
         ss.replay_from, ss.replay_finished = None, len(times)
@@ -150,7 +142,7 @@ def _stop_replay() -> None:
 
 def replay_controls(lang: str) -> None:
     """Pace and start / stop, under the answer. Off in classroom mode (the teacher steps by hand)."""
-    if st.session_state.classroom or st.session_state.trace_json is None:
+    if st.session_state.classroom or run_store.current() is None:
         return
     pace, button = st.columns([3, 2], vertical_alignment="bottom")
     pace.selectbox(t(lang, "replay_pace"), list(REPLAY_PACES), key="replay_pace",
@@ -172,9 +164,10 @@ def replay_tick() -> None:
     one did not only when a run ends without a rerun, so a replay drawn by reruns kept the finished
     run's banner, a second summary and the start button on screen for its whole length."""
     ss = st.session_state
-    if ss.replay_shown is None or ss.replay_from is None or ss.trace_json is None:
+    run = run_store.current()
+    if ss.replay_shown is None or ss.replay_from is None or run is None:
         return
-    times = replay_times_s(parsed_trace(ss.trace_json), ss.replay_pace)
+    times = replay_times_s(run.trace, ss.replay_pace)
     elapsed = replay_clock() - ss.replay_from
     upcoming = [when for when in (*times, times[-1] + REPLAY_HOLD_S + 0.05) if when > elapsed]
     ss.replay_due_at = ss.replay_from + (upcoming[0] if upcoming else elapsed)

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import streamlit as st
 
-from engine.contract.trace import RequestTrace
 from lesson.messages import error_message
 from lesson.metric_cards import MetricCard
 from lesson.serving_views import name_column_px
-from lesson.spread import Headline
 from lesson.text import t
+
+from .run_store import StoredRun
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -151,29 +151,16 @@ def svg_figure(name: str, svg: str, lang: str, caption: str | None = None, *, al
         st.code(svg, language="xml", height=320, wrap_lines=True)
 
 
-def shown_spread(trace: RequestTrace) -> Headline | None:
-    """The headline numbers of the shown run's repeats (st.session_state.trace_spread, set with the run),
-    only if they are of `trace` itself (not of a prefix the classroom shows, nor of another run)."""
-    stored = st.session_state.get("trace_spread")
-    if not stored:
-        return None
-    numbers = Headline.from_json(stored)
-    return numbers if numbers.belongs_to(trace) else None
-
-
-def felt_source(numbers: Headline | None) -> str:
+def felt_source(run: StoredRun) -> str:
     """Whose times the stored run's TTFT can show, one rule for the TTFT bar and the run's files:
     "recorded" or "first_view" (the engine's alone), "trace" (the page timed nothing of it), "felt" (the page
-    timed this visitor's run 1 and run 1 is the repeat drawn), "felt_other_run" (timed, another repeat drawn).
-    `numbers`: the stored run's headline numbers (shown_spread), None for a single run."""
-    ss = st.session_state
-    if ss.trace_recorded:
-        return "recorded"
-    if ss.trace_is_default:
-        return "first_view"
-    if not ss.get("trace_felt"):
+    timed this visitor's run 1 and run 1 is the repeat drawn), "felt_other_run" (timed run 1, another repeat
+    drawn: the TTFT bar then draws run 1, StoredRun.felt_run, never one run's parts beside another's)."""
+    if run.origin != "measured":
+        return run.origin
+    if run.felt is None:
         return "trace"
-    return "felt_other_run" if numbers is not None and numbers.shown else "felt"
+    return "felt_other_run" if run.first_run is not None else "felt"
 
 
 def metric_row(cards: list[MetricCard]) -> None:

@@ -5,6 +5,7 @@ the clock, the roof rule, the dtype preview and the sweeps in words.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 
 from engine.contract.cost import DEVICE_SPECS, spec_for_device_name
 from engine.contract.trace import RequestTrace
@@ -39,9 +40,23 @@ def lab_prediction_only(floors):
 
 
 def lab_median_decode(floors):
-    """The Decode pass whose measured time is the median (a real pass), or None without Decode."""
+    """The run's Decode steps as one row, by the lesson's statistic (lesson.spread.run_numbers: the median of
+    their measured times, the mean of the middle two for an even count), so the lab and the lesson quote one
+    number for one run; its floor, FLOPs and bytes are the middle pass's (a Decode step's differ by a
+    position of context). None without Decode."""
     decode = sorted(floors.phase_steps("decode"), key=lambda s: s.measured_ms)
-    return decode[(len(decode) - 1) // 2] if decode else None
+    if not decode:
+        return None
+    middle = decode[(len(decode) - 1) // 2]
+    return dataclasses.replace(middle, measured_ms=statistics.median(s.measured_ms for s in decode))
+
+
+def decode_row_name(floors, step, lang: str) -> str:
+    """"Decode (the median of its 5 steps)", in the lesson's words for that statistic; "Decode D1" for one step."""
+    num_steps = len(floors.phase_steps("decode"))
+    if num_steps > 1:
+        return t(lang, "lab_decode_median", n=num_steps)
+    return f"{t(lang, 'phase_decode')} D{step.index}"
 
 
 def lab_cost_table(floors, lang: str, compared: bool = True) -> list[dict]:
@@ -53,7 +68,7 @@ def lab_cost_table(floors, lang: str, compared: bool = True) -> list[dict]:
     picks = [s for s in (floors.steps[0] if floors.steps else None, lab_median_decode(floors)) if s is not None]
     measured = t(lang, "lab_col_measured" if compared else "lab_col_measured_here")
     for step in picks:
-        name = t(lang, "phase_prefill") if step.phase == "prefill" else f"{t(lang, 'phase_decode')} D{step.index}"
+        name = t(lang, "phase_prefill") if step.phase == "prefill" else decode_row_name(floors, step, lang)
         row = {
             t(lang, "lab_col_pass"): name,
             t(lang, "lab_col_positions"): t(lang, "lab_positions", n=step.new_positions, c=step.context),

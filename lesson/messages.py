@@ -23,7 +23,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from types import SimpleNamespace
 
 from engine.contract.errors import CapError, RemoteError
 from engine.contract.interop.errors import CONNECTION_CAUSES
@@ -239,14 +238,3 @@ def remote_message(err: BaseException, lang: str) -> str:
     if key == "bad_probe_setting":
         return t(lang, "sl_err_bad_probe_setting", detail=code_span(err))
     return serving_message(err, lang)
-
-
-def as_error(failure: Mapping) -> SimpleNamespace:
-    """A probe failure read back from JSON (engine.contract.interop.probe.ProbeFailure as a dict), as an error:
-    its key and params."""
-    return SimpleNamespace(key=failure["key"], params=failure.get("params") or {})
-
-
-def failure_message(failure: Mapping, lang: str) -> str:
-    """One failed request of a probe (ProbeFailure as a dict) in the page's language."""
-    return remote_message(as_error(failure), lang)

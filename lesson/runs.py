@@ -16,7 +16,7 @@ from .formats import fmt_bytes, fmt_ms
 from .svgtext import visible
 from .text import t
 
-HISTORY_LIMIT = 8  # runs kept per session (each is one trace as JSON, tens of KB)
+HISTORY_LIMIT = 8  # runs kept per session (each a run the app keeps once, by id: app_support/run_store.py)
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,7 @@ class HistoryEntry:
 
     run_id: str  # unique within the session: "<stamp>-<n>"
     stamp: str  # when it ran, "YYYYmmdd-HHMMSS" (lesson.downloads.run_stamp; a recorded run's UTC recording time)
-    trace_json: str
+    stored_id: str  # the run's id in the page's run store: the same run is kept once, not a copy per session
     recorded: bool = False  # measured earlier (an opened file, the gallery, the server's first view), not live
 
     @property
@@ -34,19 +34,19 @@ class HistoryEntry:
         return int(self.run_id.rsplit("-", 1)[-1])
 
 
-def history_add(history: list[HistoryEntry], trace_json: str, stamp: str,
+def history_add(history: list[HistoryEntry], stored_id: str, stamp: str,
                 limit: int = HISTORY_LIMIT, recorded: bool = False) -> list[HistoryEntry]:
     """A new history with this run first, at most `limit` runs, newest first; `recorded`: a run
     measured earlier (it is labelled so wherever the history shows it).
 
-    The same trace (the page's first view drawn again) is not kept twice: the
+    The same run (the page's first view drawn again) is not kept twice: the
     entry already there moves to the front, keeping its id (a pin stays valid).
     """
     for entry in history:
-        if entry.trace_json == trace_json:
+        if entry.stored_id == stored_id:
             return [entry] + [e for e in history if e is not entry][: limit - 1]
     serial = 1 + max((e.number for e in history), default=0)
-    return [HistoryEntry(f"{stamp}-{serial}", stamp, trace_json, recorded), *history][:limit]
+    return [HistoryEntry(f"{stamp}-{serial}", stamp, stored_id, recorded), *history][:limit]
 
 
 def keep_pins(pins: object, history: list[HistoryEntry], most: int = 2) -> list[str]:

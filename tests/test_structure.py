@@ -635,3 +635,30 @@ def test_only_one_fixture_forgets_the_servers_settings():
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if "server_settings.clear" in line or "server_settings.cache_clear" in line]
     assert not found, "forget the settings with the fresh_settings fixture:\n" + "\n".join(found)
+
+
+# --- JSON at the edges only (STYLE.md rule 15) ---------------------------------------------------------
+
+APP_CODE = ("app.py", "app_pages", "app_support")
+GONE_FROM_THE_APP = ("parsed_trace", "shared_cache", "finished_runs_json", "stepping_full_json", "trace_json")
+
+
+def names_in_app_code(names: tuple[str, ...]) -> list[str]:
+    """(file:line: name) wherever the app's code names one of `names` (a definition, a use, a string)."""
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, names)) + r")\b")
+    return [f"{path.relative_to(ROOT)}:{number}: {hit.group(1)}"
+            for path in python_files(APP_CODE)
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+            for hit in pattern.finditer(line)]
+
+
+def test_the_app_keeps_runs_as_values_not_json_parsed_at_each_use():
+    """A run is one stored value looked up by id (app_support/run_store.py): no JSON string of a trace held in
+    the session and parsed again by every figure, no cache of parsed strings beside it."""
+    assert not (ROOT / "app_support" / "shared_cache.py").exists()
+    found = names_in_app_code(GONE_FROM_THE_APP)
+    assert not found, "the app still parses runs from JSON in between:\n" + "\n".join(found)
+
+
+def test_the_json_name_reader_finds_a_use():
+    assert names_in_app_code(("run_store",)) and not names_in_app_code(("no_such_name_anywhere_here",))

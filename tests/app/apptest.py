@@ -25,9 +25,36 @@ def texts(at, kind: str) -> str:
     return "\n".join(str(e.value) for e in getattr(at, kind))
 
 
+def stored_run(at):
+    """The run the page shows: the session's id looked up in the process's run store (app_support/run_store.py;
+    AppTest runs the page in this process)."""
+    from app_support import run_store
+
+    return run_store.store().get(at.session_state["run_id"])
+
+
+def kept(at, key: str):
+    """The value of the store whose id the session keeps under `key` ("sl_runs", "sl_probe"), or None."""
+    from app_support import run_store
+
+    return run_store.store().get(at.session_state[key]) if key in at.session_state else None
+
+
 def shown_trace(at) -> dict:
-    """The run the page shows, as the trace JSON it keeps in the session."""
-    return json.loads(at.session_state["trace_json"])
+    """The run the page shows, its trace as plain data (what its JSON download holds)."""
+    return json.loads(stored_run(at).trace.to_json())
+
+
+def put_run(at, trace, headline=None, origin: str = "measured", args=None):
+    """Make `trace` (with its repeats' `headline`) the session's run, as the run panel stores one; returns it.
+    `args`: the arguments it ran with (by default the stored run's before, so the page does not call it stale)."""
+    from app_support import run_store
+
+    before = stored_run(at) if at.session_state["run_id"] else None
+    run = run_store.StoredRun(trace, args or (before.args if before else None), origin, "20250601-120000",
+                              headline=headline)
+    at.session_state["run_id"] = run_store.store().put(run)
+    return run
 
 
 def read_on(at):

@@ -8,7 +8,6 @@ cleanly without it.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -30,7 +29,7 @@ from lesson.metric_cards import bottleneck_live_text, metric_cards, page_drawing
 from lesson.perfetto import check_trace_events, request_trace_events
 from lesson.run_words import queue_note, queue_wait_ms, step_log_line
 from lesson.text import t
-from tests.app.apptest import APP, assert_healthy, needs_model, read_on, shown_trace, texts
+from tests.app.apptest import APP, assert_healthy, needs_model, read_on, shown_trace, stored_run, texts
 from tests.factories import build_bos_tokenizer, make_trace
 
 # ---------------------------------------------------------------------------
@@ -398,7 +397,7 @@ def test_downloads_are_named_after_the_run(app, monkeypatch):
         app.slider(key="output_len").set_value(output_len)
         app.button(key="run").click().run()
         assert_healthy(app)
-        stem = f"prefill-decode_prompt4_answer{output_len}_{app.session_state['trace_stamp']}"
+        stem = f"prefill-decode_prompt4_answer{output_len}_{stored_run(app).stamp}"
         assert {f"{stem}_trace.json", f"{stem}_steps.csv", f"{stem}_timeline.svg", f"{stem}_kv_growth.svg",
                 f"{stem}_review_map.svg", "prefill-decode_sketch_prompt4_answer2.svg"} <= set(names), names
         assert not {"trace.json", "trace_steps.csv", "timeline.svg"} & set(names)
@@ -486,7 +485,7 @@ def test_classroom_mode_steps_one_forward_pass_at_a_time(app):
     assert app.session_state["class_step"] == 1
     total = len(shown_trace(app)["steps"])
     assert shown_trace(app)["sampling"]["temperature"] == 0.0 and shown_trace(app)["sampling"]["seed"] == 0
-    assert len(json.loads(app.session_state["trace_json"])["steps"]) == total  # the whole run is kept
+    assert stored_run(app).num_passes == total  # the whole run is kept: the step is a view of it
     app.button(key="class_next").click().run()
     assert app.session_state["class_step"] == min(2, total)
     phase = "Decode 1" if total > 1 else "Prefill"
@@ -532,11 +531,11 @@ def test_classroom_stepping_keeps_the_timeline_time_axis(app):
 @needs_model
 def test_schematic_demo_reacts_without_running_the_model(app):
     read_on(app)  # the reader came to the sections below the first screen
-    before = app.session_state["trace_json"]
+    before = stored_run(app)
     app.slider(key="demo_prompt_len").set_value(12)
     app.slider(key="demo_output_len").set_value(5).run()
     assert_healthy(app)
-    assert app.session_state["trace_json"] is before
+    assert stored_run(app) is before
     app.toggle(key="raw_svg_blocks_schematic").set_value(True).run()
     raw = [c for c in app.code if c.language == "xml"]
     assert raw and raw[0].value.lstrip().startswith(("<svg", "<?xml"))
@@ -661,7 +660,7 @@ def test_cache_on_vs_off_shows_the_measured_totals_and_a_decode_steps_attention(
     app.switch_page("app_pages/bottleneck_lab.py").run()  # the measurements live on the lab page
     app.button(key="cache_compare").click().run()
     assert_healthy(app)
-    trace, args = shown_trace(app), app.session_state["trace_args"]
+    trace, args = shown_trace(app), stored_run(app).args
     # the page's own comparison (st.cache_data, shared with this process), not a second measurement
     comparison = resources.cache_comparison(args.model_choice, args.device, args.dtype, tuple(trace["prompt_ids"]),
                                             COMPARE_MAX_NEW_TOKENS)
@@ -712,7 +711,7 @@ def test_the_app_offers_the_perfetto_download(monkeypatch):
     assert not at.exception, [e.value for e in at.exception]
     button = next(b for b in at.get("download_button") if b.key == "download_perfetto")
     assert button.proto.label == "下载 Perfetto Trace（Chrome Trace Event JSON）"
-    shown = json.loads(at.session_state["trace_json"])
+    shown = shown_trace(at)
     # written when clicked (a deferred download), not on every page run of every visitor
     assert button.proto.deferred_file_id and not button.proto.url
     assert check_trace_events(request_trace_events(RequestTrace.from_dict(shown))) == []

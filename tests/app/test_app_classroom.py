@@ -16,7 +16,6 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from engine.contract.trace import RequestTrace
 from lesson.alt_text import figure_alt, with_run_note
 from lesson.answer import truncate_trace
 from lesson.diagrams.kv_growth import kv_layout
@@ -27,11 +26,11 @@ from lesson.runs import (
     HISTORY_LIMIT, REPLAY_PACES, HistoryEntry, compare_table, history_add, keep_pins, replay_position, replay_times_s,
     run_label, shared_extent,
 )
-from lesson.spread import Headline
 from lesson.spread import run_label as shown_run_label
 from lesson.style import DEFAULT_STYLE
 from lesson.text import t, table_for
-from tests.app.apptest import assert_healthy, needs_model, read_on, shown_trace, texts
+from app_support import run_store
+from tests.app.apptest import assert_healthy, needs_model, read_on, shown_trace, stored_run, texts
 from tests.factories import make_trace
 
 SHORT = make_trace(("法国", "的", "首都", "是"), ("巴黎", "。", "法国", "的", "首都", "是"), decode_ms=2.0)
@@ -46,12 +45,12 @@ LONG = make_trace(tuple(f"t{i}" for i in range(200)), ("巴黎", "。", "</s>"),
 def test_history_keeps_the_newest_runs_first_and_never_the_same_run_twice():
     history: list[HistoryEntry] = []
     for i in range(HISTORY_LIMIT + 3):
-        history = history_add(history, f'{{"run": {i}}}', f"20260101-1200{i:02d}")
+        history = history_add(history, f"run-{i}", f"20260101-1200{i:02d}")
     assert len(history) == HISTORY_LIMIT
-    assert history[0].trace_json == f'{{"run": {HISTORY_LIMIT + 2}}}' and history[-1].trace_json == '{"run": 3}'
+    assert history[0].stored_id == f"run-{HISTORY_LIMIT + 2}" and history[-1].stored_id == "run-3"
     assert len({e.run_id for e in history}) == HISTORY_LIMIT
-    again = history_add(history, '{"run": 5}', "20260101-130000")  # the same trace drawn again
-    assert len(again) == HISTORY_LIMIT and again[0] is next(e for e in history if e.trace_json == '{"run": 5}')
+    again = history_add(history, "run-5", "20260101-130000")  # the same run drawn again
+    assert len(again) == HISTORY_LIMIT and again[0] is next(e for e in history if e.stored_id == "run-5")
     assert keep_pins([again[0].run_id, "forged", again[0].run_id, again[1].run_id, again[2].run_id], again) == [
         again[0].run_id, again[1].run_id]
     assert keep_pins("not a list", again) == [] and keep_pins([None, 3], again) == []
@@ -168,9 +167,9 @@ def test_runs_are_kept_and_two_pinned_runs_share_their_axes(app):
     _run(app, output_len=3, prompt_len=120)
     history = app.session_state["history"]
     assert len(history) == 3
-    newest, older = (json.loads(e.trace_json) for e in history[:2])
+    newest, older = (json.loads(run_store.store().get(e.stored_id).trace.to_json()) for e in history[:2])
     assert len(newest["prompt_ids"]) == 120 and len(newest["steps"]) == 3 and len(older["steps"]) == 6
-    assert history[0].trace_json == app.session_state["trace_json"]
+    assert history[0].stored_id == app.session_state["run_id"]
     picker = app.multiselect(key="compare_pins")
     assert picker.max_selections == 2 and len(picker.options) == 3
     assert t("zh", "compare_pick_two") in texts(app, "caption")
@@ -200,9 +199,9 @@ def test_the_first_views_history_entry_carries_its_own_measured_time_not_this_se
     from lesson.runs import run_label as label_of
 
     (first,) = app.session_state["history"]
-    trace = RequestTrace.from_json(first.trace_json)
+    trace = run_store.store().get(first.stored_id).trace
     assert first.recorded and trace.provenance is not None
-    assert first.stamp == app.session_state["trace_stamp"] == recorded_stamp(trace.provenance)
+    assert first.stamp == stored_run(app).stamp == recorded_stamp(trace.provenance)
     app.checkbox(key="ignore_eos").check()
     _run(app, output_len=3)
     labels = app.multiselect(key="compare_pins").options
@@ -262,7 +261,7 @@ def test_a_replay_in_progress_cuts_every_figure_to_its_pass(app, monkeypatch):
     monkeypatch.setattr("app_support.stepping.replay_tick", lambda: None)
     app.run()
     assert_healthy(app)
-    trace = RequestTrace.from_json(app.session_state["trace_json"])
+    trace = stored_run(app).trace
     first = truncate_trace(trace, 1)
     assert t("zh", "replay_label", shown=1, total=total, ms=format_ms(first.steps[0].end_ms)) in texts(app, "info")
     alts = [img.proto.imgs[0].alt for img in app.get("image")]
@@ -328,10 +327,10 @@ def test_the_animation_pauses_on_a_chosen_pass(app):
     assert app.session_state["anim_paused"] and "<animate" not in animation_svg()
     app.select_slider(key=f"anim_step_{total}").set_value(2).run()
     still = animation_svg()
-    trace = RequestTrace.from_json(app.session_state["trace_json"])
+    trace = stored_run(app).trace
     assert "<animate" not in still and 'class="caption step-1"' in still
     alts = [img.proto.imgs[0].alt for img in app.get("image")]
-    run_note = shown_run_label(Headline.from_json(app.session_state["trace_spread"]), "zh")  # which of the repeats
+    run_note = shown_run_label(stored_run(app).headline, "zh")  # which of the repeats
     assert with_run_note(figure_alt("animation", truncate_trace(trace, 2), "zh"), run_note) in alts
     app.button(key="anim_play_pause").click().run()  # play again: on from pass 2 (3 s in: Prefill's time)
     playing = animation_svg()

@@ -186,7 +186,7 @@ def gone(pid: int) -> bool:
 
 @needs_model
 def test_a_killed_worker_is_replaced_the_page_says_so_and_nothing_else_is_lost(app):
-    first = app.session_state["trace_json"]  # the first view, kept for every visitor
+    first = app.session_state["run_id"]  # the first view, kept for every visitor
     local = resources.client().local
     old = resources.client().ping()["pid"]  # the page's answers may all be kept: make sure its worker runs
     assert old == local.pid
@@ -195,12 +195,12 @@ def test_a_killed_worker_is_replaced_the_page_says_so_and_nothing_else_is_lost(a
     app.button(key="run").click().run()
     assert not app.exception
     assert error_message(WorkerRestarted(-signal.SIGKILL, False), "zh") in texts(app, "error")
-    assert app.session_state["trace_json"] == first  # the page still shows its run
+    assert app.session_state["run_id"] == first  # the page still shows its run
     app.button(key="run").click().run()  # on the new worker
     assert_healthy(app)
-    assert local.pid != old and app.session_state["trace_json"] != first  # measured anew
+    assert local.pid != old and app.session_state["run_id"] != first  # measured anew
     other = AppTest.from_file(APP, default_timeout=180).run()
-    assert other.session_state["trace_json"] == first  # another visitor's first view: kept, not measured again
+    assert other.session_state["run_id"] == first  # another visitor's first view: kept, not measured again
 
 
 @needs_model

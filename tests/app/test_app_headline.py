@@ -8,9 +8,9 @@ from __future__ import annotations
 import dataclasses
 
 from engine.contract.config import REPEATS
-from lesson.spread import Headline, headline
+from lesson.spread import headline
 from lesson.text import t
-from tests.app.apptest import assert_healthy, needs_model, read_on, texts
+from tests.app.apptest import assert_healthy, needs_model, put_run, read_on, stored_run, texts
 from tests.factories import make_trace
 
 
@@ -18,7 +18,7 @@ from tests.factories import make_trace
 def test_the_first_view_and_a_run_quote_the_median_of_the_repeats(app):
     read_on(app)  # the reader came to the sections below the first screen
     assert_healthy(app)
-    numbers = Headline.from_json(app.session_state["trace_spread"])
+    numbers = stored_run(app).headline
     assert numbers.n == REPEATS.default and numbers.belongs_to(_shown(app))
     captions = texts(app, "caption")
     k = numbers.shown + 1
@@ -28,7 +28,7 @@ def test_the_first_view_and_a_run_quote_the_median_of_the_repeats(app):
     app.checkbox(key="ignore_eos").check()
     app.button(key="run").click().run()
     assert_healthy(app)
-    numbers = Headline.from_json(app.session_state["trace_spread"])
+    numbers = stored_run(app).headline
     assert numbers.n == REPEATS.default and numbers.belongs_to(_shown(app))
     assert all(r.num_passes == 4 for r in numbers.runs)  # the same request, every time
     assert t("zh", "bottleneck_live_shown", n=numbers.n, k=numbers.shown + 1).split("（")[0] in texts(app, "info")
@@ -44,29 +44,26 @@ def test_the_repeats_follow_the_operators_setting(monkeypatch, app, fresh_settin
     fresh_settings()  # the `app` fixture's page read them already
     at = AppTest.from_file(APP, default_timeout=300).run()
     assert_healthy(at)
-    assert Headline.from_json(at.session_state["trace_spread"]).n == 2
+    assert stored_run(at).headline.n == 2
 
 
 @needs_model
 def test_medians_that_contradict_the_lesson_offer_to_measure_again(app):
     read_on(app)  # the reader came to the sections below the first screen
     noisy = dataclasses.replace(make_trace(decode_ms=9.0), model=_shown(app).model)  # Decode 9 ms, Prefill 3 ms
-    app.session_state["trace_json"] = noisy.to_json(indent=None)
-    app.session_state["trace_spread"] = headline([noisy, noisy]).to_json()
+    put_run(app, noisy, headline([noisy, noisy]))
     app.run()
     assert_healthy(app)
     words = texts(app, "info")
     assert t("zh", "bottleneck_noise", prompt_len=4).split("。")[1][:8] in words  # the noise sentence, its spread
     assert t("zh", "bottleneck_ratio_same", n=2, low="0.3").split("，")[0] in words
-    before = app.session_state["trace_json"]
+    before = app.session_state["run_id"]
     app.button(key="bottleneck_measure_again").click().run()  # runs the request in the run panel again
     assert_healthy(app)
-    assert app.session_state["trace_json"] != before
-    assert Headline.from_json(app.session_state["trace_spread"]).belongs_to(_shown(app))
+    assert app.session_state["run_id"] != before
+    assert stored_run(app).headline.belongs_to(_shown(app))
 
 
 def _shown(app):
-    from engine.contract.trace import RequestTrace
-
-    return RequestTrace.from_json(app.session_state["trace_json"])
+    return stored_run(app).trace
 

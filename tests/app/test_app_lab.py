@@ -7,6 +7,7 @@ it); the lab shares its run through st.session_state.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 import pytest
@@ -17,7 +18,7 @@ from lesson.lab import (
     LAB_DTYPES, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_text, lab_sweep_caption,
 )
 from lesson.text import t
-from tests.app.apptest import APP, LAB, LESSON, assert_healthy, needs_model, read_on, texts
+from tests.app.apptest import APP, LAB, LESSON, assert_healthy, needs_model, put_run, read_on, stored_run, texts
 from tests.factories import make_trace
 
 CONFIG = {"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, "num_hidden_layers": 4,
@@ -49,7 +50,7 @@ def test_the_lesson_is_the_default_page_and_links_to_the_lab(app):
     read_on(app)  # the reader came to the sections below the first screen
     assert_healthy(app)
     assert app.button(key="run") is not None  # the lesson's run panel
-    assert app.session_state["trace_json"] is not None
+    assert stored_run(app) is not None
     links = [link for link in app.get("page_link") if link.proto.page == "bottleneck_lab"]
     assert links and links[0].proto.label == t("zh", "lab_link")
     assert t("zh", "toc") in texts(app, "markdown")  # the lesson's contents, in the sidebar
@@ -60,16 +61,38 @@ def test_the_lab_shares_the_run_and_the_lessons_settings_survive_a_visit(app):
     app.text_area(key="prompt").set_value("巴黎是").run()
     app.slider(key="output_len").set_value(5).run()
     app.button(key="run").click().run()
-    run = app.session_state["trace_json"]
+    run = stored_run(app)
     app.switch_page(LAB).run()
     assert_healthy(app)
     assert t("zh", "lab_title") in texts(app, "header")
-    assert app.session_state["trace_json"] == run  # the same run, not a new one
+    assert stored_run(app) is run  # the same stored run, not a new one (nor a copy)
     assert t("zh", "toc") not in texts(app, "markdown")  # the lesson's contents belong to the lesson
     app.switch_page(LESSON).run()
     assert_healthy(app)
     assert app.text_area(key="prompt").value == "巴黎是" and app.slider(key="output_len").value == 5
-    assert app.session_state["trace_json"] == run
+    assert stored_run(app) is run
+
+
+@needs_model
+def test_the_lab_and_the_lesson_quote_one_decode_time_of_one_run_by_one_statistic(app):
+    """The lesson's "一次 Decode 用 X ms（各步的中位数）" and the lab's Decode row and sentence: the same number of
+    the same stored run. Two Decode steps, 6.48 ms and 14.32 ms: their median is 10.4 ms (the lab quoted a real
+    pass, D1's 6.48 ms, beside the lesson's 10.4 ms for the same run)."""
+    made = make_trace(output_pieces=("巴黎", "。", "它"), model=stored_run(app).trace.model)
+    prefill, first, second = made.steps
+    first = dataclasses.replace(first, start_ms=prefill.end_ms, end_ms=prefill.end_ms + 6.48)
+    second = dataclasses.replace(second, start_ms=first.end_ms, end_ms=first.end_ms + 14.32)
+    put_run(app, dataclasses.replace(made, steps=(prefill, first, second)))
+    read_on(app)
+    assert_healthy(app)
+    assert any("一次 Decode 用 10.4 ms（各步的中位数）" in e.value for e in app.info), [e.value for e in app.info]
+    app.switch_page(LAB).run()
+    assert_healthy(app)
+    table = app.table[0].value
+    decode = table.iloc[1]
+    assert decode[t("zh", "lab_col_pass")] == t("zh", "lab_decode_median", n=2)  # the lesson's words for it
+    assert decode[t("zh", "lab_col_measured")] == "10.4 ms"
+    assert "10.4 ms" in texts(app, "info") and "6.48 ms" not in texts(app, "info")
 
 
 # ---------------------------------------------------------------------------
@@ -202,7 +225,7 @@ def test_a_model_picked_after_the_run_is_not_costed_with_the_runs_numbers(served
     at.selectbox(key="model_choice").set_value(twin).run()
     at.switch_page(LAB).run()  # the page's own first view follows the picked model
     assert_healthy(at)
-    assert at.session_state["trace_args"].model_choice == twin and len(at.get("plotly_chart")) == 2
+    assert stored_run(at).args.model_choice == twin and len(at.get("plotly_chart")) == 2
     at.switch_page(LESSON).run()
     at.button(key="run").click().run()  # a run the visitor asked for stays, whatever is picked next
     at.selectbox(key="model_choice").set_value("default").run()

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from lesson.text import t
-from tests.app.apptest import APP, LAB, SERVING_LAB, assert_healthy, needs_model, shown_trace, texts
+from tests.app.apptest import APP, LAB, SERVING_LAB, assert_healthy, needs_model, shown_trace, stored_run, texts
 
 LESSON_LINK = {"lang": "en", "model": "default", "prompt": "The capital of Germany is", "out": "5", "plen": "32",
                "eos": "1", "pfx": "1", "temp": "0.7", "topk": "5", "topp": "0.9", "seed": "7", "class": "1",
@@ -67,7 +67,7 @@ def test_a_lesson_link_restores_every_field_measures_again_and_its_link_reads_th
     assert _session(at, LESSON_KEYS) == LESSON_KEYS
     trace = shown_trace(at)  # measured again, with the link's settings
     assert trace["prompt"].endswith("The capital of Germany is") and len(trace["prompt_ids"]) == 32
-    assert len(trace["steps"]) == 5 and not at.session_state["trace_is_default"]
+    assert len(trace["steps"]) == 5 and stored_run(at).origin == "measured"
     assert t("en", "link_opened_run") in texts(at, "info") and not at.warning
     assert _link(at) == LESSON_LINK  # the link to this view: the same fields and values
     assert_link_leaves_the_address(at, "?lang=en")  # the address bar keeps the language only: no link reopened
@@ -125,7 +125,7 @@ def test_a_link_naming_a_gallery_run_opens_it_and_a_link_to_it_names_it_again(fr
     name = next(n for n in page_choices("lesson") if n.endswith("lesson-zh-4"))
     at = _open(fresh, {"rec": name})
     assert_healthy(at)
-    assert at.session_state["trace_recorded"] and at.session_state["recorded_names"]["lesson"] == name
+    assert stored_run(at).origin == "recorded" and at.session_state["recorded_names"]["lesson"] == name
     assert t("zh", "link_opened_recorded", name=name).split("，")[0] in texts(at, "info")
     assert _link(at)["rec"] == name
 

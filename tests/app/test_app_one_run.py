@@ -15,7 +15,7 @@ from lesson.formats import fmt_ms, format_ms
 from lesson.metric_cards import timeline_lesson
 from lesson.spread import nearest_median, run_label, shown_run
 from lesson.text import t
-from tests.app.apptest import assert_healthy, needs_model, read_on, texts
+from tests.app.apptest import assert_healthy, needs_model, put_run, read_on, stored_run, texts
 from tests.factories import make_trace
 
 # Prefill / each Decode step, per repeat: far apart, so a number from another run cannot pass for the shown one
@@ -46,7 +46,7 @@ def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkey
 
     read_on(app)  # the reader came to the sections below the first screen
     assert_healthy(app)
-    runs = list(repeats(RequestTrace.from_json(app.session_state["trace_json"]).model))
+    runs = list(repeats(stored_run(app).trace.model))
     k = nearest_median(runs)
     assert k == 4  # 5.9 ms / 3.3 ms sit nearest the per-pass medians (5.9 / 3.3)
     chosen, numbers = shown_run(runs)
@@ -65,7 +65,7 @@ def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkey
         app.toggle(key=f"raw_svg_{name}").set_value(True)
     app.run()
     assert_healthy(app)
-    assert app.session_state["trace_json"] == chosen.to_json(indent=None)  # stored: the chosen run itself
+    assert stored_run(app).trace == chosen and stored_run(app).first_run == runs[0]  # the chosen run, and run 1
     svgs = _svgs(app)
     label = run_label(numbers, "zh")
     for name in ("timeline", "latency", "blocks", "kv-growth", "animation"):  # the chosen run, and which it is
@@ -94,7 +94,7 @@ def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkey
     # the step log beside the answer: the chosen run's passes
     log = texts(app, "markdown")
     assert all(format_ms(s.duration_ms) in log for s in chosen.steps)
-    _check_ttft_bar(svgs["ttft-parts"], chosen, label, sent)
+    _check_ttft_bar(svgs["ttft-parts"], runs[0], t("zh", "ttft_parts_run1_note", n=5), sent)
 
 
 NOTED = ("timeline", "ttft_parts", "blocks", "kv_growth", "latency", "animation", "review_map")  # RUN_NOTED
@@ -103,43 +103,66 @@ NOTED = ("timeline", "ttft_parts", "blocks", "kv_growth", "latency", "animation"
 def _check_alt_and_chart(app, label: str) -> None:
     """Each figure's alt text ends with which run it draws, and the plotly latency chart says it too."""
     alts = [img.proto.imgs[0].alt for img in app.get("image")]
-    assert sum(alt.endswith(label) for alt in alts) == len(NOTED), [a[:30] for a in alts]  # the others: no run
+    # the others: no run; the TTFT bar draws run 1, the one the page timed, and says so
+    assert sum(alt.endswith(label) for alt in alts) == len(NOTED) - 1, [a[:30] for a in alts]
+    assert sum(alt.endswith(t("zh", "ttft_parts_run1_note", n=5)) for alt in alts) == 1
     chart = next(c for c in app.get("plotly_chart"))
     subtitle = json.loads(chart.proto.spec)["layout"]["title"]["subtitle"]["text"]
     assert subtitle.replace("<br>", "") == label  # the title's subtitle, wrapped
 
 
-def _check_ttft_bar(bar: ET.Element, chosen: RequestTrace, label: str, sent: float) -> None:
-    """TTFT's parts under the timeline: the chosen run's engine parts, the visitor's measured on run 1."""
+def _check_ttft_bar(bar: ET.Element, run1: RequestTrace, label: str, sent: float) -> None:
+    """TTFT's parts under the timeline: one run's, run 1's (the visitor's parts were measured on it), never
+    the visitor's parts of run 1 beside the engine's parts of the run the other figures draw."""
     kinds = [el.get("class").split()[1] for el in bar.iter() if (el.get("class") or "").startswith("part ")]
     assert kinds == ["queue", "tokenize", "engine", "prefill", "trip", "page"]  # no choice timed in these traces
     drawn = {el.get("class").split()[1]: float(el.get("data-ms")) for el in bar.iter()
              if (el.get("class") or "").startswith("part ")}
-    assert drawn["prefill"] == round(chosen.prefill.duration_ms, 3)  # the engine's parts: the chosen run's
+    assert drawn["prefill"] == round(run1.prefill.duration_ms, 3)  # the engine's parts: run 1's too
     assert 0 <= drawn["queue"] <= (time.time() - sent) * 1e3
     words = _texts(bar).replace("\n", "")
-    assert label in words and t("zh", "ttft_parts_run1")[:12] in words  # run 5 drawn, run 1 felt: said so
-    assert t("zh", "ttft_parts_engine", ms=fmt_ms(chosen.metrics.ttft_ms)) in words
+    assert label in words and t("zh", "ttft_parts_run1")[:12] not in words  # no mixed runs to explain
+    assert t("zh", "ttft_parts_engine", ms=fmt_ms(run1.metrics.ttft_ms)) in words
 
 
 @needs_model
 def test_the_first_figure_says_when_noise_made_a_decode_step_slow_and_offers_to_measure_again(app):
     from lesson.spread import headline
 
-    model = RequestTrace.from_json(app.session_state["trace_json"]).model
+    model = stored_run(app).trace.model
     noisy = make_trace(decode_ms=9.0, model=model)  # Decode 9 ms, Prefill 3 ms
     calm = make_trace(decode_ms=1.0, model=model)
-    app.session_state["trace_json"] = noisy.to_json(indent=None)
-    app.session_state["trace_spread"] = headline([noisy, calm, noisy], shown=0).to_json()
+    put_run(app, noisy, headline([noisy, calm, noisy], shown=0))
     app.run()
     assert_healthy(app)
     caption = texts(app, "caption")
     assert t("zh", "tl_lesson_noise", y="9.0 ms", x="3.0 ms") in caption  # said beside the first figure
     assert "1.0 ms–9.0 ms" in caption  # with the range over the repeats
     assert [b for b in app.button if b.key == "timeline_measure_again"]
-    before = app.session_state["trace_json"]
+    before = app.session_state["run_id"]
     app.button(key="timeline_measure_again").click().run()  # the run panel runs the request again
     assert_healthy(app)
-    assert app.session_state["trace_json"] != before
+    assert app.session_state["run_id"] != before and stored_run(app).trace != noisy
     calm_caption = texts(app, "caption")
     assert not [b for b in app.button if b.key == "timeline_measure_again"] or "噪声" in calm_caption
+
+
+@needs_model
+def test_the_ttft_captions_lower_bracket_is_named_only_where_one_is_drawn(app):
+    """The first view has only the engine's parts (one bracket): its caption names no lower bracket. A run of
+    the visitor's own has the visitor's parts too, and then both brackets and the caption naming both."""
+    def ttft_caption_and_svg(at):
+        at.toggle(key="raw_svg_ttft_parts").set_value(True).run()
+        svg = next(c.value for c in at.code if "ttft-parts" in c.value)
+        captions = texts(at, "caption")
+        return captions, svg
+
+    captions, svg = ttft_caption_and_svg(app)
+    assert stored_run(app).origin == "first_view"
+    assert t("zh", "ttft_parts_caption_engine") in captions and t("zh", "ttft_parts_caption") not in captions
+    assert 'class="bracket felt"' not in svg and 'class="bracket engine"' in svg
+    app.button(key="run").click().run()
+    assert_healthy(app)
+    captions, svg = ttft_caption_and_svg(app)
+    assert stored_run(app).felt is not None and 'class="bracket felt"' in svg
+    assert t("zh", "ttft_parts_caption") in captions and t("zh", "ttft_parts_caption_engine") not in captions

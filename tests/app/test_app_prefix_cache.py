@@ -11,10 +11,9 @@ import pytest
 from app_support.serving import check_caps
 from engine.contract.config import ServingCaps
 from engine.contract.errors import CapError
-from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import WorkloadRequest
 from lesson.text import t
-from tests.app.apptest import assert_healthy, needs_model, serving_lab_page
+from tests.app.apptest import assert_healthy, kept, needs_model, serving_lab_page
 
 LINES = "\n".join(json.dumps({"arrival_ms": 300 * i, "prompt": q, "max_new_tokens": 3, "system_tokens": 48,
                               "request_id": f"chat{i}"}, ensure_ascii=False)
@@ -48,9 +47,9 @@ def test_the_switch_runs_with_the_cache_and_shows_hits_misses_and_ttft_side_by_s
     lab.toggle(key="sl_prefix_caching").set_value(True).run()
     lab.button(key="sl_run").click().run()
     assert_healthy(lab)
-    runs = [ServingRun.from_json(j) for j in lab.session_state["sl_runs"]]
+    runs = kept(lab, "sl_runs").runs
     assert all(r.settings.prefix_caching for r in runs)
-    off = ServingRun.from_json(lab.session_state["sl_prefix_off"])
+    off = kept(lab, "sl_runs").prefix_off
     assert not off.settings.prefix_caching and off.settings.policy == runs[0].settings.policy
     assert [r.output_ids for r in off.requests] == [r.output_ids for r in runs[0].requests]
     assert runs[0].requests[1].prefix.num_cached_tokens > 0

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_support.presenter import FIGURES, presenter_svg
-from lesson.answer import truncate_trace
+from app_support.run_store import RunView, StoredRun
 from lesson.text import t
 from tests.app.apptest import APP, assert_healthy, needs_model, shown_trace, texts
 from tests.factories import make_trace
@@ -22,11 +22,9 @@ ANIMATION = next(i for i, (name, _, _) in enumerate(FIGURES) if name == "animati
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
 def test_the_presenter_views_animation_is_the_still_frame_of_its_step(lang):
-    whole = make_trace(output_pieces=("巴黎", "。", "</s>"))
-    full_json = whole.to_json(indent=None)
+    run = StoredRun(make_trace(output_pieces=("巴黎", "。", "</s>")), None, "measured", "")
     for step, caption in ((1, 'class="caption step-0"'), (2, 'class="caption step-1"'), (3, 'class="caption done"')):
-        shown = full_json if step == 3 else truncate_trace(whole, step).to_json(indent=None)
-        svg, _ = presenter_svg("animation", shown, lang, full_json)
+        svg, _ = presenter_svg("animation", RunView(run, step, stepping=True), lang)
         assert "<animate" not in svg and caption in svg, step  # it looped from Prefill whatever the step
 
 
@@ -56,8 +54,13 @@ def test_a_link_carries_the_presenter_view_and_its_figure(fresh):
     assert link["pres"] == "1" and link["fig"] == str(ANIMATION) and link["step"] == "2"
     images = [img.proto.imgs[0].alt for img in at.get("image")]
     assert len(images) == 1 and images[0].startswith(t("zh", "alt_animation")[:6])
+    # the banner says what was done: the link's step and figure on the run at hand, nothing measured again
+    assert t("zh", "link_opened_presenter") in texts(at, "info") and t("zh", "link_opened_run") not in texts(at, "info")
+    shown = at.session_state["run_id"]
     at.toggle(key="presenter").set_value(False).run()
+    assert_healthy(at)
     assert "pres" not in _link(at) and "fig" not in _link(at)  # only while the presenter view is on
+    assert at.session_state["run_id"] == shown  # leaving the presenter view keeps the run on screen
 
 
 @needs_model

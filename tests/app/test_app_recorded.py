@@ -15,7 +15,9 @@ from engine.contract.recorded import RecordedFileError, gallery_indexes, load_en
 from lesson.messages import error_message
 from lesson.recorded import figure_note, first_view_note, recorded_note
 from lesson.text import t
-from tests.app.apptest import APP, LAB, SERVING_LAB, assert_healthy, needs_model, read_on, shown_trace, texts
+from tests.app.apptest import (
+    APP, LAB, SERVING_LAB, assert_healthy, needs_model, read_on, shown_trace, stored_run, texts,
+)
 from tests.factories import make_run, make_trace
 
 ENTRIES = {f"{e.folder.name}/{e.name}": e for index in gallery_indexes(GALLERY_ROOT) for e in read_index(index)}
@@ -41,8 +43,8 @@ def open_gallery(at, page: str, name: str):
 def test_the_first_view_says_when_and_on_which_machine_it_was_recorded(app):
     read_on(app)  # the reader came to the sections below the first screen
     assert_healthy(app)
-    assert not app.session_state["trace_recorded"] and app.session_state["trace_is_default"]
-    provenance = json.loads(app.session_state["trace_json"])["provenance"]
+    assert stored_run(app).origin == "first_view"
+    provenance = shown_trace(app)["provenance"]
     assert provenance["device"] == "cpu" and provenance["recorded_at"].endswith("Z")
     trace = shown_trace_object(app)
     assert first_view_note(trace.provenance, "zh") in texts(app, "caption")  # under the run panel's answer
@@ -58,7 +60,7 @@ def test_a_gallery_trace_becomes_the_pages_run_labelled_and_pins_beside_another_
     at = open_gallery(app, "lesson", "cpu/lesson-zh-1024")
     assert_healthy(at)
     recorded = load_entry(ENTRIES["cpu/lesson-zh-1024"], 1_000_000).run
-    assert shown_trace(at)["prompt_ids"] == list(recorded.prompt_ids) and at.session_state["trace_recorded"]
+    assert shown_trace(at)["prompt_ids"] == list(recorded.prompt_ids) and stored_run(at).origin == "recorded"
     assert recorded_note(recorded.provenance, "zh") in texts(at, "caption")
     assert t("zh", "stale_note") not in texts(at, "info")  # a recorded run is not the page's settings
     assert at.success and sum(t("zh", "rec_alt").split("{")[0] in alt for alt in images(at)) == 7  # TTFT's parts too
@@ -77,15 +79,13 @@ def test_a_live_run_after_a_recorded_one_is_the_visitors_own(app):
     at = open_gallery(app, "lesson", "cpu/lesson-zh-4")
     at.button(key="run").click().run()
     assert_healthy(at)
-    assert not at.session_state["trace_recorded"] and not at.session_state["trace_is_default"]
+    assert stored_run(at).origin == "measured"
     assert "录制" not in texts(at.main, "caption")  # the sidebar's link box explains links to recorded runs
     assert not at.session_state["history"][0].recorded
 
 
 def shown_trace_object(at):
-    from engine.contract.trace import RequestTrace
-
-    return RequestTrace.from_json(at.session_state["trace_json"])
+    return stored_run(at).trace
 
 
 BAD_FILES = {
@@ -104,7 +104,7 @@ WHY = {"not_json": "not_json", "script": "not_json", "wrong_kind": "wrong_kind",
 def test_a_malformed_or_hostile_file_is_one_message_and_the_page_keeps_its_run(app, lang):
     if lang != "zh":
         app.radio(key="lang").set_value(lang).run()
-    before = app.session_state["trace_json"]
+    before = app.session_state["run_id"]
     for name, data in BAD_FILES.items():
         app.file_uploader(key="rec_upload_lesson").set_value((f"{name}.json", data, "application/json")).run()
         assert not app.exception, [e.value for e in app.exception]
@@ -112,7 +112,7 @@ def test_a_malformed_or_hostile_file_is_one_message_and_the_page_keeps_its_run(a
         assert len(errors) == 1, (name, errors)
         assert t(lang, f"rec_why_{WHY[name]}").split("{")[0] in errors[0], (name, errors)
         assert "<script>" not in errors[0] and "<b>" not in errors[0]
-        assert app.session_state["trace_json"] == before and not app.session_state["trace_recorded"]
+        assert app.session_state["run_id"] == before and stored_run(app).origin != "recorded"
     expected = error_message(RecordedFileError("not_json", "x"), lang)
     app.file_uploader(key="rec_upload_lesson").set_value(("again.json", b"nope", "application/json")).run()
     assert [e.value for e in app.error] == [expected]
@@ -146,6 +146,6 @@ def test_the_labs_open_a_recorded_sweep_cache_comparison_and_serving_runs(app):
 def test_a_recorded_prompt_over_this_servers_cap_is_refused(monkeypatch):
     monkeypatch.setenv("PREFILL_DECODE_MAX_PROMPT_TOKENS", "256")  # the labs would measure its prompt again
     at = open_gallery(AppTest.from_file(APP, default_timeout=300).run(), "lesson", "cpu/lesson-zh-1024")
-    assert not at.exception and not at.session_state["trace_recorded"]
+    assert not at.exception and stored_run(at).origin != "recorded"
     assert [e.value for e in at.error] == [error_message(
         RecordedFileError("over_cap", "x", n=1024, limit=256), "zh")]

@@ -15,7 +15,7 @@ from engine.contract.errors import CapError
 from lesson.diagrams.serving_gantt import policy_label
 from lesson.messages import serving_message
 from lesson.text import t
-from tests.app.apptest import APP, assert_healthy, needs_model, read_on, serving_lab_page
+from tests.app.apptest import APP, assert_healthy, kept, needs_model, read_on, serving_lab_page
 from tests.factories import VLLM_RESULT
 
 # --- pure parts ------------------------------------------------------------------------
@@ -214,16 +214,14 @@ def test_running_every_policy_gives_figures_and_a_metric_table(lab):
     lab.radio(key="sl_source").set_value("custom")
     lab.button(key="sl_run").click().run()
     assert_healthy(lab)
-    runs = lab.session_state["sl_runs"]
+    runs = kept(lab, "sl_runs").runs
     assert len(runs) == 4  # every policy, disaggregated included
     frame = lab.dataframe[0].value
     assert list(frame.columns)[0] == "指标" and len(frame.columns) == 5 and len(frame) >= 18
     assert len(lab.get("image")) == 3 * 4 + 2  # three figures (tabs) per policy, the table and the engine's queue
     queue_alts = [i.proto.imgs[0].alt for i in lab.get("image") if i.proto.imgs[0].alt.startswith("引擎的队列")]
     assert len(queue_alts) == 1  # the class's own queue, drawn from the worker's history
-    from engine.contract.serving.trace import ServingRun
-
-    parsed = [ServingRun.from_json(j) for j in runs]
+    parsed = list(runs)  # the stored set's runs: parsed once, where the worker's answer came in
     assert [r.settings.policy for r in parsed] == ["one-at-a-time", "prefill-first", "chunked", "disaggregated"]
     for run in parsed:
         assert len(run.requests) == 3 and run.metrics.num_completed == 3
@@ -245,7 +243,7 @@ def test_a_workload_over_the_caps_is_refused_with_a_message(lab):
     lab.button(key="sl_run").click().run()
     assert not lab.exception
     assert [e.value for e in lab.error] == [t("zh", "sl_cap_requests", n=16, limit=6)]
-    assert lab.session_state["sl_runs"] is None if "sl_runs" in lab.session_state else True
+    assert kept(lab, "sl_runs") is None
 
 
 @needs_model
@@ -257,7 +255,7 @@ def test_a_kv_budget_that_can_never_fit_shows_the_engines_message(lab):
     assert len(lab.error) == 1
     message = lab.error[0].value
     assert "永远放不下" in message and "预算只有 1 块" in message
-    assert not lab.session_state["sl_runs"]
+    assert kept(lab, "sl_runs") is None
 
 
 
@@ -354,7 +352,7 @@ def test_a_serving_run_logs_no_bare_mode_warnings(lab, capfd, caplog):
     caplog.clear()
     lab.button(key="sl_run").click().run()
     assert_healthy(lab)
-    assert len(lab.session_state["sl_runs"]) == 4
+    assert len(kept(lab, "sl_runs").runs) == 4
     out = capfd.readouterr()
     logged = out.out + out.err + "\n".join(r.getMessage() for r in caplog.records)
     assert not [w for w in QUIET if w in logged], logged[-2000:]

@@ -21,7 +21,7 @@ from engine.contract.errors import RemoteError
 from lesson.messages import code_span, remote_message, technical_detail
 from lesson.perfetto import check_trace_events
 from lesson.text import t
-from tests.app.apptest import APP, SERVING_LAB, needs_model, serving_lab_page
+from tests.app.apptest import APP, SERVING_LAB, kept, needs_model, serving_lab_page
 from tests.factories import VLLM_RESULT, client_run, make_run
 from tests.fake_server import misbehaving
 
@@ -174,7 +174,7 @@ def test_probe_panel_measures_a_streaming_server_and_keeps_the_failed_requests_m
         _probe(lab, url)
     assert not lab.exception, [e.value for e in lab.exception]
     assert _errors(lab) == []
-    data = json.loads(lab.session_state["sl_probe"])
+    data = json.loads(kept(lab, "sl_probe").result.to_json())  # as its download holds it
     assert [r["request_id"] for r in data["requests"]] == ["r0"] and data["requests"][0]["output_pieces"] == \
         ["巴", "黎", "。"]
     assert [w.value for w in lab.warning] == [t("zh", "sl_probe_failed", n=1, total=2)]
@@ -221,7 +221,7 @@ def test_probe_bad_url_unreachable_and_disallowed_host_are_messages(lab, monkeyp
     lab.text_input(key="sl_probe_key_env").set_value("VLLM_API_KEY")
     _probe(lab, "http://127.0.0.1:8000")
     assert _errors(lab) == [t("zh", "err_probe_api_key_env", name="`VLLM_API_KEY`")]
-    assert not lab.session_state["sl_probe"]
+    assert kept(lab, "sl_probe") is None
 
 
 @needs_model
@@ -264,17 +264,19 @@ def test_the_labs_figures_fold_in_classroom_mode():
     import re
     import xml.etree.ElementTree as ET
 
+    from app_support.run_store import ServingSet
     from app_support.serving import serving_svg
     from app_support.serving_remote import observed_gantt_svg
     from lesson.style import CLASSROOM_MIN_FONT, CLASSROOM_WIDTH
 
-    run_json = make_run(policy="disaggregated").to_json()
-    svgs = [serving_svg(name, run_json, "zh", True) for name in ("gantt", "batch", "kv")]
+    run = make_run(policy="disaggregated")
+    shown = ServingSet((run,), (run.to_json(),))
+    svgs = [serving_svg(name, shown, 0, "zh", True) for name in ("gantt", "batch", "kv")]
     svgs.append(observed_gantt_svg(client_run().to_json(), "en", True))
     for svg in svgs:
         assert float(ET.fromstring(svg).get("width")) <= CLASSROOM_WIDTH
         assert min(float(s) for s in re.findall(r'font-size="([\d.]+)"', svg)) >= CLASSROOM_MIN_FONT
-    assert float(ET.fromstring(serving_svg("gantt", run_json, "zh")).get("width")) > CLASSROOM_WIDTH  # normal
+    assert float(ET.fromstring(serving_svg("gantt", shown, 0, "zh")).get("width")) > CLASSROOM_WIDTH  # normal
 
 
 @needs_model

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_support import first_screens, run_panel
-from tests.app.apptest import APP, assert_healthy, needs_model, read_on
+from tests.app.apptest import APP, assert_healthy, needs_model, read_on, stored_run
 
 
 def test_the_rest_waits_for_an_opening_session_and_goes_on_when_it_has_its_figure():
@@ -94,14 +94,14 @@ def test_a_sessions_first_page_draws_its_first_figure_before_the_panel_and_of_th
     at = AppTest.from_file(APP, default_timeout=180).run()
     assert_healthy(at)
     known = seen[-1]
-    assert known is not None and known.stored == at.session_state["trace_json"] == known.shown
+    assert known is not None and known.run.id == at.session_state["run_id"] and known.is_whole
     early = figures(at)
     assert len(early) == 2  # the first screen's: the timeline and TTFT's parts
     read_on(at)  # its second page run: nothing known before the panel; the whole lesson drawn
     assert seen[-1] is None
     later = figures(at)
     assert len(later) > 5 and later[:2] == early  # the same figures and alt texts, byte for byte
-    assert at.session_state["trace_json"] == known.stored  # and the rest is drawn from that same stored run
+    assert stored_run(at) is known.run  # and the rest is drawn from that same stored run
     clicked = at.button(key="run")
     assert not clicked.disabled  # the panel below the early figure works as ever
 

@@ -63,7 +63,7 @@ def test_every_session_key_is_a_widget_key_or_declared_in_defaults():
         widgets |= widget_keys(tree)
     widgets |= {*state.WIDGET_KEYS, *lab.LAB_WIDGET_KEYS, *serving.SERVING_WIDGET_KEYS,
                 *serving_remote.PROBE_WIDGET_KEYS}
-    assert {"trace_json", "replay_shown", "stepping_full_json", "sl_runs", "lab_sweep_kind"} <= named  # the walk sees
+    assert {"run_id", "replay_shown", "class_step", "sl_link_run", "lab_sweep_kind"} <= named  # the walk sees
     undeclared = sorted(named - widgets - set(state.DEFAULTS))
     assert undeclared == [], f"session keys set outside state.DEFAULTS: {undeclared}"
 
@@ -72,3 +72,10 @@ def test_defaults_that_are_containers_are_never_shared_between_sessions():
     for key, value in state.DEFAULTS.items():
         if isinstance(value, (list, dict)):
             assert state.fresh(value) == value and state.fresh(value) is not value, key
+
+
+def test_every_key_that_names_a_stored_value_is_declared():
+    """The run store's ids live under these keys (app_support/run_store.py keep/kept_of), read by name."""
+    from app_support import run_store
+
+    assert set(run_store.HELD_KEYS) <= set(state.DEFAULTS)

@@ -18,8 +18,8 @@ def names(data: bytes) -> list[str]:
 
 
 def test_the_lesson_zip_holds_every_figure_of_the_run_named_by_its_number():
-    trace_json = make_trace(prompt="<script>x</script>").to_json()
-    listed = names(slide_kit.lesson_zip(trace_json, "en", "run4", True, (6, 3), "20250601-120000"))
+    trace = make_trace(prompt="<script>x</script>")
+    listed = names(slide_kit.lesson_zip(trace, "en", "run4", True, (6, 3), "20250601-120000"))
     svgs = sorted(n for n in listed if n.endswith(".svg"))
     assert svgs == sorted(f"run4_{figure}_en.svg" for figure, *_ in LESSON_FIGURES)
     assert "slides.html" in listed

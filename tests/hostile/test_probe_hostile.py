@@ -26,7 +26,7 @@ from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import WorkloadRequest
 from lesson.messages import remote_message
 from lesson.perfetto import serving_run_events
-from tests.app.apptest import APP, SERVING_LAB, fresh_settings, needs_model  # noqa: F401  (a fixture)
+from tests.app.apptest import APP, SERVING_LAB, fresh_settings, kept, needs_model  # noqa: F401  (a fixture)
 from tests.hostile.bounded import python
 from tests.hostile.fake_openai import hostile
 
@@ -333,15 +333,14 @@ def test_the_app_keeps_no_echoed_key_and_words_a_bad_reply(monkeypatch):
         at.button(key="sl_probe_run").click()
         at.run()
     assert not at.exception, [e.value for e in at.exception]
-    stored = at.session_state["sl_probe"]
-    data = json.loads(stored)
+    data = json.loads(kept(at, "sl_probe").result.to_json())  # as its download holds it
     assert [r["request_id"] for r in data["requests"]] == ["r0"] and data["requests"][0]["output_text"] == \
         "key *** *** end"
     samples = json.dumps([{"t_ms": s["t_ms"], "values": s["values"]} for s in data["server_metrics"]["samples"]])
     download = perfetto_json(json.dumps(data["run"]), samples)
     page = "\n".join(str(e.value) for kind in ("markdown", "warning", "error", "caption", "info")
                      for e in getattr(at, kind))
-    assert SECRET not in stored and SECRET not in download and SECRET not in page
+    assert SECRET not in json.dumps(data) and SECRET not in download and SECRET not in page
     assert "***" in download  # the masked text is what the download holds
     words = remote_message(ProbeError("probe_bad_field", **data["failures"][0]["params"]), "zh")
     assert words in page and "`choices[0].text`" in words

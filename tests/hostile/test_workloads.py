@@ -17,7 +17,7 @@ from engine.contract.limits import MAX_ARRIVAL_MS
 from engine.contract.serving.workloads import WorkloadError, parse_workload_lines
 from lesson.messages import serving_message
 from lesson.text import t
-from tests.app.apptest import APP, SERVING_LAB, fresh_settings, needs_model  # noqa: F401  (a fixture)
+from tests.app.apptest import APP, SERVING_LAB, fresh_settings, kept, needs_model  # noqa: F401  (a fixture)
 from tests.hostile.bounded import assert_one_line, python
 
 GOOD = '{"arrival_ms": 0, "prompt": "法国的首都是", "max_new_tokens": 4}'
@@ -138,4 +138,4 @@ def test_the_lab_refuses_a_typed_3000_token_prompt(monkeypatch):
     assert not at.exception
     [message] = [e.value for e in at.error]
     assert re.search(r"\d{4}", message) and "1024" in message, message
-    assert at.session_state["sl_runs"] is None
+    assert kept(at, "sl_runs") is None

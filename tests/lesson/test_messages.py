@@ -12,11 +12,12 @@ import pytest
 
 from engine.contract.errors import CapError, EngineError, InputError, KeyedError, ModelLoadError, RemoteError
 from engine.contract.interop.errors import CONNECTION_CAUSES, ProbeError
+from engine.contract.interop.probe import ProbeFailure
 from engine.contract.worker.errors import EngineWorkerError, WorkerRestarted
 from lesson import messages
 from lesson.messages import (
-    ENGINE_ERROR_KEYS, PROBE_KEYS, SERVING_ERROR_KEYS, WORKER_ERROR_KEYS, as_error, code_span, data_field,
-    error_message, failure_message, remote_message, serving_message, technical_detail,
+    ENGINE_ERROR_KEYS, PROBE_KEYS, SERVING_ERROR_KEYS, WORKER_ERROR_KEYS, code_span, data_field,
+    error_message, remote_message, serving_message, technical_detail,
 )
 from lesson.text import LANGUAGES, TEXTS, t
 
@@ -203,12 +204,14 @@ def test_every_vllm_refusal_is_worded(why):
         assert "English reason" not in words and all(f"`{v}`" in words for v in data.values())
 
 
-def test_a_failure_read_back_from_json_reads_as_the_error():
-    failure = {"key": "probe_http", "params": {"request_id": "r3", "status": 503, "detail": "busy"}}
-    err = as_error(failure)
-    assert failure_message(failure, "en") == remote_message(err, "en")
-    assert "`r3`" in failure_message(failure, "zh") and "503" in failure_message(failure, "zh")
-    assert technical_detail(err) == ""
+def test_a_probes_failed_request_reads_as_its_error():
+    """The serving lab draws a probe's failures as they came back (engine.contract.interop.probe.ProbeFailure):
+    a key and params, as an error has."""
+    params = {"request_id": "r3", "status": 503, "detail": "busy"}
+    failure = ProbeFailure("r3", "probe_http", "HTTP 503", 0.0, 0, params)
+    assert remote_message(failure, "en") == remote_message(ProbeError("probe_http", **params), "en")
+    assert "`r3`" in remote_message(failure, "zh") and "503" in remote_message(failure, "zh")
+    assert technical_detail(failure) == ""
 
 
 def test_data_fields_are_numbers_or_inline_code():

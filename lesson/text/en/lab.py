@@ -32,6 +32,7 @@ TEXT: dict = {
     "lab_bound_compute": "compute",
     "lab_bound_memory": "memory",
     "lab_col_pass": "Pass",
+    "lab_decode_median": "Decode (the median of its {n} steps)",
     "lab_col_positions": "New / cached positions",
     "lab_positions": "{n} / {c}",
     "lab_col_bytes": "Bytes moved",

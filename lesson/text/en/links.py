@@ -6,6 +6,7 @@ TEXT: dict = {
     "link_prompt_left_out": "The prompt is too long for a link ({n} characters): opening this link uses the lesson's default prompt.",
     "link_opened": "This view was opened from a link.",
     "link_opened_run": "This view was opened from a link and measured again with its settings.",
+    "link_opened_presenter": "This view was opened from a link: its step and figure are applied to the run this server already had; nothing was measured again. To measure with the link's settings, leave the presenter view and press Run.",
     "link_opened_recorded": "This view was opened from a link and shows the recorded run it names, {name}.",
     "link_clamped": "The link's {name}={value} is outside what this server allows; set to {clamped}.",
     "link_not_a_number": "The link's {name}={value} is not a number; left out.",

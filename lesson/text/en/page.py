@@ -114,5 +114,6 @@ TEXT: dict = {
     "reset_defaults": "Reset to the lesson's defaults",
     "reset_defaults_help": "Puts every setting (prompt, lengths, sampling, model, classroom mode) back to the lesson's default; the language and the run shown stay as they are.",
     "no_trace": "No run yet. Press “Run”.",
+    "run_gone": "Your last run is no longer kept on the server (many runs since, or the server restarted); the lesson's default run is shown below. Press “Run” to measure your prompt again.",
     "nav_lesson": "Lesson",
 }

@@ -155,6 +155,8 @@ TEXT: dict = {
     "metric_e2el_def": "End-to-end latency: request start to the last token.",
     "metric_na": "—",
     "ttft_parts_caption": "TTFT as the lesson defines it, taken apart: from sending the request to seeing the first output token, with the queue, tokenizing, Prefill, choosing the first token and the trip. The upper bracket is TTFT as the engine measured it (the timeline's and the cards' number); the lower one, what you felt on this page.",
+    "ttft_parts_caption_engine": "TTFT as the lesson defines it, taken apart: tokenizing, Prefill and choosing the first token. The bracket is TTFT as the engine measured it (the timeline's and the cards' number); this run has no queue or trip timed by the page, so only the engine's parts are drawn.",
+    "ttft_parts_run1_note": "Run 1 of {n} (the one you watched arrive): the queue, the trip, the page and the engine's parts are all this run's; the other figures draw the run nearest the medians.",
     "tl_lesson": (
         "What this figure measured{which}: Prefill read {n} positions in one pass in {x} ({per} per position); "
         "each Decode step read one position in {y} (the median step)."

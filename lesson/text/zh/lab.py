@@ -32,6 +32,7 @@ TEXT: dict = {
     "lab_bound_compute": "算力",
     "lab_bound_memory": "带宽",
     "lab_col_pass": "前向",
+    "lab_decode_median": "Decode（各步的中位数，共 {n} 步）",
     "lab_col_positions": "新位置 / 已缓存",
     "lab_positions": "{n} / {c}",
     "lab_col_bytes": "搬运字节",

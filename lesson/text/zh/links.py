@@ -6,6 +6,7 @@ TEXT: dict = {
     "link_prompt_left_out": "提示词太长（{n} 个字符），放不进链接：打开这个链接会用本课的默认提示词。",
     "link_opened": "这个画面是按链接打开的。",
     "link_opened_run": "这个画面是按链接打开的，并用链接里的设置重新测量了一次。",
+    "link_opened_presenter": "这个画面是按链接打开的：用上了链接里的步和图，画的是这台服务器已有的那次运行，没有重新测量。要按链接里的设置测一次，离开演示视图后按“运行”。",
     "link_opened_recorded": "这个画面是按链接打开的，显示链接指向的录制运行 {name}。",
     "link_clamped": "链接里的 {name}={value} 超出了本服务器允许的范围，已改为 {clamped}。",
     "link_not_a_number": "链接里的 {name}={value} 不是一个数，已忽略。",

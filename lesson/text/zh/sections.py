@@ -135,6 +135,8 @@ TEXT: dict = {
     "metric_e2el_def": "端到端延迟：从请求开始到最后一个 Token。",
     "metric_na": "—",
     "ttft_parts_caption": "TTFT 按课文的定义拆开：从发出请求到看见第一个输出 Token，包括排队、分词、Prefill、选出第一个 Token 和传输。上方括号是引擎自己测得的 TTFT（上面时间线和卡片里的数），下方括号是你在页面上感受到的。",
+    "ttft_parts_caption_engine": "TTFT 按课文的定义拆开：分词、Prefill 和选出第一个 Token。括号是引擎自己测得的 TTFT（上面时间线和卡片里的数）；这次运行没有页面自己测的排队和传输，所以只有引擎的几段。",
+    "ttft_parts_run1_note": "第 1 次运行（共 {n} 次，你看着它出现的那一次）：排队、传输、页面和引擎各段都是这一次的；其他图画的是最接近中位数的那一次。",
     "tl_lesson": (
         "这张图测到的{which}：Prefill 一次前向读了 {n} 个位置，用 {x}（每个位置约 {per}）；"
         "每次 Decode 只读 1 个位置，用 {y}（各步的中位数）。"
