@@ -28,7 +28,7 @@ TEXT: dict = {
     "col_output": "Token out",
     "col_phase": "Phase",
     "col_time": "Time since the request started",
-    "note_tokenizer": "Input chips are the real tokenizer's pieces; the lesson's 法国 / 的 / 首都 / 是 split was only schematic.",
+    "note_tokenizer": "Input chips are the real tokenizer's pieces, the positions the lesson's table counts.",
     "note_first_token": "The first output token comes from Prefill's last position; each Decode then feeds the previous token back in (arrows).",
     # blocks
     "blocks_title": "Positions processed by each forward pass",

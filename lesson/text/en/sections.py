@@ -5,18 +5,17 @@ TEXT: dict = {
     "sec_timeline": "The timeline of one answer",
     "timeline_caption": "The timeline of one request (measured on the real run).",
     "timeline_1": (
-        "To make it easy to draw, we split the prompt schematically into four positions, “法国 / 的 / 首都 / 是” "
-        "(“France / ’s / capital / is”); this does not mean a real tokenizer necessarily splits it this way. "
-        "The model first runs one forward pass over these four positions and, from the output at the last "
-        "position, predicts the first answer token “巴黎” (“Paris”). Next, “巴黎” is fed in as the new input to "
-        "predict “。”. Only if it is to go on is “。” sent back into the model."
+        "The tokenizer splits the prompt into five positions, “The / capital / of / France / is” (the run panel "
+        "below shows the split). The model first runs one forward pass over these five positions and, from the "
+        "output at the last position, predicts the first answer token “ Paris”. Next, “ Paris” is fed in as the "
+        "new input to predict “.”. Only if it is to go on is “.” sent back into the model."
     ),
     "timeline_real_split": "The run panel below shows the real tokenizer's split, to compare with this sketch.",
     "timeline_table": [
         ["Moment", "What is fed into the model", "Next token produced this round", "Phase"],
-        ["First forward pass", "The four prompt positions", "巴黎 (Paris)", "Prefill"],
-        ["Next forward pass", "The just-generated “巴黎”", "。", "Decode"],
-        ["If it goes on", "The just-generated “。”", "The next token", "Decode"],
+        ["First forward pass", "The five prompt positions", "“ Paris”", "Prefill"],
+        ["Next forward pass", "The just-generated “ Paris”", "“.”", "Decode"],
+        ["If it goes on", "The just-generated “.”", "The next token", "Decode"],
     ],
     "timeline_2": (
         "The first output token usually comes from the last position of Prefill: the prompt is not prefilled "

@@ -12,7 +12,7 @@ TEXT: dict = {
     "sl_source_custom": "make one",
     "sl_source_jsonl": "paste JSON Lines",
     "sl_jsonl": "One request per line (JSON Lines)",
-    "sl_jsonl_help": "Each line: {\"arrival_ms\": 0, \"prompt\": \"法国的首都是\", \"max_new_tokens\": 16}; optional ignore_eos, prompt_tokens (stretch the prompt to N tokens), request_id. The same format as python -m engine serve --workload FILE.jsonl.",
+    "sl_jsonl_help": "Each line: {\"arrival_ms\": 0, \"prompt\": \"The capital of France is\", \"max_new_tokens\": 16}; optional ignore_eos, prompt_tokens (stretch the prompt to N tokens), request_id. The same format as python -m engine serve --workload FILE.jsonl.",
     "sl_scenario": "Scenario",
     "sl_scn_long_prompt_during_chats": "Four chats are decoding when a 1024-token prompt arrives at 100 ms.",
     "sl_scn_burst_16": "16 short chats arrive at once (32 tokens each).",
