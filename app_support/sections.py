@@ -31,7 +31,7 @@ from lesson.spread import run_label
 from lesson.style import DEFAULT_STYLE
 from lesson.text import label, t, table_for
 
-from . import resources, state
+from . import pass_floors, resources, state
 from .resources import parsed_trace
 from .stepping import stepping_full
 from .ui import error_boundary, felt_source, metric_row, plotly_config, scroll_into_view, shown_spread, svg_figure
@@ -83,12 +83,18 @@ def section_timeline(lang: str, trace_json: str | None) -> None:
             st.info(t(lang, "difference_note", num_tokens=stretched, ignore_eos=t(lang, "ignore_eos")),
                     icon=":material/compare_arrows:")
         scroll_into_view("difference-note")
-    live_diagram("timeline", trace_json, lang, _timeline_caption(lang, trace_json))
-    if trace_json is not None and bottleneck_contradicts(*_whole_and_spread(trace_json)):  # noise: measure again
+    floors = pass_floors.shown_floors(_whole_and_spread(trace_json)[0]) if trace_json is not None else None
+    live_diagram("timeline", trace_json, lang, _timeline_caption(lang, trace_json, floors))
+    if trace_json is not None and _contradicts(trace_json, floors):  # noise: measure again
         repeats = resources.server_settings().repeats
         st.button(t(lang, "tl_measure_again"), key="timeline_measure_again", icon=":material/refresh:",
                   on_click=state.run_again, help=t(lang, "tl_measure_again_help", n=repeats))
     st.caption(t(lang, "timeline_real_split"))
+    if trace_json is not None and floors is not None:  # where each pass's time goes: floor + the rest
+        with error_boundary(lang, "err_diagram"):
+            whole = _whole_and_spread(trace_json)[0]
+            pass_floors.floors_figure(lang, whole, floors[0], floors[1], shown_run_note(lang, trace_json),
+                                      download_stem(whole, st.session_state.trace_stamp))
     if trace_json is not None:
         ttft_bar(lang, trace_json)
     st.markdown(t(lang, "timeline_1"))
@@ -102,12 +108,21 @@ def _whole_and_spread(trace_json: str):
     return whole, shown_spread(whole)
 
 
-def _timeline_caption(lang: str, trace_json: str | None) -> str:
-    """The first figure's caption: what it measured in the lesson's terms (lesson.metric_cards.timeline_lesson)."""
+def _contradicts(trace_json: str, floors) -> bool:
+    """The run shown turns the lesson's order round: against its floors (a long Prefill measured no slower
+    than a Decode step: lesson.pass_floors), or, without them, a Decode step at or above Prefill."""
+    if floors is not None:
+        return floors[0].flipped
+    return bottleneck_contradicts(*_whole_and_spread(trace_json))
+
+
+def _timeline_caption(lang: str, trace_json: str | None, floors=None) -> str:
+    """The first figure's caption: what it measured in the lesson's terms (lesson.metric_cards.timeline_lesson),
+    each pass against its floor on this machine's roofs where they are known (`floors`: shown_floors)."""
     if trace_json is None:
         return t(lang, "timeline_caption")
     whole, numbers = _whole_and_spread(trace_json)
-    lesson = timeline_lesson(whole, lang, numbers)
+    lesson = timeline_lesson(whole, lang, numbers, floors[0] if floors is not None else None)
     joiner = "" if lang == "zh" else " "  # Chinese sentences run on without a space
     return f"{lesson}{joiner}{t(lang, 'timeline_caption')}" if lesson else t(lang, "timeline_caption")
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from engine.contract.trace import RequestTrace
 
 from .formats import escape_markdown, format_ms
+from .pass_floors import RunFloors, floor_words
 from .spread import Headline, Spread, fmt_ratio, headline, verdict
 from .svgtext import fmt_count
 from .text import t
@@ -153,13 +154,17 @@ def _range_ms(spread: Spread) -> str:
 SAME_PER_POSITION = 0.05  # per-position ratios within 5 % of 1 read "about the same"
 
 
-def timeline_lesson(trace: RequestTrace, lang: str, numbers: Headline | None = None) -> str | None:
+def timeline_lesson(trace: RequestTrace, lang: str, numbers: Headline | None = None,
+                    floors: RunFloors | None = None) -> str | None:
     """The first figure's caption, in the lesson's terms: Prefill read N positions in one pass in X ms
     (X/N per position); each Decode step read one position in Y ms (the median of the run's steps), so
     per position Prefill was Y·N/X times cheaper. When this machine's noise made a Decode step at least
     as slow as the whole Prefill, it says so, with the runs' range, and asks to measure again (the page
     adds the button: bottleneck_contradicts). `numbers`: the run's repeats (lesson.spread; `trace` is
-    their shown run). None before a Decode step."""
+    their shown run). `floors`: the shown run's passes against this machine's floors (lesson.pass_floors);
+    with them the sentence reads each pass against its floor instead: a short prompt's two passes have the
+    same floor, so a Decode step as slow as Prefill is no noise there, only a long prompt's can be. None
+    before a Decode step."""
     prefill, decodes = trace.prefill, trace.decode_steps
     if prefill is None or not decodes:
         return None
@@ -171,6 +176,8 @@ def timeline_lesson(trace: RequestTrace, lang: str, numbers: Headline | None = N
     per_position = own.decode_ms * n / own.prefill_ms if own.prefill_ms > 0 else float("inf")
     if n <= 1:
         words.append(t(lang, "tl_lesson_one_position"))
+    elif floors is not None:  # the floors decide what the two times should be
+        words.append(floor_words(floors, lang))
     elif verdict(numbers, n) == "noise":  # a Decode step no faster than the whole Prefill: not the lesson
         words.append(t(lang, "tl_lesson_noise", y=format_ms(own.decode_ms), x=format_ms(own.prefill_ms)))
         if numbers.n > 1:

@@ -4,6 +4,7 @@ on a warm server a session's first figure comes before its run panel, of the sam
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -11,7 +12,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_support import first_screens, run_panel
-from tests.app.apptest import APP, assert_healthy, needs_model, read_on
+from lesson.text import t
+from tests.app.apptest import APP, assert_healthy, needs_model, read_on, texts
 
 
 def test_the_rest_waits_for_an_opening_session_and_goes_on_when_it_has_its_figure():
@@ -96,11 +98,11 @@ def test_a_sessions_first_page_draws_its_first_figure_before_the_panel_and_of_th
     known = seen[-1]
     assert known is not None and known.stored == at.session_state["trace_json"] == known.shown
     early = figures(at)
-    assert len(early) == 2  # the first screen's: the timeline and TTFT's parts
+    assert len(early) == 3  # the first screen's: the timeline, where each pass's time goes, TTFT's parts
     read_on(at)  # its second page run: nothing known before the panel; the whole lesson drawn
     assert seen[-1] is None
     later = figures(at)
-    assert len(later) > 5 and later[:2] == early  # the same figures and alt texts, byte for byte
+    assert len(later) > 5 and later[:3] == early  # the same figures and alt texts, byte for byte
     assert at.session_state["trace_json"] == known.stored  # and the rest is drawn from that same stored run
     clicked = at.button(key="run")
     assert not clicked.disabled  # the panel below the early figure works as ever
@@ -109,3 +111,28 @@ def test_a_sessions_first_page_draws_its_first_figure_before_the_panel_and_of_th
 def figures(at) -> list[tuple[str, str]]:
     """Every image on the page (its SVG as Streamlit sends it, its alt text), in the page's order."""
     return [(img.proto.imgs[0].url, img.proto.imgs[0].alt) for img in at.get("image")]
+
+
+@needs_model
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_first_screen_shows_the_short_and_the_long_prompt_against_their_floors(lang):
+    """The first view's 4-position (5 in English) Prefill and its Decode step read the same weights,
+    so the caption reads them against one floor (never "the machine's noise"); beside them, under the
+    timeline, the recorded 1024-token prompt, whose Prefill's floor and time are many times a Decode step's."""
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["lang"] = lang
+    at.run()
+    assert_healthy(at)
+    alts = [img.proto.imgs[0].alt for img in at.get("image")]
+    floors_alt = next(alt for alt in alts if alt.startswith(t(lang, "pf_title")))
+    short = t(lang, "pf_group_run", n=shown_prompt_len(at))
+    long = t(lang, "pf_group_long", n=1024, machine="", when="").split("(")[0].split("（")[0]
+    assert short in floors_alt and long.strip() in floors_alt
+    captions = texts(at, "caption")
+    same_floor_start = t(lang, "pf_same_floor", bytes="")[:8]
+    assert same_floor_start in captions
+    assert t(lang, "tl_lesson_noise", x="", y="")[:20] not in captions
+
+
+def shown_prompt_len(at) -> int:
+    return len(json.loads(at.session_state["trace_json"])["prompt_ids"])

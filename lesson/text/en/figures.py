@@ -212,4 +212,36 @@ TEXT: dict = {
     "ttft_parts_only_engine_first_view": "The page's first view (measured once for every visitor): only the engine's parts. Press Run to add your own queue, trip and page.",
     "ttft_parts_only_engine_unclocked": "Only the engine's parts: your page's times do not fit this run's clock. Either the run had started before you pressed Run (one measurement shared by several visitors: you joined it under way) or the engine runs on another machine whose clock differs.",
     "ttft_parts_no_choice": "This trace was written before the first token's choice was timed on its own: it is inside Prefill.",
+    # where a pass's time goes (lesson/pass_floors.py, lesson/diagrams/pass_floors.py)
+    "pf_same_floor": (
+        "Both passes read the same {bytes} (the model's weights, once per pass): on this machine's measured roofs "
+        "that is a floor of {floor} each. The rest (Prefill {rest_p}, a Decode step {rest_d}) is per-pass overhead "
+        "on this {device}. So on a {n}-position prompt the two should cost about the same: the lesson's contrast is that "
+        "Prefill's cost grows with the prompt while a Decode step's does not."
+    ),
+    "pf_grows": (
+        "Against their floors on this machine's measured roofs: Prefill's is {floor_p} ({bound}), a Decode "
+        "step's {floor_d}. Prefill's floor is {r}× a Decode step's: it grows with the prompt, a Decode step's does not."
+    ),
+    "pf_flipped": (
+        "But this time Prefill ({x}) measured no slower than a Decode step ({y}), which their floors rule out: "
+        "the machine was busy while it measured (other programs held its cores). Measure again."
+    ),
+    "pf_bound_memory": "set by the bytes it moves",
+    "pf_bound_compute": "set by its FLOPs",
+    "pf_device_cpu": "CPU",
+    "pf_device_gpu": "GPU",
+    "pf_title": "Where each pass's time goes",
+    "pf_subtitle": "Each pass = its floor (bytes ÷ measured bandwidth or FLOPs ÷ measured peak) + the rest",
+    "pf_floor": "floor",
+    "pf_rest": "the rest: per-pass overhead and noise",
+    "pf_group_run": "This run: a {n}-position prompt",
+    "pf_group_long": "A {n}-position prompt (recorded on {machine}, {when})",
+    "pf_row_prefill": "Prefill ({n} positions)",
+    "pf_row_decode": "a Decode step (median)",
+    "pf_value": "{floor} + {rest} = {total}",
+    "pf_roofs": "Floors: the cost model on the roofs measured on {device}.",
+    "pf_flipped_note": "Measured while the machine was busy: this Prefill came out no slower than a Decode step.",
+    "pf_alt": "{group}: Prefill {x} (floor {floor_p}), a Decode step {y} (floor {floor_d}).",
+    "pf_caption": "Each pass as its floor (dark) and the rest (light). Short prompt: the two floors are the same; long prompt: Prefill's grows.",
 }

@@ -210,4 +210,35 @@ TEXT: dict = {
     "ttft_parts_only_engine_first_view": "这是页面的第一视图（服务器测一次给所有访客看）：只有引擎测得的几段。点“运行”后会加上你这一端的排队、传输和页面时间。",
     "ttft_parts_only_engine_unclocked": "只有引擎测得的几段：你这一端的时间对不上这次运行的时钟。要么这次运行在你点“运行”之前就开始了（几位访客共用一次测量，你是中途加入的），要么引擎在另一台时钟不同的机器上。",
     "ttft_parts_no_choice": "这个 trace 写于分开计时之前：选出第一个 Token 的时间含在 Prefill 里。",
+    # 一次前向的时间花在哪（lesson/pass_floors.py, lesson/diagrams/pass_floors.py）
+    "pf_same_floor": (
+        "两次前向读的是同样的 {bytes}（模型权重，每次前向读一遍）：按这台机器实测的上限，下限都是 {floor}。"
+        "其余的部分（Prefill {rest_p}，一次 Decode {rest_d}）是这台{device}上每次前向的固定开销。"
+        "所以提示词只有 {n} 个位置时，两者本应耗时差不多：本课要讲的对比是，Prefill 的耗时随提示词变长而增长，一次 Decode 不会。"
+    ),
+    "pf_grows": (
+        "按这台机器实测的上限：Prefill 的下限是 {floor_p}（{bound}），一次 Decode 的下限是 {floor_d}。"
+        "Prefill 的下限是一次 Decode 的 {r} 倍：它随提示词增长，一次 Decode 不会。"
+    ),
+    "pf_flipped": (
+        "但这一次 Prefill（{x}）测得不比一次 Decode（{y}）慢，而两者的下限排除了这种结果：测量时机器正忙"
+        "（别的程序占着 CPU 核）。请再测一次。"
+    ),
+    "pf_bound_memory": "由要搬运的字节决定",
+    "pf_bound_compute": "由计算量决定",
+    "pf_device_cpu": " CPU ",
+    "pf_device_gpu": " GPU ",
+    "pf_title": "每次前向的时间花在哪",
+    "pf_subtitle": "每次前向 = 下限（字节 ÷ 实测带宽，或 FLOPs ÷ 实测峰值）+ 其余",
+    "pf_floor": "下限",
+    "pf_rest": "其余：每次前向的固定开销和噪声",
+    "pf_group_run": "本次运行：{n} 个位置的提示词",
+    "pf_group_long": "{n} 个位置的提示词（{when} 录制于 {machine}）",
+    "pf_row_prefill": "Prefill（{n} 个位置）",
+    "pf_row_decode": "一次 Decode（中位数）",
+    "pf_value": "{floor} + {rest} = {total}",
+    "pf_roofs": "下限：成本模型按在 {device} 上实测的上限算出。",
+    "pf_flipped_note": "测量时机器正忙：这次 Prefill 测得不比一次 Decode 慢。",
+    "pf_alt": "{group}：Prefill {x}（下限 {floor_p}），一次 Decode {y}（下限 {floor_d}）。",
+    "pf_caption": "每次前向分成下限（深色）和其余（浅色）。短提示词：两者下限相同；长提示词：Prefill 的下限变大。",
 }

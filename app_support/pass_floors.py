@@ -1,0 +1,81 @@
+"""Where each pass's time goes, under the timeline: the run shown and a long prompt, each pass as its floor on
+this machine's measured roofs (engine.contract.cost through the worker, as the bottleneck lab reads them) plus
+the rest (lesson.pass_floors, lesson.diagrams.pass_floors). The long prompt is the gallery's recorded run of
+the lesson's example at 1024 tokens (assets/gallery/<device>/lesson-<lang>-1024.json): the first screen shows
+the contrast without measuring a second, long request for every visitor.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import streamlit as st
+
+from engine.contract.cost import trace_floors
+from engine.contract.trace import RequestTrace
+from lesson.alt_text import with_run_note
+from lesson.diagrams.pass_floors import FloorGroup, pass_floors_alt, render_pass_floors
+from lesson.pass_floors import RunFloors, run_floors
+from lesson.recorded import recorded_when
+from lesson.text import t
+
+from . import gallery, resources
+from .ui import svg_figure
+
+log = logging.getLogger(__name__)
+LONG_PROMPT_TOKENS = 1024  # the gallery's long lesson run (and "show the difference"'s length)
+LONG_FROM = 256  # a run shown with at least this many prompt positions is its own long prompt
+
+
+def shown_floors(trace: RequestTrace) -> tuple[RunFloors, str] | None:
+    """(the run's passes against this machine's measured roofs, the roofs' name), or None where they cannot
+    be had (the worker cannot measure them, or the model selected is not the run's)."""
+    ss = st.session_state
+    try:
+        shape = resources.model_shape(ss.model_choice, resources.server_settings().device,
+                                      resources.server_settings().dtype)
+        spec = resources.device_spec("this", trace.model.device)
+    except Exception as err:  # noqa: BLE001  (no floors: the caption reads as without them)
+        log.warning("no floors for the first figure: %s", err)
+        return None
+    if (shape.num_layers, shape.hidden_size) != (trace.model.num_layers, trace.model.hidden_size):
+        return None  # another model is selected now: its shape is not the run's
+    floors = run_floors(trace_floors(trace, shape, spec), trace.model.device)
+    return (floors, spec.name) if floors is not None else None
+
+
+def _recorded_long(lang: str, trace: RequestTrace) -> RequestTrace | None:
+    """The gallery's recorded long run of the lesson's example on this device and model, or None."""
+    name = f"lesson-{lang}-{LONG_PROMPT_TOKENS}"
+    for entry in gallery.gallery_entries(str(gallery.GALLERY_ROOT)):
+        if entry.name == name and entry.kind == "trace" and entry.folder.name == trace.model.device:
+            _, jsons = gallery.gallery_run(entry, gallery.limit_bytes(resources.server_settings()))
+            long = resources.parsed_trace(jsons[0])
+            return long if long.model.model_id == trace.model.model_id else None
+    return None
+
+
+def floor_groups(lang: str, trace: RequestTrace, floors: RunFloors) -> tuple[FloorGroup, ...]:
+    """The run shown and, beside a short one, the recorded long prompt (its passes on the same roofs)."""
+    groups = [FloorGroup(t(lang, "pf_group_run", n=floors.prefill.num_positions), floors)]
+    if trace.prompt_len >= LONG_FROM:
+        return tuple(groups)
+    long = _recorded_long(lang, trace)
+    long_floors = shown_floors(long) if long is not None else None
+    if long is not None and long_floors is not None:
+        provenance = long.provenance
+        machine, when = (provenance.machine, recorded_when(provenance)) if provenance else ("?", "?")
+        groups.append(FloorGroup(t(lang, "pf_group_long", n=long.prompt_len, machine=machine, when=when),
+                                 long_floors[0]))
+    return tuple(groups)
+
+
+def floors_figure(lang: str, trace: RequestTrace, floors: RunFloors, device_name: str, run_note: str,
+                  stem: str) -> None:
+    """The figure under the timeline, with its alt text and download."""
+    groups = floor_groups(lang, trace, floors)
+    svg = render_pass_floors(groups, lang=lang, style=resources.figure_style(st.session_state.classroom),
+                             device_name=device_name, run_note=run_note)
+    alt = with_run_note(pass_floors_alt(groups, lang), run_note)
+    svg_figure("pass_floors", svg, lang, t(lang, "pf_caption"), alt=alt,
+               file_stem=f"{stem}_pass_floors")
