@@ -42,7 +42,7 @@ from .diagrams.serving_gantt import policy_label, render_serving_gantt, scenario
 from .diagrams.prefix_cache import render_prefix_cache
 from .diagrams.serving_metrics import render_serving_metrics
 from .serving_views import figure_alt as serving_figure_alt
-from .serving_views import metrics_alt
+from .serving_views import metrics_alt, what_to_see
 from .prefix_views import prefix_alt
 from .style import DEFAULT_STYLE, Style
 from .svgtext import visible
@@ -151,7 +151,7 @@ LESSON_FIGURES = (
     ("review_map", "sec_review", "review_caption", "summary"),
 )
 SERVING_FIGURES = (  # (figure, its tab's name, caption, the lesson's sentence)
-    ("gantt", "sl_tab_gantt", "sl_explain_gantt", "sl_what_to_see"),
+    ("gantt", "sl_tab_gantt", "sl_explain_gantt", None),  # None: the scenario's own (serving_views.what_to_see)
     ("batch", "sl_tab_batch", "sl_explain_batch", "many_1"),
     ("kv", "sl_tab_kv", "sl_explain_kv", "many_1"),
 )
@@ -204,7 +204,8 @@ def serving_slides(runs: Sequence[ServingRun], *, lang: str, tag: str, style: St
                 continue  # a run observed from a client has no passes to draw
             heading = f"{words(lang, title)} · {policy_label(lang, run.settings.policy)}"
             slides.append(Slide(f"{serving_stem(run, figure, tag)}_{lang}", render[figure](run, lang=lang, style=style),
-                                heading, f"{scenario} · {words(lang, caption)}", words(lang, notes),
+                                heading, f"{scenario} · {words(lang, caption)}",
+                                words(lang, notes) if notes else plain_text(what_to_see(runs, lang)),
                                 visible(serving_figure_alt(figure, run, lang))))
     for run in runs:  # prefix caching on: which request holds which block (lesson/diagrams/prefix_cache.py)
         if run.settings.prefix_caching and run.iterations:
