@@ -71,6 +71,8 @@ TEXT: dict = {
     "kv_decode_run_one": "{added} ({n})",
     "kv_decode_then": ", then ",
     "kv_decode_range": "then each Decode adds {low} to {high}",
+    "kv_inset_title": "Zoomed: the bytes each pass added after the Prefill (too small to see on the axis above)",
+    "kv_inset_bar": "Pass {n}: {added} more than after the Prefill",
     "kv_stack_legend": "Each bar is stacked by layer (layer 0 at the bottom, grey shades alternate); "
                        "in the downloaded SVG, hover for each layer's bytes.",
     # latency

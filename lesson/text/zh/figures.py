@@ -70,6 +70,8 @@ TEXT: dict = {
     "kv_decode_run_one": "{added}（{n}）",
     "kv_decode_then": "，再 ",
     "kv_decode_range": "之后每次 Decode 增加 {low} 到 {high}",
+    "kv_inset_title": "放大：Prefill 之后每次前向新增的字节（在上面的坐标轴上小得看不见）",
+    "kv_inset_bar": "第 {n} 次前向：比 Prefill 之后多 {added}",
     "kv_stack_legend": "每根柱按层堆叠（第 0 层在最下，深浅两种灰色逐层交替）；把下载的 SVG 在浏览器中打开，悬停可看每层字节。",
     # latency
     "lat_title": "每个输出 Token 等了多久",
