@@ -1,8 +1,9 @@
 """Where each pass's time goes, under the timeline: the run shown and a long prompt, each pass as its floor on
 this machine's measured roofs (engine.contract.cost through the worker, as the bottleneck lab reads them) plus
-the rest (lesson.pass_floors, lesson.diagrams.pass_floors). The long prompt is the gallery's recorded run of
-the lesson's example at 1024 tokens (assets/gallery/<device>/lesson-<lang>-1024.json): the first screen shows
-the contrast without measuring a second, long request for every visitor.
+the rest (lesson.pass_floors, lesson.diagrams.pass_floors). The long prompt is this visitor's latest long run
+measured here (e.g. "show the difference": 1024 tokens), else the gallery's recorded run of the lesson's example
+at 1024 tokens (assets/gallery/<device>/lesson-<lang>-1024.json): the first screen shows the contrast without
+measuring a second, long request for every visitor.
 """
 
 from __future__ import annotations
@@ -55,19 +56,36 @@ def _recorded_long(lang: str, trace: RequestTrace) -> RequestTrace | None:
     return None
 
 
-def floor_groups(lang: str, trace: RequestTrace, floors: RunFloors) -> tuple[FloorGroup, ...]:
-    """The run shown and, beside a short one, the recorded long prompt (its passes on the same roofs)."""
-    groups = [FloorGroup(t(lang, "pf_group_run", n=floors.prefill.num_positions), floors)]
-    if trace.prompt_len >= LONG_FROM:
-        return tuple(groups)
-    long = _recorded_long(lang, trace)
+def _measured_long(trace: RequestTrace) -> tuple[RequestTrace, int] | None:
+    """(this session's latest long run measured here on the shown run's model, its number), or None."""
+    for entry in st.session_state.history:  # newest first
+        if entry.recorded:
+            continue
+        run = resources.parsed_trace(entry.trace_json)
+        if run.prompt_len >= LONG_FROM and run.decode_steps and run.model == trace.model:
+            return run, entry.number
+    return None
+
+
+def _long_group(lang: str, trace: RequestTrace) -> FloorGroup | None:
+    """The long prompt beside a short run: measured here by this visitor, else the gallery's recording."""
+    measured = _measured_long(trace)
+    long = measured[0] if measured else _recorded_long(lang, trace)
     long_floors = shown_floors(long) if long is not None else None
-    if long is not None and long_floors is not None:
-        provenance = long.provenance
-        machine, when = (provenance.machine, recorded_when(provenance)) if provenance else ("?", "?")
-        groups.append(FloorGroup(t(lang, "pf_group_long", n=long.prompt_len, machine=machine, when=when),
-                                 long_floors[0]))
-    return tuple(groups)
+    if long is None or long_floors is None:
+        return None
+    if measured:
+        return FloorGroup(t(lang, "pf_group_long_measured", n=long.prompt_len, k=measured[1]), long_floors[0])
+    provenance = long.provenance
+    machine, when = (provenance.machine, recorded_when(provenance)) if provenance else ("?", "?")
+    return FloorGroup(t(lang, "pf_group_long", n=long.prompt_len, machine=machine, when=when), long_floors[0])
+
+
+def floor_groups(lang: str, trace: RequestTrace, floors: RunFloors) -> tuple[FloorGroup, ...]:
+    """The run shown and, beside a short one, a long prompt (its passes on the same roofs)."""
+    groups = [FloorGroup(t(lang, "pf_group_run", n=floors.prefill.num_positions), floors)]
+    long = _long_group(lang, trace) if trace.prompt_len < LONG_FROM else None
+    return tuple(groups + ([long] if long else []))
 
 
 def floors_figure(lang: str, trace: RequestTrace, floors: RunFloors, device_name: str, run_note: str,

@@ -12,8 +12,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_support import first_screens, run_panel
+from engine.contract.trace import RequestTrace
+from lesson.runs import HistoryEntry
 from lesson.text import t
 from tests.app.apptest import APP, assert_healthy, needs_model, read_on, texts
+from tests.factories import make_trace
 
 
 def test_the_rest_waits_for_an_opening_session_and_goes_on_when_it_has_its_figure():
@@ -136,3 +139,17 @@ def test_the_first_screen_shows_the_short_and_the_long_prompt_against_their_floo
 
 def shown_prompt_len(at) -> int:
     return len(json.loads(at.session_state["trace_json"])["prompt_ids"])
+
+
+@needs_model
+def test_beside_a_short_run_the_long_prompt_is_the_visitors_own_long_run_measured_here():
+    """A long run of this session (e.g. "show the difference"), measured here, takes the recording's place."""
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    shown = RequestTrace.from_json(at.session_state["trace_json"])
+    long = make_trace(tuple(f"p{i}" for i in range(1024)), ("a", "b", "c"), model=shown.model, decode_ms=3.0)
+    at.session_state["history"] = [HistoryEntry("20261204-010000-7", "20261204-010000", long.to_json(indent=None))]
+    at.run()
+    assert_healthy(at)
+    floors_alt = next(img.proto.imgs[0].alt for img in at.get("image")
+                      if img.proto.imgs[0].alt.startswith(t("zh", "pf_title")))
+    assert t("zh", "pf_group_long_measured", n=1024, k=7) in floors_alt

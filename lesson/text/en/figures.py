@@ -242,6 +242,7 @@ TEXT: dict = {
     "pf_rest": "the rest: per-pass overhead and noise",
     "pf_group_run": "This run: a {n}-position prompt",
     "pf_group_long": "A {n}-position prompt (recorded on {machine}, {when})",
+    "pf_group_long_measured": "A {n}-position prompt: your run #{k}, measured on this server",
     "pf_row_prefill": "Prefill ({n} positions)",
     "pf_row_decode": "a Decode step (median)",
     "pf_value": "{floor} + {rest} = {total}",

@@ -239,6 +239,7 @@ TEXT: dict = {
     "pf_rest": "其余：每次前向的固定开销和噪声",
     "pf_group_run": "本次运行：{n} 个位置的提示词",
     "pf_group_long": "{n} 个位置的提示词（{when} 录制于 {machine}）",
+    "pf_group_long_measured": "{n} 个位置的提示词：你的第 {k} 次运行，在本服务器上测得",
     "pf_row_prefill": "Prefill（{n} 个位置）",
     "pf_row_decode": "一次 Decode（中位数）",
     "pf_value": "{floor} + {rest} = {total}",
