@@ -9,10 +9,12 @@ measuring a second, long request for every visitor.
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 import streamlit as st
 
-from engine.contract.cost import trace_floors
+from engine.contract.cost import TraceFloors, trace_floors
+from engine.contract.recorded import RecordedFileError, gallery_indexes, load_entry, read_index
 from engine.contract.trace import RequestTrace
 from lesson.alt_text import with_run_note
 from lesson.diagrams.pass_floors import FloorGroup, pass_floors_alt, render_pass_floors
@@ -20,7 +22,7 @@ from lesson.pass_floors import RunFloors, run_floors
 from lesson.recorded import recorded_when
 from lesson.text import t
 
-from . import gallery, resources
+from . import resources
 from .ui import svg_figure
 
 log = logging.getLogger(__name__)
@@ -28,32 +30,61 @@ LONG_PROMPT_TOKENS = 1024  # the gallery's long lesson run (and "show the differ
 LONG_FROM = 256  # a run shown with at least this many prompt positions is its own long prompt
 
 
-def shown_floors(trace: RequestTrace) -> tuple[RunFloors, str] | None:
-    """(the run's passes against this machine's measured roofs, the roofs' name), or None where they cannot
-    be had (the worker cannot measure them, or the model selected is not the run's)."""
+def _trace_floors(trace: RequestTrace) -> TraceFloors | None:
+    """Every pass of `trace` against this machine's measured roofs, or None where they cannot be had (the
+    worker cannot measure them, or the model selected now is not the run's)."""
     ss = st.session_state
     try:
-        shape = resources.model_shape(ss.model_choice, resources.server_settings().device,
-                                      resources.server_settings().dtype)
+        settings = resources.server_settings()
+        shape = resources.model_shape(ss.model_choice, settings.device, settings.dtype)
         spec = resources.device_spec("this", trace.model.device)
-    except Exception as err:  # noqa: BLE001  (no floors: the caption reads as without them)
+    except Exception as err:  # noqa: BLE001  (no floors: the figures and caption read as without them)
         log.warning("no floors for the first figure: %s", err)
         return None
     if (shape.num_layers, shape.hidden_size) != (trace.model.num_layers, trace.model.hidden_size):
         return None  # another model is selected now: its shape is not the run's
-    floors = run_floors(trace_floors(trace, shape, spec), trace.model.device)
-    return (floors, spec.name) if floors is not None else None
+    return trace_floors(trace, shape, spec)
+
+
+def shown_floors(trace: RequestTrace) -> tuple[RunFloors, str] | None:
+    """(the run's Prefill and median Decode step against this machine's measured roofs, the roofs' name)."""
+    floors = _trace_floors(trace)
+    passes = run_floors(floors, trace.model.device) if floors is not None else None
+    return (passes, floors.device_name) if passes is not None else None
+
+
+def step_floors_ms(trace: RequestTrace) -> tuple[float, ...] | None:
+    """Each pass's floor by step index (the timeline draws it over the pass's bar), or None."""
+    floors = _trace_floors(trace)
+    return tuple(step.floor_ms for step in floors.steps) if floors is not None else None
+
+
+GALLERY_ROOT = Path(__file__).resolve().parents[1] / "assets" / "gallery"  # as app_support/gallery.py's
+
+
+@st.cache_data(show_spinner=False, ttl=300)
+def _recorded_long_json(lang: str, device: str, max_bytes: int) -> str | None:
+    """The gallery's recorded long run of the lesson's example on `device`, as JSON, or None. Read here, not
+    through app_support.gallery (which the run panel imports): the gallery's files, read the same way."""
+    name = f"lesson-{lang}-{LONG_PROMPT_TOKENS}"
+    for index in gallery_indexes(GALLERY_ROOT):
+        try:
+            entries = read_index(index)
+        except RecordedFileError as err:
+            log.warning("gallery index %s skipped: %s", index, err)
+            continue
+        for entry in entries:
+            if entry.name == name and entry.kind == "trace" and entry.folder.name == device:
+                return load_entry(entry, max_bytes).jsons[0]
+    return None
 
 
 def _recorded_long(lang: str, trace: RequestTrace) -> RequestTrace | None:
     """The gallery's recorded long run of the lesson's example on this device and model, or None."""
-    name = f"lesson-{lang}-{LONG_PROMPT_TOKENS}"
-    for entry in gallery.gallery_entries(str(gallery.GALLERY_ROOT)):
-        if entry.name == name and entry.kind == "trace" and entry.folder.name == trace.model.device:
-            _, jsons = gallery.gallery_run(entry, gallery.limit_bytes(resources.server_settings()))
-            long = resources.parsed_trace(jsons[0])
-            return long if long.model.model_id == trace.model.model_id else None
-    return None
+    max_bytes = int(resources.server_settings().recorded_max_mb * 1e6)
+    run_json = _recorded_long_json(lang, trace.model.device, max_bytes)
+    long = resources.parsed_trace(run_json) if run_json is not None else None
+    return long if long is not None and long.model.model_id == trace.model.model_id else None
 
 
 def _measured_long(trace: RequestTrace) -> tuple[RequestTrace, int] | None:

@@ -28,7 +28,7 @@ from lesson.text import t
 
 from lesson.inputs import is_default_prompt
 
-from . import state
+from . import pass_floors, state
 from .resources import parsed_trace, server_settings
 from .ui import error_boundary, shown_spread
 
@@ -40,7 +40,8 @@ FIGURES = tuple((figure, title, notes) for figure, title, _, notes in LESSON_FIG
 
 
 @st.cache_data(show_spinner=False, max_entries=256)
-def presenter_svg(name: str, trace_json: str, lang: str, full_json: str, run_note: str = "") -> tuple[str, str]:
+def presenter_svg(name: str, trace_json: str, lang: str, full_json: str, run_note: str = "",
+                  floors_ms: tuple[float, ...] | None = None) -> tuple[str, str]:
     """(the figure of the passes in `trace_json` on the whole run's axes and size, its alt text); `run_note`:
     which of the run's repeats it is (lesson.spread.run_label), on the figures that say it (RUN_NOTED).
 
@@ -52,8 +53,9 @@ def presenter_svg(name: str, trace_json: str, lang: str, full_json: str, run_not
     noted = {"run_note": run_note} if run_note and name in RUN_NOTED else {}
     if name == "animation":
         svg = render_animation(trace, lang=lang, full=full, style=style, still=True, **noted)
-    else:
-        svg = DIAGRAMS[name](trace, lang=lang, full=full, style=style, **noted)
+    else:  # the timeline draws each pass's floor (`floors_ms`, on this machine's roofs) over its bar
+        floors = {"floors_ms": floors_ms} if floors_ms is not None and name == "timeline" else {}
+        svg = DIAGRAMS[name](trace, lang=lang, full=full, style=style, **noted, **floors)
     return svg, with_run_note(figure_alt(name, trace, lang), noted.get("run_note", ""))
 
 
@@ -104,7 +106,8 @@ def presenter_view(lang: str, trace_json: str, link_box: Callable[[], None] | No
     shown = trace_json if step >= total else truncate_trace(parsed_trace(trace_json), step).to_json(indent=None)
     with error_boundary(lang, "err_diagram"):
         run_note = run_label(shown_spread(parsed_trace(trace_json)), lang)  # the stored run: which repeat
-        svg, alt = presenter_svg(name, shown, lang, trace_json, run_note)
+        floors_ms = pass_floors.step_floors_ms(parsed_trace(trace_json)) if name == "timeline" else None
+        svg, alt = presenter_svg(name, shown, lang, trace_json, run_note, floors_ms)
         with st.container(key="presenter-figure"):  # ui.PRESENTER_CSS fits it to the window
             st.image(svg, width="stretch", alt=alt)
     if link_box is not None:

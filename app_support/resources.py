@@ -220,13 +220,16 @@ def figure_style(classroom: bool):
 
 @shared(max_entries=256)
 def diagram_svg(name: str, trace_json: str, lang: str, full_json: str | None = None, classroom: bool = False,
-                run_note: str = "") -> str:
+                run_note: str = "", floors_ms: tuple[float, ...] | None = None) -> str:
     """One diagram of a trace, as an SVG string. `full_json`: the whole run while the
     classroom steps through it (`trace_json` is then a prefix): axes are fixed to it.
     `classroom`: the classroom style (larger type, folded layouts). `run_note`: which repeat the run
-    is ("median run 3 of 5 (...)"), drawn on the figures in lesson.diagrams.RUN_NOTED."""
+    is ("median run 3 of 5 (...)"), drawn on the figures in lesson.diagrams.RUN_NOTED. `floors_ms`: each
+    pass's floor on this machine's roofs (app_support.pass_floors.step_floors_ms), drawn by the timeline."""
     full = None if full_json is None else parsed_trace(full_json)
     noted = {"run_note": run_note} if run_note and name in RUN_NOTED else {}
+    if floors_ms is not None and name == "timeline":
+        noted["floors_ms"] = floors_ms
     return DIAGRAMS[name](parsed_trace(trace_json), lang=lang, full=full, style=figure_style(classroom), **noted)
 
 

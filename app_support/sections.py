@@ -54,14 +54,15 @@ def figure_words(lang: str, trace_json: str, alt: str, stem: str) -> tuple[str, 
     return recorded_alt(alt, provenance, lang), stem, figure_note(provenance, lang)
 
 
-def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | None = None) -> None:
+def live_diagram(name: str, trace_json: str | None, lang: str, caption: str | None = None,
+                 floors_ms: tuple[float, ...] | None = None) -> None:
     if trace_json is None:
         st.info(t(lang, "no_trace"))
         return
     with error_boundary(lang, "err_diagram"):
         run_note = shown_run_note(lang, trace_json)  # which of the repeats every figure draws (lesson.spread)
         svg = resources.diagram_svg(name, trace_json, lang, stepping_full(), classroom=st.session_state.classroom,
-                                    run_note=run_note)
+                                    run_note=run_note, floors_ms=floors_ms)
         alt, stem = resources.diagram_words(name, trace_json, lang, st.session_state.trace_stamp)
         alt, stem, note = figure_words(lang, trace_json, alt, stem)  # a recorded run says so
         alt = with_run_note(alt, run_note if name in RUN_NOTED else "")
@@ -83,8 +84,10 @@ def section_timeline(lang: str, trace_json: str | None) -> None:
             st.info(t(lang, "difference_note", num_tokens=stretched, ignore_eos=t(lang, "ignore_eos")),
                     icon=":material/compare_arrows:")
         scroll_into_view("difference-note")
-    floors = pass_floors.shown_floors(_whole_and_spread(trace_json)[0]) if trace_json is not None else None
-    live_diagram("timeline", trace_json, lang, _timeline_caption(lang, trace_json, floors))
+    whole = _whole_and_spread(trace_json)[0] if trace_json is not None else None
+    floors = pass_floors.shown_floors(whole) if whole is not None else None
+    step_floors = pass_floors.step_floors_ms(whole) if floors is not None else None  # each bar's floor
+    live_diagram("timeline", trace_json, lang, _timeline_caption(lang, trace_json, floors), step_floors)
     if trace_json is not None and _contradicts(trace_json, floors):  # noise: measure again
         repeats = resources.server_settings().repeats
         st.button(t(lang, "tl_measure_again"), key="timeline_measure_again", icon=":material/refresh:",

@@ -4,7 +4,9 @@ on a warm server a session's first figure comes before its run panel, of the sam
 
 from __future__ import annotations
 
+import base64
 import json
+import xml.etree.ElementTree as ET
 import threading
 import time
 
@@ -17,6 +19,7 @@ from lesson.runs import HistoryEntry
 from lesson.text import t
 from tests.app.apptest import APP, assert_healthy, needs_model, read_on, texts
 from tests.factories import make_trace
+from tests.svg import with_class
 
 
 def test_the_rest_waits_for_an_opening_session_and_goes_on_when_it_has_its_figure():
@@ -131,10 +134,18 @@ def test_the_first_screen_shows_the_short_and_the_long_prompt_against_their_floo
     short = t(lang, "pf_group_run", n=shown_prompt_len(at))
     long = t(lang, "pf_group_long", n=1024, machine="", when="").split("(")[0].split("（")[0]
     assert short in floors_alt and long.strip() in floors_alt
+    timeline = svg_of(at, t(lang, "alt_timeline")[:6])
+    assert len(with_class(timeline, "pass-floor")) == len(with_class(timeline, "pass-time")) > 1  # floor + rest
     captions = texts(at, "caption")
     same_floor_start = t(lang, "pf_same_floor", bytes="")[:8]
     assert same_floor_start in captions
     assert t(lang, "tl_lesson_noise", x="", y="")[:20] not in captions
+
+
+def svg_of(at, alt_start: str) -> ET.Element:
+    """The figure whose alt text starts so, parsed (Streamlit sends it base64 in a data: URL)."""
+    url = next(img.proto.imgs[0].url for img in at.get("image") if img.proto.imgs[0].alt.startswith(alt_start))
+    return ET.fromstring(base64.b64decode(url.split(",", 1)[1]))
 
 
 def shown_prompt_len(at) -> int:

@@ -87,3 +87,25 @@ def test_the_flipped_run_is_marked_in_the_figure_and_classroom_mode_keeps_its_wi
     root = parse(svg)
     assert float(root.get("width")) <= style.max_width
     assert t("en", "pf_flipped_note") in all_text(root)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_timeline_draws_each_pass_as_its_floor_and_the_rest(lang):
+    """Under floors_ms (each pass's floor on the machine's roofs), every pass's bar starts with its floor, dark:
+    a 4-position Prefill's floor and a Decode step's are the same length of the time axis."""
+    from lesson.diagrams.timeline import render_timeline
+
+    trace = run(10.4, (17.5, 16.0, 18.0), prompt_len=4)
+    floors_ms = tuple(step.floor_ms for step in trace_floors(trace, default_shape(), THIS_CPU).steps)
+    root = parse(render_timeline(trace, lang=lang, floors_ms=floors_ms))
+    marks = with_class(root, "pass-floor")
+    bars = with_class(root, "pass-time")
+    assert len(marks) == len(bars) == len(trace.steps)
+    widths = [float(m.get("width")) for m in marks]
+    assert max(widths) - min(widths) < 0.5  # one floor for every pass of a short prompt
+    for mark, bar, step, floor in zip(marks, bars, trace.steps, floors_ms):
+        ratio = float(mark.get("width")) / float(bar.get("width"))
+        assert ratio == pytest.approx(floor / step.duration_ms, abs=0.01)
+    words = all_text(root)
+    assert t(lang, "legend_floor") in words and t(lang, "note_floor")[:10] in words
+    assert not with_class(parse(render_timeline(trace, lang=lang)), "pass-floor")  # without floors: none

@@ -30,6 +30,9 @@ TEXT: dict = {
     "col_time": "Time since the request started",
     "note_tokenizer": "Input chips are the real tokenizer's pieces, the positions the lesson's table counts.",
     "note_first_token": "The first output token comes from Prefill's last position; each Decode then feeds the previous token back in (arrows).",
+    "note_floor": "Dark at the start of each bar: the pass's floor on this machine's measured roofs (bytes ÷ bandwidth or FLOPs ÷ peak); the rest of the bar is per-pass overhead and noise.",
+    "legend_floor": "floor of the pass",
+    "tl_floor_title": "floor {floor} + the rest {rest}",
     # blocks
     "blocks_title": "Positions processed by each forward pass",
     "blocks_subtitle_schematic": "Schematic: a prompt of {p} positions and an answer of {o} tokens, no model needed",

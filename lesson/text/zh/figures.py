@@ -30,6 +30,9 @@ TEXT: dict = {
     "col_time": "时间轴（从请求开始计）",
     "note_tokenizer": "输入块是真实 Tokenizer 的切分；课文里“法国 / 的 / 首都 / 是”四个位置只是示意。",
     "note_first_token": "第一个输出 Token 来自 Prefill 的最后一个位置；之后每次 Decode 把上一个 Token 送回模型（箭头）。",
+    "note_floor": "每根柱开头的深色部分：这次前向按这台机器实测上限算出的下限（字节 ÷ 带宽，或 FLOPs ÷ 峰值）；柱子其余部分是每次前向的固定开销和噪声。",
+    "legend_floor": "这次前向的下限",
+    "tl_floor_title": "下限 {floor} + 其余 {rest}",
     # blocks
     "blocks_title": "每次前向新处理的位置",
     "blocks_subtitle_schematic": "示意：提示词 {p} 个位置，回答 {o} 个 Token，无需运行模型",
