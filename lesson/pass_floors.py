@@ -62,6 +62,12 @@ class RunFloors:
         return self.floor_ratio <= SAME_FLOOR
 
     @property
+    def under_floor(self) -> bool:
+        """A pass measured faster than its floor, which no pass can be: the roofs were measured low (the
+        machine was busy while they were benchmarked), so every floor here is too high."""
+        return any(p.measured_ms < p.floor_ms for p in (self.prefill, self.decode))
+
+    @property
     def flipped(self) -> bool:
         """The floors say Prefill must take longer, yet it measured no slower than a Decode step: the
         machine was disturbed while it measured (the lesson's order turned round)."""
@@ -97,9 +103,11 @@ def floor_words(floors: RunFloors, lang: str) -> str:
                   rest_p=format_ms(prefill.rest_ms), rest_d=format_ms(decode.rest_ms),
                   bytes=fmt_bytes(prefill.bytes), device=_device(floors, lang),
                   per=format_ms(prefill.measured_ms / prefill.num_positions))
+    words = [t(lang, "pf_under_floor")] if floors.under_floor else []
     if floors.same_floor:
-        return t(lang, "pf_same_floor", floor=format_ms(max(prefill.floor_ms, decode.floor_ms)), **fields)
-    words = [t(lang, "pf_grows", r=fmt_ratio(floors.floor_ratio), bound=t(lang, f"pf_bound_{prefill.bound}"),
+        words.append(t(lang, "pf_same_floor", floor=format_ms(max(prefill.floor_ms, decode.floor_ms)), **fields))
+        return ("" if lang == "zh" else " ").join(words)
+    words += [t(lang, "pf_grows", r=fmt_ratio(floors.floor_ratio), bound=t(lang, f"pf_bound_{prefill.bound}"),
                **fields)]
     if floors.flipped:  # the floors say otherwise: the machine was busy, so measure again
         words.append(t(lang, "pf_flipped", **fields))

@@ -37,7 +37,8 @@ def _bar(dwg, style: Style, one: PassFloor, x: float, y: float, scale: float, ta
     group.add(dwg.rect((x, y), (max(floor_w, 1.0), BAR_HEIGHT), fill=style.phase_color(one.phase), class_="bar floor"))
     group.add(dwg.rect((x + floor_w, y), (max(rest_w, 0.0), BAR_HEIGHT), fill=style.phase_light(one.phase),
                        stroke=style.phase_color(one.phase), stroke_width=1, class_="bar rest"))
-    value = label(table, "pf_value", floor=format_ms(one.floor_ms), rest=format_ms(one.rest_ms),
+    key = "pf_value_under" if one.measured_ms < one.floor_ms else "pf_value"  # roofs measured low: say so
+    value = label(table, key, floor=format_ms(one.floor_ms), rest=format_ms(one.rest_ms),
                   total=format_ms(one.measured_ms))
     group.add(text(dwg, value, x + floor_w + rest_w + 8, y + BAR_HEIGHT * 0.72, size=style.small_size,
                    fill=style.ink, class_="value"))

@@ -109,3 +109,18 @@ def test_the_timeline_draws_each_pass_as_its_floor_and_the_rest(lang):
     words = all_text(root)
     assert t(lang, "legend_floor") in words and t(lang, "note_floor")[:10] in words
     assert not with_class(parse(render_timeline(trace, lang=lang)), "pass-floor")  # without floors: none
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_a_pass_under_its_floor_says_the_roofs_were_measured_low(lang):
+    """Roofs benchmarked while the machine was busy come out low and every floor high: a pass measured under
+    its floor says so, in the caption and at the bar, instead of a negative rest."""
+    slow_roofs = DeviceSpec("this machine (busy)", 179e9, 1.24e12, 2e9, source="measured", device_type="cpu")
+    trace = run(5.0, (4.0, 4.2, 3.9), prompt_len=4)
+    floors = run_floors(trace_floors(trace, default_shape(), slow_roofs), "cpu")
+    assert floors.under_floor and floors.decode.rest_ms == 0
+    assert t(lang, "pf_under_floor") in timeline_lesson(trace, lang, headline((trace,)), floors)
+    values = [e.text for e in with_class(parse(render_pass_floors((FloorGroup("run", floors),), lang=lang)), "value")]
+    assert values[1] == t(lang, "pf_value_under", total=format_ms(4.0), floor=format_ms(floors.decode.floor_ms))
+    _, calm = floors_of(10.4, 17.5, prompt_len=4)
+    assert not calm.under_floor

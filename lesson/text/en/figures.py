@@ -249,6 +249,8 @@ TEXT: dict = {
     "pf_row_prefill": "Prefill ({n} positions)",
     "pf_row_decode": "a Decode step (median)",
     "pf_value": "{floor} + {rest} = {total}",
+    "pf_under_floor": "A pass measured faster than its floor, which no pass can be: this machine's roofs were measured low (it was busy while they were benchmarked), so these floors are too high; the bottleneck lab measures them again.",
+    "pf_value_under": "measured {total}, under its floor {floor}",
     "pf_roofs": "Floors: the cost model on the roofs measured on {device}.",
     "pf_flipped_note": "Measured while the machine was busy: this Prefill came out no slower than a Decode step.",
     "pf_alt": "{group}: Prefill {x} (floor {floor_p}), a Decode step {y} (floor {floor_d}).",

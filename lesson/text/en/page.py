@@ -25,7 +25,7 @@ TEXT: dict = {
     "sampling_locked": "Classroom mode: greedy decoding, seed fixed at 0.",
     # ---- introduction -------------------------------------------------------------
     "intro_1": (
-        "We type “The capital of France is” and the model answers “ Paris.”. "
+        "We type “The capital of France is” and the model answers “Paris.”. "
         "It looks like one continuous act, yet the computer splits it into two very different kinds of work: "
         "first it processes the whole prompt, then it predicts the following tokens one by one from what it has "
         "already generated. People who study LLM inference systems usually call them Prefill and Decode. "

@@ -246,6 +246,8 @@ TEXT: dict = {
     "pf_row_prefill": "Prefill（{n} 个位置）",
     "pf_row_decode": "一次 Decode（中位数）",
     "pf_value": "{floor} + {rest} = {total}",
+    "pf_under_floor": "有一次前向测得比它的下限还快，这不可能：这台机器的上限是在机器忙时测的，测低了，所以这里的下限偏高；瓶颈实验室可以重新测量。",
+    "pf_value_under": "实测 {total}，低于下限 {floor}",
     "pf_roofs": "下限：成本模型按在 {device} 上实测的上限算出。",
     "pf_flipped_note": "测量时机器正忙：这次 Prefill 测得不比一次 Decode 慢。",
     "pf_alt": "{group}：Prefill {x}（下限 {floor_p}），一次 Decode {y}（下限 {floor_d}）。",
