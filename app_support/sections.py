@@ -240,10 +240,12 @@ def section_bottleneck(lang: str, trace_json: str | None, settings: ServerSettin
     st.markdown(t(lang, "bottleneck_2"))
     if trace_json is not None:
         trace = parsed_trace(trace_json)
-        live = bottleneck_live_text(trace, lang, shown_spread(trace))  # the medians of the run's repeats
+        floors = pass_floors.shown_floors(trace)  # equal floors: a slow Decode step there is no noise
+        floors = floors[0] if floors is not None else None
+        live = bottleneck_live_text(trace, lang, shown_spread(trace), floors)  # the run's repeats
         if live:
             st.info(live, icon=":material/speed:")
-        if bottleneck_contradicts(trace, shown_spread(trace)):  # this machine's noise: offer a fresh measurement
+        if bottleneck_contradicts(trace, shown_spread(trace), floors):  # noise: offer a fresh measurement
             st.button(t(lang, "bottleneck_measure_again"), key="bottleneck_measure_again", icon=":material/refresh:",
                       on_click=state.run_again, help=t(lang, "bottleneck_measure_again_help", n=settings.repeats))
     st.button(t(lang, "show_difference", num_tokens=settings.limits.max_prompt_tokens), key="show_difference",

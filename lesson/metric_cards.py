@@ -103,7 +103,8 @@ def metric_gap_notes(trace: RequestTrace, lang: str) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | None = None) -> str | None:
+def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | None = None,
+                         floors: RunFloors | None = None) -> str | None:
     """The real Prefill beside a real Decode step, in words, and what their ratio means.
 
     `numbers`: N runs of this request (lesson.spread; the shown one is `trace`); without them, the
@@ -111,13 +112,15 @@ def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | Non
     follows lesson.spread.verdict on the shown run: alike (a small
     model's fixed cost per pass), apart, the same work (a one-position prompt), or this
     machine's noise (a Decode step at or above Prefill: the lesson says it cannot be), which
-    shows the runs' range and asks to measure again. None without a Decode step.
+    shows the runs' range and asks to measure again. `floors` (lesson.pass_floors): where they say both
+    passes must take the same time (a short prompt: the same weights read once each), a Decode step at or
+    above Prefill is no noise but the same fixed cost per pass ("same_floor"). None without a Decode step.
     """
     prefill = trace.prefill
     if prefill is None or not trace.decode_steps:
         return None
     numbers = numbers if numbers is not None else headline((trace,))
-    ratio, kind = numbers.ratio, verdict(numbers, prefill.num_positions)
+    ratio, kind = numbers.ratio, _verdict(numbers, prefill.num_positions, floors)
     if ratio is None or kind is None:
         return None
     own = numbers.shown_numbers
@@ -129,8 +132,10 @@ def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | Non
     else:
         words = [t(lang, "bottleneck_live", **fields)]
     m = trace.model
+    floor = format_ms(floors.prefill.floor_ms) if floors is not None else ""
     words.append(t(lang, f"bottleneck_{kind}", ratio=fmt_ratio(own.ratio), prompt_len=prefill.num_positions,
-                   model=escape_markdown(m.model_id), params=fmt_count(m.num_params), device=m.device, dtype=m.dtype))
+                   model=escape_markdown(m.model_id), params=fmt_count(m.num_params), device=m.device, dtype=m.dtype,
+                   floor=floor))
     if numbers.n > 1:
         low, high = fmt_ratio(ratio.low), fmt_ratio(ratio.high)
         words.append(t(lang, "bottleneck_ratio_same" if low == high else "bottleneck_ratio_range", n=numbers.n,
@@ -138,13 +143,21 @@ def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | Non
     return " ".join(words)
 
 
-def bottleneck_contradicts(trace: RequestTrace, numbers: Headline | None = None) -> bool:
+def bottleneck_contradicts(trace: RequestTrace, numbers: Headline | None = None,
+                           floors: RunFloors | None = None) -> bool:
     """True when the shown run contradicts the lesson (its Decode step at or above its Prefill on a
-    prompt of several positions): the page then offers to measure again."""
+    prompt of several positions, where `floors`, if known, say Prefill must take longer): the page then
+    offers to measure again."""
     prefill = trace.prefill
     if prefill is None or not trace.decode_steps:
         return False
-    return verdict(numbers if numbers is not None else headline((trace,)), prefill.num_positions) == "noise"
+    return _verdict(numbers if numbers is not None else headline((trace,)), prefill.num_positions, floors) == "noise"
+
+
+def _verdict(numbers: Headline, prompt_len: int, floors: RunFloors | None) -> str | None:
+    """lesson.spread.verdict, except that equal floors make a Decode step as slow as Prefill "same_floor"."""
+    kind = verdict(numbers, prompt_len)
+    return "same_floor" if kind == "noise" and floors is not None and floors.same_floor else kind
 
 
 def _range_ms(spread: Spread) -> str:

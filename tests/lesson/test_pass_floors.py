@@ -124,3 +124,20 @@ def test_a_pass_under_its_floor_says_the_roofs_were_measured_low(lang):
     assert values[1] == t(lang, "pf_value_under", total=format_ms(4.0), floor=format_ms(floors.decode.floor_ms))
     _, calm = floors_of(10.4, 17.5, prompt_len=4)
     assert not calm.under_floor
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_bottleneck_sentence_follows_the_floors_too(lang):
+    """The lesson's bottleneck section: a short prompt's Decode step slower than its Prefill is the same
+    fixed cost per pass (no "measure again"); a long prompt's Prefill no slower than a Decode step is noise."""
+    from lesson.metric_cards import bottleneck_contradicts, bottleneck_live_text
+
+    short, short_floors = floors_of(10.4, 17.5, prompt_len=4)
+    words = bottleneck_live_text(short, lang, None, short_floors)
+    assert format_ms(short_floors.prefill.floor_ms) in words and NOISE[lang] not in words
+    assert t(lang, "bottleneck_same_floor")[-15:] in words  # its last sentence has no numbers
+    assert not bottleneck_contradicts(short, None, short_floors) and bottleneck_contradicts(short)  # floors decide
+    long, long_floors = floors_of(9.0, 11.0, prompt_len=1024)
+    assert bottleneck_contradicts(long, None, long_floors)
+    noise_end = t(lang, "bottleneck_noise")[-20:]  # its last sentence has no numbers
+    assert noise_end in bottleneck_live_text(long, lang, None, long_floors)
