@@ -12,13 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..formats import format_ms
-from ..layout import wrap_text
+from ..layout import text_width, wrap_text
 from ..pass_floors import PassFloor, RunFloors
 from ..style import DEFAULT_STYLE, Style
 from ..text import label, table_for
 from ._common import header, legend_block, new_drawing, notes, notes_height, set_size, text, to_string
 
-WIDTH, LEFT, LABEL_WIDTH, VALUE_ROOM = 760.0, 32.0, 210.0, 190.0
+WIDTH, LEFT = 760.0, 32.0
 BAR_HEIGHT, ROW_GAP = 22.0, 10.0
 
 
@@ -34,15 +34,21 @@ def _bar(dwg, style: Style, one: PassFloor, x: float, y: float, scale: float, ta
     """One pass: the floor dark, the rest light, then "floor + rest = total"."""
     floor_w, rest_w = one.floor_ms * scale, one.rest_ms * scale
     group = dwg.g(class_=f"pass {one.phase}")
-    group.add(dwg.rect((x, y), (max(floor_w, 1.0), BAR_HEIGHT), fill=style.phase_color(one.phase), class_="bar floor"))
-    group.add(dwg.rect((x + floor_w, y), (max(rest_w, 0.0), BAR_HEIGHT), fill=style.phase_light(one.phase),
+    bar_h = max(BAR_HEIGHT, style.small_size * 1.5)
+    group.add(dwg.rect((x, y), (max(floor_w, 1.0), bar_h), fill=style.phase_color(one.phase), class_="bar floor"))
+    group.add(dwg.rect((x + floor_w, y), (max(rest_w, 0.0), bar_h), fill=style.phase_light(one.phase),
                        stroke=style.phase_color(one.phase), stroke_width=1, class_="bar rest"))
-    key = "pf_value_under" if one.measured_ms < one.floor_ms else "pf_value"  # roofs measured low: say so
-    value = label(table, key, floor=format_ms(one.floor_ms), rest=format_ms(one.rest_ms),
-                  total=format_ms(one.measured_ms))
-    group.add(text(dwg, value, x + floor_w + rest_w + 8, y + BAR_HEIGHT * 0.72, size=style.small_size,
+    value = _value(one, table)
+    group.add(text(dwg, value, x + floor_w + rest_w + 8, y + bar_h * 0.72, size=style.small_size,
                    fill=style.ink, class_="value"))
     dwg.add(group)
+
+
+def _value(one: PassFloor, table) -> str:
+    """"floor + rest = total" at the bar's end; a pass under its floor (roofs measured low) says so instead."""
+    key = "pf_value_under" if one.measured_ms < one.floor_ms else "pf_value"
+    return label(table, key, floor=format_ms(one.floor_ms), rest=format_ms(one.rest_ms),
+                 total=format_ms(one.measured_ms))
 
 
 def _row_name(one: PassFloor, table) -> str:
@@ -59,7 +65,10 @@ def render_pass_floors(groups: Sequence[FloorGroup], *, lang: str = "zh", style:
     width = min(WIDTH, style.max_width) if style.fitted else WIDTH
     longest = max(max(g.floors.prefill.measured_ms, g.floors.decode.measured_ms,
                       g.floors.prefill.floor_ms, g.floors.decode.floor_ms) for g in groups)
-    scale = (width - LEFT - LABEL_WIDTH - VALUE_ROOM) / max(longest, 1e-9)
+    passes = [one for g in groups for one in (g.floors.prefill, g.floors.decode)]
+    label_w = max(text_width(_row_name(one, table), style.small_size) for one in passes) + 16
+    value_w = max(text_width(_value(one, table), style.small_size) for one in passes) + 16
+    scale = max(width - 2 * LEFT - label_w - value_w, 60.0) / max(longest, 1e-9)
     lines = [label(table, "pf_roofs", device=device_name)] if device_name else []
     lines += [run_note] if run_note else []
     room = width - 2 * LEFT
@@ -69,23 +78,25 @@ def render_pass_floors(groups: Sequence[FloorGroup], *, lang: str = "zh", style:
               (style.prefill_light, label(table, "pf_rest"), "rest")]
     y = legend_block(dwg, style, legend, LEFT, y + 4, width - LEFT) + 12
     for group in groups:
-        y = _group(dwg, style, group, y, scale, table, room)
+        y = _group(dwg, style, group, y, scale, table, room, label_w)
     y = notes(dwg, style, lines, LEFT, y, room) + 16
     set_size(dwg, width, y)
     return to_string(dwg)
 
 
-def _group(dwg, style: Style, group: FloorGroup, y: float, scale: float, table, room: float) -> float:
+def _group(dwg, style: Style, group: FloorGroup, y: float, scale: float, table, room: float,
+           label_w: float) -> float:
     """A run's name, its two bars, and a note where its measurement turned the lesson's order round."""
     for line in wrap_text(group.name, room, style.font_size):
         y += style.font_size * 1.4
         dwg.add(text(dwg, line, LEFT, y, size=style.font_size, fill=style.ink, weight="bold", class_="group"))
     y += 8
     for one in (group.floors.prefill, group.floors.decode):
-        dwg.add(text(dwg, _row_name(one, table), LEFT, y + BAR_HEIGHT * 0.72, size=style.small_size,
+        bar_h = max(BAR_HEIGHT, style.small_size * 1.5)
+        dwg.add(text(dwg, _row_name(one, table), LEFT, y + bar_h * 0.72, size=style.small_size,
                      fill=style.muted_ink, class_="row"))
-        _bar(dwg, style, one, LEFT + LABEL_WIDTH, y, scale, table)
-        y += BAR_HEIGHT + ROW_GAP
+        _bar(dwg, style, one, LEFT + label_w, y, scale, table)
+        y += bar_h + ROW_GAP
     if group.floors.flipped:
         note = [label(table, "pf_flipped_note")]
         y = notes(dwg, style, note, LEFT, y - ROW_GAP, room) + notes_height(style, [], room) + ROW_GAP
