@@ -160,28 +160,31 @@ SERVING_FIGURES = (  # (figure, its tab's name, caption, the lesson's sentence)
 # --- the slides of a run ------------------------------------------------------------
 
 def lesson_slides(trace: RequestTrace, *, lang: str, run_name: str, style: Style = DEFAULT_STYLE,
-                  sketch: tuple[int, int] = (4, 2), run_note: str = "") -> list[Slide]:
+                  sketch: tuple[int, int] = (4, 2), run_note: str = "",
+                  floors_ms: Sequence[float] | None = None) -> list[Slide]:
     """Every figure of the lesson for the whole run `trace`, in the page's order, named
     `<run_name>_<figure>_<lang>`; `sketch`: the block sketch's (prompt, answer) lengths; `run_note`:
-    which of several repeats the run is (lesson.spread.run_label), on the figures that quote its times."""
+    which of several repeats the run is (lesson.spread.run_label), on the figures that quote its times;
+    `floors_ms`: each pass's floor on the measuring machine's roofs, drawn by the timeline as the page does."""
     check_language(lang)
     run = safe_name(run_name)
     slides = []
     for figure, title, caption, notes in LESSON_FIGURES:
-        svg, alt, still = _lesson_figure(figure, trace, lang, style, sketch, run_note)
+        svg, alt, still = _lesson_figure(figure, trace, lang, style, sketch, run_note, floors_ms)
         slides.append(Slide(f"{run}_{figure}_{lang}", svg, words(lang, title),
                             words(lang, caption, p=sketch[0], o=sketch[1]), words(lang, notes), alt, still))
     return slides
 
 
-def _lesson_figure(figure: str, trace: RequestTrace, lang: str, style: Style,
-                   sketch: tuple[int, int], run_note: str = "") -> tuple[str, str, str]:
+def _lesson_figure(figure: str, trace: RequestTrace, lang: str, style: Style, sketch: tuple[int, int],
+                   run_note: str = "", floors_ms: Sequence[float] | None = None) -> tuple[str, str, str]:
     """(the SVG, its alt text, the still its PNG is drawn from: "" for the SVG itself)."""
     if figure == "blocks_schematic":
         return (render_blocks_schematic(*sketch, lang=lang, style=style), schematic_alt(*sketch, lang), "")
     noted = {"run_note": run_note} if run_note and figure in RUN_NOTED else {}
+    floors = {"floors_ms": floors_ms} if floors_ms is not None and figure == "timeline" else {}
     # ttft_parts from a trace alone: the engine's parts of TTFT (the visitor's are the page's)
-    svg = DIAGRAMS[figure](trace, lang=lang, style=style, **noted)
+    svg = DIAGRAMS[figure](trace, lang=lang, style=style, **noted, **floors)
     still = render_animation(trace, lang=lang, still=True, style=style, **noted) if figure == "animation" else ""
     return svg, with_run_note(figure_alt(figure, trace, lang), noted.get("run_note", "")), still
 

@@ -141,3 +141,15 @@ def test_the_bottleneck_sentence_follows_the_floors_too(lang):
     assert bottleneck_contradicts(long, None, long_floors)
     noise_end = t(lang, "bottleneck_noise")[-20:]  # its last sentence has no numbers
     assert noise_end in bottleneck_live_text(long, lang, None, long_floors)
+
+
+def test_the_slide_kits_timeline_draws_the_floors_as_the_page_does():
+    from lesson.slides import lesson_slides
+
+    trace = run(10.4, (17.5, 16.0), prompt_len=4)
+    floors_ms = tuple(step.floor_ms for step in trace_floors(trace, default_shape(), THIS_CPU).steps)
+    slides = lesson_slides(trace, lang="en", run_name="run1", floors_ms=floors_ms)
+    timeline = next(s for s in slides if s.name == "run1_timeline_en")
+    assert len(with_class(parse(timeline.svg), "pass-floor")) == len(trace.steps)
+    plain = next(s for s in lesson_slides(trace, lang="en", run_name="run1") if s.name == "run1_timeline_en")
+    assert not with_class(parse(plain.svg), "pass-floor")
