@@ -126,5 +126,9 @@ def floors_figure(lang: str, trace: RequestTrace, floors: RunFloors, device_name
     svg = render_pass_floors(groups, lang=lang, style=resources.figure_style(st.session_state.classroom),
                              device_name=device_name, run_note=run_note)
     alt = with_run_note(pass_floors_alt(groups, lang), run_note)
-    svg_figure("pass_floors", svg, lang, t(lang, "pf_caption"), alt=alt,
-               file_stem=f"{stem}_pass_floors")
+    caption = t(lang, "pf_caption")
+    if len(groups) > 1 and _measured_long(trace) is None:  # the long prompt is the recording: say how to measure
+        limit = resources.server_settings().limits.max_prompt_tokens
+        caption += ("" if lang == "zh" else " ") + t(lang, "pf_caption_recorded",
+                                                     button=t(lang, "show_difference", num_tokens=limit))
+    svg_figure("pass_floors", svg, lang, caption, alt=alt, file_stem=f"{stem}_pass_floors")

@@ -137,6 +137,7 @@ def test_the_first_screen_shows_the_short_and_the_long_prompt_against_their_floo
     timeline = svg_of(at, t(lang, "alt_timeline")[:6])
     assert len(with_class(timeline, "pass-floor")) == len(with_class(timeline, "pass-time")) > 1  # floor + rest
     captions = texts(at, "caption")
+    assert t(lang, "pf_caption_recorded", button="")[:6] in captions  # how to measure the long prompt here
     same_floor_start = t(lang, "pf_same_floor", bytes="")[:8]
     assert same_floor_start in captions
     assert t(lang, "tl_lesson_noise", x="", y="")[:20] not in captions
@@ -164,3 +165,4 @@ def test_beside_a_short_run_the_long_prompt_is_the_visitors_own_long_run_measure
     floors_alt = next(img.proto.imgs[0].alt for img in at.get("image")
                       if img.proto.imgs[0].alt.startswith(t("zh", "pf_title")))
     assert t("zh", "pf_group_long_measured", n=1024, k=7) in floors_alt
+    assert t("zh", "pf_caption_recorded", button="")[:6] not in texts(at, "caption")  # nothing to measure

@@ -255,4 +255,5 @@ TEXT: dict = {
     "pf_flipped_note": "Measured while the machine was busy: this Prefill came out no slower than a Decode step.",
     "pf_alt": "{group}: Prefill {x} (floor {floor_p}), a Decode step {y} (floor {floor_d}).",
     "pf_caption": "Each pass as its floor (dark) and the rest (light). Short prompt: the two floors are the same; long prompt: Prefill's grows.",
+    "pf_caption_recorded": "The long prompt is a recorded run; “{button}” (in “Why the bottlenecks differ”) measures one here, and it takes the recording's place.",
 }

@@ -252,4 +252,5 @@ TEXT: dict = {
     "pf_flipped_note": "测量时机器正忙：这次 Prefill 测得不比一次 Decode 慢。",
     "pf_alt": "{group}：Prefill {x}（下限 {floor_p}），一次 Decode {y}（下限 {floor_d}）。",
     "pf_caption": "每次前向分成下限（深色）和其余（浅色）。短提示词：两者下限相同；长提示词：Prefill 的下限变大。",
+    "pf_caption_recorded": "长提示词这一组是录制的运行；“{button}”（在“为什么两个阶段的瓶颈不同”一节）会在这里测一次，并取代录制的这一组。",
 }
