@@ -71,9 +71,9 @@ lint: setup
 	$(BIN)/ruff check .
 
 bench: setup
-	$(BIN)/python bench/engine_overhead.py
-	$(BIN)/python bench/render.py
-	$(BIN)/python bench/soak.py
+	$(BIN)/python -m bench.engine_overhead
+	$(BIN)/python -m bench.render
+	$(BIN)/python -m bench.soak
 
 export: setup
 	$(BIN)/python -m lesson.export --out export

@@ -18,7 +18,7 @@ import streamlit as st
 from engine.contract.config import ServerSettings
 from engine.contract.worker.client import Queued, Shared, Started, Waiting
 from engine.contract.worker.errors import EngineWorkerError
-from lesson.formats import escape_markdown, format_bytes, format_count
+from lesson.formats import escape_markdown, fmt_bytes, fmt_count
 from lesson.messages import error_message
 from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
 
@@ -142,9 +142,9 @@ def model_caption(lang: str, lm) -> None:
     with st.sidebar:
         st.markdown(t(lang, "model_in_use", model_id=escape_markdown(info.model_id),
                       architecture=escape_markdown(info.architecture), num_layers=info.num_layers,
-                      num_params=format_count(info.num_params)))
+                      num_params=fmt_count(info.num_params)))
         st.markdown(t(lang, "device_dtype", device=info.device, dtype=info.dtype,
-                      kv_per_token=format_bytes(info.kv_bytes_per_token)))
+                      kv_per_token=fmt_bytes(info.kv_bytes_per_token)))
         if info.sliding_window is not None:  # the per-token figure above holds only until the window is full
             st.markdown(t(lang, "kv_sliding_window", sliding=info.num_sliding_layers, layers=info.num_layers,
                           window=f"{info.sliding_window:,}"))

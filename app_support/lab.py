@@ -17,13 +17,12 @@ from engine.contract.worker.client import Progress
 from lesson.alt_text import cache_compare_alt, cache_compare_caption
 from lesson.diagrams import render_roofline, render_step_floors, render_sweep
 from lesson.downloads import download_stem
-from lesson.formats import escape_markdown
+from lesson.formats import escape_markdown, si
 from lesson.lab import (
     LAB_DEVICE_SPECS, LAB_DTYPES, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_only,
     lab_prediction_text, lab_roofs_are_the_runs, lab_sweep_caption, lab_sweep_kept_text,
 )
 from lesson.run_words import trace_summary
-from lesson.svgtext import si
 from lesson.text import device_label, t
 
 from . import frame, modes, resources, run_panel

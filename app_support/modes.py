@@ -3,7 +3,7 @@
 Two measurements first (engine/runtime/overhead.py): the operator calls one eager Decode step
 issues, and the host time of one tiny call; their product estimates, as a lower bound,
 the step's call overhead. Then, on a button press, the prompt the lesson shows runs once
-in each mode the learner picked (eager, static, graph, compiled: engine/static.py), one
+in each mode the learner picked (eager, static, graph, compiled: engine/runtime/runners.py), one
 after another, greedy and past end of sequence so every mode writes the same tokens;
 all in one queued call of the engine worker. The runs are kept in st.session_state per (model,
 prompt, lengths, modes) and drawn by lesson/diagrams/modes.py (SVG) and lesson/charts/modes.py (plotly).

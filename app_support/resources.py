@@ -294,30 +294,23 @@ def device_spec(key: str, device: str):
     worker's), measured there once per worker (a short copy and matmul benchmark,
     engine.runtime.machine.measure_this_machine), anew after "measure again"."""
     if key == "this":
-        return client().machine_spec(device, fresh=roofs_asked_again().consume())
+        return client().machine_spec(device, fresh=taken(roofs_asked_again()))
     return cost.DEVICE_SPECS[key]
 
 
-class AskedAgain:
-    """A flag set by a callback and taken by the next measurement (shared by every session)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._set = False
-
-    def set(self) -> None:
-        with self._lock:
-            self._set = True
-
-    def consume(self) -> bool:
-        with self._lock:
-            was, self._set = self._set, False
-            return was
-
-
 @st.cache_resource(show_spinner=False)
-def roofs_asked_again() -> AskedAgain:
-    return AskedAgain()
+def roofs_asked_again() -> threading.Event:
+    """Set by "measure again", taken by the next measurement (shared by every session)."""
+    return threading.Event()
+
+
+def taken(asked: threading.Event) -> bool:
+    """Whether `asked` was set, clearing it. Cleared after it was seen set, so an ask made meanwhile is
+    answered by the measurement that follows; two sessions taking it at once both measure anew (harmless)."""
+    if not asked.is_set():
+        return False
+    asked.clear()
+    return True
 
 
 def measure_again() -> None:

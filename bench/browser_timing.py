@@ -1,6 +1,6 @@
 """The browser's timing goals, which no test compares: steps, the replay's pace, the first screen.
 
-    python bench/browser_timing.py [--no-run]
+    python -m bench.browser_timing [--no-run]
 
 Runs the four browser tests that record their seconds in tests/artifacts/ (in one pytest session: one
 Streamlit server, one chromium), then reads what they recorded and prints each against its goal:

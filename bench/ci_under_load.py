@@ -1,6 +1,6 @@
 """CI under load: `.ci/run` on fresh clones, several in a row, while burners of ours keep the machine busy.
 
-    python bench/ci_under_load.py [--runs 5] [--load 4] [--commit HEAD] [--work /tmp/ci_under_load]
+    python -m bench.ci_under_load [--runs 5] [--load 4] [--commit HEAD] [--work /tmp/ci_under_load]
 
 Each run clones this repository at `--commit` into a folder of its own (a clean clone: no .venv, no caches)
 and runs `bash .ci/run` there under `/usr/bin/time`. Meanwhile a controller reads the machine's 1-minute

@@ -1,8 +1,8 @@
 """A class on one server: N sessions open the lesson at once, N students press Run, K run the serving lab.
 
-    .venv/bin/python bench/classroom.py --sessions 1,10,30           # starts the app itself
-    .venv/bin/python bench/classroom.py --url http://127.0.0.1:8501 --sessions 30 --run
-    .venv/bin/python bench/classroom.py --engine --runs 30 --labs 3   # the engine's queue, no page
+    .venv/bin/python -m bench.classroom --sessions 1,10,30           # starts the app itself
+    .venv/bin/python -m bench.classroom --url http://127.0.0.1:8501 --sessions 30 --run
+    .venv/bin/python -m bench.classroom --engine --runs 30 --labs 3   # the engine's queue, no page
 
 Sessions speak Streamlit's own websocket protocol (`/_stcore/stream`, BackMsg / ForwardMsg from
 streamlit.proto), as a browser tab does, without a browser: each opens the lesson page, and its
@@ -45,15 +45,14 @@ from websockets.asyncio.client import connect
 from streamlit.proto.BackMsg_pb2 import BackMsg
 from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_server import ROOT, streamlit_server  # noqa: E402
-from engine.contract.config import ServingCaps, settings_from_env  # noqa: E402
-from engine.contract.results import GenerationConfig  # noqa: E402
-from engine.contract.serving.workloads import scenario  # noqa: E402
-from engine.contract.worker.client import EngineClient, Pass  # noqa: E402
-from engine.contract.worker.protocol import ModelRef  # noqa: E402
-from lesson.inputs import DEFAULT_OUTPUT_LEN, default_prompt  # noqa: E402
+from bench.app_server import ROOT, streamlit_server
+from engine.contract.config import ServingCaps, settings_from_env
+from engine.contract.results import GenerationConfig
+from engine.contract.serving.workloads import scenario
+from engine.contract.worker.client import EngineClient, Pass
+from engine.contract.worker.protocol import ModelRef
+from lesson.inputs import DEFAULT_OUTPUT_LEN, default_prompt
 
 TIMELINE_MARK = b'class="chip '  # only the timeline draws chips (lesson/diagrams/timeline.py)
 SESSION_TIMEOUT_S = 300

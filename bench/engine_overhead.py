@@ -1,6 +1,6 @@
 """Engine overhead, measured side by side in one run (ratios, not absolute times).
 
-    python bench/engine_overhead.py [--model DIR] [--tokens 64] [--repeats 9]
+    python -m bench.engine_overhead [--model DIR] [--tokens 64] [--repeats 9]
 
 Three ways to produce the same greedy tokens from the same prompt and model:
     hf        transformers' model.generate(do_sample=False)
@@ -16,18 +16,15 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
 from engine.contract.results import GenerationConfig
 from engine.runtime.generation import generate, generate_ids
-from engine.runtime.generation import encode_prompt  # noqa: E402
-from engine.runtime.model import load_model  # noqa: E402
+from engine.runtime.generation import encode_prompt
+from engine.runtime.model import load_model
 
 GOALS = {"traced / hf": 0.95, "engine / hf": 0.95, "traced / engine": 1.03}
 

@@ -1,7 +1,7 @@
 """Does the engine tell the lesson's story on this machine? One short run, one table, a verdict.
 
-    python bench/gpu_check.py                 # CUDA: default model + 0.5B and 8B shapes (random weights)
-    python bench/gpu_check.py --device cpu    # the same checks on a CPU, with small shapes (CI runs this)
+    python -m bench.gpu_check                 # CUDA: default model + 0.5B and 8B shapes (random weights)
+    python -m bench.gpu_check --device cpu    # the same checks on a CPU, with small shapes (CI runs this)
 
 Needs only torch and transformers (the GPU machine has no streamlit). Sections:
 
@@ -32,21 +32,19 @@ import statistics
 import sys
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import torch  # noqa: E402
+import torch
 
-from engine.contract.cost import ModelShape, pass_cost, spec_for_device_name  # noqa: E402
-from engine.contract.prompts import extend_prompt  # noqa: E402
+from engine.contract.cost import ModelShape, pass_cost, spec_for_device_name
+from engine.contract.prompts import extend_prompt
 from engine.contract.results import GenerationConfig
-from engine.contract.trace import attention_kernels  # noqa: E402
+from engine.contract.trace import attention_kernels
 from engine.runtime.generation import generate
 from engine.runtime.machine import measure_this_machine
-from engine.runtime.model import load_model  # noqa: E402
-from engine.runtime.overhead import count_decode_ops, per_op_host_us  # noqa: E402
-from engine.runtime.presets import preset_shape  # noqa: E402
+from engine.runtime.model import load_model
+from engine.runtime.overhead import count_decode_ops, per_op_host_us
+from engine.runtime.presets import preset_shape
 
 PROMPT = "法国的首都是"
 FRESH_LIMIT = 1.5  # a Decode step at new lengths vs the same lengths again

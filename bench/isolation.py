@@ -1,6 +1,6 @@
 """Isolation: Decode steps through the app's path (the engine worker) against `python -m engine trace`.
 
-    python bench/isolation.py [--runs 12] [--tokens 32] [--sessions 0,8]
+    python -m bench.isolation [--runs 12] [--tokens 32] [--sessions 0,8]
 
 Three paths run the same request (the lesson's prompt, greedy, `--tokens` tokens past EOS):
 
@@ -34,19 +34,17 @@ import threading
 import time
 from pathlib import Path
 
+from engine.contract.results import GenerationConfig
+from engine.contract.trace import RequestTrace, percentile
+from engine.contract.worker.client import EngineClient, Pass
+from engine.contract.worker.local import LocalWorker
+from engine.contract.worker.protocol import ModelRef
+from engine.runtime.generation import generate
+from engine.runtime.model import load_model
+from lesson.diagrams import DIAGRAMS, render_attention, render_cache_compare
+from lesson.style import classroom_style
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))  # run from anywhere
-
-from engine.contract.results import GenerationConfig  # noqa: E402
-from engine.contract.trace import RequestTrace, percentile  # noqa: E402
-from engine.contract.worker.client import EngineClient, Pass  # noqa: E402
-from engine.contract.worker.local import LocalWorker  # noqa: E402
-from engine.contract.worker.protocol import ModelRef  # noqa: E402
-from engine.runtime.generation import generate  # noqa: E402
-from engine.runtime.model import load_model  # noqa: E402
-from lesson.diagrams import DIAGRAMS, render_attention, render_cache_compare  # noqa: E402
-from lesson.style import classroom_style  # noqa: E402
-
 PROMPT = "法国的首都是"
 MODEL = ModelRef("default", "cpu", "auto")
 GOAL_P50, GOAL_P99 = 1.1, 1.5

@@ -1,6 +1,6 @@
 """The lesson's claim, timed: Prefill grows with the prompt, a Decode step hardly with its context.
 
-    python bench/phase_growth.py [--rounds 3] [--repeats 3] [--small 8] [--large 512]
+    python -m bench.phase_growth [--rounds 3] [--repeats 3] [--small 8] [--large 512]
 
 On the embedded default model, measures Prefill of `small` and `large` new positions and a Decode step
 at context `small` and `large` (engine.runtime.sweep.run_sweep), interleaved over `rounds` rounds; each
@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from engine.contract.cost import DEVICE_SPECS  # noqa: E402
-from engine.runtime.model import load_model  # noqa: E402
-from engine.runtime.sweep import run_sweep  # noqa: E402
+from engine.contract.cost import DEVICE_SPECS
+from engine.runtime.model import load_model
+from engine.runtime.sweep import run_sweep
 
 PREFILL_GOAL, DECODE_GOAL = 3.0, 2.0
 

@@ -1,6 +1,6 @@
 """Render budget: every diagram for a 4096-position prompt + 512-token answer.
 
-    python bench/render.py [--prompt-len 4096] [--output-len 512] [--repeat 3]
+    python -m bench.render [--prompt-len 4096] [--output-len 512] [--repeat 3]
 
 Prints one row per diagram: best-of-N milliseconds, kilobytes, and the ratio to
 the budget (<= 150 ms and <= 300 KB; a ratio above 1.00 is over). Exits 1 if any
@@ -12,12 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere
 
-from lesson.diagrams import DIAGRAMS, render_blocks_schematic  # noqa: E402
-from tests.factories import make_long_trace  # noqa: E402
+from lesson.diagrams import DIAGRAMS, render_blocks_schematic
+from tests.factories import make_long_trace
 
 BUDGET_MS, BUDGET_KB = 150.0, 300.0
 

@@ -1,8 +1,8 @@
 """What one app replica costs in memory, and what a class leaves in it once it has gone.
 
-    .venv/bin/python bench/replica_memory.py                          # 10 and 100 sessions, then again
-    .venv/bin/python bench/replica_memory.py --sessions 100 --rounds 3
-    .venv/bin/python bench/replica_memory.py --allocator malloc       # glibc's malloc for Python's objects too
+    .venv/bin/python -m bench.replica_memory                          # 10 and 100 sessions, then again
+    .venv/bin/python -m bench.replica_memory --sessions 100 --rounds 3
+    .venv/bin/python -m bench.replica_memory --allocator malloc       # glibc's malloc for Python's objects too
 
 Starts the app (`streamlit run app.py` on a free local port; its pages are run by its engine worker, a process
 of its own, not counted here) with a probe in the server's process (bench/replica_probe/sitecustomize.py, on
@@ -30,10 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_server import ROOT, streamlit_server  # noqa: E402
-from bench.classroom import open_many  # noqa: E402
+from bench.app_server import ROOT, streamlit_server
+from bench.classroom import open_many
 
 PROBE = ROOT / "bench" / "replica_probe"
 OBJECTS_GOAL = 1.05  # live objects once a class has gone / at the first view

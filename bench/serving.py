@@ -1,6 +1,6 @@
 """Serving many requests, measured side by side in one run (ratios of medians).
 
-    python bench/serving.py [--model DIR] [--repeats 3]
+    python -m bench.serving [--model DIR] [--repeats 3]
 
 1) 8 chats at once (64 tokens each, scenario eight-chats): continuous batching
    (chunked) vs the same 8 one at a time: output tokens/s ratio.      goal >= 4x
@@ -13,7 +13,7 @@
    TTFT p50 with the prefix cache / without it.                        goal <= 0.3x
    (tokens must be identical; the hit rate is printed)
 
-    python bench/serving.py --prefix-only     # just 4)
+    python -m bench.serving --prefix-only     # just 4)
 
 Runs are interleaved so a noisy neighbour hurts all alike. Greedy tokens must agree
 across all of them (ours vs one-at-a-time vs HF), or the bench stops.
@@ -26,15 +26,13 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from engine.contract.serving.config import ServeConfig  # noqa: E402
-from engine.contract.serving.metrics import prefix_cache_totals  # noqa: E402
-from engine.contract.serving.workloads import scenario  # noqa: E402
-from engine.runtime.model import load_model  # noqa: E402
-from engine.runtime.serving.engine import run_workload  # noqa: E402
+from engine.contract.serving.config import ServeConfig
+from engine.contract.serving.metrics import prefix_cache_totals
+from engine.contract.serving.workloads import scenario
+from engine.runtime.model import load_model
+from engine.runtime.serving.engine import run_workload
 
 GOALS = {"batching speed-up": (">=", 4.0), "chunked / prefill-first p99 ITL": ("<=", 0.5),
          "ours / HF continuous batching": (">=", 1.0), "prefix cache / none TTFT p50": ("<=", 0.3)}

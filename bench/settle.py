@@ -1,6 +1,6 @@
 """Run to a settled page: how long after the answer is the page still busy?
 
-    python bench/settle.py [--repeat 5] [--long]
+    python -m bench.settle [--repeat 5] [--long]
 
 Starts `streamlit run app.py` on a free local port, opens it in Debian chromium
 (playwright, never downloads a browser), and clicks Run on the lesson's defaults
@@ -24,9 +24,8 @@ import statistics
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.app_server import streamlit_server  # noqa: E402
+from bench.app_server import streamlit_server
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = Path(os.environ.get("PREFILL_DECODE_CHROMIUM", "/usr/bin/chromium"))

@@ -1,7 +1,7 @@
 """Soak test for the shared classroom server: many visitors, one cached model.
 
-    python bench/soak.py                 # 8 concurrent sessions, then 300 runs
-    python bench/soak.py --runs 50 --model tiny --models-dir /srv/models
+    python -m bench.soak                 # 8 concurrent sessions, then 300 runs
+    python -m bench.soak --runs 50 --model tiny --models-dir /srv/models
 
 1. Concurrency: 8 threads (8 "visitors") take the model as the engine worker
    holds it and stream a request each at the same moment. Their
@@ -25,10 +25,8 @@ import os
 import sys
 import threading
 import time
-from pathlib import Path
 from unittest import mock
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 PROMPTS = (
     "法国的首都是", "日本的首都是", "The capital of France is", "Prefill processes",

@@ -1,6 +1,6 @@
 """A well-behaved client's short call beside each hostile peer of the engine worker, against its time alone.
 
-    python bench/worker_peers.py [--cases unread,silent_flood,...] [--rounds 3] [--against DIR]
+    python -m bench.worker_peers [--cases unread,silent_flood,...] [--rounds 3] [--against DIR]
 
 Each case runs in a child process (tests/hostile/worker_peers.py, the same cases the hostile tests
 run): a real worker with test handlers, the short call three times alone (the best kept), then the

@@ -1,6 +1,6 @@
 """The engine worker's queue: identical labs measured once, lesson runs through a busy worker.
 
-    python bench/worker_queue.py [--runs 30] [--spread-s 3] [--scenario long-prompt-during-chats]
+    python -m bench.worker_queue [--runs 30] [--spread-s 3] [--scenario long-prompt-during-chats]
                           [--policies one-at-a-time,prefill-first,chunked] [--repeats 5]
 
 Everything goes through the app's own EngineClient and a real local worker (started by the client,
@@ -32,9 +32,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-# This file is named like the standard library's queue: its folder must not shadow it for the modules below.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(ROOT))  # run from anywhere
 
 from engine.contract.config import MAX_PROMPT_TOKENS  # noqa: E402
 from engine.contract.results import GenerationConfig  # noqa: E402

@@ -12,7 +12,7 @@ from engine.contract.trace import RequestTrace
 
 from .answer import answer_text
 from .diagrams.ttft_parts import ttft_parts_alt
-from .formats import format_bytes, format_count, format_ms, shown_piece
+from .formats import fmt_bytes, fmt_count, format_ms, shown_piece
 from .text import t
 
 ALT_QUOTE_CHARS = 40  # a quoted prompt or answer in an alt text keeps at most this many characters
@@ -42,8 +42,8 @@ def _alt_numbers(trace: RequestTrace, lang: str) -> dict[str, object]:
         "p50": format_ms(metrics.p50_itl_ms if metrics and metrics.itl_ms else None),
         "p99": format_ms(metrics.p99_itl_ms if metrics and metrics.itl_ms else None),
         "max": format_ms(metrics.max_itl_ms if metrics and metrics.itl_ms else None),
-        "num_layers": trace.model.num_layers, "per_token": format_bytes(trace.model.kv_bytes_per_token),
-        "prefill_bytes": format_bytes(prefill.kv_bytes if prefill else 0), "final_bytes": format_bytes(trace.kv_bytes),
+        "num_layers": trace.model.num_layers, "per_token": fmt_bytes(trace.model.kv_bytes_per_token),
+        "prefill_bytes": fmt_bytes(prefill.kv_bytes if prefill else 0), "final_bytes": fmt_bytes(trace.kv_bytes),
         "num_tokens": trace.steps[-1].context_after if trace.steps else 0,
         "prefill_positions": prefill.num_positions if prefill else 0,
         "reused": t(lang, "alt_blocks_reused", last=prefill.context_before - 1) if prefill and prefill.context_before
@@ -83,8 +83,8 @@ def _compare_numbers(comparison) -> dict[str, object]:
     return {
         "prompt_len": comparison.prompt_len, "num_tokens": comparison.num_steps,
         "off_ms": format_ms(comparison.off_total_ms), "on_ms": format_ms(comparison.on_total_ms),
-        "off_flops": format_count(int(comparison.off_total_flops)),
-        "on_flops": format_count(int(comparison.on_total_flops)),
+        "off_flops": fmt_count(int(comparison.off_total_flops)),
+        "on_flops": fmt_count(int(comparison.on_total_flops)),
     }
 
 

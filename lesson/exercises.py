@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from engine.contract.trace import ModelInfo, RequestTrace
 
 from .diagrams.serving_gantt import policy_label, scenario_label
+from .formats import fmt_bytes, fmt_count, fmt_ms, format_number
 from .inputs import default_prompt
 from .slides import plain_text
-from .svgtext import fmt_bytes, fmt_count, fmt_ms, piece_label
+from .svgtext import piece_label
 from .text import t
 
 # --- what to run --------------------------------------------------------------------
@@ -450,13 +451,6 @@ def question(exercise: Exercise, lang: str, ctx: Context) -> str:
 
 def option_words(exercise: Exercise, option: str, lang: str) -> str:
     return t(lang, f"ex_{exercise.key}_opt_{option}")
-
-
-def format_number(value: float) -> str:
-    """An answer or a measured value: whole numbers as they are, others to about three digits."""
-    if float(value).is_integer():
-        return f"{int(value):,}"
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.1f}" if abs(value) >= 10 else f"{value:.2f}"
 
 
 def answer_words(exercise: Exercise, value: str | float, lang: str) -> str:

@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     except _UsageError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    except (ValueError, OSError) as err:  # engine.EngineError is a ValueError with a one-line message
+    except (ValueError, OSError) as err:  # engine.contract.errors.EngineError is a ValueError with a one-line message
         print(f"error: {str(err).splitlines()[0] if str(err) else type(err).__name__}", file=sys.stderr)
         return 1
     return 0

@@ -9,9 +9,8 @@ import dataclasses
 from engine.contract.cost import DEVICE_SPECS, spec_for_device_name
 from engine.contract.trace import RequestTrace
 
-from .formats import escape_markdown
+from .formats import escape_markdown, fmt_share, fmt_time, si
 from .spread import point_spread
-from .svgtext import fmt_share, fmt_time, si
 from .text import device_label, t
 
 LAB_DEVICE_SPECS = ("this", "h200", "h100", "a100", "l4")  # "this": the machine running the app, measured

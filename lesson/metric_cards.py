@@ -8,10 +8,9 @@ from dataclasses import dataclass
 
 from engine.contract.trace import RequestTrace
 
-from .formats import escape_markdown, format_ms
+from .formats import escape_markdown, fmt_count, fmt_ratio, format_ms
 from .pass_floors import RunFloors, floor_words
-from .spread import Headline, Spread, fmt_ratio, headline, verdict
-from .svgtext import fmt_count
+from .spread import Headline, Spread, headline, verdict
 from .text import t
 
 @dataclass(frozen=True)

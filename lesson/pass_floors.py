@@ -18,9 +18,7 @@ from dataclasses import dataclass
 
 from engine.contract.cost import StepFloor, TraceFloors
 
-from .formats import format_ms
-from .spread import fmt_ratio
-from .svgtext import fmt_bytes
+from .formats import fmt_bytes, fmt_ratio, format_ms
 from .text import t
 
 SAME_FLOOR = 1.5  # floors within 1.5x of each other: the two passes must do about the same work

@@ -46,7 +46,7 @@ from engine.contract.serving.trace import ServingRun
 from engine.contract.trace import RequestTrace
 
 from .diagrams.ttft_parts import ENGINE_KINDS, KINDS, FeltTimes, TtftParts, ttft_parts
-from .svgtext import fmt_ms
+from .formats import fmt_ms
 from .text import label, table_for
 
 REQUESTS_PID, WORKERS_PID, SERVER_PID = 1, 2, 3

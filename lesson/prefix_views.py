@@ -14,7 +14,7 @@ from engine.contract.serving.trace import ServingRun
 
 from .diagrams.prefix_cache import miss_words
 from .diagrams.serving_gantt import policy_label
-from .svgtext import fmt_int, fmt_ms
+from .formats import fmt_int, fmt_ms
 from .text import t
 
 

@@ -1,9 +1,9 @@
-"""Recorded runs in words and figures: the label that says a run was measured earlier (and where), the
-gallery's entries named, and the figure that draws each kind (engine.contract.recorded.FIGURES names them).
+"""Recorded runs in words: the label that says a run was measured earlier (and where), the gallery's
+entries named, and the caption and note beside each figure (the pages draw a recorded run with the
+renderers that draw a live one).
 
-Pure: plain values in, Markdown / plain text / SVG out. Whatever a file says (a machine's name, a
-version) is data: Markdown-escaped where it is shown as Markdown, plain text in an alt text, and
-escaped by svgwrite in a figure.
+Pure: plain values in, Markdown / plain text out. Whatever a file says (a machine's name, a
+version) is data: Markdown-escaped where it is shown as Markdown, plain text in an alt text.
 """
 
 from __future__ import annotations
@@ -14,17 +14,11 @@ from engine.contract.recorded import GalleryEntry
 from engine.contract.serving.trace import POLICIES
 from engine.contract.trace import Provenance
 
-from .diagrams import DIAGRAMS, render_cache_compare, render_sweep
-from .diagrams.batch_composition import render_batch_composition
-from .diagrams.kv_blocks import render_kv_blocks
-from .diagrams.serving_gantt import policy_label, render_serving_gantt, scenario_label
-from .diagrams.serving_metrics import render_serving_metrics
+from .diagrams.serving_gantt import policy_label, scenario_label
 from .formats import escape_markdown
-from .style import Style
 from .text import LANGUAGE_NAMES, t
 
 ISO_UTC = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)Z")
-SERVING_FIGURES = {"gantt": render_serving_gantt, "batch": render_batch_composition, "kv": render_kv_blocks}
 
 
 # --- when and where ------------------------------------------------------------------------
@@ -120,22 +114,3 @@ def entry_label(entry: GalleryEntry, lang: str) -> str:
         policy = facts.get("policy", "")
         facts["policy"] = policy_label(lang, policy) if policy in POLICIES else policy or "?"
     return t(lang, f"rec_entry_{entry.kind}", **facts)
-
-
-# --- the figures -------------------------------------------------------------------------------
-
-def render_recorded(kind: str, figure: str, run, *, lang: str, style: Style | None = None) -> str:
-    """The SVG of figure `figure` (engine.contract.recorded.FIGURES[kind]) for a recorded run of `kind`:
-    a trace by lesson.diagrams.DIAGRAMS, a serving run by the serving lab's figures, a sweep by the
-    sweep figure, cache on vs off by its figure (`run` is then engine.contract.recorded.RecordedComparison)."""
-    if kind == "trace":
-        return DIAGRAMS[figure](run, lang=lang, style=style)
-    if kind == "serving_run":
-        if figure == "metrics":
-            return render_serving_metrics([run], lang=lang, style=style)
-        return SERVING_FIGURES[figure](run, lang=lang, style=style)
-    if kind == "sweep" and figure == "sweep":
-        return render_sweep(run, lang=lang, style=style)
-    if kind == "cache_comparison" and figure == "cache_compare":
-        return render_cache_compare(run.comparison, lang=lang, style=style, model_id=run.model_id)
-    raise KeyError(f"no figure {figure!r} for a {kind}")

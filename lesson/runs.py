@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from engine.contract.trace import RequestTrace, Step
 
-from .svgtext import fmt_bytes, fmt_ms, visible
+from .formats import fmt_bytes, fmt_ms
+from .svgtext import visible
 from .text import t
 
 HISTORY_LIMIT = 8  # runs kept per session (each is one trace as JSON, tens of KB)

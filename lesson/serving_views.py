@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from engine.contract.serving.trace import ServingMetrics, ServingRun
 
 from .diagrams.serving_gantt import fine_ms, itl_spikes, longest_pass, policy_label
+from .formats import fmt_bytes, fmt_int, fmt_ms
 from .layout import text_width
-from .svgtext import fmt_bytes, fmt_int, fmt_ms
 from .text import TEXTS, t
 
 

@@ -224,11 +224,6 @@ def verdict(numbers: Headline, prompt_len: int) -> str | None:
     return "alike" if ratio < ALIKE_BELOW else "apart"
 
 
-def fmt_ratio(ratio: float) -> str:
-    """1.5 -> "1.5", 100.5 -> "100.5"; two decimals just above 1, where one would read "1.0"."""
-    return f"{ratio:.2f}" if 1.0 < ratio < 1.05 else f"{ratio:.1f}"
-
-
 def outlier_indices(values: Sequence[float]) -> tuple[int, ...]:
     """The repeats that sit far from the others: beyond Tukey's fences (1.5 x IQR past the
     quartiles) and more than 10 % from the median, or above twice the median. Fewer than

@@ -1,4 +1,4 @@
-"""Text that is safe and visible in SVG, plus the number formats the figures use.
+"""Text that is safe and visible in SVG (the number formats are lesson/formats.py's).
 
 Every piece of user text (prompt pieces, output tokens, the prompt) goes
 through `visible()` before svgwrite escapes it:
@@ -46,62 +46,3 @@ def piece_label(piece: str, max_chars: int = 10) -> str:
     if not shown:
         return "\u2205"  # an empty piece is still a position: show ∅
     return shown if len(shown) <= max_chars else shown[: max_chars - 1] + "\u2026"
-
-
-def fmt_ms(ms: float) -> str:
-    """3 significant-ish digits: 0.42 ms, 3.1 ms, 205 ms."""
-    if ms < 1:
-        return f"{ms:.2f} ms"
-    if ms < 100:
-        return f"{ms:.1f} ms"
-    return f"{ms:,.0f} ms"
-
-
-def fmt_bytes(num_bytes: int) -> str:
-    """Binary units, as memory is counted: 2,048 B -> 2.0 KiB."""
-    value, unit = float(num_bytes), "B"
-    for next_unit in ("KiB", "MiB", "GiB"):
-        if value < 1024:
-            break
-        value, unit = value / 1024, next_unit
-    return f"{num_bytes:,} B" if unit == "B" else f"{value:.1f} {unit}"
-
-
-def fmt_count(n: int) -> str:
-    """Large counts in short form: 3,537,408 -> 3.5M."""
-    for scale, suffix in ((1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if n >= scale:
-            return f"{n / scale:.1f}{suffix}"
-    return str(n)
-
-
-def fmt_int(n: int) -> str:
-    return f"{n:,}"
-
-
-def si(value: float) -> str:
-    """1.23e12 -> '1.23 T' (the unit follows)."""
-    for factor, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if value >= factor:
-            return f"{value / factor:.3g} {prefix}"
-    return f"{value:.3g} "
-
-
-def fmt_time(ms: float) -> str:
-    """Times from nanoseconds to seconds: 0.0021 ms -> '2.1 µs', 68.9 -> '68.9 ms'."""
-    if ms == 0:
-        return "0"
-    if ms >= 1000:
-        return f"{ms / 1000:.3g} s"
-    if ms >= 1:
-        return f"{ms:.3g} ms"
-    if ms >= 1e-3:
-        return f"{ms * 1e3:.3g} µs"
-    return f"{ms * 1e6:.3g} ns"
-
-
-def fmt_share(ratio: float) -> str:
-    """A share as a percent: 0.0042 -> '0.42%', 0.31 -> '31%'; "—" for NaN."""
-    if ratio != ratio:  # nan: a pass timed at 0
-        return "—"
-    return f"{ratio:.2%}" if ratio < 0.01 else f"{ratio:.0%}"

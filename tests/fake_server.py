@@ -10,6 +10,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+HANG_S = 10.0  # "hang" and "hangmid" go silent this long: far past any probe timeout a test sets
 METRICS_TEXT = """# HELP vllm:num_requests_running Number of requests in model execution batches.
 # TYPE vllm:num_requests_running gauge
 vllm:num_requests_running{{engine="0",model_name="m"}} {running}
@@ -78,7 +79,7 @@ class Misbehaving(BaseHTTPRequestHandler):
         if prompt == "echo-auth":
             return self._json(401, {"error": {"message": f"bad key {self.headers.get('Authorization')}"}})
         if prompt == "hang":
-            time.sleep(3)
+            time.sleep(HANG_S)
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -102,7 +103,7 @@ class Misbehaving(BaseHTTPRequestHandler):
                     self._event(json.dumps({"error": "CUDA error: device-side assert"}))
                     return
                 if prompt == "hangmid" and i == 1:
-                    time.sleep(3)
+                    time.sleep(HANG_S)
                     return
                 if prompt == "cut" and i == 2:
                     return  # the connection closes with no finish_reason and no [DONE]

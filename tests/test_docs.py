@@ -5,8 +5,9 @@ For every page this checks, in its code spans, code blocks and links:
 - relative links and images lead to files, and a `#anchor` to a heading of the page it names;
 - every `make <target>` is a target of the Makefile;
 - every `python -m <module> [<command>] --flag` imports, and for this project's modules the command and
-  each flag appear in that command's `--help`; every `python <script>.py --flag` names a script that
-  exists and a flag written in its source;
+  each flag appear in that command's `--help` (a benchmark's, `python -m bench.NAME`, in its source: its
+  --help would load torch); every `python <script>.py --flag` names a script that exists and a flag
+  written in its source, and is not a benchmark (those run as modules);
 - dotted names (`engine.contract.cost.trace_floors`) resolve, and the imports of ```python blocks import;
 - every PREFILL_DECODE_* variable is read somewhere in the code.
 
@@ -39,7 +40,7 @@ README_MAX_LINES = 200
 # Folders of the working tree that are not the repository's (environments, caches, build output).
 NOT_SOURCE = {".git", ".venv", "venv", "__pycache__", ".pytest_cache", ".ruff_cache", "node_modules"}
 # Modules whose commands and flags are checked against their --help.
-OWN_MODULES = ("engine", "lesson", "app_support", "app_pages", "bench")
+OWN_MODULES = ("engine", "lesson", "app_support", "app_pages")
 DOTTED_NAME = re.compile(r"((?:engine|lesson|app_support|app_pages)(?:\.[A-Za-z_]\w*)+)")
 BARE_FILE = re.compile(r"[\w.-]+\.(?:py|md)")
 FILE_NAME = re.compile(r"[\w./-]+\.(?:py|md|json|jsonl|txt|svg|csv|toml|png)")
@@ -221,6 +222,8 @@ def names_in(text: str, word: str) -> bool:
 def module_problems(page: Page, module: str, args: str) -> list[str]:
     if importlib.util.find_spec(module) is None:
         return [f"{page.name}: `python -m {module}`: no such module"]
+    if module.startswith("bench."):
+        return flag_problems(page, f"python -m {module}", Path(importlib.util.find_spec(module).origin), args)
     if not module.startswith(OWN_MODULES):
         return []
     first = args.split()[0] if args.split() else ""
@@ -241,8 +244,15 @@ def script_problems(page: Page, script: str, args: str) -> list[str]:
     path = ROOT / script
     if not path.is_file():
         return [f"{page.name}: `python {script}`: no such script"]
+    if path.parent == ROOT / "bench":
+        return [f"{page.name}: `python {script}`: a benchmark runs as `python -m bench.{path.stem}`"]
+    return flag_problems(page, f"python {script}", path, args)
+
+
+def flag_problems(page: Page, command: str, path: Path, args: str) -> list[str]:
+    """Each flag of `args` that the source at `path` never writes as a string."""
     source = path.read_text(encoding="utf-8")
-    return [f"{page.name}: `python {script}` has no flag {flag}" for flag in FLAG.findall(args)
+    return [f"{page.name}: `{command}` has no flag {flag}" for flag in FLAG.findall(args)
             if f'"{flag}"' not in source and f"'{flag}'" not in source]
 
 
@@ -356,8 +366,10 @@ make no-such-target
 python -m engine trace --max-new-tokens 8 --no-such-flag
 python -m engine no-such-command
 python -m no_such_module_anywhere
-python bench/render.py --prompt-len 8 --no-such-flag
-python bench/no_such_bench.py
+python -m bench.render --prompt-len 8 --no-such-flag
+python -m bench.no_such_bench
+python bench/render.py
+python assets/default_model/train.py --no-such-flag
 ```
 
 `engine.contract.cost.trace_floors` and `engine.contract.cost.no_such_function`; PREFILL_DECODE_MODELS_DIR and
@@ -376,7 +388,6 @@ def trap() -> Page:
 
 def test_paths_checked_are_real_paths_and_placeholders_are_not(trap):
     assert path_problems(trap) == [
-        "TRAP.md: no such path `bench/no_such_bench.py`",
         "TRAP.md: no such path `engine/no_such_module.py`",
         "TRAP.md: no such path `engine/{trace,no_such}.py`",
         "TRAP.md: no such path `no_such_file.py`",
@@ -396,11 +407,13 @@ def test_make_targets_are_checked_outside_comments(trap):
 
 def test_commands_flags_and_scripts_are_checked(trap):
     assert command_problems(trap) == [
+        "TRAP.md: `python -m bench.no_such_bench`: no such module",
+        "TRAP.md: `python -m bench.render` has no flag --no-such-flag",
         "TRAP.md: `python -m engine no-such-command`: not a command in its --help",
         "TRAP.md: `python -m engine trace` has no flag --no-such-flag",
         "TRAP.md: `python -m no_such_module_anywhere`: no such module",
-        "TRAP.md: `python bench/no_such_bench.py`: no such script",
-        "TRAP.md: `python bench/render.py` has no flag --no-such-flag",
+        "TRAP.md: `python assets/default_model/train.py` has no flag --no-such-flag",
+        "TRAP.md: `python bench/render.py`: a benchmark runs as `python -m bench.render`",
     ]
 
 

@@ -5,6 +5,7 @@
 - no private name (`_x`) of one project module imported or used by another;
 - no function over 60 lines (the default model's training script excepted);
 - engine and lesson import without streamlit (the data flows one way: engine -> lesson -> app);
+- every project path (engine/..., tests/....py) a comment or docstring names exists;
 - every test module that drives chromium lives in tests/browser/ and is marked `browser`, so the
   fast lane (`make test-fast`, `-m "not browser and not slow"`) never starts a browser.
 """
@@ -14,8 +15,10 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import io
 import subprocess
 import sys
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -477,6 +480,70 @@ def test_the_citation_finder_finds_issue_numbers_only():
     text = (f"x = 1  # {word} 8: slider\n# (#{12})\ncolor = '#336699'  # {word.title()}s 3 and 4\n"
             f"{word} = 'a t{word} 5'\n")
     assert [hit.split(":")[1] for hit in issue_citations(text, "m.py")] == ["1", "2", "3"]
+
+
+# --- paths the words name ------------------------------------------------------------------------
+
+NAMED_PATH = re.compile(r"\b(?:engine|lesson|app_support|app_pages|tests|bench)/[a-z0-9_/]*[a-z0-9_]\.py\b")
+
+
+def words_of(source: str) -> Iterator[tuple[int, str]]:
+    """(line, text) of each comment and docstring in a module's source: what a reader is told."""
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                yield getattr(node, "lineno", 1), doc
+
+
+def missing_paths(source: str, label: str) -> Iterator[str]:
+    """Each project path a comment or docstring names that is not in the repository (a file moved or removed)."""
+    for line, text in words_of(source):
+        yield from (f"{label}:{line}: {path}" for path in NAMED_PATH.findall(text) if not (ROOT / path).exists())
+
+
+def test_every_path_a_comment_or_docstring_names_exists():
+    files = python_files(PROJECT)
+    found = [hit for f in files for hit in missing_paths(f.read_text(encoding="utf-8"), str(f.relative_to(ROOT)))]
+    assert len(files) > 100
+    assert not found, "comments and docstrings name files that are not there:\n" + "\n".join(found)
+
+
+def test_the_path_reader_finds_a_missing_path_in_a_comment_and_a_docstring():
+    source = ('"""Drawn by lesson/formats.py and engine/static.py."""\nx = 1  # see tests/engine/test_contract.py\n'
+              'def f():\n    """bench/NAME.py is a placeholder; engine/runtime/runners.py is there."""\n'
+              'y = "engine/gone.py"  # a string, not words\n')
+    assert sorted(missing_paths(source, "m.py")) == ["m.py:1: engine/static.py",
+                                                    "m.py:2: tests/engine/test_contract.py"]
+
+
+# --- one module owns the number formats -------------------------------------------------------
+
+FORMATS = Path("lesson/formats.py")
+
+
+def number_formats_outside(tree: ast.Module, label: str) -> Iterator[str]:
+    """Each top-level `def fmt_...` of a module, and each name bound to one (an alias: a second home)."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name.startswith("fmt_"):
+            yield f"{label}:{node.lineno}: def {node.name}"
+        elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id.startswith("fmt_"):
+            yield f"{label}:{node.lineno}: an alias of {node.value.id}"
+
+
+def test_the_number_formats_live_in_lesson_formats_only():
+    files = [f for f in python_files(SOURCE) if f.relative_to(ROOT) != FORMATS]
+    found = [hit for f in files for hit in number_formats_outside(parse(f), str(f.relative_to(ROOT)))]
+    assert not found, "number formats outside lesson/formats.py (import them from there):\n" + "\n".join(found)
+    assert sum(1 for _ in number_formats_outside(parse(ROOT / FORMATS), "f")) >= 7
+
+
+def test_the_format_reader_finds_a_format_and_an_alias():
+    tree = ast.parse("def fmt_x(v):\n    return v\nformat_bytes = fmt_bytes\ndef shown(v):\n    return v\n")
+    assert list(number_formats_outside(tree, "m.py")) == ["m.py:1: def fmt_x", "m.py:3: an alias of fmt_bytes"]
 
 
 def test_app_support_names_every_module_it_holds():

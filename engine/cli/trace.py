@@ -44,7 +44,7 @@ def add_parser(sub) -> None:
                        help="eager: a growing KV cache (default); static: a preallocated one; graph: static with "
                             "each Decode step replayed as one CUDA graph (CUDA only); compiled: static with the "
                             "Decode step fused by torch.compile (and captured on CUDA; the first run compiles, "
-                            "about 20 s on a small CPU). engine/static.py")
+                            "about 20 s on a small CPU). engine/runtime/runners.py")
     trace.add_argument("--json", action="store_true", help="print the trace as JSON instead of a table")
 
 
@@ -126,7 +126,7 @@ def format_trace(trace: RequestTrace) -> str:
 
 
 def _kernels(trace: RequestTrace) -> str:
-    """Which engine mode and attention kernels ran (engine/runtime/attention.py, engine/static.py)."""
+    """Which engine mode and attention kernels ran (engine/runtime/attention.py, engine/runtime/runners.py)."""
     def kernel(steps) -> str:
         return "/".join(attention_kernels(steps)) or "n/a"
     prefill = [s for s in trace.steps if s.phase == "prefill"]

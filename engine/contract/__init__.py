@@ -2,7 +2,7 @@
 
 A page, a replica or a laptop client builds requests and reads results with these types alone; the
 runtime (engine/runtime/) produces them. Nothing here imports engine.runtime, torch or transformers,
-not even inside a function (tests/test_structure.py, tests/engine/test_contract.py).
+not even inside a function (tests/test_structure.py checks).
 
     trace.py, results.py     what a run is: frozen dataclasses of plain values, JSON in and out
     config.py, limits.py     every PREFILL_DECODE_* variable; every limit and the bounded JSON loader

@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from engine.contract import limits
 from engine.contract.prompts import DEFAULT_MAX_PROMPT_TOKENS
 from engine.contract.serving.trace import POLICIES
 
@@ -125,7 +126,7 @@ ENGINE_TOKEN = Variable("PREFILL_DECODE_ENGINE_TOKEN", "secret", "", "the engine
 MAX_PROMPT_TOKENS = Variable("PREFILL_DECODE_MAX_PROMPT_TOKENS", "int", DEFAULT_MAX_PROMPT_TOKENS,
                              "the longest prompt (after stretching), in tokens", low=8, high=32768)
 MAX_NEW_TOKENS = Variable("PREFILL_DECODE_MAX_NEW_TOKENS", "int", 128, "the longest answer, in tokens",
-                          low=1, high=4096)
+                          low=1, high=limits.MAX_NEW_TOKENS)
 MAX_PROMPT_CHARS = Variable("PREFILL_DECODE_MAX_PROMPT_CHARS", "int", 8000, "longer prompts are refused before "
                             "tokenizing", low=16, high=1_000_000)
 REPEATS = Variable("PREFILL_DECODE_REPEATS", "int", 5, "how many times the lesson runs each request: its "
@@ -142,11 +143,12 @@ SWEEP_MAX_BATCH = Variable("PREFILL_DECODE_SWEEP_MAX_BATCH", "int", 64, "the lab
                            "batch", low=1, high=64)
 # The serving lab
 SERVING_MAX_REQUESTS = Variable("PREFILL_DECODE_SERVING_MAX_REQUESTS", "int", 16, "the most requests in one "
-                                "workload", low=1, high=512)
+                                "workload", low=1, high=limits.MAX_WORKLOAD_REQUESTS)
 SERVING_MAX_PROMPT_TOKENS = Variable("PREFILL_DECODE_SERVING_MAX_PROMPT_TOKENS", "int", 1024, "the longest "
-                                     "(stretched) prompt in a workload, in tokens", low=8, high=4096)
+                                     "(stretched) prompt in a workload, in tokens", low=8,
+                                     high=limits.MAX_WORKLOAD_PROMPT_TOKENS)
 SERVING_MAX_NEW_TOKENS = Variable("PREFILL_DECODE_SERVING_MAX_NEW_TOKENS", "int", 64, "the longest answer in a "
-                                  "workload, in tokens", low=1, high=4096)
+                                  "workload, in tokens", low=1, high=limits.MAX_NEW_TOKENS)
 SERVING_DISAGGREGATED = Variable("PREFILL_DECODE_SERVING_DISAGGREGATED", "flag", True, "off leaves out the "
                                  "disaggregated policy (it starts two extra processes)")
 # Servers outside this process: the probe and the vLLM result upload

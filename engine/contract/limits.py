@@ -28,6 +28,10 @@ from engine.contract.errors import LimitError
 # --- JSON, whatever file or reply it comes from -------------------------------------------
 MAX_JSON_DEPTH = 64  # nested lists/objects; a serving run nests 6 deep, so 64 is far beyond any real file
 MAX_NUMBER_DIGITS = 100  # characters of one JSON number: a 5000-digit integer costs seconds to convert
+# --- a request's answer and a serving workload: the hard caps a setting may lower, never lift ---
+MAX_NEW_TOKENS = 4096  # new tokens one request may ask for: a trace's Decode steps (PREFILL_DECODE_MAX_NEW_TOKENS' top)
+MAX_WORKLOAD_REQUESTS = 512  # requests in one serving workload (a classroom server, not a load test)
+MAX_WORKLOAD_PROMPT_TOKENS = 4096  # a workload request's prompt_tokens (a prompt stretched with the lesson's filler)
 # --- times and counts read from a serving run, a vLLM result or a workload -------------------
 MAX_TIME_MS = 1e10  # any time or duration in a serving run, in ms (about 116 days): 1e308 overflows sums
 MAX_MAGNITUDE = 1e15  # any number in a saved serving run: sums and scales of numbers this size stay finite
@@ -110,6 +114,12 @@ LIMITS: tuple[Limit, ...] = (
     Limit("MAX_REQUEST_TOKENS", MAX_REQUEST_TOKENS, "a vLLM input_lens / output_lens entry above it"),
     Limit("MAX_IMPORT_REQUESTS", MAX_IMPORT_REQUESTS, "a vLLM result with more requests"),
     Limit("MAX_IMPORT_TOKEN_TIMES", MAX_IMPORT_TOKEN_TIMES, "a vLLM result with more streamed chunks in all"),
+    Limit("MAX_NEW_TOKENS", MAX_NEW_TOKENS, "a request asking more new tokens (--max-new-tokens, a workload line, "
+          "a saved trace)"),
+    Limit("MAX_WORKLOAD_REQUESTS", MAX_WORKLOAD_REQUESTS, "a workload with more requests (serve --workload, a "
+          "Poisson scenario), counted before a line is parsed"),
+    Limit("MAX_WORKLOAD_PROMPT_TOKENS", MAX_WORKLOAD_PROMPT_TOKENS, "a workload line stretching its prompt to more "
+          "tokens (prompt_tokens)", "the line named, one line / one message"),
     Limit("MAX_ARRIVAL_MS", MAX_ARRIVAL_MS, "a workload request arriving later (the lab, serve --workload)",
           "the line named, one line / one message"),
     Limit("MAX_WORKLOAD_PROMPT_CHARS", MAX_WORKLOAD_PROMPT_CHARS, "a workload prompt with more characters",

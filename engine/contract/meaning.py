@@ -3,7 +3,7 @@
 Types are checked where a result is rebuilt; these check that the numbers mean something before
 anything is drawn: every time finite, non-negative and within MAX_TIME_MS, a trace's passes in
 order (each ends after it starts, the next starts after it ends), counts within the engine's own
-caps (MAX_TRACE_STEPS: engine.contract.results.MAX_NEW_TOKENS), lists that belong together of one
+caps (MAX_TRACE_STEPS: engine.contract.limits.MAX_NEW_TOKENS), lists that belong together of one
 length, a sweep of a kind the engine measures. A refusal is a MeaningError naming the field; the
 caller words it (the client: ProtocolError "protocol_malformed"; a recorded file: RecordedFileError).
 
@@ -17,8 +17,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
-from engine.contract.limits import MAX_TIME_MS, is_number
-from engine.contract.results import MAX_NEW_TOKENS, CacheComparison
+from engine.contract.limits import MAX_NEW_TOKENS, MAX_TIME_MS, is_number
+from engine.contract.results import CacheComparison
 from engine.contract.serving.trace import ServingRun
 from engine.contract.sweep import KINDS as SWEEP_KINDS
 from engine.contract.sweep import Sweep

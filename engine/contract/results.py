@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engine.contract.errors import InputError
+from engine.contract.limits import MAX_NEW_TOKENS
 from engine.contract.trace import ENGINE_MODES, PREFIX_SCOPE_CHARS, Sampling
 
-MAX_NEW_TOKENS = 4096  # hard engine cap; apps set lower caps of their own
 PRESET_PREFIX = "preset:"  # a model choice "preset:NAME": a real-size shape, random weights (engine.runtime.presets)
 
 

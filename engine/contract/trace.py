@@ -34,9 +34,11 @@ rest (tokenizing, the engine's own bookkeeping). The metrics are taken from when
 each token was known on the host, so they include all four parts, as the user
 of this page felt them; the parts say how much of each wait was which.
 
-Later work (batching, chunked prefill) will let one forward pass carry several
-requests; that is why every Step names its `request_id` and the positions it
-processed (`context_before` .. `context_after`) instead of assuming them.
+A RequestTrace is one request run alone. Batching and chunked prefill, where one
+forward pass carries several requests or part of a prompt, are the serving engine's
+(engine/contract/serving/trace.py: an Iteration's BatchEntry); every Step still names
+its `request_id` and the positions it processed (`context_before` .. `context_after`)
+instead of assuming them, as a BatchEntry does.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import numpy as np
 
 SCHEMA_VERSION = 2
 ENGINE_MODES = ("eager", "static", "graph", "compiled")  # engine/runtime/runners.py explains each
@@ -223,10 +227,6 @@ class StepsSoFar(Sequence):
         if not 0 <= self._length <= len(items):
             raise ValueError(f"a view of {self._length} steps over a list of {len(items)}")
 
-    def shares_steps_with(self, other: object) -> bool:
-        """True when both views read the same underlying list (no step was copied)."""
-        return isinstance(other, StepsSoFar) and other._items is self._items
-
     def __len__(self) -> int:
         return self._length
 
@@ -364,21 +364,16 @@ def attention_kernels(steps: Sequence[Step]) -> tuple[str, ...]:
 
 
 def percentile(values: Sequence[float], p: float) -> float:
-    """The p-th percentile (0 <= p <= 100) of `values`, as numpy.percentile's default and
-    vLLM's serving benchmark compute it: sort the values, find the fractional rank
-    r = (n - 1) * p / 100, and interpolate linearly between the values at ranks
-    floor(r) and ceil(r). So p0 is the smallest value, p100 the largest, and p50 the
-    median; with few values, p99 lies just below the largest.
+    """The p-th percentile (0 <= p <= 100) of `values`, by the call vLLM's serving benchmark makes:
+    numpy.percentile's default, the fractional rank r = (n - 1) * p / 100 of the sorted values,
+    interpolated linearly between ranks floor(r) and ceil(r). So p0 is the smallest value, p100 the
+    largest, p50 the median; with few values, p99 lies just below the largest.
     """
     if not values:
         raise ValueError("the percentile of no values is undefined")
     if not 0 <= p <= 100:
         raise ValueError(f"a percentile is between 0 and 100, got {p}")
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * p / 100
-    low = math.floor(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+    return float(np.percentile(values, p))
 
 
 @dataclass(frozen=True)

@@ -202,14 +202,6 @@ def generate_ids(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig) 
     return [p.output_id for p in passes(lm, prompt_ids, cfg, record=False)]
 
 
-def generate_ids_no_cache(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig) -> list[int]:
-    """Recompute every position at every step, no KV cache: the "before" picture.
-
-    Same tokens as the cached loop, but step t processes prompt_len + t positions.
-    """
-    return [token for token, _ in no_cache_passes(lm, prompt_ids, cfg, record=False)]
-
-
 def no_cache_passes(
     lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool,
 ) -> Iterator[tuple[int, float | None]]:

@@ -11,7 +11,7 @@ from ..diagrams.roofline import bound_word, decade_range, measured, predicted_ti
 from ..diagrams.sweep import OUTLIER_COLOR
 from ..spread import point_spread
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_share, fmt_time, si
+from ..formats import fmt_share, fmt_time, si
 from ..text import Table, label, table_for
 from .common import plain_label
 

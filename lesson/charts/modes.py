@@ -18,7 +18,7 @@ from engine.contract.trace import RequestTrace
 from ..diagrams._common import OUTLIER_COLOR
 from ..diagrams.modes import axis_end_ms, headline, mode_summaries, row_detail, row_title
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_ms
+from ..formats import fmt_ms
 from ..text import t
 from .common import font_layout, plain_label
 

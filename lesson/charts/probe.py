@@ -1,6 +1,6 @@
 """The server's own view during a probe: running and waiting requests and KV-cache usage over time.
 
-`server_metrics_figure(result.server_metrics, lang)` draws what engine/probe.py sampled from a
+`server_metrics_figure(result.server_metrics, lang)` draws what engine/contract/interop/prometheus.py sampled from a
 vLLM or SGLang `/metrics` endpoint (a plotly figure for the app's serving lab): requests on the
 left axis as steps (a gauge holds its value until the next sample), KV-cache usage in percent on
 the right. A series the server does not expose is left out, never drawn as zeros; a missing sample

@@ -1,5 +1,6 @@
-"""A run's plotly charts on the lesson page: the latency of each output token (the pass, the
-page's drawing, other waiting) and the KV cache after each pass, with hover details.
+"""A run's plotly chart on the lesson page: the latency of each output token (the pass, the
+page's drawing, other waiting), with hover details (the KV cache after each pass is an SVG:
+lesson/diagrams/kv_growth.py).
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from engine.contract.trace import RequestTrace
 from ..diagrams.latency import spread_apart
 from ..layout import wrap_text
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_bytes, fmt_ms, piece_label
+from ..formats import fmt_bytes, fmt_ms
+from ..svgtext import piece_label
 from ..text import Table, label, table_for
 from .common import CLASSROOM_FONT_PX, font_layout, plain_label
 
@@ -186,25 +188,3 @@ def _fix_axes(fig: go.Figure, full: RequestTrace, table: Table, peak: float) -> 
     names = _pass_names(full, table)
     fig.update_xaxes(categoryorder="array", categoryarray=names, range=[-0.5, len(names) - 0.5])
     fig.update_yaxes(range=[0, peak * 1.15])
-
-
-def kv_growth_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = None,
-                     full: RequestTrace | None = None, classroom: bool = False) -> go.Figure:
-    """KV-cache bytes after each pass, stacked by layer (axes fixed to `full`, as in latency_figure)."""
-    table, style = table_for(lang), style or DEFAULT_STYLE
-    names = _pass_names(trace, table)
-    fig = go.Figure()
-    for layer in range(trace.model.num_layers):
-        fig.add_trace(go.Bar(
-            x=names, y=[s.kv_bytes_per_layer[layer] for s in trace.steps],
-            name=label(table, "kv_layer", i=layer),
-            marker_color=style.cached if layer % 2 == 0 else style.cached_dark,
-            hovertemplate="%{x}: %{y:,} B<extra>" + label(table, "kv_layer", i=layer) + "</extra>",
-        ))
-    fig.update_layout(barmode="stack", title=label(table, "kv_title"), yaxis_title=f"{label(table, 'kv_axis_y')} (B)",
-                      xaxis_title=label(table, "kv_axis_x"), **font_layout(style, classroom),
-                      plot_bgcolor=style.paper, showlegend=trace.model.num_layers <= 12)
-    _level_pass_ticks(fig, (full or trace), table, classroom)
-    if full is not None:
-        _fix_axes(fig, full, table, max(s.kv_bytes for s in full.steps))
-    return fig

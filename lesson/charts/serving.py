@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 
 from ..diagrams.serving_gantt import gantt_segments, itl_spikes, policy_label, segment_title
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_ms
+from ..formats import fmt_ms
 from ..text import check_language, t
 from .common import plain_label
 

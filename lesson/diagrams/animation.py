@@ -15,7 +15,8 @@ from engine.contract.trace import RequestTrace
 from ..layout import Slot, wrap_text
 from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_int, piece_label
+from ..formats import fmt_int
+from ..svgtext import piece_label
 from ._common import text, to_string
 from .timeline import PAD, build_timeline
 

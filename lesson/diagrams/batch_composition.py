@@ -17,7 +17,7 @@ from engine.contract.serving.trace import ServingRun
 
 from ..layout import LinearScale, nice_ticks, text_width
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_int, fmt_ms
+from ..formats import fmt_int, fmt_ms
 from ..text import check_language, t
 from ._common import (
     add_title, halo, header, legend_item, legend_item_width, new_drawing, notes, notes_height, text, to_string,

@@ -25,7 +25,8 @@ from ..layout import PassSpan, Run, Slot, plan_slots, slot_span, spans_from_leng
 from ..layout import text_width, wrap_text
 from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_int, fmt_ms, piece_label
+from ..formats import fmt_int, fmt_ms
+from ..svgtext import piece_label
 from ._common import add_title, header, legend_block, legend_rows, new_drawing, notes, notes_height, text, to_string
 
 MAX_COLS, HEAD_COLS, TAIL_COLS = 12, 6, 3

@@ -17,7 +17,7 @@ from ..layout import LinearScale, nice_ticks, sample_indices, text_width
 from ..text import Table, label, table_for
 from .kv_growth import sampled_note
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_count, fmt_ms
+from ..formats import fmt_count, fmt_ms
 from ..spread import trend_outliers
 from ._common import (
     add_title, header, legend_block, legend_rows, new_drawing, notes, notes_height, outlier_legend, outlier_ring,

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from engine.contract.serving.trace import ServingRun
 
+from ..formats import fmt_bytes, fmt_int
 from ..layout import LinearScale, nice_ticks, text_width, wrap_text
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_bytes, fmt_int, visible
+from ..svgtext import visible
 from ..text import check_language, t
 from ._common import add_title, header, new_drawing, notes, notes_height, text, to_string
 from .batch_composition import for_worker, panel_heading, workers_of

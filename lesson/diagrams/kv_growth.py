@@ -25,7 +25,7 @@ from engine.contract.trace import ModelInfo, RequestTrace
 from ..layout import LinearScale, Run, byte_ticks, group_layers, sample_indices, text_width, wrap_text
 from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_bytes, fmt_int
+from ..formats import fmt_bytes, fmt_int
 from ._common import add_title, header, new_drawing, notes, notes_height, pass_tick, text, to_string
 
 MAX_BARS, MAX_LAYER_SEGMENTS, MAX_DECODE_RUNS = 48, 12, 3

@@ -24,7 +24,7 @@ from engine.contract.trace import RequestTrace
 from ..layout import LinearScale, nice_ticks, sample_indices, text_width, wrap_text
 from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_int, fmt_ms
+from ..formats import fmt_int, fmt_ms
 from ._common import (
     add_title, halo, header, legend_block, legend_rows, new_drawing, notes, notes_height, pass_tick, text, to_string,
 )

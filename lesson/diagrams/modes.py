@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 from engine.contract.trace import RequestTrace, attention_kernels
 
+from ..formats import fmt_ms
 from ..layout import LinearScale, nice_ticks, text_width, wrap_text
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_ms
 from ..text import t
 from ..spread import outlier_indices, point_spread
 from ._common import (

@@ -22,9 +22,10 @@ from engine.contract.serving.metrics import prefix_cache_totals
 from engine.contract.serving.prefix import short
 from engine.contract.serving.trace import PrefixLookup, ServingRun
 
+from ..formats import fmt_int, fmt_ms
 from ..layout import text_width
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_int, fmt_ms, piece_label
+from ..svgtext import piece_label
 from ..text import Table, check_language, label, table_for
 from ._common import add_title, header, legend_block, new_drawing, notes, notes_height, text, to_string
 from .serving_gantt import policy_label, scenario_label

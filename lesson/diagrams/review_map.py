@@ -22,7 +22,7 @@ from engine.contract.trace import RequestTrace
 from ..layout import wrap_text
 from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_bytes, fmt_int, fmt_ms
+from ..formats import fmt_bytes, fmt_int, fmt_ms
 from ._common import header, new_drawing, notes, set_size, text, to_string
 
 WIDTH, PAD, HEAD_W, GAP, CELL_PAD = 1120, 32, 200, 12, 14

@@ -22,9 +22,9 @@ import math
 import statistics
 from dataclasses import dataclass
 
+from ..formats import fmt_share, fmt_time, si
 from ..layout import LinearScale, LogScale, nice_ticks, sample_indices
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_share, fmt_time, si
 from ..text import Table, device_label, label, table_for
 from ._common import add_title, header, legend_item, new_drawing, notes, pass_tick, text, to_string
 

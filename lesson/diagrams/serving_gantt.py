@@ -28,9 +28,10 @@ import svgwrite
 from engine.contract.interop.vllm_import import arrivals_placed, is_vllm_import
 from engine.contract.serving.trace import OBSERVED_POLICY, ServingRun
 
+from ..formats import fmt_bytes, fmt_int, fmt_ms
 from ..layout import LinearScale, clip_text, nice_ticks, text_width
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_bytes, fmt_int, fmt_ms, visible
+from ..svgtext import visible
 from ..text import TEXTS, check_language, t
 from ._common import add_title, halo, header, new_drawing, notes, notes_height, text, to_string
 

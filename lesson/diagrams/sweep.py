@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import math
 
+from ..formats import fmt_time, si
 from ..layout import LogScale
 from ..spread import point_spread
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_time, si
 from ..text import label, table_for
 from ._common import (
     OUTLIER_COLOR, add_title, header, legend_item, legend_item_width, new_drawing, notes, text, to_string,

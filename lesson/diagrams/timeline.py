@@ -31,7 +31,8 @@ from engine.contract.trace import RequestTrace
 from ..layout import LinearScale, Slot, fit_chips, nice_ticks, plan_slots, text_width
 from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_count, fmt_int, fmt_ms, piece_label, visible
+from ..formats import fmt_count, fmt_int, fmt_ms
+from ..svgtext import piece_label, visible
 from ._common import (
     add_title, halo, arrow_marker, header, legend_item, new_drawing, notes, notes_height, text, to_string,
 )

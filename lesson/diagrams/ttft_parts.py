@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass
 
 from engine.contract.trace import RequestTrace
 
+from ..formats import fmt_ms
 from ..layout import text_width
 from ..style import DEFAULT_STYLE, Style
-from ..svgtext import fmt_ms
 from ..text import Table, label, table_for
 from ._common import add_title, header, new_drawing, notes, notes_height, text, to_string
 

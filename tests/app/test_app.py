@@ -23,7 +23,7 @@ from engine.contract.trace import RequestTrace
 from lesson.alt_text import figure_alt, schematic_alt
 from lesson.answer import truncate_trace
 from lesson.downloads import CSV_BOM, download_stem, run_stamp, step_table, trace_csv
-from lesson.formats import escape_markdown, format_bytes, format_ms, token_split_text
+from lesson.formats import escape_markdown, fmt_bytes, format_ms, token_split_text
 from lesson.inputs import as_int_in_range, default_prompt, is_default_prompt
 from lesson.messages import error_message
 from lesson.metric_cards import bottleneck_live_text, metric_cards, page_drawing_note
@@ -121,7 +121,7 @@ def test_page_drawing_is_named_when_it_stretched_a_wait():
     drawn = _timed(make_trace(), [(0.3, 3.3, 0.0, 0.0), (6.0, 8.0, 2.5, 0.0)])
     assert "2.5 ms" in page_drawing_note(drawn, "en") and "1" in page_drawing_note(drawn, "zh")
     assert page_drawing_note(make_trace(), "en") is None
-    assert format_ms(1234.5) == "1.23 s" and format_ms(None) == "—" and format_bytes(2048) == "2.0 KiB"
+    assert format_ms(1234.5) == "1.23 s" and format_ms(None) == "—" and fmt_bytes(2048) == "2.0 KiB"
 
 
 def test_the_bottleneck_note_names_the_machine_and_says_when_the_phases_look_alike():
@@ -199,11 +199,11 @@ def test_every_figure_has_a_text_alternative_with_its_numbers(lang):
         assert "{" not in alt and "}" not in alt, (name, alt)  # every field filled
     assert "法国的首都是" in alts["timeline"] and format_ms(metrics.ttft_ms) in alts["timeline"]
     assert format_ms(metrics.e2el_ms) in alts["timeline"]
-    assert format_bytes(trace.kv_bytes) in alts["kv_growth"]
-    assert format_bytes(trace.steps[0].kv_bytes) in alts["kv_growth"]
+    assert fmt_bytes(trace.kv_bytes) in alts["kv_growth"]
+    assert fmt_bytes(trace.steps[0].kv_bytes) in alts["kv_growth"]
     assert format_ms(metrics.tpot_ms) in alts["latency"] and format_ms(metrics.p99_itl_ms) in alts["latency"]
     assert "巴黎" in alts["animation"] and str(sum(s.num_positions for s in trace.steps)) in alts["blocks"]
-    assert format_bytes(trace.kv_bytes) in alts["review_map"]
+    assert fmt_bytes(trace.kv_bytes) in alts["review_map"]
     assert format_ms(metrics.ttft_ms) in alts["ttft_parts"]  # the engine's TTFT, from the trace alone
     sketch = schematic_alt(12, 5, lang)
     assert all(str(n) in sketch for n in (12, 4, 16)) and "{" not in sketch  # 5 passes, 12 + 4 positions
@@ -656,7 +656,7 @@ def _figure(at, alt_start: str):
 def test_cache_on_vs_off_shows_the_measured_totals_and_a_decode_steps_attention(app):
     from app_support.lab import COMPARE_MAX_NEW_TOKENS
     from lesson.alt_text import cache_compare_caption
-    from lesson.formats import format_count
+    from lesson.formats import fmt_count
 
     app.switch_page("app_pages/bottleneck_lab.py").run()  # the measurements live on the lab page
     app.button(key="cache_compare").click().run()
@@ -671,7 +671,7 @@ def test_cache_on_vs_off_shows_the_measured_totals_and_a_decode_steps_attention(
     assert format_ms(comparison.off_total_ms) in figure.alt and format_ms(comparison.on_total_ms) in figure.alt
     assert cache_compare_caption(comparison, "zh") in texts(app, "caption")
     for number in (format_ms(comparison.off_total_ms), format_ms(comparison.on_total_ms),
-                   format_count(int(comparison.off_total_flops)), format_count(int(comparison.on_total_flops))):
+                   fmt_count(int(comparison.off_total_flops)), fmt_count(int(comparison.on_total_flops))):
         assert number in texts(app, "caption")
     assert comparison.off_total_flops > comparison.on_total_flops  # the cache saves recomputing old positions
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import dataclasses
 
 from engine.contract.config import REPEATS
-from lesson.spread import Headline, fmt_ratio, headline
+from lesson.formats import fmt_ratio
+from lesson.spread import Headline, headline
 from lesson.text import t
 from tests.app.apptest import assert_healthy, needs_model, read_on, texts
 from tests.factories import make_trace

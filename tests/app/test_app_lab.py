@@ -308,6 +308,17 @@ def test_sweep_points_follow_the_model_and_the_caps():
     assert sweep_points("decode-batch", 4096, settings) == (1, 2, 4, 8, 16)
 
 
+def test_a_measure_again_is_taken_by_one_measurement():
+    import threading
+
+    from app_support.resources import taken
+
+    asked = threading.Event()
+    assert not taken(asked)
+    asked.set()
+    assert taken(asked) and not taken(asked)  # the next draw keeps the new roofs
+
+
 @needs_model
 def test_measure_again_benchmarks_this_machine_anew(app):
     from app_support import resources

@@ -11,10 +11,9 @@ import xml.etree.ElementTree as ET
 
 from engine.contract.trace import RequestTrace
 from engine.contract.worker.client import Done, Pass, Started
-from lesson.formats import format_ms
+from lesson.formats import fmt_ms, format_ms
 from lesson.metric_cards import timeline_lesson
 from lesson.spread import nearest_median, run_label, shown_run
-from lesson.svgtext import fmt_ms
 from lesson.text import t
 from tests.app.apptest import assert_healthy, needs_model, read_on, texts
 from tests.factories import make_trace

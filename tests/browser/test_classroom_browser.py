@@ -3,7 +3,7 @@
 - 1280x720 and 1024x768 (projectors) in classroom mode: every figure's smallest label, as drawn on
   screen (its font size x the image's displayed width / the SVG's viewBox width), is at
   least the page's body text; the plotly chart's text too; every label of the SVGs the page
-  shows meets WCAG AA contrast (lesson.contrast on the very SVG sources the page holds).
+  shows meets WCAG AA contrast (tests/contrast.py on the very SVG sources the page holds).
 - 390x844 (a phone): figures keep their own size (scale 1, labels >= 11 px) and their box
   scrolls sideways, instead of shrinking to 4-5 px.
 
@@ -19,7 +19,7 @@ import shutil
 
 import pytest
 
-from lesson.contrast import failing_labels
+from tests.contrast import failing_labels
 from tests.browser.pages import ARTIFACTS, SCREENSHOTS, open_page, read_on, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

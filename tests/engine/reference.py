@@ -1,8 +1,11 @@
-"""The reference the engine's tokens are checked against: transformers' own `generate`."""
+"""The references the engine's tokens are checked against: transformers' own `generate`, and the engine's
+own cache-off loop (the lab's "cache off" run, engine.runtime.compare)."""
 
 from __future__ import annotations
 
 import torch
+
+from engine.runtime.generation import no_cache_passes
 
 
 def hf_greedy(lm, prompt_ids, max_new_tokens):
@@ -14,3 +17,8 @@ def hf_greedy(lm, prompt_ids, max_new_tokens):
     )[0, len(prompt_ids):].tolist()
     eos = lm.tokenizer.eos_token_id
     return out[: out.index(eos) + 1] if eos in out else out
+
+
+def recomputed_ids(lm, prompt_ids, cfg):
+    """Every position recomputed at every step, no KV cache: the "before" picture, token ids only."""
+    return [token for token, _ in no_cache_passes(lm, list(prompt_ids), cfg, record=False)]

@@ -11,10 +11,10 @@ import pytest
 
 from engine.contract.prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
 from engine.contract.results import GenerationConfig
-from engine.runtime.generation import generate, generate_ids_no_cache
+from engine.runtime.generation import generate
 from engine.runtime.model import DEFAULT_MODEL_DIR
 from engine.runtime.prefix_store import PrefixStore
-from tests.engine.reference import hf_greedy
+from tests.engine.reference import hf_greedy, recomputed_ids
 
 CAPITALS_CSV = DEFAULT_MODEL_DIR.parent / "data" / "capitals.csv"
 STRETCHED_LENGTHS = (64, 512, DEFAULT_MAX_PROMPT_TOKENS)
@@ -104,7 +104,7 @@ def test_cached_equals_recompute_and_hf_on_the_default_model(default_lm):
         cfg = GenerationConfig(max_new_tokens=24, ignore_eos=True)
         trace = generate(default_lm, prompt, cfg)
         ids = list(trace.prompt_ids)
-        assert list(trace.output_ids) == generate_ids_no_cache(default_lm, ids, cfg)
+        assert list(trace.output_ids) == recomputed_ids(default_lm, ids, cfg)
         assert list(trace.output_ids)[: len(hf_greedy(default_lm, ids, 24))] == hf_greedy(default_lm, ids, 24)
 
 

@@ -22,12 +22,12 @@ import torch
 
 from engine.contract.errors import EngineError, InputError, ModelLoadError, PhaseError
 from engine.contract.results import GenerationConfig
-from engine.runtime.generation import decode_step, generate, generate_ids, generate_ids_no_cache, prefill, stream_trace
+from engine.runtime.generation import decode_step, generate, generate_ids, prefill, stream_trace
 from engine.runtime.generation import encode_prompt, token_pieces
 from engine.runtime.hf import new_cache
 from engine.runtime.model import load_model
 from engine.runtime.model import describe
-from tests.engine.reference import hf_greedy
+from tests.engine.reference import hf_greedy, recomputed_ids
 from tests.factories import build_bos_tokenizer
 
 FAMILIES = ("llama", "qwen2", "gpt2", "mistral")  # mistral: a sliding window of 8 positions (conftest)
@@ -47,7 +47,7 @@ def test_cached_greedy_equals_recompute_and_hf_generate(tiny, kind):
         ids = list(trace.prompt_ids)
         assert cfg.ignore_eos is False or len(trace.output_ids) == 12
         assert len(set(trace.output_ids)) > 1, "random model should not repeat one token (initializer_range)"
-        assert list(trace.output_ids) == generate_ids_no_cache(lm, ids, cfg)
+        assert list(trace.output_ids) == recomputed_ids(lm, ids, cfg)
         assert list(trace.output_ids) == generate_ids(lm, ids, cfg)
     assert list(trace.output_ids) == hf_greedy(lm, ids, 12)  # the second cfg stops at EOS, as HF does
 
@@ -377,7 +377,7 @@ def test_the_prompt_starts_with_the_tokenizers_bos_and_shows_it(bos_lm):
     assert trace.steps[0].input_ids == trace.prompt_ids and trace.steps[0].num_positions == len(words) + 1
     assert "<s>" not in trace.output_text
     # the BOS is a real position: the answer is the one a full recompute gives for the same ids
-    assert list(trace.output_ids) == generate_ids_no_cache(bos_lm, list(trace.prompt_ids), cfg)
+    assert list(trace.output_ids) == recomputed_ids(bos_lm, list(trace.prompt_ids), cfg)
 
 
 def test_the_bos_counts_toward_the_prompt_limit(bos_lm):

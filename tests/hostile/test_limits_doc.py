@@ -3,12 +3,13 @@ it), and the bounded helpers every surface uses refuse what they promise to."""
 
 from __future__ import annotations
 
+import ast
 import re
 import time
 
 import pytest
 
-from engine.contract import limits
+from engine.contract import config, limits
 from engine.contract.errors import LimitError
 from tests.hostile.bounded import ROOT
 
@@ -28,6 +29,47 @@ def test_every_limit_constant_is_in_the_table():
     assert named == {limit.name for limit in limits.LIMITS}
     for limit in limits.LIMITS:
         assert getattr(limits, limit.name) == limit.value
+
+
+SOURCE = ("engine", "lesson", "app_support", "app_pages", "bench")
+
+
+def limits_bound_elsewhere(tree: ast.Module, names: set[str], label: str) -> list[str]:
+    """Each top-level assignment of one of `names` in another module: a second definition of a limit. A
+    setting (a config Variable of the same name, the operator's cap under the limit) is the one kind allowed."""
+    found = []
+    for node in tree.body:
+        if not isinstance(node, ast.Assign):
+            continue
+        setting = isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "Variable"
+        found += [f"{label}:{node.lineno}: {t.id}" for t in node.targets
+                  if isinstance(t, ast.Name) and t.id in names and not setting]
+    return found
+
+
+def test_every_limit_is_defined_once_in_engine_limits():
+    """A limit is bound in engine/contract/limits.py only and read from there (an import or limits.NAME),
+    never copied: a copy drifts from the table operators read."""
+    names = {limit.name for limit in limits.LIMITS}
+    own = ROOT / "engine" / "contract" / "limits.py"
+    files = [f for root in SOURCE for f in sorted((ROOT / root).rglob("*.py")) if f != own]
+    found = [hit for f in files for hit in
+             limits_bound_elsewhere(ast.parse(f.read_text(encoding="utf-8")), names, str(f.relative_to(ROOT)))]
+    assert len(files) > 100 and {"MAX_NEW_TOKENS", "MAX_WORKLOAD_REQUESTS", "MAX_WORKLOAD_PROMPT_TOKENS"} <= names
+    assert not found, "limits defined outside engine/contract/limits.py:\n" + "\n".join(found)
+
+
+def test_a_setting_named_as_a_limit_tops_out_at_it():
+    assert config.MAX_NEW_TOKENS.high == config.SERVING_MAX_NEW_TOKENS.high == limits.MAX_NEW_TOKENS
+    assert config.SERVING_MAX_REQUESTS.high == limits.MAX_WORKLOAD_REQUESTS
+    assert config.SERVING_MAX_PROMPT_TOKENS.high == limits.MAX_WORKLOAD_PROMPT_TOKENS
+
+
+def test_the_limit_reader_finds_a_copy_and_an_alias_but_not_a_setting():
+    tree = ast.parse("MAX_SEED = 7\nMAX_NEW_TOKENS = Variable('X', 'int', 1)\nMAX_JSON_DEPTH = limits.MAX_JSON_DEPTH\n"
+                     "from engine.contract.limits import MAX_TIME_MS\nOTHER = 1\n")
+    names = {"MAX_SEED", "MAX_NEW_TOKENS", "MAX_JSON_DEPTH", "MAX_TIME_MS"}
+    assert limits_bound_elsewhere(tree, names, "m.py") == ["m.py:1: MAX_SEED", "m.py:3: MAX_JSON_DEPTH"]
 
 
 @pytest.mark.parametrize("text, key", [

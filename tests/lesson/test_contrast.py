@@ -1,7 +1,7 @@
 """Every figure label meets WCAG AA contrast, and in classroom mode every figure
 fits the column it is shown in with no label under the page's body text.
 
-The contrast checker (lesson/contrast.py) is pure: it parses the SVG and judges each <text>
+The contrast checker (tests/contrast.py) is pure: it parses the SVG and judges each <text>
 against the rects painted under it. The browser test (tests/browser/test_classroom_browser.py) measures
 the same on screen.
 """
@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pytest
 
-from lesson.contrast import (
+from tests.contrast import (
     AA_LARGE, AA_NORMAL, contrast_ratio, failing_labels, is_large, parse_color, required_ratio, text_contrasts,
 )
 from lesson.diagrams import DIAGRAMS, RUN_NOTED, render_attention, render_blocks_schematic, render_cache_compare

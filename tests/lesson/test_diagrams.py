@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from lesson.charts.run import kv_growth_figure, latency_figure
+from lesson.charts.run import latency_figure
 from lesson.diagrams import (
     DIAGRAMS, SCHEMATIC_DIAGRAMS, render_animation, render_blocks, render_blocks_schematic, render_kv_growth,
     render_latency, render_review_map, render_timeline,
 )
 from lesson.diagrams.kv_growth import NOTE_ROOM, kv_layout
 from lesson.style import DEFAULT_STYLE, classroom_style
-from lesson.svgtext import fmt_bytes
+from lesson.formats import fmt_bytes
 from lesson.text import TEXTS, label
 from tests.factories import SLIDING_MODEL, TINY_MODEL, make_long_trace, make_trace
 from tests.svg import SVG, all_text, parse, with_class
@@ -319,7 +319,6 @@ def test_schematic_registry():
 def test_plotly_charts(trace):
     fig = latency_figure(trace, "en")
     assert list(fig.data[0].y) == [s.duration_ms for s in trace.steps]
-    assert len(kv_growth_figure(trace, "zh").data) == trace.model.num_layers
 
 
 def test_plotly_ttft_note_sits_above_the_plot_not_on_the_bars(long_trace):
@@ -339,11 +338,11 @@ def test_plotly_ttft_note_sits_above_the_plot_not_on_the_bars(long_trace):
 def test_plotly_classroom_type_is_at_least_the_body_text(trace):
     from lesson.charts.common import CLASSROOM_FONT_PX
 
-    for fig in (latency_figure(trace, "en", classroom=True), kv_growth_figure(trace, "en", classroom=True)):
-        assert fig.layout.font.size >= CLASSROOM_FONT_PX >= 20.5
-        for axis in (fig.layout.xaxis, fig.layout.yaxis):  # set per axis: Streamlit's theme sets them there
-            assert axis.tickfont.size == axis.title.font.size == CLASSROOM_FONT_PX
-        assert fig.layout.title.font.size > CLASSROOM_FONT_PX
+    fig = latency_figure(trace, "en", classroom=True)
+    assert fig.layout.font.size >= CLASSROOM_FONT_PX >= 20.5
+    for axis in (fig.layout.xaxis, fig.layout.yaxis):  # set per axis: Streamlit's theme sets them there
+        assert axis.tickfont.size == axis.title.font.size == CLASSROOM_FONT_PX
+    assert fig.layout.title.font.size > CLASSROOM_FONT_PX
     assert latency_figure(trace, "en").layout.font.size is None  # plotly's default outside classroom mode
 
 

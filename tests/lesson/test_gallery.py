@@ -7,14 +7,32 @@ import pytest
 
 from engine.contract.recorded import FIGURES, KINDS, gallery_indexes, load_entry, read_index
 from lesson.charts.lab import sweep_figure
-from lesson.diagrams import DIAGRAMS
-from lesson.recorded import entry_label, render_recorded
+from lesson.diagrams import DIAGRAMS, render_cache_compare, render_sweep
+from lesson.diagrams.batch_composition import render_batch_composition
+from lesson.diagrams.kv_blocks import render_kv_blocks
+from lesson.diagrams.serving_gantt import render_serving_gantt
+from lesson.diagrams.serving_metrics import render_serving_metrics
+from lesson.recorded import entry_label
 from tests.factories import ROOT
 from tests.svg import SVG, all_text, parse
 
 GALLERY = ROOT / "assets" / "gallery"
 MAX_BYTES = 5_000_000
 ENTRIES = [entry for index in gallery_indexes(GALLERY) for entry in read_index(index)]
+SERVING = {"gantt": render_serving_gantt, "batch": render_batch_composition, "kv": render_kv_blocks,
+           "metrics": lambda run, lang: render_serving_metrics([run], lang=lang)}
+
+
+def drawn(kind: str, figure: str, run, lang: str) -> str:
+    """Figure `figure` of a recorded run of `kind`, by the renderer the pages draw it with."""
+    if kind == "trace":
+        return DIAGRAMS[figure](run, lang=lang)
+    if kind == "serving_run":
+        return SERVING[figure](run, lang=lang)
+    if kind == "sweep" and figure == "sweep":
+        return render_sweep(run, lang=lang)
+    assert (kind, figure) == ("cache_comparison", "cache_compare")
+    return render_cache_compare(run.comparison, lang=lang, model_id=run.model_id)
 
 
 def test_the_cpu_gallery_is_shipped_with_every_kind_and_stays_small():
@@ -44,7 +62,7 @@ def test_every_gallery_run_loads_and_every_figure_draws(entry, lang):
     assert recorded.provenance is not None and recorded.provenance == entry.provenance
     assert entry.figures == FIGURES[entry.kind]
     for figure in entry.figures:
-        root = parse(render_recorded(entry.kind, figure, recorded.run, lang=lang))
+        root = parse(drawn(entry.kind, figure, recorded.run, lang))
         assert root.tag == f"{SVG}svg" and all_text(root).strip(), figure
     if entry.kind == "sweep":  # the lab's interactive figure of the same sweep
         assert sweep_figure(recorded.run, lang).data

@@ -18,7 +18,7 @@ from lesson.perfetto import (
     REQUESTS_PID, SERVER_PID, WORKERS_PID, check_trace_events, request_trace_events, serving_run_events,
     to_perfetto_json,
 )
-from lesson.svgtext import fmt_ms
+from lesson.formats import fmt_ms
 from tests.factories import DEFAULT_MODEL_INFO, make_record, make_trace
 
 

@@ -11,7 +11,7 @@ import pytest
 from engine.contract.cost import DEVICE_SPECS, trace_floors
 from lesson.diagrams import render_roofline, render_step_floors, render_sweep
 from lesson.diagrams.roofline import roofline_layout
-from lesson.svgtext import fmt_time
+from lesson.formats import fmt_time
 from lesson.text import TEXTS
 from tests.factories import default_shape, make_floors, make_sweep, make_trace
 

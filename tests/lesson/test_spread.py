@@ -8,9 +8,10 @@ import re
 
 import pytest
 
+from lesson.formats import fmt_ratio
 from lesson.metric_cards import bottleneck_contradicts, bottleneck_live_text, metric_cards
 from lesson.spread import (
-    Headline, Spread, fmt_ratio, headline, nearest_median, outlier_indices, run_label, run_numbers, shown_run, verdict,
+    Headline, Spread, headline, nearest_median, outlier_indices, run_label, run_numbers, shown_run, verdict,
 )
 from lesson.text import t
 from tests.factories import make_trace

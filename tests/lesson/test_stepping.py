@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from lesson.answer import truncate_trace
-from lesson.charts.run import kv_growth_figure, latency_figure
+from lesson.charts.run import latency_figure
 from lesson.diagrams import DIAGRAMS, render_blocks, render_kv_growth, render_latency, render_timeline
 from tests.factories import make_trace
 
@@ -99,10 +99,9 @@ def test_the_last_step_looks_like_the_whole_run(run, name):
 
 def test_plotly_axes_are_fixed_to_the_whole_run(run):
     first, last = prefixes(run)[0], run
-    for make in (latency_figure, kv_growth_figure):
-        a, b = make(first, "en", full=run).layout, make(last, "en", full=run).layout
-        assert a.yaxis.range == b.yaxis.range and a.yaxis.range is not None
-        assert a.xaxis.categoryarray == b.xaxis.categoryarray and len(a.xaxis.categoryarray) == len(run.steps)
+    a, b = latency_figure(first, "en", full=run).layout, latency_figure(last, "en", full=run).layout
+    assert a.yaxis.range == b.yaxis.range and a.yaxis.range is not None
+    assert a.xaxis.categoryarray == b.xaxis.categoryarray and len(a.xaxis.categoryarray) == len(run.steps)
     assert latency_figure(first, "en").layout.yaxis.range is None  # default: plotly's own scaling
 
 

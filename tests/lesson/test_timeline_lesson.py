@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from lesson.formats import format_ms
+from lesson.formats import fmt_ratio, format_ms
 from lesson.metric_cards import bottleneck_contradicts, timeline_lesson
-from lesson.spread import fmt_ratio, headline, shown_run
+from lesson.spread import headline, shown_run
 from lesson.text import t
 from tests.lesson.test_spread import run
 

@@ -9,8 +9,8 @@ import dataclasses
 import pytest
 
 from lesson.diagrams.ttft_parts import ENGINE_KINDS, KINDS, FeltTimes, render_ttft_parts, ttft_parts, ttft_parts_alt
+from lesson.formats import fmt_ms
 from lesson.style import classroom_style
-from lesson.svgtext import fmt_ms
 from lesson.text import label, table_for
 from tests.factories import make_trace
 from tests.svg import all_text, parse, with_class

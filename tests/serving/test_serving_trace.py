@@ -106,13 +106,6 @@ def test_json_round_trip_is_exact_and_plain():
     assert ServingRun.from_json(text) == run
 
 
-def test_entries_of_a_request_in_time_order():
-    run = sample_run()
-    assert [(it.index, e.phase) for it, e in run.entries_of("r0")] == [(0, "prefill"), (1, "decode")]
-    assert [e.recompute for _, e in run.entries_of("r1")] == [True]
-    assert run.entries_of("nobody") == ()
-
-
 def test_record_module_imports_no_torch():
     import subprocess
 

@@ -16,7 +16,6 @@ from engine.contract.serving.trace import ON_KV_FULL, POLICIES, SLO, ServingSett
 
 DEFAULT_TOKEN_BUDGET = 64  # positions per pass under chunked prefill (small: a CPU pass of 64 costs ~ a Decode step)
 DEFAULT_BLOCK_SIZE = 16
-MAX_KV_BLOCKS = limits.MAX_KV_BLOCKS
 
 
 @dataclass(frozen=True)
@@ -41,8 +40,8 @@ class ServeConfig:
             raise bad("token-budget", f"must be 1..65536, got {self.token_budget}")
         if not 1 <= self.block_size <= limits.MAX_BLOCK_SIZE:
             raise bad("block-size", f"must be 1..{limits.MAX_BLOCK_SIZE}, got {self.block_size}")
-        if self.num_kv_blocks is not None and not 1 <= self.num_kv_blocks <= MAX_KV_BLOCKS:
-            raise bad("kv-blocks", f"must be 1..{MAX_KV_BLOCKS}, got {self.num_kv_blocks}")
+        if self.num_kv_blocks is not None and not 1 <= self.num_kv_blocks <= limits.MAX_KV_BLOCKS:
+            raise bad("kv-blocks", f"must be 1..{limits.MAX_KV_BLOCKS}, got {self.num_kv_blocks}")
         if self.on_kv_full not in ON_KV_FULL:
             raise bad("on-kv-full", f"must be one of {', '.join(ON_KV_FULL)}, got {self.on_kv_full!r}")
         if not 1 <= self.max_num_seqs <= 4096:

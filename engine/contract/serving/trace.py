@@ -449,10 +449,6 @@ class ServingRun:
     def prefix_caching(self) -> bool:
         return self.settings.prefix_caching
 
-    def entries_of(self, request_id: str) -> tuple[tuple[Iteration, BatchEntry], ...]:
-        """Every pass that computed positions of this request, with its share, in time order."""
-        return tuple((it, e) for it in self.iterations for e in it.entries if e.request_id == request_id)
-
     # --- JSON in and out ---
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -34,14 +34,12 @@ from pathlib import Path
 
 from engine.contract import limits
 from engine.contract.errors import InputError, LimitError
+from engine.contract.limits import (
+    MAX_ARRIVAL_MS, MAX_NEW_TOKENS, MAX_WORKLOAD_BYTES, MAX_WORKLOAD_PROMPT_TOKENS, MAX_WORKLOAD_REQUESTS,
+)
 from engine.contract.prompts import FILLER_ZH
 
 CAPITALS_CSV = Path(__file__).resolve().parents[3] / "assets" / "data" / "capitals.csv"
-MAX_REQUESTS = 512  # a workload larger than this is refused (a classroom server, not a load test)
-MAX_PROMPT_TOKENS = 4096
-MAX_ARRIVAL_MS = limits.MAX_ARRIVAL_MS  # a minute: the engine really waits for each arrival
-MAX_NEW_TOKENS = 4096  # engine.runtime.generation.MAX_NEW_TOKENS (not imported: this module needs no torch)
-MAX_WORKLOAD_BYTES = limits.MAX_WORKLOAD_BYTES  # a file larger than this is refused before it is read
 
 
 class WorkloadError(InputError):
@@ -79,10 +77,10 @@ def poisson_workload(num_requests: int = 16, rate_per_s: float = 20.0, seed: int
                      max_new_tokens: tuple[int, int] = (8, 48), prompt_tokens: tuple[int, int] = (0, 0),
                      ignore_eos: bool = True) -> tuple[WorkloadRequest, ...]:
     """Arrivals with exponential gaps (a Poisson process of `rate_per_s`); lengths uniform in the given ranges."""
-    if not 1 <= num_requests <= MAX_REQUESTS or not rate_per_s > 0:
-        raise WorkloadError("bad_workload", f"need 1..{MAX_REQUESTS} requests and a positive rate, got "
+    if not 1 <= num_requests <= MAX_WORKLOAD_REQUESTS or not rate_per_s > 0:
+        raise WorkloadError("bad_workload", f"need 1..{MAX_WORKLOAD_REQUESTS} requests and a positive rate, got "
                                             f"{num_requests} at {rate_per_s}/s", line=0, why="poisson_range",
-                            n=num_requests, rate=rate_per_s, limit=MAX_REQUESTS)
+                            n=num_requests, rate=rate_per_s, limit=MAX_WORKLOAD_REQUESTS)
     rng, qs, t = random.Random(seed), questions(), 0.0
     out = []
     for _ in range(num_requests):
@@ -172,13 +170,13 @@ _OPTIONAL = {"ignore_eos": bool, "prompt_tokens": int, "request_id": str, "syste
 
 
 def parse_workload_lines(lines: list[str], max_new_tokens: int = MAX_NEW_TOKENS,
-                         max_prompt_tokens: int = MAX_PROMPT_TOKENS) -> tuple[WorkloadRequest, ...]:
+                         max_prompt_tokens: int = MAX_WORKLOAD_PROMPT_TOKENS) -> tuple[WorkloadRequest, ...]:
     """The requests of a JSON Lines workload, sorted by arrival. A page that enforces lower caps passes
     them (`max_new_tokens`, `max_prompt_tokens`), so the refusal names the limit it really applies."""
     count = sum(1 for line in lines if line.strip())
-    if count > MAX_REQUESTS:  # counted before any line is parsed
-        raise WorkloadError("bad_workload", f"the workload has {count} requests; at most {MAX_REQUESTS}", line=0,
-                            why="too_many", n=count, limit=MAX_REQUESTS)
+    if count > MAX_WORKLOAD_REQUESTS:  # counted before any line is parsed
+        raise WorkloadError("bad_workload", f"the workload has {count} requests; at most {MAX_WORKLOAD_REQUESTS}",
+                            line=0, why="too_many", n=count, limit=MAX_WORKLOAD_REQUESTS)
     out = []
     for number, line in enumerate(lines, start=1):
         if line.strip():
@@ -209,7 +207,7 @@ def _bad(number: int, why: str, reason: str, **fields) -> WorkloadError:
 
 
 def _parse_line(line: str, number: int, max_new_tokens: int = MAX_NEW_TOKENS,
-                max_prompt_tokens: int = MAX_PROMPT_TOKENS) -> WorkloadRequest:
+                max_prompt_tokens: int = MAX_WORKLOAD_PROMPT_TOKENS) -> WorkloadRequest:
     try:
         return _checked_line(line, number, max_new_tokens, max_prompt_tokens)
     except LimitError as err:  # the limit's key is the why; the line is this line

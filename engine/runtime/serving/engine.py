@@ -12,8 +12,8 @@
 `run_workload(lm, workload, ServeConfig(policy=...))` returns a `ServingRun`
 (engine/contract/serving/trace.py). Greedy decoding only: each request's tokens equal
 running it alone with `engine.runtime.generation` (tests/serving/test_serving_engine.py checks).
-The pieces both this loop and the disaggregated one use (ServeConfig, EngineCore, the
-clock, the record) are in core.py; the disaggregated policy runs in disaggregated.py.
+The pieces both this loop and the disaggregated one use (EngineCore, the clock, the record)
+are in core.py, ServeConfig in engine/contract/serving/config.py; the disaggregated policy runs in disaggregated.py.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from engine.runtime.serving.scheduler import SchedulerConfig
 from engine.runtime.serving.core import EngineCore, build_run, make_clock, prepare_sequences
 from engine.runtime.serving.disaggregated import run_disaggregated
 
-__all__ = ["ServeConfig", "run_workload"]  # ServeConfig lives in core.py; callers of run_workload find it here
+# ServeConfig lives in engine/contract/serving/config.py; callers of run_workload find it here
+__all__ = ["ServeConfig", "run_workload"]
 
 
 class PausedClock:

@@ -1,4 +1,5 @@
-"""WCAG 2 contrast of every label in a figure: pure functions, no browser.
+"""WCAG 2 contrast of every label in a figure: pure functions, no browser (the tests' checker of the
+lesson's figures: no page needs it, so it lives beside tests/svg.py).
 
 `contrast_ratio(a, b)` is WCAG's (L1 + 0.05) / (L2 + 0.05) over relative
 luminance. `text_contrasts(svg)` finds, for each <text> of a diagram, the colour
@@ -7,7 +8,7 @@ that holds the middle of the text, composited over the ones below with their
 opacity, down to the page. AA asks 4.5:1 for normal text, 3:1 for large text
 (24 px, or 18.66 px bold, and up).
 
-The renderers here draw text over rects (chips, bars, badges, panels) and never
+The lesson's renderers draw text over rects (chips, bars, badges, panels) and never
 over paths or images, and never transform a text: what this module reads is the
 whole story for them.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from .layout import text_width
+from lesson.layout import text_width
 
 SVG_NS = "{http://www.w3.org/2000/svg}"
 AA_NORMAL, AA_LARGE = 4.5, 3.0
