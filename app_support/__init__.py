@@ -13,6 +13,7 @@
     presenter     the presenter view: one of the lesson's figures per screen, a pass at a time
     compare       two runs of the session side by side, on the same axes
     sections      the lesson's sections, in the page's order
+    pass_floors   under the timeline: each pass as its floor on this machine's roofs + the rest, short and long
     gallery       recorded runs: open one from the gallery, drawn as the lesson draws a run
     slide_kit     the slide kit's downloads: every figure of the run shown, for slides
     exercises     the exercises page: predict, then measure

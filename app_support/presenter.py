@@ -28,7 +28,7 @@ from lesson.text import t
 
 from lesson.inputs import is_default_prompt
 
-from . import run_store, state
+from . import pass_floors, run_store, state
 from .resources import server_settings
 from .run_store import RunView, StoredRun
 from .ui import error_boundary
@@ -41,7 +41,8 @@ FIGURES = tuple((figure, title, notes) for figure, title, _, notes in LESSON_FIG
 
 
 @functools.lru_cache(maxsize=256)
-def presenter_svg(name: str, view: RunView, lang: str, run_note: str = "") -> tuple[str, str]:
+def presenter_svg(name: str, view: RunView, lang: str, run_note: str = "",
+                  floors_ms: tuple[float, ...] | None = None) -> tuple[str, str]:
     """(the figure of the passes `view` shows on the whole run's axes and size, its alt text); `run_note`:
     which of the run's repeats it is (lesson.spread.run_label), on the figures that say it (RUN_NOTED).
 
@@ -53,8 +54,9 @@ def presenter_svg(name: str, view: RunView, lang: str, run_note: str = "") -> tu
     noted = {"run_note": run_note} if run_note and name in RUN_NOTED else {}
     if name == "animation":
         svg = render_animation(trace, lang=lang, full=full, style=style, still=True, **noted)
-    else:
-        svg = DIAGRAMS[name](trace, lang=lang, full=full, style=style, **noted)
+    else:  # the timeline draws each pass's floor (`floors_ms`, on this machine's roofs) over its bar
+        floors = {"floors_ms": floors_ms} if floors_ms is not None and name == "timeline" else {}
+        svg = DIAGRAMS[name](trace, lang=lang, full=full, style=style, **noted, **floors)
     return svg, with_run_note(figure_alt(name, trace, lang), noted.get("run_note", ""))
 
 
@@ -105,7 +107,8 @@ def presenter_view(lang: str, run: StoredRun, link_box: Callable[[], None] | Non
     step = shown_passes(total)
     with error_boundary(lang, "err_diagram"):
         run_note = run_label(run.headline, lang)  # the stored run: which repeat
-        svg, alt = presenter_svg(name, RunView(run, step, stepping=True), lang, run_note)
+        floors_ms = pass_floors.step_floors_ms(run.trace) if name == "timeline" else None
+        svg, alt = presenter_svg(name, RunView(run, step, stepping=True), lang, run_note, floors_ms)
         with st.container(key="presenter-figure"):  # ui.PRESENTER_CSS fits it to the window
             st.image(svg, width="stretch", alt=alt)
     if link_box is not None:

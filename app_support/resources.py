@@ -219,11 +219,15 @@ def figure_style(classroom: bool):
 
 
 @functools.lru_cache(maxsize=256)
-def diagram_svg(name: str, view: RunView, lang: str, classroom: bool = False, run_note: str = "") -> str:
+def diagram_svg(name: str, view: RunView, lang: str, classroom: bool = False, run_note: str = "",
+                floors_ms: tuple[float, ...] | None = None) -> str:
     """One diagram of the passes `view` shows, as an SVG string, on the whole run's axes while it steps.
     `classroom`: the classroom style (larger type, folded layouts). `run_note`: which repeat the run
-    is ("median run 3 of 5 (...)"), drawn on the figures in lesson.diagrams.RUN_NOTED."""
+    is ("median run 3 of 5 (...)"), drawn on the figures in lesson.diagrams.RUN_NOTED. `floors_ms`: each
+    pass's floor on this machine's roofs (app_support.pass_floors.step_floors_ms), drawn by the timeline."""
     noted = {"run_note": run_note} if run_note and name in RUN_NOTED else {}
+    if floors_ms is not None and name == "timeline":
+        noted["floors_ms"] = floors_ms
     return DIAGRAMS[name](view.trace, lang=lang, full=view.full, style=figure_style(classroom), **noted)
 
 

@@ -32,7 +32,7 @@ from lesson.spread import run_label
 from lesson.style import DEFAULT_STYLE
 from lesson.text import label, t, table_for
 
-from . import resources, state
+from . import pass_floors, resources, state
 from .quantization import section_quantization
 from .run_store import RunView, StoredRun
 from .ui import error_boundary, felt_source, metric_row, plotly_config, scroll_into_view, svg_figure
@@ -55,13 +55,15 @@ def figure_words(lang: str, view: RunView, alt: str, stem: str) -> tuple[str, st
     return recorded_alt(alt, provenance, lang), stem, figure_note(provenance, lang)
 
 
-def live_diagram(name: str, view: RunView | None, lang: str, caption: str | None = None) -> None:
+def live_diagram(name: str, view: RunView | None, lang: str, caption: str | None = None,
+                 floors_ms: tuple[float, ...] | None = None) -> None:
     if view is None:
         st.info(t(lang, "no_trace"))
         return
     with error_boundary(lang, "err_diagram"):
         run_note = shown_run_note(lang, view)  # which of the repeats every figure draws (lesson.spread)
-        svg = resources.diagram_svg(name, view, lang, classroom=st.session_state.classroom, run_note=run_note)
+        svg = resources.diagram_svg(name, view, lang, classroom=st.session_state.classroom, run_note=run_note,
+                                    floors_ms=floors_ms)
         alt, stem = resources.diagram_words(name, view, lang)
         alt, stem, note = figure_words(lang, view, alt, stem)  # a recorded run says so
         alt = with_run_note(alt, run_note if name in RUN_NOTED else "")
@@ -82,12 +84,18 @@ def section_timeline(lang: str, view: RunView | None) -> None:
             st.info(t(lang, "difference_note", num_tokens=stretched, ignore_eos=t(lang, "ignore_eos")),
                     icon=":material/compare_arrows:")
         scroll_into_view("difference-note")
-    live_diagram("timeline", view, lang, _timeline_caption(lang, view))
-    if view is not None and bottleneck_contradicts(view.whole, view.run.headline):  # noise: measure again
+    floors = pass_floors.shown_floors(view.whole) if view is not None else None
+    step_floors = pass_floors.step_floors_ms(view.whole) if floors is not None else None  # each bar's floor
+    live_diagram("timeline", view, lang, _timeline_caption(lang, view, floors), step_floors)
+    if view is not None and _contradicts(view, floors):  # noise: measure again
         repeats = resources.server_settings().repeats
         st.button(t(lang, "tl_measure_again"), key="timeline_measure_again", icon=":material/refresh:",
                   on_click=state.run_again, help=t(lang, "tl_measure_again_help", n=repeats))
     st.caption(t(lang, "timeline_real_split"))
+    if view is not None and floors is not None:  # where each pass's time goes: floor + the rest
+        with error_boundary(lang, "err_diagram"):
+            pass_floors.floors_figure(lang, view.whole, floors[0], floors[1], shown_run_note(lang, view),
+                                      download_stem(view.whole, view.run.stamp))
     if view is not None:
         ttft_bar(lang, view)
     st.markdown(t(lang, "timeline_1"))
@@ -95,11 +103,20 @@ def section_timeline(lang: str, view: RunView | None) -> None:
     st.markdown(t(lang, "timeline_2"))
 
 
-def _timeline_caption(lang: str, view: RunView | None) -> str:
-    """The first figure's caption: what it measured in the lesson's terms (lesson.metric_cards.timeline_lesson)."""
+def _contradicts(view: RunView, floors) -> bool:
+    """The run shown turns the lesson's order round: against its floors (a long Prefill measured no slower
+    than a Decode step: lesson.pass_floors), or, without them, a Decode step at or above Prefill."""
+    if floors is not None:
+        return floors[0].flipped
+    return bottleneck_contradicts(view.whole, view.run.headline)
+
+
+def _timeline_caption(lang: str, view: RunView | None, floors=None) -> str:
+    """The first figure's caption: what it measured in the lesson's terms (lesson.metric_cards.timeline_lesson),
+    each pass against its floor on this machine's roofs where they are known (`floors`: shown_floors)."""
     if view is None:
         return t(lang, "timeline_caption")
-    lesson = timeline_lesson(view.whole, lang, view.run.headline)
+    lesson = timeline_lesson(view.whole, lang, view.run.headline, floors[0] if floors is not None else None)
     joiner = "" if lang == "zh" else " "  # Chinese sentences run on without a space
     return f"{lesson}{joiner}{t(lang, 'timeline_caption')}" if lesson else t(lang, "timeline_caption")
 
@@ -212,11 +229,13 @@ def section_bottleneck(lang: str, view: RunView | None, settings: ServerSettings
     st.markdown(t(lang, "bottleneck_2"))
     if view is not None:
         # the passes shown (a classroom prefix quotes its own numbers), with the repeats' medians when whole
-        live = bottleneck_live_text(view.trace, lang, view.headline)
+        floors = pass_floors.shown_floors(view.trace)  # equal floors: a slow Decode step there is no noise
+        floors = floors[0] if floors is not None else None
+        live = bottleneck_live_text(view.trace, lang, view.headline, floors)
         if live:
             with st.container(key="bottleneck-live"):  # the lab quotes the same numbers (tests read both)
                 st.info(live, icon=":material/speed:")
-        if bottleneck_contradicts(view.trace, view.headline):  # this machine's noise: offer a fresh measurement
+        if bottleneck_contradicts(view.trace, view.headline, floors):  # noise: offer a fresh measurement
             st.button(t(lang, "bottleneck_measure_again"), key="bottleneck_measure_again", icon=":material/refresh:",
                       on_click=state.run_again, help=t(lang, "bottleneck_measure_again_help", n=settings.repeats))
     st.button(t(lang, "show_difference", num_tokens=settings.limits.max_prompt_tokens), key="show_difference",

@@ -38,7 +38,8 @@ from lesson.diagrams.serving_metrics import render_serving_metrics
 from lesson.formats import escape_markdown
 from lesson.layout import figures_per_row
 from lesson.messages import serving_message
-from lesson.serving_views import figure_alt, findings, metric_records, metrics_alt, run_label, time_left_s
+from lesson.serving_views import (figure_alt, findings, metric_records, metrics_alt, run_label, time_left_s,
+                                  what_to_see)
 from lesson.slides import run_set_tag, serving_stem
 from lesson.text import t, table_for
 
@@ -395,7 +396,7 @@ def _show(lang: str, shown: run_store.ServingSet) -> None:
 def _results(lang: str, shown: run_store.ServingSet) -> None:
     runs, jsons = list(shown.runs), shown.jsons
     st.subheader(t(lang, "sl_results"))
-    st.markdown(t(lang, "sl_what_to_see"))
+    st.markdown(what_to_see(runs, lang))  # written for this scenario
     for line in findings(runs, lang):
         st.markdown("- " + line)
     st.markdown(f"**{t(lang, 'sv_table_title')}**")

@@ -26,7 +26,7 @@ from lesson.style import DEFAULT_STYLE, classroom_style
 from lesson.svgtext import visible
 from lesson.text import t
 
-from . import run_store
+from . import pass_floors, run_store
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -61,11 +61,13 @@ def _zip(slides, lang: str, title: str, subtitle: str) -> bytes:
 
 @functools.lru_cache(maxsize=4)
 def lesson_zip(trace: RequestTrace, lang: str, run_name: str, classroom: bool, sketch: tuple[int, int],
-               when: str, run_note: str = "") -> bytes:
+               when: str, run_note: str = "", floors_ms: tuple[float, ...] | None = None) -> bytes:
     """Every lesson figure of the run `trace` (the whole run, in the page's style); `run_note`: which
-    repeat it is, as the page's figures say it (lesson.spread.run_label)."""
+    repeat it is, as the page's figures say it (lesson.spread.run_label); `floors_ms`: each pass's floor,
+    drawn by the timeline as on the page (app_support.pass_floors.step_floors_ms)."""
     style = classroom_style() if classroom else DEFAULT_STYLE
-    slides = lesson_slides(trace, lang=lang, run_name=run_name, style=style, sketch=sketch, run_note=run_note)
+    slides = lesson_slides(trace, lang=lang, run_name=run_name, style=style, sketch=sketch, run_note=run_note,
+                           floors_ms=floors_ms)
     answer = answer_text(trace)  # as the page shows it: special tokens such as </s> left out
     subtitle = t(lang, "kit_deck_subtitle", prompt=_quote(trace.prompt), answer=_quote(answer),
                  model=trace.model.model_id, when=stamp_words(when))  # a date and time, not the file stamp
@@ -101,8 +103,9 @@ def lesson_button(lang: str) -> None:
     run_name = f"run{number}" if number else "run"
     sketch = (int(ss.demo_prompt_len), int(ss.demo_output_len))
     run_note = run_label(run.headline, lang)  # the page's figures say it too
+    floors_ms = pass_floors.step_floors_ms(run.trace)  # the timeline's, as on the page
     data = functools.partial(lesson_zip, run.trace, lang, run_name, bool(ss.classroom), sketch, run.stamp,
-                             run_note)
+                             run_note, floors_ms)
     st.download_button(t(lang, "kit_download"), data=data, file_name=f"prefill-decode_{run_name}_slides_{lang}.zip",
                        mime="application/zip", key="kit_download", on_click="ignore", icon=":material/slideshow:",
                        help=t(lang, "kit_download_help", width=PNG_WIDTH))

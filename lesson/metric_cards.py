@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from engine.contract.trace import RequestTrace
 
 from .formats import escape_markdown, fmt_count, fmt_ratio, format_ms
+from .pass_floors import RunFloors, floor_words
 from .spread import Headline, Spread, headline, verdict
 from .text import t
 
@@ -101,7 +102,8 @@ def metric_gap_notes(trace: RequestTrace, lang: str) -> tuple[str, ...]:
     return tuple(notes)
 
 
-def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | None = None) -> str | None:
+def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | None = None,
+                         floors: RunFloors | None = None) -> str | None:
     """The real Prefill beside a real Decode step, in words, and what their ratio means.
 
     `numbers`: N runs of this request (lesson.spread; the shown one is `trace`); without them, the
@@ -109,13 +111,15 @@ def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | Non
     follows lesson.spread.verdict on the shown run: alike (a small
     model's fixed cost per pass), apart, the same work (a one-position prompt), or this
     machine's noise (a Decode step at or above Prefill: the lesson says it cannot be), which
-    shows the runs' range and asks to measure again. None without a Decode step.
+    shows the runs' range and asks to measure again. `floors` (lesson.pass_floors): where they say both
+    passes must take the same time (a short prompt: the same weights read once each), a Decode step at or
+    above Prefill is no noise but the same fixed cost per pass ("same_floor"). None without a Decode step.
     """
     prefill = trace.prefill
     if prefill is None or not trace.decode_steps:
         return None
     numbers = numbers if numbers is not None else headline((trace,))
-    ratio, kind = numbers.ratio, verdict(numbers, prefill.num_positions)
+    ratio, kind = numbers.ratio, _verdict(numbers, prefill.num_positions, floors)
     if ratio is None or kind is None:
         return None
     own = numbers.shown_numbers
@@ -127,8 +131,10 @@ def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | Non
     else:
         words = [t(lang, "bottleneck_live", **fields)]
     m = trace.model
+    floor = format_ms(floors.prefill.floor_ms) if floors is not None else ""
     words.append(t(lang, f"bottleneck_{kind}", ratio=fmt_ratio(own.ratio), prompt_len=prefill.num_positions,
-                   model=escape_markdown(m.model_id), params=fmt_count(m.num_params), device=m.device, dtype=m.dtype))
+                   model=escape_markdown(m.model_id), params=fmt_count(m.num_params), device=m.device, dtype=m.dtype,
+                   floor=floor))
     if numbers.n > 1:
         low, high = fmt_ratio(ratio.low), fmt_ratio(ratio.high)
         words.append(t(lang, "bottleneck_ratio_same" if low == high else "bottleneck_ratio_range", n=numbers.n,
@@ -136,13 +142,21 @@ def bottleneck_live_text(trace: RequestTrace, lang: str, numbers: Headline | Non
     return " ".join(words)
 
 
-def bottleneck_contradicts(trace: RequestTrace, numbers: Headline | None = None) -> bool:
+def bottleneck_contradicts(trace: RequestTrace, numbers: Headline | None = None,
+                           floors: RunFloors | None = None) -> bool:
     """True when the shown run contradicts the lesson (its Decode step at or above its Prefill on a
-    prompt of several positions): the page then offers to measure again."""
+    prompt of several positions, where `floors`, if known, say Prefill must take longer): the page then
+    offers to measure again."""
     prefill = trace.prefill
     if prefill is None or not trace.decode_steps:
         return False
-    return verdict(numbers if numbers is not None else headline((trace,)), prefill.num_positions) == "noise"
+    return _verdict(numbers if numbers is not None else headline((trace,)), prefill.num_positions, floors) == "noise"
+
+
+def _verdict(numbers: Headline, prompt_len: int, floors: RunFloors | None) -> str | None:
+    """lesson.spread.verdict, except that equal floors make a Decode step as slow as Prefill "same_floor"."""
+    kind = verdict(numbers, prompt_len)
+    return "same_floor" if kind == "noise" and floors is not None and floors.same_floor else kind
 
 
 def _range_ms(spread: Spread) -> str:
@@ -152,13 +166,17 @@ def _range_ms(spread: Spread) -> str:
 SAME_PER_POSITION = 0.05  # per-position ratios within 5 % of 1 read "about the same"
 
 
-def timeline_lesson(trace: RequestTrace, lang: str, numbers: Headline | None = None) -> str | None:
+def timeline_lesson(trace: RequestTrace, lang: str, numbers: Headline | None = None,
+                    floors: RunFloors | None = None) -> str | None:
     """The first figure's caption, in the lesson's terms: Prefill read N positions in one pass in X ms
     (X/N per position); each Decode step read one position in Y ms (the median of the run's steps), so
     per position Prefill was Y·N/X times cheaper. When this machine's noise made a Decode step at least
     as slow as the whole Prefill, it says so, with the runs' range, and asks to measure again (the page
     adds the button: bottleneck_contradicts). `numbers`: the run's repeats (lesson.spread; `trace` is
-    their shown run). None before a Decode step."""
+    their shown run). `floors`: the shown run's passes against this machine's floors (lesson.pass_floors);
+    with them the sentence reads each pass against its floor instead: a short prompt's two passes have the
+    same floor, so a Decode step as slow as Prefill is no noise there, only a long prompt's can be. None
+    before a Decode step."""
     prefill, decodes = trace.prefill, trace.decode_steps
     if prefill is None or not decodes:
         return None
@@ -170,6 +188,8 @@ def timeline_lesson(trace: RequestTrace, lang: str, numbers: Headline | None = N
     per_position = own.decode_ms * n / own.prefill_ms if own.prefill_ms > 0 else float("inf")
     if n <= 1:
         words.append(t(lang, "tl_lesson_one_position"))
+    elif floors is not None:  # the floors decide what the two times should be
+        words.append(floor_words(floors, lang))
     elif verdict(numbers, n) == "noise":  # a Decode step no faster than the whole Prefill: not the lesson
         words.append(t(lang, "tl_lesson_noise", y=format_ms(own.decode_ms), x=format_ms(own.prefill_ms)))
         if numbers.n > 1:

@@ -15,7 +15,7 @@ from engine.contract.serving.trace import ServingMetrics, ServingRun
 from .diagrams.serving_gantt import fine_ms, itl_spikes, longest_pass, policy_label
 from .formats import fmt_bytes, fmt_int, fmt_ms
 from .layout import text_width
-from .text import t
+from .text import TEXTS, t
 
 
 def _ms(value: float | None) -> str:
@@ -212,6 +212,35 @@ def figure_alt(name: str, run: ServingRun, lang: str) -> str:
 
 # --- what the measured numbers say -------------------------------------------------
 
+PREFIX_SCENARIOS = ("shared-system-prompt", "multi-turn-chat", "near-miss")  # their lesson is the prefix cache
+
+
+def what_to_see(runs: Sequence[ServingRun], lang: str) -> str:
+    """"What to look for", written for the runs' scenario (a workload of the visitor's own: the general
+    words), and for a prefix-caching scenario run without it, that it is off."""
+    scenario = runs[0].scenario if runs else ""
+    key = "sl_see_" + scenario.replace("-", "_")
+    words = t(lang, key) if key in TEXTS["en"] else t(lang, "sl_see_other")
+    if scenario in PREFIX_SCENARIOS and not any(run.settings.prefix_caching for run in runs):
+        words = f"{words}{'' if lang == 'zh' else ' '}{t(lang, 'sl_see_prefix_off')}"
+    return words
+
+
+def disagg_verdict(disagg: ServingRun, runs: Sequence[ServingRun], lang: str) -> str:
+    """What disaggregation's p99 ITL says beside the other policies' measured now: the sentence "the Decode
+    worker never runs a Prefill" reads as a benefit only where its p99 ITL was the table's lowest."""
+    others = [r for r in runs if r is not disagg and r.metrics.itl.count]
+    if not others or not disagg.metrics.itl.count:
+        return t(lang, "sv_disagg_alone")
+    mine = disagg.metrics.itl.p99
+    listed = ", ".join(f"{policy_label(lang, r.settings.policy)} {_ms(r.metrics.itl.p99)}" for r in others)
+    fields = dict(n=len(others) + 1, others=listed, device=disagg.model.device)
+    if all(mine < r.metrics.itl.p99 for r in others):
+        return t(lang, "sv_disagg_best", **fields)
+    if all(mine > r.metrics.itl.p99 for r in others):
+        return t(lang, "sv_disagg_worst", **fields)
+    return t(lang, "sv_disagg_middle", **fields)
+
 def findings(runs: Sequence[ServingRun], lang: str) -> list[str]:
     """Sentences comparing the runs, every number from them (Markdown-safe: numbers and our words)."""
     by = {r.settings.policy: r for r in runs}
@@ -237,7 +266,8 @@ def findings(runs: Sequence[ServingRun], lang: str) -> list[str]:
         big = max(disagg.handoffs, key=lambda h: h.num_bytes)
         links = "; ".join(f"{e.name} {fine_ms(e.ms)}" for e in big.link_estimates) or "—"
         out.append(t(lang, "sv_find_disagg", n=len(disagg.handoffs), bytes=fmt_bytes(total), copy=_ms(copy),
-                     p99=_ms(disagg.metrics.itl.p99), rid=big.request_id, big=fmt_bytes(big.num_bytes), links=links))
+                     p99=_ms(disagg.metrics.itl.p99), rid=big.request_id, big=fmt_bytes(big.num_bytes), links=links,
+                     verdict=disagg_verdict(disagg, runs, lang)))
     waits = [r for r in runs if any(it.preempted for it in r.iterations)]
     for run in waits:
         out.append(t(lang, "sv_find_preempted", policy=policy_label(lang, run.settings.policy),

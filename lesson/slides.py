@@ -42,7 +42,7 @@ from .diagrams.serving_gantt import policy_label, render_serving_gantt, scenario
 from .diagrams.prefix_cache import render_prefix_cache
 from .diagrams.serving_metrics import render_serving_metrics
 from .serving_views import figure_alt as serving_figure_alt
-from .serving_views import metrics_alt
+from .serving_views import metrics_alt, what_to_see
 from .prefix_views import prefix_alt
 from .style import DEFAULT_STYLE, Style
 from .svgtext import visible
@@ -151,7 +151,7 @@ LESSON_FIGURES = (
     ("review_map", "sec_review", "review_caption", "summary"),
 )
 SERVING_FIGURES = (  # (figure, its tab's name, caption, the lesson's sentence)
-    ("gantt", "sl_tab_gantt", "sl_explain_gantt", "sl_what_to_see"),
+    ("gantt", "sl_tab_gantt", "sl_explain_gantt", None),  # None: the scenario's own (serving_views.what_to_see)
     ("batch", "sl_tab_batch", "sl_explain_batch", "many_1"),
     ("kv", "sl_tab_kv", "sl_explain_kv", "many_1"),
 )
@@ -160,28 +160,31 @@ SERVING_FIGURES = (  # (figure, its tab's name, caption, the lesson's sentence)
 # --- the slides of a run ------------------------------------------------------------
 
 def lesson_slides(trace: RequestTrace, *, lang: str, run_name: str, style: Style = DEFAULT_STYLE,
-                  sketch: tuple[int, int] = (4, 2), run_note: str = "") -> list[Slide]:
+                  sketch: tuple[int, int] = (4, 2), run_note: str = "",
+                  floors_ms: Sequence[float] | None = None) -> list[Slide]:
     """Every figure of the lesson for the whole run `trace`, in the page's order, named
     `<run_name>_<figure>_<lang>`; `sketch`: the block sketch's (prompt, answer) lengths; `run_note`:
-    which of several repeats the run is (lesson.spread.run_label), on the figures that quote its times."""
+    which of several repeats the run is (lesson.spread.run_label), on the figures that quote its times;
+    `floors_ms`: each pass's floor on the measuring machine's roofs, drawn by the timeline as the page does."""
     check_language(lang)
     run = safe_name(run_name)
     slides = []
     for figure, title, caption, notes in LESSON_FIGURES:
-        svg, alt, still = _lesson_figure(figure, trace, lang, style, sketch, run_note)
+        svg, alt, still = _lesson_figure(figure, trace, lang, style, sketch, run_note, floors_ms)
         slides.append(Slide(f"{run}_{figure}_{lang}", svg, words(lang, title),
                             words(lang, caption, p=sketch[0], o=sketch[1]), words(lang, notes), alt, still))
     return slides
 
 
-def _lesson_figure(figure: str, trace: RequestTrace, lang: str, style: Style,
-                   sketch: tuple[int, int], run_note: str = "") -> tuple[str, str, str]:
+def _lesson_figure(figure: str, trace: RequestTrace, lang: str, style: Style, sketch: tuple[int, int],
+                   run_note: str = "", floors_ms: Sequence[float] | None = None) -> tuple[str, str, str]:
     """(the SVG, its alt text, the still its PNG is drawn from: "" for the SVG itself)."""
     if figure == "blocks_schematic":
         return (render_blocks_schematic(*sketch, lang=lang, style=style), schematic_alt(*sketch, lang), "")
     noted = {"run_note": run_note} if run_note and figure in RUN_NOTED else {}
+    floors = {"floors_ms": floors_ms} if floors_ms is not None and figure == "timeline" else {}
     # ttft_parts from a trace alone: the engine's parts of TTFT (the visitor's are the page's)
-    svg = DIAGRAMS[figure](trace, lang=lang, style=style, **noted)
+    svg = DIAGRAMS[figure](trace, lang=lang, style=style, **noted, **floors)
     still = render_animation(trace, lang=lang, still=True, style=style, **noted) if figure == "animation" else ""
     return svg, with_run_note(figure_alt(figure, trace, lang), noted.get("run_note", "")), still
 
@@ -204,7 +207,8 @@ def serving_slides(runs: Sequence[ServingRun], *, lang: str, tag: str, style: St
                 continue  # a run observed from a client has no passes to draw
             heading = f"{words(lang, title)} · {policy_label(lang, run.settings.policy)}"
             slides.append(Slide(f"{serving_stem(run, figure, tag)}_{lang}", render[figure](run, lang=lang, style=style),
-                                heading, f"{scenario} · {words(lang, caption)}", words(lang, notes),
+                                heading, f"{scenario} · {words(lang, caption)}",
+                                words(lang, notes) if notes else plain_text(what_to_see(runs, lang)),
                                 visible(serving_figure_alt(figure, run, lang))))
     for run in runs:  # prefix caching on: which request holds which block (lesson/diagrams/prefix_cache.py)
         if run.settings.prefix_caching and run.iterations:

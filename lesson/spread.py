@@ -237,6 +237,23 @@ def outlier_indices(values: Sequence[float]) -> tuple[int, ...]:
                  or v > OUTLIER_MEDIAN_FACTOR * median)
 
 
+def trend_outliers(values: Sequence[float], work: Sequence[float]) -> tuple[int, ...]:
+    """The passes far from what the others predict for their work (FLOPs): `outlier_indices` over each
+    value divided by a robust line through (work, value) (Theil-Sen: the median of the pairwise slopes,
+    which a few stragglers cannot tilt). Passes doing the same work reduce to `outlier_indices` itself; a
+    trend (cache off: each step recomputes one more position) is not mistaken for noise."""
+    if len(values) < 3:
+        return ()
+    slopes = [(values[j] - values[i]) / (work[j] - work[i]) for i in range(len(values))
+              for j in range(i + 1, len(values)) if work[j] != work[i]]
+    slope = statistics.median(slopes) if slopes else 0.0
+    intercept = statistics.median(v - slope * w for v, w in zip(values, work))
+    expected = [intercept + slope * w for w in work]
+    if min(expected) <= 0:  # no line to compare with: the plain rule
+        return outlier_indices(values)
+    return outlier_indices([v / e for v, e in zip(values, expected)])
+
+
 def point_spread(times: Sequence[float]) -> tuple[float, float, tuple[float, ...]]:
     """(fastest, slowest) of one point's repeats that are not outliers, and the outliers' times in order."""
     flagged = set(outlier_indices(times))

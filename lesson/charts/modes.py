@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from engine.contract.trace import RequestTrace
 
+from ..diagrams._common import OUTLIER_COLOR
 from ..diagrams.modes import axis_end_ms, headline, mode_summaries, row_detail, row_title
 from ..style import DEFAULT_STYLE, Style
 from ..formats import fmt_ms
@@ -26,9 +27,21 @@ def _title_text(rows, lang: str) -> str:
     return plain_label(headline(rows, lang) if rows else t(lang, "modes_no_decode"))
 
 
+def _outlier_trace(fig: go.Figure, rows, names, end: float, lang: str) -> None:
+    """data[2]: a red ring on every Decode step far from its mode's others (in the legend only if any)."""
+    rings = [(n, i + 1, r.decode_ms[i], r) for r, n in zip(rows, names) for i in r.outlier_steps]
+    fig.add_trace(go.Scatter(
+        x=[min(ms, end) for _, _, ms, _ in rings], y=[n for n, _, _, _ in rings], mode="markers",
+        showlegend=bool(rings), marker=dict(symbol="circle-open", size=13, color=OUTLIER_COLOR, line=dict(width=2)),
+        name=plain_label(t(lang, "modes_legend_outlier")), hoverinfo="text",
+        hovertext=[plain_label(t(lang, "modes_outlier_title", mode=r.asked, n=i, ms=fmt_ms(ms),
+                                 median=fmt_ms(r.median_ms))) for _, i, ms, r in rings]))
+
+
 def modes_figure(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] | None = None, lang: str = "zh",
                  style: Style | None = None, classroom: bool = False, title: bool = True) -> go.Figure:
-    """data[0]: the median bars (one per mode asked, in `runs`' order); data[1]: every Decode step.
+    """data[0]: the median bars (one per mode asked, in `runs`' order); data[1]: every Decode step; data[2]:
+    the steps far from their mode's others (lesson.spread's rule), ringed.
     title=False leaves the headline to the page (plotly titles never wrap: in classroom type the
     headline ran past a 1024-px projector's column)."""
     style = style or DEFAULT_STYLE
@@ -44,8 +57,8 @@ def modes_figure(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] | 
         orientation="h", y=names, x=[r.median_ms for r in rows], marker_color=style.decode_light,
         marker_line=dict(color=style.decode, width=1.5), name=plain_label(t(lang, "modes_legend_median")),
         error_x=dict(type="data", symmetric=False, color=style.decode,
-                     array=[min(max(r.decode_ms), end) - r.median_ms for r in rows],
-                     arrayminus=[r.median_ms - min(r.decode_ms) for r in rows]),
+                     array=[min(r.step_spread[1], end) - r.median_ms for r in rows],
+                     arrayminus=[r.median_ms - r.step_spread[0] for r in rows]),
         hovertext=hover, hoverinfo="text"))
     fig.add_trace(go.Scatter(
         x=[min(ms, end) for _, _, ms in steps], y=[n for n, _, _ in steps], mode="markers",
@@ -53,6 +66,7 @@ def modes_figure(runs: Mapping[str, RequestTrace], floors_ms: Sequence[float] | 
                     symbol=["circle" if ms <= end else "triangle-right" for _, _, ms in steps]),
         name=plain_label(t(lang, "modes_legend_step")),
         hovertext=[f"{n} · D{i}: {fmt_ms(ms)}" for n, i, ms in steps], hoverinfo="text"))
+    _outlier_trace(fig, rows, names, end, lang)
     floor = next((r.floor_ms for r in rows if r.floor_ms), None)
     if floor:
         fig.add_vline(x=floor, line=dict(color=style.ink, dash="dash", width=2))

@@ -134,6 +134,27 @@ def arrow_marker(dwg, marker_id: str, color: str):
     return marker
 
 
+# One mark for a measurement far from the others, in every measured figure (the sweep, cache on vs off, the
+# engine modes): a red ring, as the serving Gantt's ITL spikes; which are far is lesson.spread's one rule.
+OUTLIER_COLOR = "#dc2626"
+
+
+def outlier_ring(dwg, x: float, y: float, title: str, **data):
+    """A red ring around (x, y) with its hover words: a time this machine's noise made."""
+    ring = dwg.circle((round(x, 2), round(y, 2)), 5, fill="none", stroke=OUTLIER_COLOR, stroke_width=2,
+                      class_="outlier", **data)
+    return add_title(ring, title)
+
+
+def outlier_legend(dwg, style: Style, x: float, y: float, caption: str) -> float:
+    """The legend's red ring and its words; returns the x after it."""
+    group = dwg.g(class_="legend-item outlier")
+    group.add(dwg.circle((x + 7, y - 4), 5, fill="none", stroke=OUTLIER_COLOR, stroke_width=2))
+    group.add(text(dwg, caption, x + 20, y, size=style.small_size, fill=style.ink))
+    dwg.add(group)
+    return x + 20 + text_width(caption, style.small_size) + 24
+
+
 def pass_tick(index: int, phase: str, position: int, num_bars: int, table: Table, max_named: int = 16,
               max_ticks: int = 12) -> str | None:
     """The x-axis label under bar `position` of `num_bars` (one bar per forward pass).

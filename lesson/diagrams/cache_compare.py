@@ -18,8 +18,10 @@ from ..text import Table, label, table_for
 from .kv_growth import sampled_note
 from ..style import DEFAULT_STYLE, Style
 from ..formats import fmt_count, fmt_ms
+from ..spread import trend_outliers
 from ._common import (
-    add_title, header, legend_block, legend_rows, new_drawing, notes, notes_height, pass_tick, text, to_string,
+    add_title, header, legend_block, legend_rows, new_drawing, notes, notes_height, outlier_legend, outlier_ring,
+    pass_tick, text, to_string,
 )
 
 MAX_SLOTS = 48
@@ -116,6 +118,27 @@ def _draw_panel(dwg, panel: Panel, comparison, style: Style, table: Table, picks
                          anchor="middle", class_="tick-label"))
 
 
+def comparison_outliers(comparison) -> frozenset[tuple[int, str]]:
+    """(pass, "off" / "on") of the Decode steps far from what their mode's other steps predict for their
+    FLOPs (lesson.spread.trend_outliers, the sweep's rule against the trend): this machine's noise. The
+    Prefill is a pass of another kind, never compared with the steps."""
+    found = set()
+    for mode, ms, flops in (("off", comparison.off_ms, comparison.off_flops), ("on", comparison.on_ms,
+                                                                             comparison.on_flops)):
+        found |= {(i + 1, mode) for i in trend_outliers(ms[1:], flops[1:])}
+    return frozenset(found)
+
+
+def _draw_outliers(dwg, panel: Panel, outliers, comparison, table: Table) -> None:
+    """A red ring over each outlier's bar in the time panel (the passes drawn)."""
+    for bar in panel.bars:
+        if (bar.step, bar.mode) in outliers:
+            words = label(table, "cc_outlier_title", n=bar.step + 1, mode=label(table, f"cc_{bar.mode}"),
+                          ms=fmt_ms(bar.value))
+            dwg.add(outlier_ring(dwg, bar.x + bar.w / 2, bar.y - 8, words,
+                                 **{"data-step": bar.step, "data-mode": bar.mode, "data-ms": repr(float(bar.value))}))
+
+
 def _tick_limits(plot_w: float, num_slots: int, style: Style) -> tuple[int, int]:
     """(max_named, max_ticks) for pass_tick: big tick labels (classroom) name fewer bars, number fewer ticks."""
     if not style.fitted:
@@ -144,20 +167,26 @@ def render_cache_compare(comparison, *, lang: str = "zh", style: Style | None = 
     legend = [(_color(mode, style), label(table, f"cc_{mode}"), mode) for mode in ("off", "on")]
     width = PAD * 2 + sum(_dims(style)[:2])
     lines = legend_rows(style, [words for _, words, _ in legend], PAD, width - PAD)
-    time_panel, flops_panel, picks = compare_layout(comparison, style, len(lines))
+    outliers = comparison_outliers(comparison)  # a legend line more for their red ring
+    time_panel, flops_panel, picks = compare_layout(comparison, style, len(lines) + bool(outliers))
     total = label(table, "cc_total", off_ms=fmt_ms(comparison.off_total_ms), on_ms=fmt_ms(comparison.on_total_ms),
                   off_flops=fmt_count(int(comparison.off_total_flops)),
                   on_flops=fmt_count(int(comparison.on_total_flops)))
     sampled = sampled_note(len(picks), comparison.num_steps, table)  # "48 of the 128 passes are drawn ..."
     lines = [total, label(table, "cc_note")] + ([sampled] if sampled else [])
+    if outliers:
+        lines.append(label(table, "cc_outliers_note", n=len(outliers), total=2 * (comparison.num_steps - 1)))
     axis_y = flops_panel.bottom + 36 + 2 * max(0, style.small_size - 13)
     height = max(flops_panel.bottom + 110, axis_y + 8 + notes_height(style, lines, width - 2 * PAD) + 24)
     dwg = new_drawing(width, height, style, "cache-compare", label(table, "cc_title"))
     header(dwg, style, label(table, "cc_title"),
            label(table, "cc_subtitle", model=model_id, prompt_len=comparison.prompt_len, steps=comparison.num_steps))
-    legend_block(dwg, style, legend, PAD, 108, width - PAD)
+    legend_end = legend_block(dwg, style, legend, PAD, 108, width - PAD)
+    if outliers:  # only a figure that has one says what a red ring is
+        outlier_legend(dwg, style, PAD, legend_end + style.small_size * 1.6, label(table, "cc_outlier"))
     for panel in (time_panel, flops_panel):
         _draw_panel(dwg, panel, comparison, style, table, picks)
+    _draw_outliers(dwg, time_panel, outliers, comparison, table)
     axis_words = step_axis_label(len(picks), time_panel.right - time_panel.left, style, lang)
     dwg.add(text(dwg, axis_words, time_panel.left, axis_y, size=style.small_size, fill=style.muted_ink, weight="bold",
                  class_="axis-label"))

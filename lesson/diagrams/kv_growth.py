@@ -29,6 +29,9 @@ from ..formats import fmt_bytes, fmt_int
 from ._common import add_title, header, new_drawing, notes, notes_height, pass_tick, text, to_string
 
 MAX_BARS, MAX_LAYER_SEGMENTS, MAX_DECODE_RUNS = 48, 12, 3
+# Decode's growth under a tenth of the axis (a long prompt: +2 KiB a step on a 2 MiB axis) is invisible
+# there: the bytes added since the Prefill are drawn again under it, on an axis of their own.
+ZOOM_BELOW, INSET_H = 0.1, 90
 PAD, PLOT_W, PLOT_H, Y_LABEL_W = 32, 760, 280, 78
 FORMULA_TOP, FORMULA_LINE_H, NOTE_ROOM = 84, 20, 24
 # The box is PLOT_W + Y_LABEL_W wide; text widths are estimates without font files
@@ -76,6 +79,18 @@ class Bar:
 
 
 @dataclass(frozen=True)
+class Inset:
+    """The zoom under the plot: each pass's bytes added since the Prefill, on its own axis."""
+
+    title_lines: tuple[str, ...]  # wrapped to the figure's width
+    title_y: float  # the first title line's baseline
+    top: float
+    bottom: float
+    y_ticks: tuple[tuple[float, str], ...]
+    bars: tuple[tuple[Bar, int, float], ...]  # (the main bar it zooms, bytes added since the Prefill, y of its top)
+
+
+@dataclass(frozen=True)
 class KvLayout:
     width: float
     height: float
@@ -93,6 +108,7 @@ class KvLayout:
     legend_y: float = -1.0  # the layer legend (swatches) and the stack note under the x axis
     sampled_note: str | None = None  # "48 of 128 passes drawn ..." when the bars are a sample
     run_note: str = ""  # which of several repeats this run is (lesson.spread.run_label), under the stack note
+    inset: Inset | None = None  # Decode's growth zoomed, where the main axis cannot show it
 
     @property
     def plot_w(self) -> float:
@@ -159,10 +175,29 @@ def kv_layout(trace: RequestTrace, table: Table, style: Style = DEFAULT_STYLE,
     legend_y = bottom + 50 + 2 * max(0, style.small_size - 13) + style.small_size * 1.7
     if sampled:  # its own line(s) under the x axis label, above the layer legend
         legend_y += notes_height(style, [sampled], width - 2 * PAD)
+    title_lines = tuple(wrap_text(label(table, "kv_inset_title"), width - 2 * PAD, style.small_size))
+    inset = _inset(trace, full or trace, bars, ticks[-1], title_lines, legend_y + 4, style)
+    if inset is not None:  # the layer legend and the notes go under it
+        legend_y = inset.bottom + style.tiny_size + 18 + style.small_size * 1.7
     stack_note = notes_height(style, _bottom_notes(table, run_note), width - 2 * PAD)
     return KvLayout(width, legend_y + stack_note + 30, left, top, bottom, right, bars,
                     tuple((y(v), fmt_bytes(int(v))) for v in ticks), y(trace.steps[0].kv_bytes),
-                    formula_lines, prefill_note, _decode_note(kv, table), line_h, legend_y, sampled, run_note)
+                    formula_lines, prefill_note, _decode_note(kv, table), line_h, legend_y, sampled, run_note, inset)
+
+
+def _inset(trace: RequestTrace, whole: RequestTrace, bars: tuple[Bar, ...], axis_max: float,
+           title_lines: tuple[str, ...], title_y: float, style: Style) -> Inset | None:
+    """The zoom of Decode's growth, or None where the main axis shows it (or nothing grew). Its axis comes
+    from the whole run (`whole`), so stepping through the run never rescales it."""
+    base = whole.steps[0].kv_bytes
+    grown = max(s.kv_bytes for s in whole.steps) - base
+    if len(whole.steps) < 2 or grown <= 0 or grown >= ZOOM_BELOW * axis_max:
+        return None
+    ticks = byte_ticks(grown, 3)
+    top = title_y + style.small_size * (1.45 * (len(title_lines) - 1) + 1.2)
+    y = LinearScale(0, ticks[-1], top + INSET_H, top)
+    zoomed = tuple((bar, max(bar.total_bytes - base, 0), y(max(bar.total_bytes - base, 0))) for bar in bars)
+    return Inset(title_lines, title_y, top, top + INSET_H, tuple((y(v), fmt_bytes(int(v))) for v in ticks), zoomed)
 
 
 def _bottom_notes(table: Table, run_note: str) -> list[str]:
@@ -321,6 +356,24 @@ def _draw_axes(dwg, layout: KvLayout, style: Style, table: Table) -> None:
                          class_="note sampled-note"))
 
 
+def _draw_inset(dwg, layout: KvLayout, style: Style, table: Table) -> None:
+    """Decode's growth on an axis of its own, under the plot: the same passes, the bytes added since the Prefill."""
+    inset = layout.inset
+    group = dwg.g(class_="kv-inset")
+    for k, line in enumerate(inset.title_lines):
+        group.add(text(dwg, line, PAD, inset.title_y + k * style.small_size * 1.45, size=style.small_size,
+                       fill=style.decode, weight="bold", class_="inset-title"))
+    for y, words in inset.y_ticks:
+        group.add(dwg.line((layout.left, y), (layout.right, y), stroke=style.grid, stroke_width=1, class_="grid"))
+        group.add(text(dwg, words, layout.left - 8, y + 4, size=style.tiny_size, fill=style.muted_ink, anchor="end",
+                       class_="tick-label"))
+    for bar, added, y in inset.bars:
+        rect = dwg.rect((bar.x, y), (bar.w, round(inset.bottom - y, 2)), fill=style.phase_color(bar.phase),
+                        class_=f"inset-bar {bar.phase}", **{"data-step": bar.step_index, "data-added-bytes": added})
+        group.add(add_title(rect, label(table, "kv_inset_bar", n=bar.step_index + 1, added=fmt_bytes(added))))
+    dwg.add(group)
+
+
 def _draw_notes(dwg, layout: KvLayout, style: Style, table: Table) -> None:
     y = layout.prefill_y
     dwg.add(dwg.line((layout.left, y), (layout.right, y), stroke=style.prefill, stroke_width=1.2,
@@ -366,5 +419,7 @@ def render_kv_growth(trace: RequestTrace, *, lang: str = "zh", style: Style | No
     _draw_axes(dwg, layout, style, table)
     for bar in layout.bars:
         dwg.add(_draw_bar(dwg, bar, layout.bottom, style, table))
+    if layout.inset is not None:
+        _draw_inset(dwg, layout, style, table)
     _draw_notes(dwg, layout, style, table)
     return to_string(dwg)

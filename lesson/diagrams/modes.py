@@ -31,7 +31,10 @@ from ..formats import fmt_ms
 from ..layout import LinearScale, nice_ticks, text_width, wrap_text
 from ..style import DEFAULT_STYLE, Style
 from ..text import t
-from ._common import add_title, halo, header, new_drawing, notes, notes_height, text, to_string
+from ..spread import outlier_indices, point_spread
+from ._common import (
+    OUTLIER_COLOR, add_title, halo, header, new_drawing, notes, notes_height, outlier_ring, text, to_string,
+)
 
 PAD, STRIP_H, ROW_GAP, LEGEND_Y = 32, 26, 18, 108
 PLOT_W = 760  # default width of the time axis; classroom mode fits style.max_width instead
@@ -57,6 +60,17 @@ class ModeSummary:
     @property
     def median_ms(self) -> float | None:
         return statistics.median(self.decode_ms) if self.decode_ms else None
+
+    @property
+    def outlier_steps(self) -> tuple[int, ...]:
+        """Indices (into decode_ms) of the steps far from the mode's others: lesson.spread's one rule."""
+        return outlier_indices(self.decode_ms)
+
+    @property
+    def step_spread(self) -> tuple[float, float]:
+        """(fastest, slowest) Decode step that is not an outlier, as the sweep draws a point's line."""
+        low, high, _ = point_spread(self.decode_ms)
+        return low, high
 
     @property
     def vs_floor(self) -> float | None:
@@ -112,6 +126,25 @@ def headline(rows: Sequence[ModeSummary], lang: str) -> str:
         return t(lang, "modes_headline_one", mode=base.asked, ms=fmt_ms(base.median_ms)) + floor
     return t(lang, "modes_headline", base=base.asked, best=best.asked, saved=fmt_ms(base.median_ms - best.median_ms),
              base_ms=fmt_ms(base.median_ms), best_ms=fmt_ms(best.median_ms)) + floor
+
+
+def prefill_outliers(rows: Sequence[ModeSummary]) -> list[ModeSummary]:
+    """The modes whose Prefill (the same prompt in every mode) is far from the other modes' (the same rule)."""
+    timed = [r for r in rows if r.prefill_ms is not None]
+    return [timed[i] for i in outlier_indices([r.prefill_ms for r in timed])]
+
+
+def outlier_notes(rows: Sequence[ModeSummary], lang: str) -> list[str]:
+    """The noise notes: how many Decode steps are ringed, and each Prefill far from the other modes'."""
+    lines = []
+    num = sum(len(r.outlier_steps) for r in rows)
+    if num:
+        lines.append(t(lang, "modes_outliers_note", n=num, total=sum(len(r.decode_ms) for r in rows)))
+    others = [r.prefill_ms for r in rows if r.prefill_ms is not None]
+    for row in prefill_outliers(rows):
+        lines.append(t(lang, "modes_prefill_outlier", mode=row.asked, ms=fmt_ms(row.prefill_ms),
+                       median=fmt_ms(statistics.median(others))))
+    return lines
 
 
 def row_title(row: ModeSummary, lang: str) -> str:
@@ -188,7 +221,8 @@ def render_modes(runs: Mapping[str, RequestTrace], *, floors_ms: Sequence[float]
     subtitle = t(lang, "modes_fig_subtitle", model=first.model.model_id, device=first.model.device,
                  prompt_len=first.prompt_len, steps=len(first.decode_steps))
     floor = next((r.floor_ms for r in rows if r.floor_ms), None)
-    legend_bottom = _legend(None, style, lang, left, right, bool(floor))  # measure only
+    rings = any(r.outlier_steps for r in rows)
+    legend_bottom = _legend(None, style, lang, left, right, bool(floor), rings)  # measure only
     plot_top = legend_bottom + style.small_size * 2.2
     layout = _rows_layout(rows, lang, style, plot_top, plot_w)
     plot_bottom = layout[-1].strip_top + STRIP_H + 8
@@ -201,6 +235,7 @@ def render_modes(runs: Mapping[str, RequestTrace], *, floors_ms: Sequence[float]
     beyond = off_scale(rows, ticks[-1])
     if beyond:
         lines.append(t(lang, "modes_off_scale", n=len(beyond), slowest=fmt_ms(beyond[0])))
+    lines += outlier_notes(rows, lang)
     lines.append(t(lang, "modes_fig_note"))
     if first.model.random_weights:
         lines.append(t(lang, "random_weights_note"))
@@ -208,7 +243,7 @@ def render_modes(runs: Mapping[str, RequestTrace], *, floors_ms: Sequence[float]
     height = axis_y + style.small_size + 14 + notes_height(style, lines, width - 2 * PAD) + 24
     dwg = new_drawing(width, height, style, "engine-modes", title)
     header(dwg, style, title, subtitle)
-    _legend(dwg, style, lang, left, right, bool(floor))
+    _legend(dwg, style, lang, left, right, bool(floor), rings)
     for tick in ticks:
         x = xs(tick)
         dwg.add(dwg.line((x, plot_top), (x, plot_bottom), stroke=style.grid, stroke_width=1, class_="grid"))
@@ -228,12 +263,16 @@ def render_modes(runs: Mapping[str, RequestTrace], *, floors_ms: Sequence[float]
     return to_string(dwg)
 
 
-def _legend(dwg, style: Style, lang: str, left: float, right: float, floor: bool = True) -> float:
-    """Dot = a Decode step, bar = the median with the fastest-to-slowest line, dashed = the floor.
+def _legend(dwg, style: Style, lang: str, left: float, right: float, floor: bool = True,
+            rings: bool = False) -> float:
+    """Dot = a Decode step, bar = the median with the fastest-to-slowest line, dashed = the floor, a red ring
+    (only where there is one) = a step far from the others.
     Items go on as many lines as the width needs; returns the last line's baseline (draws when dwg)."""
     items = [("dot", t(lang, "modes_legend_step")), ("bar", t(lang, "modes_legend_median"))]
     if floor:
         items.append(("floor", t(lang, "modes_legend_floor")))
+    if rings:
+        items.append(("outlier", t(lang, "modes_legend_outlier")))
     x, y, gap = left, float(LEGEND_Y), 24
     for kind, words in items:
         w = 22 + text_width(words, style.small_size)
@@ -244,6 +283,8 @@ def _legend(dwg, style: Style, lang: str, left: float, right: float, floor: bool
             mid = y - style.small_size * 0.35
             if kind == "dot":
                 group.add(dwg.circle((x + 8, mid), DOT_R + 1, fill=style.decode))
+            elif kind == "outlier":
+                group.add(dwg.circle((x + 8, mid), 5, fill="none", stroke=OUTLIER_COLOR, stroke_width=2))
             elif kind == "bar":
                 group.add(dwg.rect((x, mid - 6), (16, 12), fill=style.decode_light, stroke=style.decode,
                                    stroke_width=1.5))
@@ -276,8 +317,9 @@ def _draw_row(dwg, layout: RowLayout, xs: LinearScale, style: Style, lang: str) 
                        stroke=style.decode, stroke_width=1.5, class_="median-bar", **data)
         group.add(add_title(bar, row_title(row, lang)))
         end = xs.d1
-        group.add(dwg.line((xs(min(row.decode_ms)), mid), (xs(min(max(row.decode_ms), end)), mid),
-                           stroke=style.decode, stroke_width=2, class_="spread"))
+        low, high = row.step_spread  # the outliers' own rings, not the line, show how far they went
+        group.add(dwg.line((xs(low), mid), (xs(min(high, end)), mid), stroke=style.decode, stroke_width=2,
+                           class_="spread"))
         for i, ms in enumerate(row.decode_ms, start=1):
             data = {"data-step": i, "data-ms": repr(ms)}
             if ms > end:  # a straggler past the axis: an arrowhead at the edge
@@ -287,6 +329,10 @@ def _draw_row(dwg, layout: RowLayout, xs: LinearScale, style: Style, lang: str) 
             else:
                 dot = dwg.circle((xs(ms), mid), DOT_R, fill=style.decode, fill_opacity=0.75, class_="step", **data)
             group.add(add_title(dot, f"D{i}: {fmt_ms(ms)}"))
+            if i - 1 in row.outlier_steps:
+                group.add(outlier_ring(dwg, xs(min(ms, end)) - (4 if ms > end else 0), mid,
+                                       t(lang, "modes_outlier_title", mode=row.asked, n=i, ms=fmt_ms(ms),
+                                         median=fmt_ms(row.median_ms)), **data))
     dwg.add(group)
 
 

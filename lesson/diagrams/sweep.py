@@ -17,11 +17,12 @@ from ..layout import LogScale
 from ..spread import point_spread
 from ..style import DEFAULT_STYLE, Style
 from ..text import label, table_for
-from ._common import add_title, header, legend_item, legend_item_width, new_drawing, notes, text, to_string
+from ._common import (
+    OUTLIER_COLOR, add_title, header, legend_item, legend_item_width, new_drawing, notes, text, to_string,
+)
 from .roofline import bound_word, decade_range
 
 PAD, Y_LABEL_W, PLOT_W, PANEL_H, PANEL_GAP, TOP = 32, 78, 680, 220, 70, 140
-OUTLIER_COLOR = "#dc2626"  # red, as the serving Gantt's ITL spikes: a time this machine's noise made
 
 
 def _color(kind: str, style: Style) -> str:

@@ -23,6 +23,7 @@ animation module reuses both.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from engine.contract.trace import RequestTrace
@@ -37,6 +38,7 @@ from ._common import (
 )
 
 MAX_ROWS, HEAD_ROWS, TAIL_ROWS = 9, 4, 2
+FLOOR_INK = "#0f172a"  # a pass's floor, dark over its bar (lesson.pass_floors: floor + the rest)
 MIN_SLICE_PX = 1.5  # waits thinner than this are not drawn (they would be a hairline beside the bar)
 PAD, ROW_H, GAP_ROW_H, CHIP_H, CHIP_GAP = 32, 48, 36, 28, 6
 INPUT_BUDGET, TIME_W, CHIP_SCAN = 460, 330, 64
@@ -218,10 +220,11 @@ def _label_place(bar: tuple[float, float], width: float, scale: LinearScale) -> 
 
 
 def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: float = 112.0,
-                    full: RequestTrace | None = None, run_note: str = "") -> TimelineLayout:
+                    full: RequestTrace | None = None, run_note: str = "", floors: bool = False) -> TimelineLayout:
     """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it
     (classroom stepping); the columns and the time axis come from it, so they never move.
-    `run_note`: which of several repeats this run is (lesson.spread.run_label), the first note."""
+    `run_note`: which of several repeats this run is (lesson.spread.run_label), the first note. `floors`: each
+    pass's bar shows its floor (render_timeline's floors_ms): the legend and a note say what it is."""
     if not trace.steps:
         raise ValueError("the timeline needs a trace with at least one forward pass")
     slots = plan_slots(len(trace.steps), MAX_ROWS, HEAD_ROWS, TAIL_ROWS)
@@ -257,9 +260,11 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
         y = max(y, header_y + 12 + _room(whole, row_h)[0])
     width = col["time_end"] + PAD
     note_lines = ((run_note,) if run_note else ()) + (
-        label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table))
+        label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table)) + (
+        (label(table, "note_floor"),) if floors else ())
     axis_y = y + 10
-    legend = wait_legend(rows, whole if full is not None else None, scale, style, table)
+    legend = wait_legend(rows, whole if full is not None else None, scale, style, table) + (
+        ("floor",) if floors else ())
     legend_y = axis_y + 34 + style.tiny_size * 2
     notes_y = legend_y + 8 if legend else axis_y + 12 + style.tiny_size * 2
     height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
@@ -322,7 +327,8 @@ def _draw_chip(dwg, chip: Chip, phase: str, style: Style):
     return group
 
 
-def _draw_row(dwg, row: Row, layout: TimelineLayout, trace: RequestTrace, style: Style, table: Table):
+def _draw_row(dwg, row: Row, layout: TimelineLayout, trace: RequestTrace, style: Style, table: Table,
+              floors_ms: Sequence[float] | None = None):
     col, step = layout.col_x, trace.steps[row.slot.first]
     group = dwg.g(class_=f"row {row.phase}" + (" gap" if row.slot.kind == "gap" else ""),
                   **{"data-pass": row.slot.first, "data-count": row.slot.count,
@@ -344,7 +350,19 @@ def _draw_row(dwg, row: Row, layout: TimelineLayout, trace: RequestTrace, style:
         group.add(text(dwg, label(table, "pass_n", n=row.slot.first + 1), col["pass"],
                        row.time_cy + style.tiny_size * 0.36, size=style.tiny_size, fill=style.ink, class_="pass-label"))
     group.add(_time_marks(dwg, row, step, style))
+    if floors_ms is not None and row.slot.kind == "pass" and row.slot.first < len(floors_ms):
+        group.add(_floor_mark(dwg, row, step, floors_ms[row.slot.first], style, table))
     return group
+
+
+def _floor_mark(dwg, row: Row, step, floor_ms: float, style: Style, table: Table):
+    """The pass's floor, dark over the start of its bar: floor + the rest is the bar's whole length."""
+    bar_w = row.bar[1] - row.bar[0]
+    floor_w = bar_w * min(floor_ms / step.duration_ms, 1.0) if step.duration_ms > 0 else 0.0
+    mark = dwg.rect((row.bar[0], row.time_cy - 8), (round(max(floor_w, 1.0), 2), 16), fill=FLOOR_INK,
+                    class_=f"pass-floor {row.phase}", **{"data-floor-ms": f"{floor_ms:.3f}"})
+    return add_title(mark, label(table, "tl_floor_title", floor=fmt_ms(floor_ms), rest=fmt_ms(
+        max(step.duration_ms - floor_ms, 0.0))))
 
 
 def _phase_badge(dwg, x: float, cy: float, phase: str, style: Style, table: Table):
@@ -441,14 +459,14 @@ def subtitle(trace: RequestTrace, table: Table) -> str:
 
 
 def build_timeline(trace: RequestTrace, table: Table, style: Style, name: str, title: str, header_y: float = 112.0,
-                   full: RequestTrace | None = None, run_note: str = ""):
+                   full: RequestTrace | None = None, run_note: str = "", floors_ms: Sequence[float] | None = None):
     """The drawing, the layout and the row groups (the animation adds timing to them)."""
-    layout = timeline_layout(trace, table, style, header_y, full, run_note)
+    layout = timeline_layout(trace, table, style, header_y, full, run_note, floors=floors_ms is not None)
     dwg = new_drawing(layout.width, layout.height, style, name, title)
     add_markers(dwg, style)
     header(dwg, style, title, subtitle(trace, table))
     draw_frame(dwg, layout, style, table)
-    rows = [_draw_row(dwg, row, layout, trace, style, table) for row in layout.rows]
+    rows = [_draw_row(dwg, row, layout, trace, style, table, floors_ms) for row in layout.rows]
     for index, arrow in draw_arrows(dwg, layout, style):
         rows[index].add(arrow)
     for group in rows:
@@ -461,20 +479,22 @@ def build_timeline(trace: RequestTrace, table: Table, style: Style, name: str, t
 def draw_legend(dwg, layout: TimelineLayout, style: Style, table: Table) -> None:
     """What the thin bars before each pass mean: waiting, and (when drawn) the page's drawing."""
     x = PAD
-    colors = {"waiting": style.waiting, "page": style.page}
+    colors = {"waiting": style.waiting, "page": style.page, "floor": FLOOR_INK}
     for kind in layout.legend:
         x = legend_item(dwg, style, x, layout.legend_y, colors[kind], label(table, f"legend_{kind}"), kind)
 
 
 def render_timeline(trace: RequestTrace, *, lang: str = "zh", style: Style | None = None,
-                    full: RequestTrace | None = None, run_note: str = "") -> str:
+                    full: RequestTrace | None = None, run_note: str = "",
+                    floors_ms: Sequence[float] | None = None) -> str:
     """One row per forward pass: positions in, token out, phase, measured time.
 
     `full`: the whole run when `trace` is a prefix of it: the columns and the time
     axis come from it, so stepping through the run never rescales the figure.
     `run_note`: which of several repeats this is ("median run 3 of 5 (...)", lesson.spread.run_label),
-    drawn as the first note; "" for a single run."""
+    drawn as the first note; "" for a single run. `floors_ms`: each pass's floor on the machine's measured
+    roofs (engine.contract.cost.trace_floors, by step index), drawn dark over the start of its bar."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     dwg, _, _ = build_timeline(trace, table, style, "timeline", label(table, "timeline_title"), full=full,
-                               run_note=run_note)
+                               run_note=run_note, floors_ms=floors_ms)
     return to_string(dwg)

@@ -86,7 +86,8 @@ def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkey
     assert values[t("zh", "metric_tpot")] == format_ms(chosen.metrics.tpot_ms)
     assert t("zh", "metric_shown_run", k=k + 1, n=5) in texts(app, "caption")
     # the sentences: the first figure's caption and the bottleneck section quote the chosen run
-    assert timeline_lesson(chosen, "zh", numbers) in texts(app, "caption")
+    measured = timeline_lesson(chosen, "zh", numbers).split("。")[0]  # then each pass against its floor
+    assert measured in texts(app, "caption") and t("zh", "pf_same_floor", bytes="")[:8] in texts(app, "caption")
     info = texts(app, "info")
     assert f"Prefill 用 {format_ms(chosen.prefill.duration_ms)}" in info
     for other in (r for i, r in enumerate(runs) if i != k):
@@ -97,7 +98,8 @@ def test_every_number_the_page_shows_of_a_repeated_run_is_the_chosen_runs(monkey
     _check_ttft_bar(svgs["ttft-parts"], runs[0], t("zh", "ttft_parts_run1_note", n=5), sent)
 
 
-NOTED = ("timeline", "ttft_parts", "blocks", "kv_growth", "latency", "animation", "review_map")  # RUN_NOTED
+# RUN_NOTED, and where each pass's time goes (app_support/pass_floors.py, under the timeline)
+NOTED = ("timeline", "ttft_parts", "blocks", "kv_growth", "latency", "animation", "review_map", "pass_floors")
 
 
 def _check_alt_and_chart(app, label: str) -> None:
@@ -126,25 +128,26 @@ def _check_ttft_bar(bar: ET.Element, run1: RequestTrace, label: str, sent: float
 
 
 @needs_model
-def test_the_first_figure_says_when_noise_made_a_decode_step_slow_and_offers_to_measure_again(app):
+def test_the_first_figure_says_when_noise_turned_a_long_prefill_round_and_offers_to_measure_again(app):
+    """A long prompt's Prefill has a floor many times a Decode step's: measured no slower than a Decode step,
+    it was the machine's noise, and the page offers to measure again."""
     from lesson.spread import headline
 
     model = stored_run(app).trace.model
-    noisy = make_trace(decode_ms=9.0, model=model)  # Decode 9 ms, Prefill 3 ms
-    calm = make_trace(decode_ms=1.0, model=model)
+    pieces = tuple(f"p{i}" for i in range(1024))
+    noisy = make_trace(pieces, decode_ms=12.0, prefill_ms_per_position=0.01, model=model)  # Prefill 11.2 ms
+    calm = make_trace(pieces, decode_ms=3.0, prefill_ms_per_position=0.2, model=model)
     put_run(app, noisy, headline([noisy, calm, noisy], shown=0))
     app.run()
     assert_healthy(app)
     caption = texts(app, "caption")
-    assert t("zh", "tl_lesson_noise", y="9.0 ms", x="3.0 ms") in caption  # said beside the first figure
-    assert "1.0 ms–9.0 ms" in caption  # with the range over the repeats
+    assert t("zh", "pf_flipped", x="11.2 ms", y="12.0 ms") in caption  # said beside the first figure
+    assert t("zh", "tl_lesson_noise", y="12.0 ms", x="11.2 ms") not in caption  # the floors' words instead
     assert [b for b in app.button if b.key == "timeline_measure_again"]
     before = app.session_state["run_id"]
     app.button(key="timeline_measure_again").click().run()  # the run panel runs the request again
     assert_healthy(app)
     assert app.session_state["run_id"] != before and stored_run(app).trace != noisy
-    calm_caption = texts(app, "caption")
-    assert not [b for b in app.button if b.key == "timeline_measure_again"] or "噪声" in calm_caption
 
 
 @needs_model
@@ -166,3 +169,16 @@ def test_the_ttft_captions_lower_bracket_is_named_only_where_one_is_drawn(app):
     captions, svg = ttft_caption_and_svg(app)
     assert stored_run(app).felt is not None and 'class="bracket felt"' in svg
     assert t("zh", "ttft_parts_caption") in captions and t("zh", "ttft_parts_caption_engine") not in captions
+
+
+@needs_model
+def test_a_short_prompts_decode_step_as_slow_as_its_prefill_is_read_against_one_floor_not_as_noise(app):
+    """4 positions: Prefill and a Decode step read the same weights, so their floors are one; a Decode step
+    (9 ms) slower than Prefill (3 ms) is per-pass overhead, not "the machine's noise"."""
+    model = stored_run(app).trace.model
+    put_run(app, make_trace(decode_ms=9.0, model=model), None)
+    app.run()
+    assert_healthy(app)
+    caption = texts(app, "caption")
+    assert t("zh", "pf_same_floor", bytes="")[:8] in caption and "噪声" not in caption
+    assert not [b for b in app.button if b.key == "timeline_measure_again"]

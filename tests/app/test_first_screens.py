@@ -4,6 +4,8 @@ on a warm server a session's first figure comes before its run panel, of the sam
 
 from __future__ import annotations
 
+import base64
+import xml.etree.ElementTree as ET
 import threading
 import time
 
@@ -11,7 +13,11 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_support import first_screens, run_panel
-from tests.app.apptest import APP, assert_healthy, needs_model, read_on, stored_run
+from lesson.runs import HistoryEntry
+from lesson.text import t
+from tests.app.apptest import APP, assert_healthy, needs_model, read_on, stored_run, texts
+from tests.factories import make_trace
+from tests.svg import with_class
 
 
 def test_the_rest_waits_for_an_opening_session_and_goes_on_when_it_has_its_figure():
@@ -96,11 +102,11 @@ def test_a_sessions_first_page_draws_its_first_figure_before_the_panel_and_of_th
     known = seen[-1]
     assert known is not None and known.run.id == at.session_state["run_id"] and known.is_whole
     early = figures(at)
-    assert len(early) == 2  # the first screen's: the timeline and TTFT's parts
+    assert len(early) == 3  # the first screen's: the timeline, where each pass's time goes, TTFT's parts
     read_on(at)  # its second page run: nothing known before the panel; the whole lesson drawn
     assert seen[-1] is None
     later = figures(at)
-    assert len(later) > 5 and later[:2] == early  # the same figures and alt texts, byte for byte
+    assert len(later) > 5 and later[:3] == early  # the same figures and alt texts, byte for byte
     assert stored_run(at) is known.run  # and the rest is drawn from that same stored run
     clicked = at.button(key="run")
     assert not clicked.disabled  # the panel below the early figure works as ever
@@ -109,3 +115,55 @@ def test_a_sessions_first_page_draws_its_first_figure_before_the_panel_and_of_th
 def figures(at) -> list[tuple[str, str]]:
     """Every image on the page (its SVG as Streamlit sends it, its alt text), in the page's order."""
     return [(img.proto.imgs[0].url, img.proto.imgs[0].alt) for img in at.get("image")]
+
+
+@needs_model
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_first_screen_shows_the_short_and_the_long_prompt_against_their_floors(lang):
+    """The first view's 4-position (5 in English) Prefill and its Decode step read the same weights,
+    so the caption reads them against one floor (never "the machine's noise"); beside them, under the
+    timeline, the recorded 1024-token prompt, whose Prefill's floor and time are many times a Decode step's."""
+    at = AppTest.from_file(APP, default_timeout=180)
+    at.query_params["lang"] = lang
+    at.run()
+    assert_healthy(at)
+    alts = [img.proto.imgs[0].alt for img in at.get("image")]
+    floors_alt = next(alt for alt in alts if alt.startswith(t(lang, "pf_title")))
+    short = t(lang, "pf_group_run", n=shown_prompt_len(at))
+    long = t(lang, "pf_group_long", n=1024, machine="", when="").split("(")[0].split("（")[0]
+    assert short in floors_alt and long.strip() in floors_alt
+    timeline = svg_of(at, t(lang, "alt_timeline")[:6])
+    assert len(with_class(timeline, "pass-floor")) == len(with_class(timeline, "pass-time")) > 1  # floor + rest
+    captions = texts(at, "caption")
+    assert t(lang, "pf_caption_recorded", button="")[:6] in captions  # how to measure the long prompt here
+    same_floor_start = t(lang, "pf_same_floor", bytes="")[:8]
+    assert same_floor_start in captions
+    assert t(lang, "tl_lesson_noise", x="", y="")[:20] not in captions
+
+
+def svg_of(at, alt_start: str) -> ET.Element:
+    """The figure whose alt text starts so, parsed (Streamlit sends it base64 in a data: URL)."""
+    url = next(img.proto.imgs[0].url for img in at.get("image") if img.proto.imgs[0].alt.startswith(alt_start))
+    return ET.fromstring(base64.b64decode(url.split(",", 1)[1]))
+
+
+def shown_prompt_len(at) -> int:
+    return stored_run(at).trace.prompt_len
+
+
+@needs_model
+def test_beside_a_short_run_the_long_prompt_is_the_visitors_own_long_run_measured_here():
+    """A long run of this session (e.g. "show the difference"), measured here, takes the recording's place."""
+    at = AppTest.from_file(APP, default_timeout=180).run()
+    from app_support import run_store
+
+    shown = stored_run(at).trace
+    long = make_trace(tuple(f"p{i}" for i in range(1024)), ("a", "b", "c"), model=shown.model, decode_ms=3.0)
+    kept = run_store.store().put(run_store.StoredRun(long, None, "measured", "20261204-010000"))
+    at.session_state["history"] = [HistoryEntry("20261204-010000-7", "20261204-010000", kept)]
+    at.run()
+    assert_healthy(at)
+    floors_alt = next(img.proto.imgs[0].alt for img in at.get("image")
+                      if img.proto.imgs[0].alt.startswith(t("zh", "pf_title")))
+    assert t("zh", "pf_group_long_measured", n=1024, k=7) in floors_alt
+    assert t("zh", "pf_caption_recorded", button="")[:6] not in texts(at, "caption")  # nothing to measure

@@ -4,12 +4,14 @@ select box's placeholder, and a file uploader without Streamlit's own English li
 from __future__ import annotations
 
 import ast
+import json
 import re
 
 import pytest
 
 from app_support.ui import BASE_CSS, PLOTLY_WORDS, plotly_config
-from lesson.text import t
+from engine.contract.prompts import LESSON_PROMPTS
+from lesson.text import TEXTS, t
 from tests.factories import ROOT
 
 SOURCES = sorted((ROOT / "app_support").glob("*.py")) + sorted((ROOT / "app_pages").glob("*.py"))
@@ -49,3 +51,23 @@ def test_every_chart_and_select_box_takes_the_pages_words():
 def test_a_file_uploaders_own_line_is_hidden_and_its_label_says_the_limit(lang):
     assert '[data-testid="stFileUploaderDropzoneInstructions"] { display: none' in BASE_CSS
     assert "5" in t(lang, "rec_upload", limit="5") and "JSON" in t(lang, "rec_upload", limit="5")
+
+
+NUMBER_WORDS = {4: "four", 5: "five", 6: "six", 7: "seven"}
+QUOTES_THE_CHINESE_RUN = {"sl_long_tokens_help"}  # the serving lab's workload itself is Chinese: it says so
+
+
+def test_the_english_lesson_quotes_the_english_run_with_its_real_position_count():
+    """The English page's example is the English run ("The capital of France is" -> " Paris"), with the
+    positions the default model's tokenizer really makes of it (the recorded English run), never 法国的首都是."""
+    recorded = json.loads((ROOT / "assets" / "gallery" / "cpu" / "lesson-en-4.json").read_text(encoding="utf-8"))
+    assert recorded["prompt"] == LESSON_PROMPTS["en"]
+    num_positions, answer = len(recorded["prompt_ids"]), recorded["steps"][0]["output_piece"]
+    english = TEXTS["en"]
+    chinese = {key for key, value in english.items() if re.search(r"[\u4e00-\u9fff]{2,}", str(value))}
+    assert chinese - {"language"} == QUOTES_THE_CHINESE_RUN
+    table_row = english["timeline_table"][1]
+    assert table_row[1] == f"The {NUMBER_WORDS[num_positions]} prompt positions" and answer in table_row[2]
+    assert f"{NUMBER_WORDS[num_positions]} positions" in english["timeline_1"]
+    assert " / ".join(piece.strip() for piece in recorded["prompt_pieces"]) in english["timeline_1"]
+    assert LESSON_PROMPTS["en"] in english["intro_1"] and LESSON_PROMPTS["en"] in english["prefix_4"]

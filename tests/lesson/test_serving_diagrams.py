@@ -14,8 +14,10 @@ from lesson.diagrams.kv_blocks import render_kv_blocks
 from lesson.diagrams.serving_gantt import MAX_ROWS, gantt_segments, itl_spikes, render_serving_gantt
 from lesson.diagrams.serving_metrics import render_serving_metrics
 from lesson.layout import text_width
-from lesson.serving_views import METRIC_ROWS, figure_alt, findings, metric_records, metric_table, metrics_alt
+from lesson.serving_views import (METRIC_ROWS, disagg_verdict, figure_alt, findings, metric_records, metric_table,
+                                  metrics_alt, what_to_see)
 from lesson.style import classroom_style
+from lesson.text import t
 from tests.factories import HAS_DEFAULT_MODEL, LONG_PROMPT_DURING_CHATS, client_run, make_run
 from tests.svg import SVG, all_text, parse, with_class
 
@@ -418,3 +420,42 @@ def test_the_metric_tables_title_and_subtitle_fit_a_narrow_classroom_figure(lang
         (el,) = with_class(root, cls)
         x = float(el.get("x"))
         assert x + text_width("".join(el.itertext()), size) <= width - x + 0.5, (cls, "".join(el.itertext()))
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("base_ms, verdict", [(100.0, "sv_disagg_worst"), (0.01, "sv_disagg_best")])
+def test_the_disaggregation_sentence_follows_its_p99_itl_beside_the_others(runs, base_ms, verdict, lang):
+    """"The Decode worker never runs a Prefill" reads as a benefit only where disaggregation's p99 ITL was
+    the table's lowest; where it was the highest, the sentence says so and why."""
+    disagg = make_run(policy="disaggregated", base_ms=base_ms, per_token_ms=base_ms / 40)
+    others = [runs[p] for p in POLICIES if p != "disaggregated"]
+    p99s = [r.metrics.itl.p99 for r in others]
+    mine = disagg.metrics.itl.p99
+    assert mine > max(p99s) if verdict == "sv_disagg_worst" else mine < min(p99s)  # the runs built as meant
+    text = " ".join(findings([*others, disagg], lang))
+    chosen = disagg_verdict(disagg, [*others, disagg], lang)
+    assert chosen.startswith(t(lang, verdict, n=4, others="", device="")[:12]) and chosen in text
+    assert all(f"{p99:.1f} ms" in chosen for p99 in p99s)
+    highest, lowest = {"zh": ("最高", "最低"), "en": ("highest", "lowest")}[lang]
+    said, unsaid = (highest, lowest) if verdict == "sv_disagg_worst" else (lowest, highest)
+    assert said in chosen and unsaid not in text
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_what_to_look_for_is_written_for_each_scenario(lang):
+    """Each named scenario has its own words; a prefix-caching scenario run without the cache says it is off,
+    and a workload of the visitor's own gets the general words."""
+    from engine.contract.serving.workloads import SCENARIOS
+
+    seen = {}
+    for name in SCENARIOS:
+        run = dataclasses.replace(make_run(), scenario=name)
+        seen[name] = what_to_see([run], lang)
+    assert len(set(seen.values())) == len(SCENARIOS)
+    assert t(lang, "sl_see_prefix_off") in seen["shared-system-prompt"]
+    assert t(lang, "sl_see_prefix_off") not in seen["long-prompt-during-chats"]
+    cached = make_run(scenario="shared-system-prompt")
+    cached = dataclasses.replace(cached, settings=dataclasses.replace(cached.settings, prefix_caching=True))
+    assert what_to_see([cached], lang) == t(lang, "sl_see_shared_system_prompt")
+    assert "1024" not in what_to_see([cached], lang)  # not the long-prompt scenario's words
+    assert what_to_see([make_run(scenario="pasted")], lang) == t(lang, "sl_see_other")

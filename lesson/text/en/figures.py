@@ -28,8 +28,11 @@ TEXT: dict = {
     "col_output": "Token out",
     "col_phase": "Phase",
     "col_time": "Time since the request started",
-    "note_tokenizer": "Input chips are the real tokenizer's pieces; the lesson's 法国 / 的 / 首都 / 是 split was only schematic.",
+    "note_tokenizer": "Input chips are the real tokenizer's pieces, the positions the lesson's table counts.",
     "note_first_token": "The first output token comes from Prefill's last position; each Decode then feeds the previous token back in (arrows).",
+    "note_floor": "Dark at the start of each bar: the pass's floor on this machine's measured roofs (bytes ÷ bandwidth or FLOPs ÷ peak); the rest of the bar is per-pass overhead and noise.",
+    "legend_floor": "floor of the pass",
+    "tl_floor_title": "floor {floor} + the rest {rest}",
     # blocks
     "blocks_title": "Positions processed by each forward pass",
     "blocks_subtitle_schematic": "Schematic: a prompt of {p} positions and an answer of {o} tokens, no model needed",
@@ -71,6 +74,8 @@ TEXT: dict = {
     "kv_decode_run_one": "{added} ({n})",
     "kv_decode_then": ", then ",
     "kv_decode_range": "then each Decode adds {low} to {high}",
+    "kv_inset_title": "Zoomed: the bytes each pass added after the Prefill (too small to see on the axis above)",
+    "kv_inset_bar": "Pass {n}: {added} more than after the Prefill",
     "kv_stack_legend": "Each bar is stacked by layer (layer 0 at the bottom, grey shades alternate); "
                        "in the downloaded SVG, hover for each layer's bytes.",
     # latency
@@ -138,6 +143,9 @@ TEXT: dict = {
     "cc_total": "Total: off {off_ms}, {off_flops} FLOPs; on {on_ms}, {on_flops} FLOPs",
     "cc_bar_title": "Step {n}, {mode}: {ms}, {flops} FLOPs, {positions} positions computed",
     "cc_note": "The cache saves recomputing K and V of old positions; the new query still reads all of them (see the attention figure).",
+    "cc_outlier": "a step far from the others of its kind",
+    "cc_outlier_title": "Step {n}, {mode}: {ms}, far from what the other steps took for their work: this machine's noise",
+    "cc_outliers_note": "Red rings: {n} of {total} Decode steps far from the others of their kind (their time against their FLOPs beyond 1.5 × the interquartile range, or over twice the rest's): this machine's noise, the same rule as the sweep's.",
     "cc_step_axis": "Generation step (P = Prefill, then one token per step)",
     "cc_step_axis_numbered": "Generation step (step 1 is the Prefill, then one token per step)",
     "fig_sampled_passes": "{drawn} of the {total} passes are drawn, evenly spread (first and last included); the axis numbers are their places in the run.",
@@ -212,4 +220,40 @@ TEXT: dict = {
     "ttft_parts_only_engine_first_view": "The page's first view (measured once for every visitor): only the engine's parts. Press Run to add your own queue, trip and page.",
     "ttft_parts_only_engine_unclocked": "Only the engine's parts: your page's times do not fit this run's clock. Either the run had started before you pressed Run (one measurement shared by several visitors: you joined it under way) or the engine runs on another machine whose clock differs.",
     "ttft_parts_no_choice": "This trace was written before the first token's choice was timed on its own: it is inside Prefill.",
+    # where a pass's time goes (lesson/pass_floors.py, lesson/diagrams/pass_floors.py)
+    "pf_same_floor": (
+        "Both passes read the same {bytes} (the model's weights, once per pass): on this machine's measured roofs "
+        "that is a floor of {floor} each. The rest (Prefill {rest_p}, a Decode step {rest_d}) is per-pass overhead "
+        "on this {device}. So on a {n}-position prompt the two should cost about the same: the lesson's contrast is that "
+        "Prefill's cost grows with the prompt while a Decode step's does not."
+    ),
+    "pf_grows": (
+        "Against their floors on this machine's measured roofs: Prefill's is {floor_p} ({bound}), a Decode "
+        "step's {floor_d}. Prefill's floor is {r}× a Decode step's: it grows with the prompt, a Decode step's does not."
+    ),
+    "pf_flipped": (
+        "But this time Prefill ({x}) measured no slower than a Decode step ({y}), which their floors rule out: "
+        "the machine was busy while it measured (other programs held its cores). Measure again."
+    ),
+    "pf_bound_memory": "set by the bytes it moves",
+    "pf_bound_compute": "set by its FLOPs",
+    "pf_device_cpu": "CPU",
+    "pf_device_gpu": "GPU",
+    "pf_title": "Where each pass's time goes",
+    "pf_subtitle": "Each pass = its floor (bytes ÷ measured bandwidth or FLOPs ÷ measured peak) + the rest",
+    "pf_floor": "floor",
+    "pf_rest": "the rest: per-pass overhead and noise",
+    "pf_group_run": "This run: a {n}-position prompt",
+    "pf_group_long": "A {n}-position prompt (recorded on {machine}, {when})",
+    "pf_group_long_measured": "A {n}-position prompt: your run #{k}, measured on this server",
+    "pf_row_prefill": "Prefill ({n} positions)",
+    "pf_row_decode": "a Decode step (median)",
+    "pf_value": "{floor} + {rest} = {total}",
+    "pf_under_floor": "A pass measured faster than its floor, which no pass can be: this machine's roofs were measured low (it was busy while they were benchmarked), so these floors are too high; the bottleneck lab measures them again.",
+    "pf_value_under": "measured {total}, under its floor {floor}",
+    "pf_roofs": "Floors: the cost model on the roofs measured on {device}.",
+    "pf_flipped_note": "Measured while the machine was busy: this Prefill came out no slower than a Decode step.",
+    "pf_alt": "{group}: Prefill {x} (floor {floor_p}), a Decode step {y} (floor {floor_d}).",
+    "pf_caption": "Each pass as its floor (dark) and the rest (light). Short prompt: the two floors are the same; long prompt: Prefill's grows.",
+    "pf_caption_recorded": "The long prompt is a recorded run; “{button}” (in “Why the bottlenecks differ”) measures one here, and it takes the recording's place.",
 }

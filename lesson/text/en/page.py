@@ -25,7 +25,7 @@ TEXT: dict = {
     "sampling_locked": "Classroom mode: greedy decoding, seed fixed at 0.",
     # ---- introduction -------------------------------------------------------------
     "intro_1": (
-        "We type “法国的首都是” (“The capital of France is”) and the model answers “巴黎。” (“Paris.”). "
+        "We type “The capital of France is” and the model answers “Paris.”. "
         "It looks like one continuous act, yet the computer splits it into two very different kinds of work: "
         "first it processes the whole prompt, then it predicts the following tokens one by one from what it has "
         "already generated. People who study LLM inference systems usually call them Prefill and Decode. "
@@ -66,7 +66,7 @@ TEXT: dict = {
     "stop_eos": "the model emitted its end-of-sequence token",
     "stop_length": "the length limit was reached",
     "ignore_eos": "Keep writing past the end of sequence",
-    "ignore_eos_help": "The model ends its answer with an end-of-sequence token (“Paris.” then stop, as 巴黎。 does in the lesson's table). Tick this to make it write exactly the answer length you set; what comes after the end is a new, unrelated text.",
+    "ignore_eos_help": "The model ends its answer with an end-of-sequence token (“ Paris.” then stop, as in the lesson's table). Tick this to make it write exactly the answer length you set; what comes after the end is a new, unrelated text.",
     "eos_hint": "The model ended its answer itself after {num_tokens} tokens (the last one is the end-of-sequence token), before the limit of {limit}. To watch more Decode steps, tick “{ignore_eos}”.",
     "past_eos_default": "Token {n} is the end of sequence `</s>`: the model had finished its answer there, and what follows was written only because “{ignore_eos}” is ticked. This tiny model was trained only on a table of 71 capitals and a few paragraphs about Prefill and Decode, in Chinese and English (assets/default_model/README.md), each training document ending with `</s>`; past it, the model starts what looks like the next document, often an English sentence or another capital, unrelated to your prompt. Every Decode step is still timed as usual, so these steps still show TPOT and the KV cache growing.",
     "past_eos_other": "Token {n} is an end-of-sequence token: the model had finished its answer there, and what follows was written only because “{ignore_eos}” is ticked: a new text unrelated to your prompt (the model's training data decides what). Every Decode step is still timed as usual.",

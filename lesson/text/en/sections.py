@@ -5,18 +5,17 @@ TEXT: dict = {
     "sec_timeline": "The timeline of one answer",
     "timeline_caption": "The timeline of one request (measured on the real run).",
     "timeline_1": (
-        "To make it easy to draw, we split the prompt schematically into four positions, “法国 / 的 / 首都 / 是” "
-        "(“France / ’s / capital / is”); this does not mean a real tokenizer necessarily splits it this way. "
-        "The model first runs one forward pass over these four positions and, from the output at the last "
-        "position, predicts the first answer token “巴黎” (“Paris”). Next, “巴黎” is fed in as the new input to "
-        "predict “。”. Only if it is to go on is “。” sent back into the model."
+        "The tokenizer splits the prompt into five positions, “The / capital / of / France / is” (the run panel "
+        "below shows the split). The model first runs one forward pass over these five positions and, from the "
+        "output at the last position, predicts the first answer token “ Paris”. Next, “ Paris” is fed in as the "
+        "new input to predict “.”. Only if it is to go on is “.” sent back into the model."
     ),
     "timeline_real_split": "The run panel below shows the real tokenizer's split, to compare with this sketch.",
     "timeline_table": [
         ["Moment", "What is fed into the model", "Next token produced this round", "Phase"],
-        ["First forward pass", "The four prompt positions", "巴黎 (Paris)", "Prefill"],
-        ["Next forward pass", "The just-generated “巴黎”", "。", "Decode"],
-        ["If it goes on", "The just-generated “。”", "The next token", "Decode"],
+        ["First forward pass", "The five prompt positions", "“ Paris”", "Prefill"],
+        ["Next forward pass", "The just-generated “ Paris”", "“.”", "Decode"],
+        ["If it goes on", "The just-generated “.”", "The next token", "Decode"],
     ],
     "timeline_2": (
         "The first output token usually comes from the last position of Prefill: the prompt is not prefilled "
@@ -107,6 +106,7 @@ TEXT: dict = {
     "bottleneck_ratio_same": "Run by run, Prefill ÷ a Decode step was {low} in each of the {n} runs.",
     "bottleneck_noise": "Measured on {device} ({dtype}) with model {model} ({params} parameters): here a Decode step took as long as Prefill or longer. That cannot be the lesson: Prefill computes all {prompt_len} positions of the prompt, a Decode step only one. It is this machine's noise: other programs held its cores while these passes ran. Measure again; the medians of several runs settle.",
     "bottleneck_same_work": "Measured on {device} ({dtype}) with model {model} ({params} parameters): the prompt is a single position, so Prefill computes one position, as a Decode step does, and the two take about as long (Prefill {ratio}× a Decode step). Stretch the prompt to see them part.",
+    "bottleneck_same_floor": "Measured on {device} ({dtype}) with model {model} ({params} parameters): here a Decode step took as long as Prefill or longer (Prefill {ratio}× a Decode step). On a {prompt_len}-position prompt that is no contradiction: both passes read the same weights once, the same floor ({floor} on this machine's measured roofs), so each mostly pays the same fixed cost per pass, and which comes out faster is that cost's variation. Stretch the prompt to see Prefill grow.",
     "bottleneck_measure_again": "Measure again",
     "bottleneck_measure_again_help": "Runs the shown request again, {n} times, and quotes the medians.",
     "bottleneck_alike": "Measured on {device} ({dtype}) with model {model} ({params} parameters): here Prefill is only {ratio}× a Decode step. On a model this small each forward pass mostly pays a fixed cost (Python, launching the layers), so a short prompt makes the two phases look alike; the difference is in how the time grows: Prefill with the prompt, a Decode step hardly at all. Press the button below to see it.",

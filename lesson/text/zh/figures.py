@@ -30,6 +30,9 @@ TEXT: dict = {
     "col_time": "时间轴（从请求开始计）",
     "note_tokenizer": "输入块是真实 Tokenizer 的切分；课文里“法国 / 的 / 首都 / 是”四个位置只是示意。",
     "note_first_token": "第一个输出 Token 来自 Prefill 的最后一个位置；之后每次 Decode 把上一个 Token 送回模型（箭头）。",
+    "note_floor": "每根柱开头的深色部分：这次前向按这台机器实测上限算出的下限（字节 ÷ 带宽，或 FLOPs ÷ 峰值）；柱子其余部分是每次前向的固定开销和噪声。",
+    "legend_floor": "这次前向的下限",
+    "tl_floor_title": "下限 {floor} + 其余 {rest}",
     # blocks
     "blocks_title": "每次前向新处理的位置",
     "blocks_subtitle_schematic": "示意：提示词 {p} 个位置，回答 {o} 个 Token，无需运行模型",
@@ -70,6 +73,8 @@ TEXT: dict = {
     "kv_decode_run_one": "{added}（{n}）",
     "kv_decode_then": "，再 ",
     "kv_decode_range": "之后每次 Decode 增加 {low} 到 {high}",
+    "kv_inset_title": "放大：Prefill 之后每次前向新增的字节（在上面的坐标轴上小得看不见）",
+    "kv_inset_bar": "第 {n} 次前向：比 Prefill 之后多 {added}",
     "kv_stack_legend": "每根柱按层堆叠（第 0 层在最下，深浅两种灰色逐层交替）；把下载的 SVG 在浏览器中打开，悬停可看每层字节。",
     # latency
     "lat_title": "每个输出 Token 等了多久",
@@ -136,6 +141,9 @@ TEXT: dict = {
     "cc_total": "合计：关闭 {off_ms}、{off_flops} FLOPs；开启 {on_ms}、{on_flops} FLOPs",
     "cc_bar_title": "第 {n} 步，{mode}：{ms}，{flops} FLOPs，计算 {positions} 个位置",
     "cc_note": "Cache 省掉的是旧位置 K、V 的重算；新位置的查询仍要读取全部旧位置（见注意力图）。",
+    "cc_outlier": "与同类其余各步相差很远的一步",
+    "cc_outlier_title": "第 {n} 步，{mode}：{ms}，远离其余各步按其计算量该用的时间：这台机器的噪声",
+    "cc_outliers_note": "红圈：{total} 个 Decode 步中有 {n} 个远离同类的其余各步（时间相对计算量超出四分位距的 1.5 倍，或超过其余的两倍）：这台机器的噪声，与扫描图的规则相同。",
     "cc_step_axis": "生成步（P = Prefill，之后每步一个 Token）",
     "cc_step_axis_numbered": "生成步（第 1 步是 Prefill，之后每步一个 Token）",
     "fig_sampled_passes": "共 {total} 次前向，图中均匀抽取其中 {drawn} 次画出（首末两次都在）；横轴编号是它们在整个运行中的次序。",
@@ -210,4 +218,39 @@ TEXT: dict = {
     "ttft_parts_only_engine_first_view": "这是页面的第一视图（服务器测一次给所有访客看）：只有引擎测得的几段。点“运行”后会加上你这一端的排队、传输和页面时间。",
     "ttft_parts_only_engine_unclocked": "只有引擎测得的几段：你这一端的时间对不上这次运行的时钟。要么这次运行在你点“运行”之前就开始了（几位访客共用一次测量，你是中途加入的），要么引擎在另一台时钟不同的机器上。",
     "ttft_parts_no_choice": "这个 trace 写于分开计时之前：选出第一个 Token 的时间含在 Prefill 里。",
+    # 一次前向的时间花在哪（lesson/pass_floors.py, lesson/diagrams/pass_floors.py）
+    "pf_same_floor": (
+        "两次前向读的是同样的 {bytes}（模型权重，每次前向读一遍）：按这台机器实测的上限，下限都是 {floor}。"
+        "其余的部分（Prefill {rest_p}，一次 Decode {rest_d}）是这台{device}上每次前向的固定开销。"
+        "所以提示词只有 {n} 个位置时，两者本应耗时差不多：本课要讲的对比是，Prefill 的耗时随提示词变长而增长，一次 Decode 不会。"
+    ),
+    "pf_grows": (
+        "按这台机器实测的上限：Prefill 的下限是 {floor_p}（{bound}），一次 Decode 的下限是 {floor_d}。"
+        "Prefill 的下限是一次 Decode 的 {r} 倍：它随提示词增长，一次 Decode 不会。"
+    ),
+    "pf_flipped": (
+        "但这一次 Prefill（{x}）测得不比一次 Decode（{y}）慢，而两者的下限排除了这种结果：测量时机器正忙"
+        "（别的程序占着 CPU 核）。请再测一次。"
+    ),
+    "pf_bound_memory": "由要搬运的字节决定",
+    "pf_bound_compute": "由计算量决定",
+    "pf_device_cpu": " CPU ",
+    "pf_device_gpu": " GPU ",
+    "pf_title": "每次前向的时间花在哪",
+    "pf_subtitle": "每次前向 = 下限（字节 ÷ 实测带宽，或 FLOPs ÷ 实测峰值）+ 其余",
+    "pf_floor": "下限",
+    "pf_rest": "其余：每次前向的固定开销和噪声",
+    "pf_group_run": "本次运行：{n} 个位置的提示词",
+    "pf_group_long": "{n} 个位置的提示词（{when} 录制于 {machine}）",
+    "pf_group_long_measured": "{n} 个位置的提示词：你的第 {k} 次运行，在本服务器上测得",
+    "pf_row_prefill": "Prefill（{n} 个位置）",
+    "pf_row_decode": "一次 Decode（中位数）",
+    "pf_value": "{floor} + {rest} = {total}",
+    "pf_under_floor": "有一次前向测得比它的下限还快，这不可能：这台机器的上限是在机器忙时测的，测低了，所以这里的下限偏高；瓶颈实验室可以重新测量。",
+    "pf_value_under": "实测 {total}，低于下限 {floor}",
+    "pf_roofs": "下限：成本模型按在 {device} 上实测的上限算出。",
+    "pf_flipped_note": "测量时机器正忙：这次 Prefill 测得不比一次 Decode 慢。",
+    "pf_alt": "{group}：Prefill {x}（下限 {floor_p}），一次 Decode {y}（下限 {floor_d}）。",
+    "pf_caption": "每次前向分成下限（深色）和其余（浅色）。短提示词：两者下限相同；长提示词：Prefill 的下限变大。",
+    "pf_caption_recorded": "长提示词这一组是录制的运行；“{button}”（在“为什么两个阶段的瓶颈不同”一节）会在这里测一次，并取代录制的这一组。",
 }

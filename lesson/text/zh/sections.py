@@ -91,6 +91,7 @@ TEXT: dict = {
     "bottleneck_ratio_same": "逐次来看，这 {n} 次运行中 Prefill ÷ 一次 Decode 每次都是 {low}。",
     "bottleneck_noise": "测量环境：{device}（{dtype}），模型 {model}（{params} 参数）。这里一次 Decode 用时不少于 Prefill。这不是课程讲的规律：Prefill 要算提示词的全部 {prompt_len} 个位置，一次 Decode 只算 1 个。这是这台机器的噪声：这些前向运行时，别的程序也占着它的 CPU 核。再测一次，多次运行的中位数会稳定下来。",
     "bottleneck_same_work": "测量环境：{device}（{dtype}），模型 {model}（{params} 参数）。提示词只有 1 个位置，所以 Prefill 和一次 Decode 一样只算 1 个位置，两者用时差不多（Prefill 是一次 Decode 的 {ratio} 倍）。把提示词拉长就能看到差别。",
+    "bottleneck_same_floor": "在 {device}（{dtype}）上用模型 {model}（{params} 个参数）测得：这里一次 Decode 和 Prefill 一样慢，甚至更慢（Prefill 是一次 Decode 的 {ratio} 倍）。提示词只有 {prompt_len} 个位置时这并不矛盾：两次前向都把同样的权重读一遍，下限相同（按这台机器实测的上限为 {floor}），所以各自主要付的是同样的每次前向固定开销，谁快一点取决于这份开销的波动。把提示词拉长，就能看到 Prefill 变长。",
     "bottleneck_measure_again": "再测一次",
     "bottleneck_measure_again_help": "把当前这个请求再运行 {n} 次，并给出中位数。",
     "bottleneck_alike": "测量环境：{device}（{dtype}），模型 {model}（{params} 参数）。这里 Prefill 只是一次 Decode 的 {ratio} 倍。模型这么小时，每次前向主要花在固定开销上（Python、逐层启动计算），所以提示词很短时两个阶段看起来差不多；真正的区别在于时间怎样增长：Prefill 随提示词变长，一次 Decode 几乎不变。点下面的按钮看看。",
