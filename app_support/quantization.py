@@ -58,6 +58,6 @@ def exercises(runs: FormatRuns, lang: str) -> None:
                  key="q_paris_guess", horizontal=True)
         checked = st.form_submit_button(t(lang, "q_ex_check"), key="q_check")
     if checked:
-        ss.q_grades = (q.grade_speedup(runs, ss.q_speedup_guess), q.grade_paris(runs, ss.q_paris_guess))
+        ss.q_grades = (q.grade_speedup(runs, ss.q_speedup_guess), q.grade_paris(runs, ss.q_paris_guess, lang))
     for grade in ss.q_grades or ():
         (st.success if grade.correct else st.info)(q.grade_words(grade, lang))

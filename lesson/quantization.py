@@ -50,7 +50,7 @@ def formats_rows(model: ModelFormats, lang: str) -> list[dict[str, str]]:
                t(lang, "q_col_bytes_ratio"): f"{model.bytes_ratio(r.weights, r.group_size):.2f}"}
         if r.mean_kl is not None:
             row |= {t(lang, "q_col_kl"): f"{r.mean_kl:.4f}", t(lang, "q_col_top1"): f"{r.top1:.1%}",
-                    t(lang, "q_col_answer"): shown_answer(r.answer_zh)}
+                    t(lang, "q_col_answer"): shown_answer(lesson_answer(r, lang))}
         rows.append(row)
     return rows
 
@@ -75,10 +75,20 @@ def preset_story(runs: FormatRuns, lang: str) -> str:
              int4_ms=format_ms(row.decode_median_ms))
 
 
-def answer_kept(runs: FormatRuns) -> bool | None:
-    """Whether the embedded model still answers 巴黎 with INT4 weights; None without an INT4 row."""
+LESSON_ANSWERS = {"zh": "巴黎", "en": " Paris"}  # what fp32 answers to the lesson's example in each language
+
+
+def lesson_answer(row, lang: str) -> str:
+    """A format's greedy answer to the lesson's example in the page's language (法国的首都是 / The capital of
+    France is)."""
+    return row.answer_en if lang == "en" else row.answer_zh
+
+
+def answer_kept(runs: FormatRuns, lang: str = "zh") -> bool | None:
+    """Whether the embedded model still answers the lesson's example (巴黎 / Paris) with INT4 weights; None
+    without an INT4 row."""
     row = int4_row(runs.embedded)
-    return None if row is None else row.answer_zh.startswith("巴黎")
+    return None if row is None else lesson_answer(row, lang).startswith(LESSON_ANSWERS[lang])
 
 
 def answer_story(runs: FormatRuns, lang: str) -> str:
@@ -86,8 +96,8 @@ def answer_story(runs: FormatRuns, lang: str) -> str:
     row = int4_row(runs.embedded)
     if row is None:
         return ""
-    key = "q_answer_kept" if answer_kept(runs) else "q_answer_changed"
-    return t(lang, key, group=row.group_size, answer=shown_answer(row.answer_zh), kl=f"{row.mean_kl:.4f}",
+    key = "q_answer_kept" if answer_kept(runs, lang) else "q_answer_changed"
+    return t(lang, key, group=row.group_size, answer=shown_answer(lesson_answer(row, lang)), kl=f"{row.mean_kl:.4f}",
              top1=f"{row.top1:.1%}")
 
 
@@ -112,13 +122,13 @@ def grade_speedup(runs: FormatRuns, answer: float) -> Grade:
                  {"bytes_ratio": f"{model.bytes_ratio('int4', row.group_size):.1f}"})
 
 
-def grade_paris(runs: FormatRuns, answer: str) -> Grade:
-    """"yes" or "no" to "does it still answer 巴黎 with INT4 weights?", against the recorded answer."""
+def grade_paris(runs: FormatRuns, answer: str, lang: str = "zh") -> Grade:
+    """"yes" or "no" to "does it still answer 巴黎 (Paris) with INT4 weights?", against the recorded answer."""
     if answer not in ("yes", "no"):
         raise ValueError(f"{answer!r} is not yes or no")
-    measured = "yes" if answer_kept(runs) else "no"
+    measured = "yes" if answer_kept(runs, lang) else "no"
     return Grade("q_ex_paris", answer, measured, answer == measured,
-                 params={"answer": shown_answer(int4_row(runs.embedded).answer_zh)})
+                 params={"answer": shown_answer(lesson_answer(int4_row(runs.embedded), lang))})
 
 
 def grade_words(grade: Grade, lang: str) -> str:

@@ -43,9 +43,14 @@ def test_the_cpu_gallery_is_shipped_with_every_kind_and_stays_small():
     assert size < 700_000, f"the CPU gallery is {size:,} bytes"
 
 
+# Beside a folder's runs: the weight formats measured side by side on that machine (python -m bench.quantization
+# --record), a table of numbers rather than a run any page opens, read by the lesson's last section.
+COMPANIONS = {"weight-formats.json"}
+
+
 def test_every_file_of_a_gallery_folder_is_in_its_index():
     for index in gallery_indexes(GALLERY):
-        listed = {e.file for e in read_index(index)} | {"index.json"}
+        listed = {e.file for e in read_index(index)} | {"index.json"} | COMPANIONS
         assert {p.name for p in index.parent.iterdir()} == listed
 
 

@@ -16,11 +16,11 @@ from lesson import quantization as q
 MB = 1_000_000
 
 
-def make_runs(int4_answer: str = "巴黎。</s>") -> FormatRuns:
+def make_runs(int4_answer: str = "巴黎。</s>", int4_answer_en: str = " Paris.</s>") -> FormatRuns:
     embedded = ModelFormats("default", False, (
         FormatRow("fp32", 0, 14 * MB, 14 * MB, 3.0, 4.0, 0.0, 1.0, 24, "巴黎。</s>", " Paris.</s>"),
         FormatRow("int8", 0, 7 * MB, 4 * MB, 2.5, 3.0, 0.0002, 0.998, 24, "巴黎。</s>", " Paris.</s>"),
-        FormatRow("int4", 64, 5 * MB, 2 * MB, 2.0, 2.5, 0.012, 0.972, 23, int4_answer, " Paris.</s>"),
+        FormatRow("int4", 64, 5 * MB, 2 * MB, 2.0, 2.5, 0.012, 0.972, 23, int4_answer, int4_answer_en),
     ))
     preset = ModelFormats("preset:qwen2.5-0.5b", True, (
         FormatRow("fp32", 0, 1976 * MB, 1976 * MB, 400.0, 500.0),
@@ -40,10 +40,11 @@ def test_the_section_quotes_the_files_numbers_in_both_languages(lang):
     assert not UNFILLED.search(words)
     for number in ("2.5", "7.1", "400 ms", "160 ms", "0.0120", "97.2%", "AMD EPYC", "8.23"):
         assert number in words, number
-    assert ("巴黎" in q.answer_story(runs, "en")) and ("随机权重" in q.table_title(runs.preset, "zh"))
+    assert ("Paris" in q.answer_story(runs, "en")) and ("随机权重" in q.table_title(runs.preset, "zh"))
     rows = q.formats_rows(runs.embedded, lang)
     assert [r[next(iter(r))] for r in rows] == ["fp32", "int8", "int4 g64"]
-    assert list(rows[2].values())[3:] == ["1.50", "7.00", "0.0120", "97.2%", "巴黎。"]  # x fp32: 3.0 / 2.0, 14 / 2
+    answer = {"zh": "巴黎。", "en": " Paris\\."}[lang]  # the page's language's example, as markdown
+    assert list(rows[2].values())[3:] == ["1.50", "7.00", "0.0120", "97.2%", answer]  # x fp32: 3.0 / 2.0, 14 / 2
     assert len(q.formats_rows(runs.preset, lang)[1]) == 5  # random weights: no quality columns
 
 
@@ -57,10 +58,10 @@ def test_the_story_follows_the_measured_ratio_not_a_fixed_verdict():
 
 
 def test_the_section_says_when_int4_changes_the_answer_and_shows_it_as_text():
-    changed = make_runs(int4_answer="<b>柏林</b>。</s>")
-    for lang in ("zh", "en"):
+    changed = make_runs(int4_answer="<b>柏林</b>。</s>", int4_answer_en=" <b>Berlin</b>.</s>")
+    for lang, city in (("zh", "柏林"), ("en", "Berlin")):
         story = q.answer_story(changed, lang)
-        assert "\\<b\\>柏林\\</b\\>" in story and "<b>" not in story
+        assert f"\\<b\\>{city}\\</b\\>" in story and "<b>" not in story
         assert story != q.answer_story(make_runs(), lang)
     assert q.answer_kept(changed) is False and q.answer_kept(make_runs()) is True
 
@@ -81,6 +82,14 @@ def test_the_paris_exercise_grades_yes_or_no_against_the_recorded_answer():
     assert "罗马" in q.grade_words(q.grade_paris(make_runs("罗马。</s>"), "yes"), "en")
     with pytest.raises(ValueError):
         q.grade_paris(make_runs(), "maybe")
+
+
+def test_the_english_page_asks_about_the_english_example_and_its_answer():
+    """The English page's question is "The capital of France is" -> Paris: graded from the English answer."""
+    rome_en = make_runs(int4_answer_en=" Rome.</s>")
+    assert q.answer_kept(rome_en, "en") is False and q.answer_kept(rome_en, "zh") is True
+    assert q.grade_paris(rome_en, "no", "en").correct and "Rome" in q.answer_story(rome_en, "en")
+    assert "Paris" in q.answer_story(make_runs(), "en") and "巴黎" not in q.answer_story(make_runs(), "en")
 
 
 def test_the_file_round_trips_and_numbers_that_cannot_be_true_are_refused():

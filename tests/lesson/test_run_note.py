@@ -88,11 +88,12 @@ def test_the_slide_kit_says_it_on_every_noted_figure_and_its_alt(lang):
 
 
 def test_the_presenters_figures_say_it():
-    from app_support import presenter  # streamlit: imported by this test only
+    from app_support import presenter, run_store  # streamlit: imported by this test only
 
     trace = RUNS[headline(RUNS).shown]
-    for name, *_ in presenter.FIGURES:
-        svg, alt = presenter.presenter_svg.__wrapped__(name, truncate_trace(trace, 1).to_json(indent=None), "en",
-                                                       trace.to_json(indent=None), note("en"))
+    run = run_store.StoredRun(trace, None, "measured", "20250601-120000")
+    for name, *_ in presenter.FIGURES:  # at step 1: the first pass on the whole run's axes
+        svg, alt = presenter.presenter_svg.__wrapped__(name, run_store.RunView(run, 1, stepping=True), "en",
+                                                       note("en"))
         noted = name in RUN_NOTED
         assert (note("en").replace(" ", "") in words(svg)) == noted and alt.endswith(note("en")) == noted, name

@@ -16,7 +16,7 @@ TEXT: dict = {
     "q_col_kl": "mean KL vs fp32",
     "q_col_top1": "same top-1 as fp32",
     "q_col_capitals": "capitals right",
-    "q_col_answer": "法国的首都是 →",
+    "q_col_answer": "The capital of France is →",
     "q_table_preset": "{model} (random weights: times are real, tokens meaningless)",
     "q_table_embedded": "the embedded model (its quality against its fp32 run, on a text it never saw)",
     "q_preset_story": "On {model} a Decode step reads {fp32_read} of weights in fp32 and {int4_read} in INT4, "
@@ -26,10 +26,10 @@ TEXT: dict = {
     "q_preset_story_bytes": "On {model} a Decode step reads {fp32_read} of weights in fp32 and {int4_read} in INT4, "
                             "{bytes_ratio}× fewer bytes, and it ran {speedup}× faster ({fp32_ms} → {int4_ms}): close "
                             "to what the bytes promise, so here the memory bounds the step.",
-    "q_answer_kept": "The embedded model with INT4 weights (groups of {group}) still answers 法国的首都是 with "
+    "q_answer_kept": "The embedded model with INT4 weights (groups of {group}) still answers “The capital of France is” with "
                      "“{answer}”: along a text it never saw, its next-token distributions moved {kl} nats from fp32's "
                      "on average, and {top1} of its top choices are fp32's.",
-    "q_answer_changed": "With INT4 weights (groups of {group}) the embedded model no longer answers 巴黎: it says "
+    "q_answer_changed": "With INT4 weights (groups of {group}) the embedded model no longer answers Paris: it says "
                         "“{answer}”. That is what “what exactly is lost” looks like here.",
     "q_ex_speedup": "Predict, then compare: INT4 holds a quarter of the bytes of bf16, an eighth of fp32's. How many "
                     "times faster than fp32 was a Decode step of {model} with INT4 weights on this machine?",
@@ -37,8 +37,8 @@ TEXT: dict = {
     "q_ex_speedup_wrong": "Measured {measured}×, not {answer}× (anything from {low}× to {high}× counts). The bytes "
                           "alone promise {bytes_ratio}×; the rest of each step (unpacking the weights, the Python "
                           "and the attention around the matrices) does not shrink with them.",
-    "q_ex_paris": "Predict, then compare: with INT4 weights, does the embedded model still answer 法国的首都是 "
-                  "with 巴黎?",
+    "q_ex_paris": "Predict, then compare: with INT4 weights, does the embedded model still answer “The capital of France "
+                  "is” with Paris?",
     "q_ex_check": "Compare with what was measured",
     "q_ex_yes": "yes",
     "q_ex_no": "no",
