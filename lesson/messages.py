@@ -39,7 +39,9 @@ LIMIT_KEYS = ("limit_count", "limit_number", "limit_memory", "limit_json_depth",
 ENGINE_ERROR_KEYS = (
     "empty_prompt", "prompt_too_long", "max_new_tokens_range", "sampling_range", "model_not_found",
     "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
-    "mode_unknown", "graph_needs_cuda", "prefix_scope", "preset_too_large", "prompt_too_many_chars", *LIMIT_KEYS,
+    "mode_unknown", "graph_needs_cuda", "prefix_scope", "preset_too_large", "prompt_too_many_chars",
+    "speculative_unknown", "speculative_tokens_range", "prompt_lookup_range", "speculative_mode",
+    "speculative_sliding_window", *LIMIT_KEYS,
 )
 # The engine worker's keys (engine/contract/worker/errors.py), worded as err_<key> on every page: the process that
 # measures could not be reached, refused this server, or stopped (and was started again).
