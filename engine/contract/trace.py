@@ -710,7 +710,7 @@ def step_rows(trace: RequestTrace) -> list[dict[str, Any]]:
             "start_ms": round(s.start_ms, 3),
             "end_ms": round(s.end_ms, 3),
             "ms": round(s.duration_ms, 3),
-            "context_after": s.context_after,
+            "context_after": s.context_kept,  # the cache after the pass (a verify pass dropped its rejected drafts)
             "kv_bytes": s.kv_bytes,
             "lock_wait_ms": round(s.lock_wait_ms, 3),
             "consumer_ms": round(s.consumer_ms, 3),

@@ -93,7 +93,7 @@ def _live_texts(trace: RequestTrace, table: Table) -> tuple[str, str, str]:
         label(table, "review_live_prefill", n=fmt_int(prefill.num_positions), ms=fmt_ms(prefill.duration_ms),
               ttft=fmt_ms(metrics.ttft_ms)),
         label(table, "review_live_decode", k=fmt_int(len(decode)), tpot=tpot) + " · " +
-        label(table, "review_live_kv", bytes=fmt_bytes(trace.kv_bytes), tokens=fmt_int(trace.steps[-1].context_after)),
+        label(table, "review_live_kv", bytes=fmt_bytes(trace.kv_bytes), tokens=fmt_int(trace.steps[-1].context_kept)),
     )
 
 
