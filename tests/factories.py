@@ -129,9 +129,10 @@ def make_speculative_trace(plan: tuple[tuple[int, int], ...] = ((4, 2), (0, 0), 
         steps.append(Step(
             index=index, phase="verify" if num_drafts else "decode", request_id="r0", input_ids=(fed, *drafts),
             input_pieces=(fed_piece, *pieces), output_id=next_id, output_piece=f"o{next_id}", context_before=context,
-            context_after=after, kv_bytes=sum(layer_kv_bytes(model, kept)), kv_bytes_per_layer=layer_kv_bytes(model, kept),
-            start_ms=clock + 0.1, end_ms=clock + 0.1 + duration, draft_ids=drafts, drafter="ngram" if num_drafts else "",
-            num_accepted=num_accepted, draft_ms=0.05 if num_drafts else 0.0,
+            context_after=after, kv_bytes=sum(layer_kv_bytes(model, kept)),
+            kv_bytes_per_layer=layer_kv_bytes(model, kept), start_ms=clock + 0.1, end_ms=clock + 0.1 + duration,
+            draft_ids=drafts, drafter="ngram" if num_drafts else "", num_accepted=num_accepted,
+            draft_ms=0.05 if num_drafts else 0.0,
         ))
         clock, context, fed, fed_piece, next_id = clock + 0.1 + duration, kept, next_id, f"o{next_id}", next_id + 1
     trace = replace(base, steps=tuple(steps))
