@@ -41,9 +41,16 @@ from engine.runtime.model import LoadedModel, load_model, set_num_threads
 from engine.runtime.presets import preset_shape
 from engine.runtime.runners import EagerRunner
 
+# "repeat": a paragraph of the embedded model's corpus (assets/default_model/corpus_sample.txt), once, then its
+# first words again: the model goes on reciting it, text the prompt holds (a "repeat after me").
+PARAGRAPH = (
+    "An LLM answers a prompt in two phases called Prefill and Decode. Prefill reads the whole prompt in one forward "
+    "pass. Prefill also builds the KV cache for every layer. A longer prompt gives Prefill more positions to process. "
+    "Decode writes the answer one token at a time. Each Decode step feeds only the newest token into the model. The "
+    "new query still reads all earlier keys and values from the KV cache. The KV cache grows by one position for "
+    "every generated token. ")
 SCENARIOS = {
-    "repeat": "An LLM answers a prompt in two phases called Prefill and Decode. Prefill reads the whole prompt in "
-              "one forward pass. Prefill also builds the KV cache for every layer. An LLM answers a prompt",
+    "repeat": PARAGRAPH + "An LLM answers a prompt",
     "chat": "法国的首都是巴黎。德国的首都是柏林。日本的首都是东京。法国的首都是",
     "fresh": "Prefill 负责",  # the model writes on in Chinese, text its prompt does not hold: drafts rejected
 }

@@ -41,7 +41,7 @@ ENGINE_ERROR_KEYS = (
     "not_a_model", "pickle_weights_only", "model_load_failed", "device_unavailable", "bad_dtype",
     "mode_unknown", "graph_needs_cuda", "prefix_scope", "preset_too_large", "prompt_too_many_chars",
     "speculative_unknown", "speculative_tokens_range", "prompt_lookup_range", "speculative_mode",
-    "speculative_sliding_window", *LIMIT_KEYS,
+    "speculative_sliding_window", "speculative_draft_missing", "draft_vocabulary", "draft_larger", *LIMIT_KEYS,
 )
 # The engine worker's keys (engine/contract/worker/errors.py), worded as err_<key> on every page: the process that
 # measures could not be reached, refused this server, or stopped (and was started again).

@@ -3,6 +3,7 @@
 `--speculative ngram --num-speculative-tokens 4`: speculative decoding with prompt lookup
 (engine/runtime/speculative.py): each pass after Prefill checks up to 4 guessed tokens at once (a
 "verify" row, with how many of its drafts it kept), and the answer is the one plain Decode writes.
+`--draft-model PATH`: the guesses come from a smaller model with the same tokenizer (a local folder).
 
 `--model` is a local folder; a hub id (`org/name`) that names no local folder is fetched from the
 Hugging Face Hub, after a note on stderr saying so. Offline, that fails within a few seconds
@@ -59,6 +60,9 @@ def add_parser(sub) -> None:
                        help="shortest n-gram the prompt lookup matches (default 1)")
     trace.add_argument("--prompt-lookup-max", type=int, default=4, metavar="N",
                        help="longest n-gram the prompt lookup matches (default 4)")
+    trace.add_argument("--draft-model", default=None, metavar="PATH",
+                       help="speculative decoding with a draft model: a smaller local model with the same tokenizer "
+                            "guesses the next tokens (implies --speculative draft)")
     trace.add_argument("--json", action="store_true", help="print the trace as JSON instead of a table")
 
 
@@ -84,7 +88,7 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
     cfg = GenerationConfig(
         max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
         top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos, mode=args.mode,
-        speculative=args.speculative or "", num_speculative_tokens=args.num_speculative_tokens,
+        speculative=_drafter(args), num_speculative_tokens=args.num_speculative_tokens,
         prompt_lookup_min=args.prompt_lookup_min, prompt_lookup_max=args.prompt_lookup_max,
     )
     hub_id = hub_id_for(args.model)
@@ -94,7 +98,16 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
     lm = load_model(args.model, device=args.device, dtype=args.dtype, allow_hub=True, max_context=longest)
     check_stretch(args.prompt_tokens, lm.info.max_positions - args.max_new_tokens)  # before any filler is tokenized
     prompt = extend_prompt(lm.tokenizer, args.prompt, args.prompt_tokens) if args.prompt_tokens else args.prompt
-    return generate(lm, prompt, cfg, max_prompt_tokens=args.max_prompt_tokens)
+    draft = load_model(args.draft_model, device=args.device, dtype=args.dtype) if args.draft_model else None
+    return generate(lm, prompt, cfg, max_prompt_tokens=args.max_prompt_tokens, draft=draft)
+
+
+def _drafter(args: argparse.Namespace) -> str:
+    """GenerationConfig.speculative from --speculative and --draft-model (which implies "draft")."""
+    if args.draft_model and args.speculative not in (None, "draft"):
+        raise InputError("speculative_unknown", f"--draft-model drafts with a model; leave out --speculative "
+                         f"{args.speculative}", value=args.speculative, choices="draft")
+    return "draft" if args.draft_model else args.speculative or ""
 
 
 def check_stretch(prompt_tokens: int, limit: int) -> None:

@@ -7,13 +7,17 @@ pass (engine/runtime/speculative.py) and keeps the longest prefix it agrees with
                                  most recent earlier place where the last n tokens occurred (n from max_n down
                                  to min_n) and propose the k tokens that followed it there. No second model:
                                  it pays off when the answer repeats text of the prompt or of itself.
+
+The other drafter, a draft model, runs a model and lives in engine/runtime/speculative.py.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-DRAFTERS = ("ngram",)  # GenerationConfig.speculative: "" (off) or one of these
+# GenerationConfig.speculative: "" (off) or one of these; "draft": a smaller model with the same tokenizer, which
+# the caller loads and passes beside the config (engine.runtime.generation.passes(..., draft=)), never a path in it
+DRAFTERS = ("ngram", "draft")
 MAX_SPECULATIVE_TOKENS = 16  # k: drafts checked in one verify pass (vLLM's num_speculative_tokens)
 MAX_LOOKUP_N = 16  # longest n-gram the prompt lookup may match
 

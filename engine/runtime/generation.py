@@ -39,7 +39,7 @@ from engine.runtime.prefix_store import Found, Tensors, unusable
 from engine.runtime.provenance import this_machine
 from engine.runtime.runners import Runner, bucket_length
 from engine.runtime.sampling import choose_token
-from engine.runtime.speculative import accept, propose
+from engine.runtime.speculative import Draft, accept, drafter_for
 from engine.runtime.untimed import untimed
 
 # ---------------------------------------------------------------------------
@@ -118,18 +118,19 @@ class PrefixStart:
 
 
 def passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool,
-           start: PrefixStart | None = None) -> Iterator[Pass]:
+           start: PrefixStart | None = None, draft: LoadedModel | None = None) -> Iterator[Pass]:
     """The Decode loop, for every engine mode: 1) prefill, 2) decode until EOS or max_new_tokens.
 
     The runner (engine/runtime/runners.py) is the mode: it owns the cache and runs each pass. `record`
     reads the device clock and the cache's bytes around every pass; off, only tokens come out. `start`:
-    the prefix cache's part (eager mode only), else every prompt position is computed.
+    the prefix cache's part (eager mode only), else every prompt position is computed. `draft`: the draft model
+    of cfg.speculative "draft" (a smaller model with the target's tokenizer), loaded by the caller.
     """
     cached = start.num_cached if start else 0
     runner, setup_s = _take_runner(lm, len(prompt_ids) + cfg.max_new_tokens, cfg.mode, start.cache if start else None)
     try:
         outputs: list[int] = []
-        for p in _run(lm, runner, prompt_ids, cfg, record, setup_s, cached):
+        for p in _run(lm, runner, prompt_ids, cfg, record, setup_s, cached, draft):
             outputs.extend(p.emitted_ids)
             if p.stop_reason and start is not None and start.keep is not None:
                 _keep(runner, tuple(prompt_ids) + tuple(outputs[:-1]), start.keep)
@@ -161,17 +162,18 @@ def _take_runner(lm: LoadedModel, num_positions: int, mode: str, cache=None) -> 
 
 
 def _run(lm: LoadedModel, runner: Runner, prompt_ids: list[int], cfg: GenerationConfig, record: bool,
-         setup_s: float, cached: int = 0) -> Iterator[Pass]:
+         setup_s: float, cached: int = 0, draft: LoadedModel | None = None) -> Iterator[Pass]:
     device = lm.device
     generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
     eos = frozenset() if cfg.ignore_eos else eos_ids(lm)
     _check_speculative(lm, cfg)
+    drafter = drafter_for(lm, cfg, draft)
     fed, position = list(prompt_ids[cached:]), cached  # the positions the cache does not hold yet
     history, index = list(prompt_ids), 0  # the prompt and the answer so far: what a drafter reads
     while True:
-        drafted = time.perf_counter()
-        drafts = propose(cfg, history, cfg.max_new_tokens - (len(history) - len(prompt_ids)), eos) if index else ()
-        draft_s = time.perf_counter() - drafted if drafts else 0.0
+        drafted, num_left = time.perf_counter(), cfg.max_new_tokens - (len(history) - len(prompt_ids))
+        guess = drafter.propose(history, num_left, eos, generator) if index and drafter else Draft(())
+        drafts, draft_s = guess.ids, time.perf_counter() - drafted if guess.ids else 0.0
         asked = time.perf_counter()
         with lm.lock:  # one timed pass at a time on this model: another request's pass makes us queue here
             lock_wait_s = time.perf_counter() - asked
@@ -179,7 +181,7 @@ def _run(lm: LoadedModel, runner: Runner, prompt_ids: list[int], cfg: Generation
                 start = device_clock(device) if record else None
                 chosen = None
                 if drafts:
-                    num_accepted, token = _verify(runner, fed, drafts, cfg, generator)
+                    num_accepted, token = _verify(runner, fed, guess, cfg, generator)
                 else:
                     logits = runner.prefill(fed) if index == 0 else runner.decode(fed[0], position)
                     # Prefill's logits are on the host's clock here (one synchronize per request): what follows,
@@ -198,18 +200,18 @@ def _run(lm: LoadedModel, runner: Runner, prompt_ids: list[int], cfg: Generation
                    start=start, end=end, kv_bytes_per_layer=kv, stop_reason=stop, lock_wait_s=lock_wait_s,
                    attention_kernel=kernel, mode=runner.mode, note=runner.note, setup_s=setup_s if index == 0 else 0.0,
                    chosen=chosen, draft_ids=drafts, num_accepted=num_accepted, draft_s=draft_s,
-                   drafter=cfg.speculative if drafts else "")
+                   drafter=drafter.name if drafts else "")
         if stop:
             return
         fed, index = [token], index + 1  # the chain: the next pass can only start from this token
 
 
-def _verify(runner: Runner, fed: list[int], drafts: tuple[int, ...], cfg: GenerationConfig,
+def _verify(runner: Runner, fed: list[int], guess: Draft, cfg: GenerationConfig,
             generator: torch.Generator | None) -> tuple[int, int]:
     """A verify pass: fed[0] and the drafts in one pass, the rejected drafts' K and V dropped before it ends
     (part of the pass: its cost is speculative decoding's). -> (drafts kept, the token chosen)."""
-    num_accepted, token = accept(runner.verify(fed + list(drafts)), drafts, cfg, generator)
-    runner.drop(len(drafts) - num_accepted)
+    num_accepted, token = accept(runner.verify(fed + list(guess.ids)), guess, cfg, generator)
+    runner.drop(len(guess.ids) - num_accepted)
     return num_accepted, token
 
 
@@ -345,6 +347,7 @@ def stream_trace(
     max_prompt_tokens: int | None = None,
     found: Found | None = None,
     keep: bool = True,
+    draft: LoadedModel | None = None,
 ) -> Iterator[RequestTrace]:
     """Run one request and yield its trace after every forward pass.
 
@@ -364,6 +367,7 @@ def stream_trace(
 
     With `cfg.prefix_cache`, Prefill starts from the scope's longest kept run that begins like the prompt
     (trace.prefix); the run is then kept (`keep`). `found`: a look-up made before (repeats share one).
+    `draft`: the draft model of cfg.speculative "draft" (engine/runtime/speculative.py).
     """
     provenance = this_machine(lm.device)  # where and when: read before the request's clock starts
     t0, started_at_s = time.perf_counter(), time.time()  # the request's start, on both clocks
@@ -379,7 +383,7 @@ def stream_trace(
     steps: list[Step] = []  # append-only: every partial trace views a prefix of it
     pieces: dict[int, str] = {}  # token id -> its piece: answers repeat tokens (。 的 the), decoding costs ~75 µs
     consumer_s = 0.0  # how long the caller held the loop after the previous yield
-    for index, p in enumerate(passes(lm, prompt_ids, cfg, record=True, start=start)):
+    for index, p in enumerate(passes(lm, prompt_ids, cfg, record=True, start=start, draft=draft)):
         if index == 0:
             trace, t0 = _after_prefill(trace, p, t0, started_at_s)
         input_pieces = _input_pieces(lm, p, steps[-1] if steps else None, trace.prompt_pieces, pieces)

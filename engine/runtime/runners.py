@@ -109,7 +109,7 @@ class EagerRunner:
     def verify(self, ids: list[int]) -> torch.Tensor:
         """The token chosen before and k drafts in one pass, after the cache: (1, k+1) -> logits (k+1, vocab),
         row j predicting the token after ids[j]."""
-        return self._forward(ids, num_logits=len(ids))[0]
+        return self._forward(ids, num_logits=len(ids))
 
     def drop(self, num_positions: int) -> None:
         """Take back the cache's last `num_positions` positions (drafts the model rejected)."""
@@ -124,7 +124,7 @@ class EagerRunner:
     def _forward(self, ids: list[int], num_logits: int = 1) -> torch.Tensor:
         out = hf.forward(self.model, torch.tensor([ids], device=self.device), self.cache, logits_to_keep=num_logits)
         self.cache = hf.next_cache(out, self.cache)
-        return out.logits[:, -num_logits:, :] if num_logits > 1 else out.logits[:, -1, :]  # (1, n, vocab) / (1, vocab)
+        return out.logits[0, -num_logits:, :]  # (num_logits, vocab): (1, vocab) for Prefill and Decode
 
 
 class StaticRunner:

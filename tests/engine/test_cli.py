@@ -50,6 +50,22 @@ def test_speculative_rows_say_how_many_drafts_each_verify_pass_kept(default_lm, 
     assert "16 tokens in" in out and "tokens per target pass" in out
 
 
+def test_a_draft_model_drafts_from_the_command_line(tiny_model_dirs, tmp_path, capsys):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tests.conftest import tiny_config
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dirs["llama"])
+    config = tiny_config("llama", len(tokenizer), tokenizer.eos_token_id)
+    config.num_hidden_layers = 1
+    AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    assert main(["trace", "--model", str(tiny_model_dirs["llama"]), "--prompt", "The capital of France is",
+                 "--max-new-tokens", "8", "--ignore-eos", "--draft-model", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert " verify " in out and "speculative (draft:" in out and "8 tokens in" in out
+
+
 @pytest.mark.parametrize("args, message", [  # in a real process: nothing the imports print may add a line
     pytest.param(["--model", "/no/such/folder"], "model folder not found", marks=pytest.mark.slow),
     (["--max-new-tokens", "many"], "invalid int value"),

@@ -23,7 +23,7 @@ from engine.contract.errors import InputError
 from engine.contract.results import GenerationConfig
 from engine.contract.speculative import propose_ngram
 from engine.contract.trace import RequestTrace
-from engine.runtime import generation
+from engine.runtime import generation, speculative
 from engine.runtime.generation import PrefixStart, encode_prompt, generate, generate_ids, passes
 from engine.runtime.model import load_model
 from engine.runtime.sampling import token_probs
@@ -75,14 +75,20 @@ def final_cache(lm, prompt_ids: list[int], cfg: GenerationConfig):
     return tokens, kept["tensors"]
 
 
-def oracle_drafter(prompt_ids: list[int], answer: list[int], vocab_size: int):
+class OracleDrafter:
     """A drafter that knows plain Decode's answer and gets every third guess wrong: on random tiny models (whose
     text repeats nothing) it makes the verify pass keep all, some or none of its k drafts."""
-    def propose(cfg, history, num_left, stop_ids):
-        done = len(history) - len(prompt_ids)
-        guesses = answer[done:done + min(cfg.num_speculative_tokens, num_left - 1)]
-        return tuple((t + 1) % vocab_size if (len(history) + j) % 3 == 0 else t for j, t in enumerate(guesses))
-    return propose
+
+    name = "oracle"
+
+    def __init__(self, prompt_ids: list[int], answer: list[int], vocab_size: int, cfg: GenerationConfig) -> None:
+        self.prompt_len, self.answer, self.vocab_size, self.cfg = len(prompt_ids), answer, vocab_size, cfg
+
+    def propose(self, history, num_left, stop_ids, generator=None) -> speculative.Draft:
+        done = len(history) - self.prompt_len
+        guesses = self.answer[done:done + min(self.cfg.num_speculative_tokens, num_left - 1)]
+        return speculative.Draft(tuple((t + 1) % self.vocab_size if (len(history) + j) % 3 == 0 else t
+                                       for j, t in enumerate(guesses)))
 
 
 @pytest.mark.parametrize("drafter", ("ngram", "oracle"))
@@ -95,7 +101,8 @@ def test_greedy_speculative_writes_plain_decodes_tokens_and_cache(tiny, kind, dr
         ids = encode_prompt(lm, prompt, plain_cfg)
         plain, plain_kv = final_cache(lm, ids, plain_cfg)
         if drafter == "oracle":
-            monkeypatch.setattr(generation, "propose", oracle_drafter(ids, plain, lm.info.vocab_size))
+            monkeypatch.setattr(generation, "drafter_for", lambda lm_, cfg, draft=None, answer=plain, ids=ids:
+                                OracleDrafter(ids, answer, lm.info.vocab_size, cfg))
         for k in range(1, 9):
             cfg = dataclasses.replace(plain_cfg, speculative="ngram", num_speculative_tokens=k)
             tokens, kv = final_cache(lm, ids, cfg)
@@ -158,12 +165,17 @@ SAMPLED = GenerationConfig(max_new_tokens=6, ignore_eos=True, temperature=2.0)  
 
 def chi_square_p(a: Counter, b: Counter) -> float:
     """Two-sample chi-square test of homogeneity (equal sample sizes): the p-value that both samples come from
-    one distribution. Categories rarer than 5 in both samples are pooled, as the test's approximation needs."""
-    common = [key for key in set(a) | set(b) if a[key] + b[key] >= 10]
-    rows = [(a[key], b[key]) for key in common]
-    rest = (sum(a.values()) - sum(x for x, _ in rows), sum(b.values()) - sum(y for _, y in rows))
-    if sum(rest):
-        rows.append(rest)
+    one distribution. Tokens are taken from the most to the least frequent (both samples together) and grouped
+    until a group holds at least 10 (an expected count of 5 per sample, as the test's approximation needs): a
+    flat distribution over hundreds of rare tokens still gives many groups, so the test keeps its power."""
+    rows, group = [], [0, 0]
+    for key in sorted(set(a) | set(b), key=lambda key: (-(a[key] + b[key]), key)):
+        group = [group[0] + a[key], group[1] + b[key]]
+        if sum(group) >= 10:
+            rows.append(tuple(group))
+            group = [0, 0]
+    if sum(group):  # the rarest few: into the last group
+        rows[-1] = (rows[-1][0] + group[0], rows[-1][1] + group[1]) if rows else tuple(group)
     statistic = sum((x - y) ** 2 / (x + y) for x, y in rows)  # equal totals: sum over cells of (O - E)^2 / E
     return _chi2_survival(statistic, len(rows) - 1)
 
@@ -206,9 +218,6 @@ def test_sampling_keeps_the_target_distribution(default_lm, monkeypatch):
     p_values = [chi_square_p(a, b) for a, b in zip(plain, spec)]
     assert min(p_values[1:]) >= 1e-3, p_values  # position 0 is Prefill's own choice: the same either way
 
-    def keep_every_draft(logits, drafts, cfg, generator):
-        return len(drafts), int(torch.multinomial(token_probs(logits[-1], cfg), 1, generator=generator))
-
     monkeypatch.setattr(generation, "accept", keep_every_draft)
     wrong = position_counts(default_lm, ids, spec_cfg)
     assert min(chi_square_p(a, b) for a, b in zip(plain[1:], wrong[1:])) < 1e-6, "the test cannot tell a wrong rule"
@@ -239,3 +248,107 @@ def test_a_sliding_window_model_is_refused_before_any_pass(tiny):
         next(passes(lm, [5, 6, 7], GenerationConfig(speculative="ngram"), record=False))
     assert caught.value.key == "speculative_sliding_window"
     assert "滑动窗口" in error_message(caught.value, "zh") and "sliding" in error_message(caught.value, "en")
+
+
+@pytest.mark.skipif(not HAS_DEFAULT_MODEL, reason="the embedded default model is not built")
+def test_the_prefix_cache_keeps_a_speculative_run(default_lm):
+    """The kept run is the prompt and the answer but its last token, as without speculative decoding: the same
+    prompt again reads all but its last position from it, and writes the same tokens."""
+    plain = generate(default_lm, REPEATING, GenerationConfig(max_new_tokens=12, ignore_eos=True))
+    cfg = GenerationConfig(max_new_tokens=12, ignore_eos=True, speculative="ngram", prefix_cache=True,
+                           prefix_scope="spec-test")
+    first, again = generate(default_lm, REPEATING, cfg), generate(default_lm, REPEATING, cfg)
+    assert first.verify_steps and first.output_ids == again.output_ids == plain.output_ids
+    assert again.prefix.num_cached_tokens == len(again.prompt_ids) - 1
+
+
+# --- a draft model ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def small_draft(tiny_model_dirs, tmp_path_factory):
+    """A 1-layer Llama with the tiny models' tokenizer: a draft smaller than each of them."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tests.conftest import tiny_config
+
+    folder = tmp_path_factory.mktemp("draft")
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dirs["llama"])
+    config = tiny_config("llama", len(tokenizer), tokenizer.eos_token_id)
+    config.num_hidden_layers = 1
+    torch.manual_seed(1)
+    AutoModelForCausalLM.from_config(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return load_model(folder, device="cpu")
+
+
+def test_a_draft_model_writes_plain_decodes_tokens(tiny, small_draft):
+    """Greedy, k = 1..8: the target's own tokens whatever the draft guesses (a random 1-layer draft), and every
+    guess kept when the draft is the target itself (its greedy tokens are the target's)."""
+    lm = tiny["llama"]
+    totals = Counter()
+    for prompt in PROMPTS[:3]:
+        plain = generate(lm, prompt, GenerationConfig(max_new_tokens=16, ignore_eos=True))
+        for k in range(1, 9):
+            cfg = GenerationConfig(max_new_tokens=16, ignore_eos=True, speculative="draft", num_speculative_tokens=k)
+            spec = generate(lm, prompt, cfg, draft=small_draft)
+            assert spec.output_ids == plain.output_ids, (prompt, k)
+            totals["drafted"] += sum(len(s.draft_ids) for s in spec.verify_steps)
+            totals["accepted"] += sum(s.num_accepted for s in spec.verify_steps)
+        itself = generate(lm, prompt, dataclasses.replace(cfg, num_speculative_tokens=4), draft=dataclasses.replace(
+            lm, info=dataclasses.replace(lm.info, num_params=lm.info.num_params - 1)))  # "smaller": passes the check
+        assert itself.output_ids == plain.output_ids
+        assert all(s.num_accepted == len(s.draft_ids) for s in itself.verify_steps) and itself.tokens_per_pass > 4
+        assert itself.verify_steps[0].drafter == "draft:" + lm.info.model_id
+    assert totals["drafted"] > 0 and totals["accepted"] < totals["drafted"], totals
+
+
+TINY_TEMPERATURE = 0.7  # the random draft's guesses are mostly rejected here: max(0, p - q) writes most tokens
+
+
+def keep_every_draft(logits, draft, cfg, generator):
+    """A wrong rule, for the tests' power: every draft kept, as greedy does."""
+    return len(draft.ids), int(torch.multinomial(token_probs(logits[-1], cfg), 1, generator=generator))
+
+
+def test_sampling_with_a_draft_model_keeps_the_target_distribution(tiny, small_draft, monkeypatch):
+    """As the prompt-lookup test, with q the draft's own distribution: min(1, p/q), then max(0, p - q). The same
+    seeds and test tell the wrong rule apart (p < 1e-6)."""
+    lm = tiny["llama"]
+    cfg = GenerationConfig(max_new_tokens=4, ignore_eos=True, temperature=TINY_TEMPERATURE)
+    ids = encode_prompt(lm, PROMPTS[0], cfg)
+    plain = position_counts(lm, ids, cfg)
+    spec_cfg = dataclasses.replace(cfg, speculative="draft", num_speculative_tokens=3)
+
+    def spec_counts() -> list[Counter]:
+        counts = [Counter() for _ in range(cfg.max_new_tokens)]
+        for seed in range(NUM_SEEDS):
+            run_cfg = dataclasses.replace(spec_cfg, seed=seed)
+            for position, token in enumerate(generate(lm, PROMPTS[0], run_cfg, draft=small_draft).output_ids):
+                counts[position][token] += 1
+        return counts
+
+    assert min(chi_square_p(a, b) for a, b in zip(plain[1:], spec_counts()[1:])) >= 1e-3
+    monkeypatch.setattr(generation, "accept", keep_every_draft)
+    assert min(chi_square_p(a, b) for a, b in zip(plain[1:], spec_counts()[1:])) < 1e-6, "no power"
+
+
+def test_a_draft_model_is_refused_before_any_pass(tiny, small_draft, tmp_path):
+    from transformers import AutoModelForCausalLM
+
+    from tests.conftest import tiny_config
+    from tests.factories import build_bos_tokenizer
+
+    other = build_bos_tokenizer(tmp_path)  # another vocabulary
+    config = tiny_config("llama", len(other), other.eos_token_id)
+    config.num_hidden_layers = 1
+    AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
+    foreign = load_model(tmp_path, device="cpu")
+    cfg = GenerationConfig(speculative="draft")
+    for target, draft, key in ((tiny["llama"], None, "speculative_draft_missing"),
+                               (tiny["llama"], foreign, "draft_vocabulary"),
+                               (small_draft, tiny["llama"], "draft_larger")):
+        with pytest.raises(InputError) as caught:
+            next(passes(target, [5, 6, 7], cfg, record=False, draft=draft))
+        assert caught.value.key == key
+        zh, en = error_message(caught.value, "zh"), error_message(caught.value, "en")
+        assert "草稿模型" in zh and "draft model" in en

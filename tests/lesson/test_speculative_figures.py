@@ -80,3 +80,11 @@ def test_blocks_show_the_rollback(trace):
 def test_kv_growth_counts_the_kept_positions(trace):
     root = parse(DIAGRAMS["kv_growth"](trace, lang="en"))
     assert "as the formula says" in " ".join(root.itertext())  # the rollback keeps one K and V per kept position
+
+
+@pytest.mark.parametrize("lang, words", [("en", "3 verify passes, 2.25 tokens per target pass"),
+                                         ("zh", "3 次 Verify，每次目标模型前向平均得到 2.25 个 Token")])
+def test_review_map_says_tokens_per_target_pass(lang, words, trace):
+    lines = parse(DIAGRAMS["review_map"](trace, lang=lang)).itertext()
+    joined = ("" if lang == "zh" else " ").join(lines)  # a cell wraps: Chinese lines join without a space
+    assert words in joined

@@ -126,6 +126,7 @@ TEXT: dict = {
     "review_live_prefill": "{n} positions, 1 pass of {ms} → TTFT {ttft}",
     "review_live_decode": "{k} passes of 1 position each, TPOT {tpot}",
     "review_live_kv": "KV cache ends at {bytes} ({tokens} tokens)",
+    "review_live_speculative": "{v} verify passes, {x} tokens per target pass",
     "review_closing": "Prefill reads the known prompt in one pass and gives the first token; Decode writes on, one token at a time. They optimise different waits.",
     # animation
     "anim_title": "Step through: the forward passes of one answer",

@@ -124,6 +124,7 @@ TEXT: dict = {
     "review_live_prefill": "{n} 个位置，1 次前向 {ms} → TTFT {ttft}",
     "review_live_decode": "{k} 次前向，每次 1 个位置，TPOT {tpot}",
     "review_live_kv": "KV Cache 最终 {bytes}（{tokens} 个 Token）",
+    "review_live_speculative": "{v} 次 Verify，每次目标模型前向平均得到 {x} 个 Token",
     "review_closing": "Prefill 一次读入已知提示词并给出首 Token；Decode 依赖已生成的 Token 逐步续写。两者要优化的等待不同。",
     # animation
     "anim_title": "逐步播放：一次回答的每次前向",
