@@ -352,3 +352,24 @@ def test_a_draft_model_is_refused_before_any_pass(tiny, small_draft, tmp_path):
         assert caught.value.key == key
         zh, en = error_message(caught.value, "zh"), error_message(caught.value, "en")
         assert "草稿模型" in zh and "draft model" in en
+
+
+def test_a_speculative_trace_crosses_the_worker_protocol_and_its_checks():
+    """The page reads runs through the engine worker's client: its codec and meaning checks take verify steps."""
+    import json
+
+    from engine.contract.meaning import MeaningError, check_trace
+    from engine.contract.worker.client import checked_trace
+    from engine.contract.worker.codec import to_plain
+    from tests.factories import make_speculative_trace
+
+    trace = make_speculative_trace()
+    check_trace(trace)
+    assert checked_trace(json.loads(json.dumps(to_plain(trace)))) == trace
+    data = json.loads(trace.to_json())
+    verify = data["steps"][1]
+    verify["draft_ids"] = list(range(17))  # a peer's 17 drafts: more than a verify pass checks
+    verify["input_ids"], verify["input_pieces"] = verify["input_ids"][:1] + list(range(17)), ["x"] * 18
+    verify["context_after"] = verify["context_before"] + 18
+    with pytest.raises(MeaningError):
+        check_trace(RequestTrace.from_dict(data))
