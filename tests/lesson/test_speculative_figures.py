@@ -82,6 +82,12 @@ def test_kv_growth_counts_the_kept_positions(trace):
     assert "as the formula says" in " ".join(root.itertext())  # the rollback keeps one K and V per kept position
 
 
+@pytest.mark.parametrize("name", ("kv_growth", "latency"))
+def test_bar_charts_name_a_verify_pass_as_one(name, trace):
+    words = list(parse(DIAGRAMS[name](trace, lang="en")).itertext())
+    assert {"P", "V1", "D2", "V3", "V4"} <= set(words)
+
+
 @pytest.mark.parametrize("lang, words", [("en", "3 verify passes, 2.25 tokens per target pass"),
                                          ("zh", "3 次 Verify，每次目标模型前向平均得到 2.25 个 Token")])
 def test_review_map_says_tokens_per_target_pass(lang, words, trace):
