@@ -339,7 +339,9 @@ def _draw_row(dwg, row: Row, layout: TimelineLayout, trace: RequestTrace, style:
                      "data-positions": sum(s.num_positions for s in trace.steps[row.slot.first:row.slot.last + 1])})
     baseline = row.cy + style.font_size * 0.36
     if row.slot.kind == "gap":
-        group.add(text(dwg, label(table, "more_passes", n=fmt_int(row.slot.count)), col["input"], baseline,
+        folded = trace.steps[row.slot.first:row.slot.last + 1]
+        key = "more_passes_verify" if any(s.phase == "verify" for s in folded) else "more_passes"
+        group.add(text(dwg, label(table, key, n=fmt_int(row.slot.count)), col["input"], baseline,
                        size=style.font_size, fill=style.muted_ink, class_="gap-label"))
     else:
         group.add(text(dwg, label(table, "pass_n", n=row.slot.first + 1), col["pass"], baseline,

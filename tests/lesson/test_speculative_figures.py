@@ -94,3 +94,9 @@ def test_review_map_says_tokens_per_target_pass(lang, words, trace):
     lines = parse(DIAGRAMS["review_map"](trace, lang=lang)).itertext()
     joined = ("" if lang == "zh" else " ").join(lines)  # a cell wraps: Chinese lines join without a space
     assert words in joined
+
+
+def test_a_folded_timeline_row_says_it_folds_verify_passes():
+    long = make_speculative_trace(((4, 1), (0, 0)) * 8)
+    words = " ".join(parse(DIAGRAMS["timeline"](long, lang="en")).itertext())
+    assert "more Decode and Verify passes" in words

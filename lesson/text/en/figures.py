@@ -18,6 +18,7 @@ TEXT: dict = {
     "legend_waiting": "waiting (tokenizing, queue, bookkeeping)",
     "legend_page": "page drawing (the model waits)",
     "more_passes": "… {n} more Decode passes …",
+    "more_passes_verify": "… {n} more Decode and Verify passes …",
     "more_passes_short": "…{n}…",
     "more_pieces": "…{n} more…",
     "ttft": "TTFT {ms}",

@@ -18,6 +18,7 @@ TEXT: dict = {
     "legend_waiting": "等待（分词、排队、记账）",
     "legend_page": "页面绘制（模型在等）",
     "more_passes": "… 另有 {n} 次 Decode 前向 …",
+    "more_passes_verify": "… 另有 {n} 次 Decode / Verify 前向 …",
     "more_passes_short": "…{n} 次…",
     "more_pieces": "…另 {n} 个…",
     "ttft": "TTFT {ms}",
