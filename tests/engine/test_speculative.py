@@ -202,7 +202,7 @@ def position_counts(lm, ids, cfg) -> list[Counter]:
 
 
 @pytest.mark.skipif(not HAS_DEFAULT_MODEL, reason="the embedded default model is not built")
-@pytest.mark.slow  # tens of seconds on a 2-core CPU (docs/testing.md)
+@pytest.mark.slow  # 15-25 s on a 2-core CPU (docs/testing.md)
 def test_sampling_keeps_the_target_distribution(default_lm, monkeypatch):
     """Each answer position's token frequencies, speculative against plain, over 300 seeds each.
 
@@ -282,7 +282,6 @@ def small_draft(tiny_model_dirs, tmp_path_factory):
     return load_model(folder, device="cpu")
 
 
-@pytest.mark.slow  # tens of seconds on a 2-core CPU (docs/testing.md)
 def test_a_draft_model_writes_plain_decodes_tokens(tiny, small_draft):
     """Greedy, k = 1..8: the target's own tokens whatever the draft guesses (a random 1-layer draft), and every
     guess kept when the draft is the target itself (its greedy tokens are the target's)."""
@@ -312,7 +311,7 @@ def keep_every_draft(logits, draft, cfg, generator):
     return len(draft.ids), int(torch.multinomial(token_probs(logits[-1], cfg), 1, generator=generator))
 
 
-@pytest.mark.slow  # tens of seconds on a 2-core CPU (docs/testing.md)
+@pytest.mark.slow  # 15-25 s on a 2-core CPU (docs/testing.md)
 def test_sampling_with_a_draft_model_keeps_the_target_distribution(tiny, small_draft, monkeypatch):
     """As the prompt-lookup test, with q the draft's own distribution: min(1, p/q), then max(0, p - q). The same
     seeds and test tell the wrong rule apart (p < 1e-6)."""
