@@ -28,7 +28,7 @@ from engine.contract.interop.vllm_import import format_comparison, load_vllm_res
 from engine.contract.limits import check_text, dump_json
 
 from . import serving_export
-from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_roofline, render_step_floors
+from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_acceptance, render_roofline, render_step_floors
 from .diagrams.serving_gantt import render_serving_gantt
 from .diagrams.serving_metrics import render_serving_metrics
 from .perfetto import to_perfetto_json
@@ -82,8 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def render_trace_diagrams(trace, lang: str) -> dict[str, str]:
-    """name -> SVG for every trace diagram."""
-    return {name: render(trace, lang=lang) for name, render in DIAGRAMS.items()}
+    """name -> SVG for every trace diagram, and a speculative run's acceptance chart."""
+    svgs = {name: render(trace, lang=lang) for name, render in DIAGRAMS.items()}
+    if trace.verify_steps:
+        svgs["acceptance"] = render_acceptance(trace, lang=lang)
+    return svgs
 
 
 def render_schematic_diagrams(prompt_len: int, output_len: int, lang: str) -> dict[str, str]:

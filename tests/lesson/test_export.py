@@ -118,6 +118,7 @@ def test_a_speculative_run_exports_its_verify_passes(tmp_path, capsys):
     trace = RequestTrace.from_json((tmp_path / "trace.json").read_text(encoding="utf-8"))
     assert trace.verify_steps
     assert 'class="phase-badge verify"' in (tmp_path / "timeline.svg").read_text(encoding="utf-8")
+    _assert_standalone_svg(tmp_path / "acceptance.svg")
 
 
 def test_bad_model_folder_from_the_real_engine(tmp_path, capsys):

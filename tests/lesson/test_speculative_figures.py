@@ -8,7 +8,7 @@ import pytest
 from engine.contract.trace import RequestTrace
 from lesson.alt_text import figure_alt
 from lesson.charts.run import kv_growth_figure, latency_figure
-from lesson.diagrams import DIAGRAMS
+from lesson.diagrams import DIAGRAMS, render_acceptance
 from lesson.downloads import trace_csv
 from lesson.metric_cards import metric_cards, timeline_lesson
 from lesson.perfetto import to_perfetto_json
@@ -100,3 +100,16 @@ def test_a_folded_timeline_row_says_it_folds_verify_passes():
     long = make_speculative_trace(((4, 1), (0, 0)) * 8)
     words = " ".join(parse(DIAGRAMS["timeline"](long, lang="en")).itertext())
     assert "more Decode and Verify passes" in words
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_acceptance_chart_draws_every_draft_and_bonus(lang, trace):
+    svg = render_acceptance(trace, lang=lang)
+    assert svg == render_acceptance(trace, lang=lang)  # byte-stable
+    root = parse(svg)
+    verify = trace.verify_steps
+    assert len(with_class(root, "cell", "kept")) == sum(s.num_accepted for s in verify) == 2 + 3 + 0
+    assert len(with_class(root, "cell", "rejected")) == sum(len(s.rejected_ids) for s in verify) == 2 + 0 + 2
+    assert len(with_class(root, "cell", "bonus")) == len(verify)
+    assert "2.25" in " ".join(root.itertext())
+    parse(render_acceptance(make_speculative_trace(((0, 0),)), lang=lang))  # no verify pass: says so, no cells
