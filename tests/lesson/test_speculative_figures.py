@@ -113,3 +113,9 @@ def test_the_acceptance_chart_draws_every_draft_and_bonus(lang, trace):
     assert len(with_class(root, "cell", "bonus")) == len(verify)
     assert "2.25" in " ".join(root.itertext())
     parse(render_acceptance(make_speculative_trace(((0, 0),)), lang=lang))  # no verify pass: says so, no cells
+
+
+def test_a_recorded_run_keeps_its_drafts(trace):
+    from engine.contract.recorded import read_recorded
+
+    assert read_recorded(trace.to_json(), 1_000_000).runs == (trace,)
