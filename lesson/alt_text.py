@@ -44,7 +44,7 @@ def _alt_numbers(trace: RequestTrace, lang: str) -> dict[str, object]:
         "max": format_ms(metrics.max_itl_ms if metrics and metrics.itl_ms else None),
         "num_layers": trace.model.num_layers, "per_token": fmt_bytes(trace.model.kv_bytes_per_token),
         "prefill_bytes": fmt_bytes(prefill.kv_bytes if prefill else 0), "final_bytes": fmt_bytes(trace.kv_bytes),
-        "num_tokens": trace.steps[-1].context_after if trace.steps else 0,
+        "num_tokens": trace.steps[-1].context_kept if trace.steps else 0,
         "prefill_positions": prefill.num_positions if prefill else 0,
         "reused": t(lang, "alt_blocks_reused", last=prefill.context_before - 1) if prefill and prefill.context_before
         else "",

@@ -14,7 +14,7 @@ from engine.contract.trace import STEP_TABLE_COLUMNS, RequestTrace, step_rows
 # every measurement carries its unit, every count says it is one (a new engine column keeps its name).
 TABLE_HEADERS = {
     "step": "step_index",
-    "phase": "phase",  # "prefill" / "decode"
+    "phase": "phase",  # "prefill" / "decode" / "verify"
     "positions": "positions_first_to_last",  # "0..3": the positions this pass computed
     "new_positions": "num_new_positions",
     "input_tokens": "input_pieces",  # the token pieces fed in, joined with " | "
@@ -26,6 +26,8 @@ TABLE_HEADERS = {
     "kv_bytes": "kv_cache_bytes",
     "lock_wait_ms": "lock_wait_ms",
     "consumer_ms": "page_drawing_ms",
+    "drafts": "num_drafts",  # a verify pass (speculative decoding): guesses checked, 0 on every other pass
+    "accepted": "num_drafts_accepted",
 }
 CSV_BOM = "\ufeff"  # spreadsheet programs read UTF-8 (巴黎, ▁Paris) only when the file starts with it
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what makes a spreadsheet read a cell as a formula

@@ -236,7 +236,7 @@ def measure_kv_bytes_more(results: Sequence[object]) -> Measured:
     """KiB the cache grew from after the Prefill to after the last pass (the cache tensors, measured)."""
     trace = _trace(results)
     first, last = trace.steps[0], trace.steps[-1]
-    extra = last.context_after - first.context_after
+    extra = last.context_kept - first.context_kept  # positions the cache holds (a verify pass drops its rejected)
     if extra < 1:
         raise NotGradable("an answer of at least two tokens adds positions to the cache")
     grown = last.kv_bytes - first.kv_bytes

@@ -1,6 +1,7 @@
 """`python -m lesson.export`: run the engine once, write every diagram as SVG.
 
     python -m lesson.export --out DIR [--prompt TEXT] [--max-new-tokens N] [--lang zh|en] [--model DIR]
+                            [--speculative ngram [--num-speculative-tokens K]]   (verify passes in every figure)
     python -m lesson.export --out DIR --schematic PROMPT_LEN OUTPUT_LEN [--lang zh|en]
     python -m lesson.export --out DIR --serving SCENARIO [--policies P,P..] [--seed N] [--lang zh|en] [--model DIR]
     python -m lesson.export --out DIR --serving-run RUN.json [--lang zh|en]     (lesson/serving_export.py)
@@ -27,7 +28,7 @@ from engine.contract.interop.vllm_import import format_comparison, load_vllm_res
 from engine.contract.limits import check_text, dump_json
 
 from . import serving_export
-from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_roofline, render_step_floors
+from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_acceptance, render_roofline, render_step_floors
 from .diagrams.serving_gantt import render_serving_gantt
 from .diagrams.serving_metrics import render_serving_metrics
 from .perfetto import to_perfetto_json
@@ -63,6 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-new-tokens", type=_positive_int, default=8, help="answer length (default: 8)")
     parser.add_argument("--lang", choices=LANGUAGES, default="zh", help="label language (default: zh)")
     parser.add_argument("--model", default=None, help="a local model folder (default: the embedded model)")
+    parser.add_argument("--speculative", choices=("ngram",), default=None,
+                        help="speculative decoding with prompt lookup: the figures draw its verify passes")
+    parser.add_argument("--num-speculative-tokens", type=_positive_int, default=4, metavar="K",
+                        help="drafts per verify pass (default: 4)")
     parser.add_argument("--schematic", nargs=2, type=_positive_int, metavar=("PROMPT_LEN", "OUTPUT_LEN"),
                         help="draw the schematic diagrams from two lengths, without a model")
     parser.add_argument("--from-vllm", type=Path, default=None, metavar="RESULT.json",
@@ -77,8 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def render_trace_diagrams(trace, lang: str) -> dict[str, str]:
-    """name -> SVG for every trace diagram."""
-    return {name: render(trace, lang=lang) for name, render in DIAGRAMS.items()}
+    """name -> SVG for every trace diagram, and a speculative run's acceptance chart."""
+    svgs = {name: render(trace, lang=lang) for name, render in DIAGRAMS.items()}
+    if trace.verify_steps:
+        svgs["acceptance"] = render_acceptance(trace, lang=lang)
+    return svgs
 
 
 def render_schematic_diagrams(prompt_len: int, output_len: int, lang: str) -> dict[str, str]:
@@ -120,12 +128,15 @@ def write_files(out_dir: Path, svgs: dict[str, str], trace_json: str | None = No
     return written
 
 
-def run_engine(prompt: str, max_new_tokens: int, model: str | None):
+def run_engine(prompt: str, max_new_tokens: int, model: str | None, speculative: str = "",
+               num_speculative_tokens: int = 4):
     """The one forward-pass run: imported lazily so --schematic never loads torch."""
     from engine.runtime.generation import generate
     from engine.runtime.model import load_model
 
-    return generate(load_model(model), prompt, GenerationConfig(max_new_tokens=max_new_tokens))
+    cfg = GenerationConfig(max_new_tokens=max_new_tokens, speculative=speculative,
+                           num_speculative_tokens=num_speculative_tokens)
+    return generate(load_model(model), prompt, cfg)
 
 
 def export_vllm(out_dir: Path, result_path: Path, lang: str, perfetto: bool) -> list[Path]:
@@ -158,7 +169,8 @@ def _export(args) -> list[Path]:
         return write_files(args.out, render_schematic_diagrams(*args.schematic, args.lang))
     if not args.prompt.strip():
         raise ValueError("the prompt is empty; pass some text with --prompt")
-    trace = run_engine(args.prompt, args.max_new_tokens, args.model)
+    trace = run_engine(args.prompt, args.max_new_tokens, args.model, args.speculative or "",
+                       args.num_speculative_tokens)
     svgs = {**render_trace_diagrams(trace, args.lang),
             **render_floor_diagrams(trace, *_floor_inputs(args.model, trace), args.lang)}
     written = write_files(args.out, svgs, trace.to_json())

@@ -275,10 +275,15 @@ class PassSpan:
     phase: str
     context_before: int
     context_after: int
+    context_kept: int = -1  # a verify pass: positions the cache keeps (its rejected drafts dropped); -1: all
 
     @property
     def num_positions(self) -> int:
         return self.context_after - self.context_before
+
+    @property
+    def kept(self) -> int:
+        return self.context_after if self.context_kept < 0 else self.context_kept
 
 
 def spans_from_lengths(prompt_len: int, output_len: int) -> tuple[PassSpan, ...]:
@@ -293,10 +298,10 @@ def spans_from_lengths(prompt_len: int, output_len: int) -> tuple[PassSpan, ...]
 
 
 def spans_from_trace(trace) -> tuple[PassSpan, ...]:
-    return tuple(PassSpan(s.index, s.phase, s.context_before, s.context_after) for s in trace.steps)
+    return tuple(PassSpan(s.index, s.phase, s.context_before, s.context_after, s.context_kept) for s in trace.steps)
 
 
 def slot_span(spans: tuple[PassSpan, ...], slot: Slot) -> PassSpan:
     """The positions a slot stands for (a gap covers all its passes)."""
     first, last = spans[slot.first], spans[slot.last]
-    return PassSpan(first.index, first.phase, first.context_before, last.context_after)
+    return PassSpan(first.index, first.phase, first.context_before, last.context_after, last.context_kept)

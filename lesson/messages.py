@@ -41,6 +41,9 @@ ENGINE_ERROR_KEYS = (
     "mode_unknown", "graph_needs_cuda", "prefix_scope", "preset_too_large", "prompt_too_many_chars", *LIMIT_KEYS,
     # the weights' format chosen at load (engine/contract/weights.py, engine/runtime/weights.py)
     "weights_unknown", "weights_group_size", "weights_dtype", "weights_no_kernel", "weights_unsupported",
+    # speculative decoding's knobs (engine/contract/results.py, engine/contract/speculative.py)
+    "speculative_unknown", "speculative_tokens_range", "prompt_lookup_range", "speculative_mode",
+    "speculative_sliding_window", "speculative_draft_missing", "draft_vocabulary", "draft_larger",
 )
 # The engine worker's keys (engine/contract/worker/errors.py), worded as err_<key> on every page: the process that
 # measures could not be reached, refused this server, or stopped (and was started again).

@@ -50,7 +50,7 @@ from .formats import fmt_ms
 from .text import label, table_for
 
 REQUESTS_PID, WORKERS_PID, SERVER_PID = 1, 2, 3
-PHASE_NAMES = {"prefill": "Prefill", "prefill_chunk": "Prefill chunk", "decode": "Decode"}
+PHASE_NAMES = {"prefill": "Prefill", "prefill_chunk": "Prefill chunk", "decode": "Decode", "verify": "Verify"}
 _PHASES_WITH_DUR = {"X"}
 _KNOWN_PHASES = {"X", "B", "E", "i", "I", "C", "M", "b", "e", "n", "s", "t", "f"}
 
@@ -111,10 +111,12 @@ def request_trace_events(trace: RequestTrace, felt: FeltTimes | None = None) -> 
         if step.lock_wait_ms > 0:  # queued behind another request's pass
             events.append(_slice(REQUESTS_PID, 1, "waiting (model lock)", step.start_ms - step.lock_wait_ms,
                                  step.start_ms, "waiting"))
-        name = "Prefill" if step.phase == "prefill" else f"Decode {step.index}"
+        name = "Prefill" if step.phase == "prefill" else f"{PHASE_NAMES[step.phase]} {step.index}"
         args = {"positions": f"{step.context_before}..{step.context_after - 1}", "new_positions": step.num_positions,
                 "output_token": step.output_piece, "output_id": step.output_id, "kv_bytes": step.kv_bytes,
                 "attention_kernel": step.attention_kernel or "n/a"}
+        if step.phase == "verify":  # speculative decoding: what was guessed, and how much of it was kept
+            args |= {"drafter": step.drafter, "draft_ids": list(step.draft_ids), "num_accepted": step.num_accepted}
         events.append(_slice(REQUESTS_PID, 1, name, step.start_ms, step.end_ms, step.phase, args))
         events.append(_slice(WORKERS_PID, 1, f"pass {step.index}: {PHASE_NAMES[step.phase]}", step.start_ms,
                              step.end_ms, step.phase, {"request_id": rid, "tokens": step.num_positions}))

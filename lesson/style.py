@@ -50,12 +50,15 @@ class Style:
     small_size: float = 13.0
     tiny_size: float = 11.0
     max_width: float = 0.0  # the widest viewBox a figure may take; 0: as wide as its content needs
+    # green: a verify pass (speculative decoding), k+1 positions in one pass; white on it 5.0:1
+    verify: str = "#15803d"
+    verify_light: str = "#dcfce7"
 
     def phase_color(self, phase: str) -> str:
-        return self.prefill if phase == "prefill" else self.decode
+        return {"prefill": self.prefill, "verify": self.verify}.get(phase, self.decode)
 
     def phase_light(self, phase: str) -> str:
-        return self.prefill_light if phase == "prefill" else self.decode_light
+        return {"prefill": self.prefill_light, "verify": self.verify_light}.get(phase, self.decode_light)
 
     @property
     def fitted(self) -> bool:

@@ -112,6 +112,33 @@ def make_trace(
     )
 
 
+def make_speculative_trace(plan: tuple[tuple[int, int], ...] = ((4, 2), (0, 0), (3, 3), (2, 0)),
+                           *, model: ModelInfo = TINY_MODEL, verify_ms: float = 2.4) -> RequestTrace:
+    """A finished trace with verify passes (speculative decoding) and made-up times: Prefill, then one pass per
+    (num drafts, num accepted) in `plan`; (0, 0) is a plain Decode step. Drafts are ids 600+, the answer 500+."""
+    prompt_pieces = ("The", " capital", " of", " France", " is", " Paris", ".", " The")
+    base = make_trace(prompt_pieces, ("▁capital",), model=model)
+    steps, clock = [base.steps[0]], base.steps[0].end_ms
+    fed, fed_piece, context, next_id = 500, "▁capital", base.steps[0].context_after, 501
+    for index, (num_drafts, num_accepted) in enumerate(plan, start=1):
+        drafts = tuple(range(600 + 10 * index, 600 + 10 * index + num_drafts))
+        pieces = tuple(f"d{d}" for d in drafts)
+        after = context + 1 + num_drafts
+        kept = context + 1 + num_accepted
+        duration = verify_ms if num_drafts else 2.0
+        steps.append(Step(
+            index=index, phase="verify" if num_drafts else "decode", request_id="r0", input_ids=(fed, *drafts),
+            input_pieces=(fed_piece, *pieces), output_id=next_id, output_piece=f"o{next_id}", context_before=context,
+            context_after=after, kv_bytes=sum(layer_kv_bytes(model, kept)),
+            kv_bytes_per_layer=layer_kv_bytes(model, kept), start_ms=clock + 0.1, end_ms=clock + 0.1 + duration,
+            draft_ids=drafts, drafter="ngram" if num_drafts else "", num_accepted=num_accepted,
+            draft_ms=0.05 if num_drafts else 0.0,
+        ))
+        clock, context, fed, fed_piece, next_id = clock + 0.1 + duration, kept, next_id, f"o{next_id}", next_id + 1
+    trace = replace(base, steps=tuple(steps))
+    return replace(trace, max_new_tokens=len(trace.output_ids), output_text="".join(trace.output_pieces))
+
+
 def make_long_trace(prompt_len: int = 4096, output_len: int = 512) -> RequestTrace:
     """The scale case: thousands of positions."""
     prompt = tuple(f"t{i}" for i in range(prompt_len))

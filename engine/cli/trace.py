@@ -1,5 +1,10 @@
 """`python -m engine trace --prompt 法国的首都是 --max-new-tokens 8`: run one request, print its steps.
 
+`--speculative ngram --num-speculative-tokens 4`: speculative decoding with prompt lookup
+(engine/runtime/speculative.py): each pass after Prefill checks up to 4 guessed tokens at once (a
+"verify" row, with how many of its drafts it kept), and the answer is the one plain Decode writes.
+`--draft-model PATH`: the guesses come from a smaller model with the same tokenizer (a local folder).
+
 `--model` is a local folder; a hub id (`org/name`) that names no local folder is fetched from the
 Hugging Face Hub, after a note on stderr saying so. Offline, that fails within a few seconds
 (engine.runtime.model.hub_reachable) instead of retrying. `--model preset:NAME`: a published shape with random
@@ -15,6 +20,7 @@ from engine.cli.common import add_device_arguments, shown, table, width
 from engine.contract import limits
 from engine.contract.errors import InputError
 from engine.contract.prompts import DEFAULT_MAX_PROMPT_TOKENS, extend_prompt
+from engine.contract.speculative import DRAFTERS
 from engine.contract.trace import ENGINE_MODES, RANDOM_WEIGHTS_NOTE, ModelInfo, RequestTrace, attention_kernels
 from engine.contract.weights import DEFAULT_GROUP_SIZE, GROUP_SIZES, WEIGHT_FORMATS, check_format
 
@@ -53,6 +59,18 @@ def add_parser(sub) -> None:
                             "each Decode step replayed as one CUDA graph (CUDA only); compiled: static with the "
                             "Decode step fused by torch.compile (and captured on CUDA; the first run compiles, "
                             "about 20 s on a small CPU). engine/runtime/runners.py")
+    trace.add_argument("--speculative", default=None, choices=DRAFTERS,
+                       help="speculative decoding: ngram = prompt lookup (guess the next tokens from where the "
+                            "last few occurred before in the prompt or answer; eager mode only)")
+    trace.add_argument("--num-speculative-tokens", type=int, default=4, metavar="K",
+                       help="drafts checked in one verify pass (default 4)")
+    trace.add_argument("--prompt-lookup-min", type=int, default=1, metavar="N",
+                       help="shortest n-gram the prompt lookup matches (default 1)")
+    trace.add_argument("--prompt-lookup-max", type=int, default=4, metavar="N",
+                       help="longest n-gram the prompt lookup matches (default 4)")
+    trace.add_argument("--draft-model", default=None, metavar="PATH",
+                       help="speculative decoding with a draft model: a smaller local model with the same tokenizer "
+                            "guesses the next tokens (implies --speculative draft)")
     trace.add_argument("--json", action="store_true", help="print the trace as JSON instead of a table")
 
 
@@ -80,6 +98,8 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
     cfg = GenerationConfig(
         max_new_tokens=args.max_new_tokens, temperature=args.temperature, top_k=args.top_k,
         top_p=args.top_p, seed=args.seed, ignore_eos=args.ignore_eos, mode=args.mode,
+        speculative=_drafter(args), num_speculative_tokens=args.num_speculative_tokens,
+        prompt_lookup_min=args.prompt_lookup_min, prompt_lookup_max=args.prompt_lookup_max,
     )
     hub_id = hub_id_for(args.model)
     if hub_id:  # say so before any network traffic: a typo in a folder name must not look like a download
@@ -89,7 +109,16 @@ def run_trace(args: argparse.Namespace) -> RequestTrace:
                     weights=args.weights, group_size=args.group_size)
     check_stretch(args.prompt_tokens, lm.info.max_positions - args.max_new_tokens)  # before any filler is tokenized
     prompt = extend_prompt(lm.tokenizer, args.prompt, args.prompt_tokens) if args.prompt_tokens else args.prompt
-    return generate(lm, prompt, cfg, max_prompt_tokens=args.max_prompt_tokens)
+    draft = load_model(args.draft_model, device=args.device, dtype=args.dtype) if args.draft_model else None
+    return generate(lm, prompt, cfg, max_prompt_tokens=args.max_prompt_tokens, draft=draft)
+
+
+def _drafter(args: argparse.Namespace) -> str:
+    """GenerationConfig.speculative from --speculative and --draft-model (which implies "draft")."""
+    if args.draft_model and args.speculative not in (None, "draft"):
+        raise InputError("speculative_unknown", f"--draft-model drafts with a model; leave out --speculative "
+                         f"{args.speculative}", value=args.speculative, choices="draft")
+    return "draft" if args.draft_model else args.speculative or ""
 
 
 def check_stretch(prompt_tokens: int, limit: int) -> None:
@@ -131,10 +160,28 @@ def format_trace(trace: RequestTrace) -> str:
     columns = ("step", "phase", "positions", "input tokens", "output", "ms", "KV bytes")
     rows = [
         (str(s.index), s.phase, f"{s.context_before}..{s.context_after - 1} ({s.num_positions})",
-         _inputs(s.input_pieces), shown(s.output_piece), f"{s.duration_ms:.2f}", f"{s.kv_bytes:,}")
+         _inputs(s.input_pieces), _output(s), f"{s.duration_ms:.2f}", f"{s.kv_bytes:,}")
         for s in trace.steps
     ]
-    return "\n".join(header + table(columns, rows) + [""] + _summary(trace))
+    return "\n".join(header + table(columns, rows) + [""] + _summary(trace) + _speculative(trace))
+
+
+def _output(step) -> str:
+    """The token a pass wrote; a verify pass: every token it wrote, and how many of its drafts it kept."""
+    if step.phase != "verify":
+        return shown(step.output_piece)
+    return f"{_inputs(step.emitted_pieces)} (kept {step.num_accepted} of {len(step.draft_ids)} drafts)"
+
+
+def _speculative(trace: RequestTrace) -> list[str]:
+    """Speculative decoding's result: tokens per target pass, and the drafts' acceptance rate."""
+    verify = trace.verify_steps
+    if not verify:
+        return []
+    drafted, accepted = sum(len(s.draft_ids) for s in verify), sum(s.num_accepted for s in verify)
+    return [f"speculative ({verify[0].drafter}): {len(verify)} verify passes kept {accepted} of {drafted} drafts "
+            f"({accepted / drafted:.0%}); {trace.tokens_per_pass:.2f} tokens per target pass after Prefill "
+            f"(plain Decode: 1.00)"]
 
 
 def _weights_line(m: ModelInfo) -> str:
@@ -158,11 +205,13 @@ def _kernels(trace: RequestTrace) -> str:
 def _summary(trace: RequestTrace) -> list[str]:
     mt = trace.metrics
     tpot = f"{mt.tpot_ms:.2f} ms" if mt.tpot_ms is not None else "n/a (one token)"
-    # For one request mean ITL is TPOT by definition; the spread is what ITL adds.
+    # For one request with one token per pass mean ITL is TPOT; the spread is what ITL adds. A verify pass
+    # brings several tokens at once: one ITL gap per pass, TPOT over every token (vLLM's rule, trace.py).
     itl = (f"ITL p50 {mt.p50_itl_ms:.2f} / p90 {mt.p90_itl_ms:.2f} / p99 {mt.p99_itl_ms:.2f} / "
            f"max {mt.max_itl_ms:.2f} ms") if mt.itl_ms else "ITL n/a (one token)"
     return [
-        f"output ({len(trace.steps)} tokens, stop: {trace.stop_reason}): {shown(trace.output_text)}",
+        f"output ({len(trace.output_ids)} tokens in {len(trace.steps)} passes, stop: {trace.stop_reason}): "
+        f"{shown(trace.output_text)}",
         f"TTFT {mt.ttft_ms:.2f} ms (incl. tokenize {trace.tokenize_ms:.2f} ms) | TPOT {tpot} | "
         f"{itl} | E2EL {mt.e2el_ms:.2f} ms",
     ]
@@ -172,7 +221,7 @@ def _kv_measured(trace: RequestTrace) -> str:
     """The cache as measured after the last pass, next to the formula (they differ when a
     sliding window or a compressed cache keeps fewer positions than the request has)."""
     m, last = trace.model, trace.steps[-1]
-    formula = m.kv_bytes_for(last.context_after)
+    formula = m.kv_bytes_for(last.context_kept)
     if trace.engine_mode != "eager" and last.kv_bytes > formula:
         reserved = last.kv_bytes // m.kv_bytes_per_token if m.kv_bytes_per_token else 0
         verdict = f"not the formula's {formula:,}: a {trace.engine_mode} cache reserves {reserved:,} positions up front"
@@ -182,4 +231,4 @@ def _kv_measured(trace: RequestTrace) -> str:
         verdict = f"not the formula's {formula:,}: " + (
             f"a sliding window of {m.sliding_window} positions drops older K/V"
             if m.sliding_window else "this cache drops or compresses positions")
-    return f"KV measured after the last pass: {last.kv_bytes:,} bytes for {last.context_after} positions, {verdict}"
+    return f"KV measured after the last pass: {last.kv_bytes:,} bytes for {last.context_kept} positions, {verdict}"

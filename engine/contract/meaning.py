@@ -22,7 +22,8 @@ from engine.contract.results import CacheComparison
 from engine.contract.serving.trace import ServingRun
 from engine.contract.sweep import KINDS as SWEEP_KINDS
 from engine.contract.sweep import Sweep
-from engine.contract.trace import RequestTrace, Step
+from engine.contract.speculative import MAX_SPECULATIVE_TOKENS
+from engine.contract.trace import PHASES, PROVENANCE_TEXT_LIMIT, RequestTrace, Step
 
 MAX_TRACE_STEPS = MAX_NEW_TOKENS  # a trace's passes: the Prefill and at most the engine's answer cap
 EPSILON_MS = 1e-6  # rounding in a time written with few digits
@@ -57,13 +58,16 @@ def check_count(name: str, value: Any, limit: float = math.inf) -> None:
 
 def check_step(step: Step, where: str = "step") -> None:
     """One pass: its times, its order inside itself, its counts."""
-    for name in ("start_ms", "end_ms", "lock_wait_ms", "consumer_ms"):
+    for name in ("start_ms", "end_ms", "lock_wait_ms", "consumer_ms", "draft_ms"):
         check_time(f"{where}.{name}", getattr(step, name))
     if step.end_ms + EPSILON_MS < step.start_ms:
         raise MeaningError(f"{where} ends ({step.end_ms} ms) before it starts ({step.start_ms} ms)")
-    if step.phase not in ("prefill", "decode"):
-        raise MeaningError(f"{where}.phase must be prefill or decode, not {step.phase[:20]!r}")
-    for name in ("index", "output_id", "context_before", "context_after", "kv_bytes"):
+    if step.phase not in PHASES:
+        raise MeaningError(f"{where}.phase must be one of {', '.join(PHASES)}, not {step.phase[:20]!r}")
+    if len(step.draft_ids) > MAX_SPECULATIVE_TOKENS or len(step.drafter) > PROVENANCE_TEXT_LIMIT:
+        raise MeaningError(f"{where} has {len(step.draft_ids)} drafts; a verify pass checks at most "
+                           f"{MAX_SPECULATIVE_TOKENS}")
+    for name in ("index", "output_id", "context_before", "context_after", "kv_bytes", "num_accepted"):
         check_count(f"{where}.{name}", getattr(step, name))
     if step.context_after < step.context_before:
         raise MeaningError(f"{where}'s cache shrank ({step.context_before} -> {step.context_after})")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from engine.contract.errors import InputError
 from engine.contract.limits import MAX_NEW_TOKENS
+from engine.contract.speculative import DRAFTERS, MAX_LOOKUP_N, MAX_SPECULATIVE_TOKENS
 from engine.contract.trace import ENGINE_MODES, PREFIX_SCOPE_CHARS, Sampling
 
 PRESET_PREFIX = "preset:"  # a model choice "preset:NAME": a real-size shape, random weights (engine.runtime.presets)
@@ -34,6 +35,13 @@ class GenerationConfig:
     # of that scope that begins like this prompt. Off: every Prefill computes the whole prompt.
     prefix_cache: bool = False
     prefix_scope: str = ""
+    # Speculative decoding (engine/runtime/speculative.py, docs/engine.md): "" off, "ngram" prompt lookup. Each
+    # pass after Prefill checks up to `num_speculative_tokens` drafted tokens at once (a verify Step); the
+    # prompt lookup matches the last prompt_lookup_max..prompt_lookup_min tokens (vLLM's knobs and defaults).
+    speculative: str = ""
+    num_speculative_tokens: int = 4
+    prompt_lookup_min: int = 1
+    prompt_lookup_max: int = 4
 
     def __post_init__(self) -> None:
         if self.mode not in ENGINE_MODES:
@@ -60,6 +68,28 @@ class GenerationConfig:
             raise InputError("prefix_scope", f"prefix_scope must be up to {PREFIX_SCOPE_CHARS} letters, digits, "
                              f"'-', '_' or '.', got {str(scope)[:40]!r}",
                              value=str(scope)[:40])
+        self._check_speculative()
+
+    def _check_speculative(self) -> None:
+        """Speculative decoding's knobs, refused in words before any pass (lesson/text/*/errors.py)."""
+        if self.speculative not in ("", *DRAFTERS):
+            raise InputError("speculative_unknown", f"speculative must be one of {', '.join(DRAFTERS)} (or off), "
+                             f"got {str(self.speculative)[:40]!r}", value=str(self.speculative)[:40],
+                             choices=", ".join(DRAFTERS))
+        k = self.num_speculative_tokens
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_SPECULATIVE_TOKENS:
+            raise InputError("speculative_tokens_range", f"num-speculative-tokens must be between 1 and "
+                             f"{MAX_SPECULATIVE_TOKENS}, got {k}", value=k, low=1, high=MAX_SPECULATIVE_TOKENS)
+        low, high = self.prompt_lookup_min, self.prompt_lookup_max
+        if any(isinstance(n, bool) or not isinstance(n, int) for n in (low, high)) \
+                or not 1 <= low <= high <= MAX_LOOKUP_N:
+            raise InputError("prompt_lookup_range", f"prompt lookup needs 1 <= min <= max <= {MAX_LOOKUP_N}, "
+                             f"got min {low}, max {high}", low=low, high=high, limit=MAX_LOOKUP_N)
+        if self.speculative and self.mode != "eager":
+            # the static modes preallocate one position per Decode step (and capture exactly that shape);
+            # a verify pass feeds k+1 positions and then drops some: only the growing cache does both
+            raise InputError("speculative_mode", f"speculative decoding runs in eager mode only, not {self.mode}",
+                             mode=self.mode)
 
     @property
     def sampling(self) -> Sampling:

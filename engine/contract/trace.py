@@ -13,6 +13,8 @@ Shape of a trace:
       steps: tuple[Step, ...]         one record per forward pass
         Step(phase="prefill")         all prompt positions in one pass -> token 1
         Step(phase="decode") x N      one new position per pass -> token 2, 3, ...
+        Step(phase="verify")          speculative decoding: the last token + k drafts in one pass ->
+                                      the drafts the model agrees with, and one token of its own
       provenance: Provenance | None   where and when it was measured (machine, device, versions, date)
 
 Times are milliseconds relative to the request's start (before tokenization),
@@ -20,11 +22,17 @@ so TTFT includes tokenization, as a user would feel it.
 
 Metrics follow vLLM's serving benchmark:
     TTFT = time of the first output token - request start
-    ITL  = gaps between consecutive output tokens
+    ITL  = gaps between consecutive output tokens (one per pass that delivered tokens, see below)
     TPOT = (E2EL - TTFT) / (output tokens - 1), when there is more than one
     E2EL = time of the last output token - request start
-For one request the mean ITL always equals TPOT (the gaps add up to E2EL - TTFT),
-so what ITL adds is its spread: p50 / p90 / p99 / max (see `percentile`).
+For one request without speculative decoding the mean ITL equals TPOT (the gaps add up to
+E2EL - TTFT), so what ITL adds is its spread: p50 / p90 / p99 / max (see `percentile`).
+
+Several tokens in one pass (a verify pass keeps its accepted drafts and a bonus token): they all
+arrive when the pass ends, and each token's time is that pass's end. TPOT still divides by every
+token; ITL has one gap per pass that delivered tokens, as vLLM's serving benchmark records one gap
+per streamed chunk (and its engine one inter-token latency per iteration). So with speculative
+decoding TPOT falls below the mean ITL: a pass costs about one Decode step and brings several tokens.
 
 What a token's wait is made of (`RequestTrace.latency_parts`): the forward pass
 itself (`Step.duration_ms`), time the caller of the stream held the loop before
@@ -60,7 +68,7 @@ ENGINE_MODES = ("eager", "static", "graph", "compiled")  # engine/runtime/runner
 # Version 1 traces had no lock_wait_ms / consumer_ms per step; they load with both
 # at 0.0 (not recorded) and are upgraded to the current version.
 READABLE_SCHEMA_VERSIONS = (1, 2)
-PHASES = ("prefill", "decode")
+PHASES = ("prefill", "decode", "verify")  # verify: speculative decoding's check of k drafted tokens
 # Said wherever a trace of a preset (ModelInfo.random_weights) is shown.
 RANDOM_WEIGHTS_NOTE = "random weights: times are real, tokens are meaningless"
 
@@ -182,6 +190,14 @@ class Step:
 
     Prefill processes every prompt position in one pass; each Decode step
     processes exactly one new position (the token chosen by the step before).
+
+    A verify step (speculative decoding, docs/engine.md) feeds the token chosen before and k drafted
+    tokens, input_ids = (that token, *draft_ids): k+1 positions in one pass, like a small Prefill over the
+    cache. It keeps the first `num_accepted` drafts (the ones the model agrees with) and then writes one
+    token of its own, `output_id` (the bonus token, in place of the first rejected draft or after all k),
+    so it delivers `emitted_ids` = accepted drafts + output_id. `context_after` counts the positions the
+    pass computed; the rejected drafts' K and V are then dropped, so the cache keeps `context_kept`
+    positions (the next step starts there) and `kv_bytes` is measured after that rollback.
     """
 
     index: int  # 0 for Prefill, then 1, 2, ...
@@ -200,12 +216,41 @@ class Step:
     lock_wait_ms: float = 0.0  # waited for the model lock (another request's pass) just before this pass
     consumer_ms: float = 0.0  # the stream's caller held the loop before this pass (the app drawing); 0 for Prefill
     attention_kernel: str = ""  # the SDPA kernel this pass ran ("flash", "efficient", "math"); "" if unknown
+    # Speculative decoding (phase "verify" only; empty on every other step):
+    draft_ids: tuple[int, ...] = ()  # the drafter's k guesses, fed after input_ids[0]
+    drafter: str = ""  # who guessed them: "ngram" (prompt lookup, engine/contract/speculative.py)
+    num_accepted: int = 0  # how many of draft_ids (from the first) the model agreed with
+    draft_ms: float = 0.0  # the drafter's own time before this pass (its wait lands in this token's ITL)
 
     def __post_init__(self) -> None:
         if self.phase not in PHASES:
             raise TraceFormatError(f"unknown phase {self.phase!r}; expected one of {PHASES}")
         if self.context_after - self.context_before != len(self.input_ids):
             raise TraceFormatError("a step's new positions must equal its input tokens")
+        verify = self.phase == "verify"
+        if verify != bool(self.draft_ids) or (verify and tuple(self.input_ids[1:]) != tuple(self.draft_ids)):
+            raise TraceFormatError("a verify step feeds one token and then its drafts; no other step has drafts")
+        if not 0 <= self.num_accepted <= len(self.draft_ids):
+            raise TraceFormatError(f"{self.num_accepted} accepted of {len(self.draft_ids)} drafts")
+
+    @property
+    def emitted_ids(self) -> tuple[int, ...]:
+        """The answer's tokens this pass delivered: its accepted drafts, then its own token."""
+        return tuple(self.draft_ids[:self.num_accepted]) + (self.output_id,)
+
+    @property
+    def emitted_pieces(self) -> tuple[str, ...]:
+        return tuple(self.input_pieces[1:1 + self.num_accepted]) + (self.output_piece,)
+
+    @property
+    def rejected_ids(self) -> tuple[int, ...]:
+        """The drafts after the first disagreement: computed, then dropped from the cache."""
+        return tuple(self.draft_ids[self.num_accepted:])
+
+    @property
+    def context_kept(self) -> int:
+        """Positions the cache holds after the pass: all it computed, but a verify pass's rejected drafts."""
+        return self.context_after - len(self.rejected_ids)
 
     @property
     def num_positions(self) -> int:
@@ -408,7 +453,7 @@ class Metrics:
 
     @property
     def mean_itl_ms(self) -> float | None:
-        """Always equal to TPOT for one request; the percentiles below are what ITL adds."""
+        """Equal to TPOT for one request with one token per pass; the percentiles below are what ITL adds."""
         return sum(self.itl_ms) / len(self.itl_ms) if self.itl_ms else None
 
     def itl_percentile_ms(self, p: float) -> float | None:
@@ -452,12 +497,18 @@ class LatencyParts:
         return self.pass_ms + self.consumer_ms + self.lock_wait_ms + self.other_ms
 
 
-def compute_metrics(token_times_ms: tuple[float, ...] | list[float]) -> Metrics:
-    """Metrics from the times (ms since request start) each output token appeared."""
+def compute_metrics(token_times_ms: tuple[float, ...] | list[float],
+                    arrivals_ms: tuple[float, ...] | list[float] | None = None) -> Metrics:
+    """Metrics from the times (ms since request start) each output token appeared.
+
+    `arrivals_ms`: when tokens arrived, once per arrival (one pass's end, however many tokens it brought);
+    ITL is the gaps between arrivals (vLLM's rule, see the module docstring). None: one token per arrival.
+    """
     if not token_times_ms:
         raise ValueError("a request with no output token has no latency metrics")
     ttft, e2el = token_times_ms[0], token_times_ms[-1]
-    itl = tuple(b - a for a, b in zip(token_times_ms, token_times_ms[1:]))
+    arrivals = token_times_ms if arrivals_ms is None else arrivals_ms
+    itl = tuple(b - a for a, b in zip(arrivals, arrivals[1:]))
     n = len(token_times_ms)
     tpot = (e2el - ttft) / (n - 1) if n > 1 else None
     return Metrics(ttft_ms=ttft, tpot_ms=tpot, itl_ms=itl, e2el_ms=e2el)
@@ -521,11 +572,12 @@ class RequestTrace:
 
     @property
     def output_ids(self) -> tuple[int, ...]:
-        return tuple(s.output_id for s in self.steps)
+        """The answer: every step's delivered tokens (one each, several for a verify step)."""
+        return tuple(token for s in self.steps for token in s.emitted_ids)
 
     @property
     def output_pieces(self) -> tuple[str, ...]:
-        return tuple(s.output_piece for s in self.steps)
+        return tuple(piece for s in self.steps for piece in s.emitted_pieces)
 
     @property
     def prefill(self) -> Step | None:
@@ -536,12 +588,23 @@ class RequestTrace:
         return tuple(s for s in self.steps if s.phase == "decode")
 
     @property
+    def verify_steps(self) -> tuple[Step, ...]:
+        return tuple(s for s in self.steps if s.phase == "verify")
+
+    @property
+    def tokens_per_pass(self) -> float | None:
+        """Tokens delivered per target pass after Prefill (1.0 without speculative decoding); None if none ran."""
+        later = self.steps[1:]
+        return sum(len(s.emitted_ids) for s in later) / len(later) if later else None
+
+    @property
     def token_times_ms(self) -> tuple[float, ...]:
-        return tuple(s.end_ms for s in self.steps)
+        """When each output token was known: its pass's end (the tokens of one verify pass share it)."""
+        return tuple(s.end_ms for s in self.steps for _ in s.emitted_ids)
 
     @property
     def metrics(self) -> Metrics | None:
-        return compute_metrics(self.token_times_ms) if self.steps else None
+        return compute_metrics(self.token_times_ms, tuple(s.end_ms for s in self.steps)) if self.steps else None
 
     @property
     def kv_bytes(self) -> int:
@@ -621,7 +684,7 @@ class RequestTrace:
         return cls.from_dict(data)
 
 
-_TUPLE_FIELDS = ("input_ids", "input_pieces", "kv_bytes_per_layer")
+_TUPLE_FIELDS = ("input_ids", "input_pieces", "kv_bytes_per_layer", "draft_ids")
 
 
 def _optional_number(value: Any) -> float | None:
@@ -640,7 +703,7 @@ def _step_from_dict(data: dict[str, Any]) -> Step:
 
 STEP_TABLE_COLUMNS = (
     "step", "phase", "positions", "new_positions", "input_tokens", "output_token",
-    "start_ms", "end_ms", "ms", "context_after", "kv_bytes", "lock_wait_ms", "consumer_ms",
+    "start_ms", "end_ms", "ms", "context_after", "kv_bytes", "lock_wait_ms", "consumer_ms", "drafts", "accepted",
 )
 
 
@@ -657,10 +720,12 @@ def step_rows(trace: RequestTrace) -> list[dict[str, Any]]:
             "start_ms": round(s.start_ms, 3),
             "end_ms": round(s.end_ms, 3),
             "ms": round(s.duration_ms, 3),
-            "context_after": s.context_after,
+            "context_after": s.context_kept,  # the cache after the pass (a verify pass dropped its rejected drafts)
             "kv_bytes": s.kv_bytes,
             "lock_wait_ms": round(s.lock_wait_ms, 3),
             "consumer_ms": round(s.consumer_ms, 3),
+            "drafts": len(s.draft_ids),  # a verify pass: the drafter's guesses (input_tokens after the first)
+            "accepted": s.num_accepted,
         }
         for s in trace.steps
     ]

@@ -6,6 +6,9 @@ The engine knows token ids, a model and a cache; it knows nothing about drawing.
     2) decode_step:  exactly ONE new position per forward pass -> cache, next token
                      (the input is the token the previous pass chose, so decode
                       steps of one request form a chain and cannot run in parallel)
+       or verify:    with speculative decoding (cfg.speculative), that token plus k guessed
+                     ones in one pass, keeping the guesses the model agrees with
+                     (engine/runtime/speculative.py): the chain, several links per pass
 
 The cache is an argument and a result of both functions, never hidden state.
 `passes` is the one Decode loop, for every engine mode: the runner it takes
@@ -35,6 +38,8 @@ from engine.runtime.model import LoadedModel
 from engine.runtime.prefix_store import Found, Tensors, unusable
 from engine.runtime.provenance import this_machine
 from engine.runtime.runners import Runner, bucket_length
+from engine.runtime.sampling import choose_token
+from engine.runtime.speculative import Draft, accept, drafter_for
 from engine.runtime.untimed import untimed
 
 # ---------------------------------------------------------------------------
@@ -69,26 +74,6 @@ def _forward(model, input_ids: torch.Tensor, cache: Cache) -> tuple[torch.Tensor
 
 
 # ---------------------------------------------------------------------------
-# Choosing the next token
-# ---------------------------------------------------------------------------
-
-def choose_token(logits: torch.Tensor, cfg: GenerationConfig, generator: torch.Generator | None) -> int:
-    """Greedy argmax at temperature 0, else temperature / top-k / top-p sampling."""
-    if cfg.temperature == 0.0:
-        return int(logits[0].argmax())
-    logits = logits[0].float().cpu() / cfg.temperature  # (vocab,) sampled on the CPU: same on any device
-    if cfg.top_k:
-        kth = torch.topk(logits, min(cfg.top_k, logits.numel())).values[-1]
-        logits = logits.masked_fill(logits < kth, float("-inf"))
-    if cfg.top_p < 1.0:
-        sorted_logits, order = torch.sort(logits, descending=True)
-        cumulative = torch.softmax(sorted_logits, dim=-1).cumsum(-1)
-        drop = cumulative - torch.softmax(sorted_logits, dim=-1) >= cfg.top_p  # keep the first token always
-        logits = logits.masked_fill(drop.scatter(0, order, drop), float("-inf"))
-    return int(torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator))
-
-
-# ---------------------------------------------------------------------------
 # The loop: 1) prefill, 2) decode until EOS or max_new_tokens
 # ---------------------------------------------------------------------------
 
@@ -96,8 +81,8 @@ def choose_token(logits: torch.Tensor, cfg: GenerationConfig, generator: torch.G
 class Pass:
     """One forward pass of the Decode loop, as it ran."""
 
-    input_ids: tuple[int, ...]  # what it fed: the whole prompt (Prefill) or the one token chosen before
-    output_id: int  # the token it chose
+    input_ids: tuple[int, ...]  # what it fed: the whole prompt (Prefill), the token chosen before (+ drafts)
+    output_id: int  # the token it chose (a verify pass: its own, after the accepted drafts)
     context_before: int  # positions in the cache before it
     context_after: int
     start: float | None  # perf_counter seconds after the device finished, only when recording
@@ -110,6 +95,15 @@ class Pass:
     note: str = ""  # why the mode asked for did not fully run (StaticRunner.note)
     setup_s: float = 0.0  # first pass only: building this request's runner (allocate, compile, capture)
     chosen: float | None = None  # Prefill only, when recording: the device had the logits, the choice began
+    draft_ids: tuple[int, ...] = ()  # a verify pass: the drafts it checked (input_ids[1:])
+    num_accepted: int = 0  # how many of them it kept
+    draft_s: float = 0.0  # the drafter's time before this pass
+    drafter: str = ""  # who drafted (GenerationConfig.speculative), on a verify pass
+
+    @property
+    def emitted_ids(self) -> tuple[int, ...]:
+        """The answer's tokens this pass wrote: the drafts it kept, then its own."""
+        return self.draft_ids[:self.num_accepted] + (self.output_id,)
 
 
 @dataclass(frozen=True)
@@ -124,19 +118,20 @@ class PrefixStart:
 
 
 def passes(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig, record: bool,
-           start: PrefixStart | None = None) -> Iterator[Pass]:
+           start: PrefixStart | None = None, draft: LoadedModel | None = None) -> Iterator[Pass]:
     """The Decode loop, for every engine mode: 1) prefill, 2) decode until EOS or max_new_tokens.
 
     The runner (engine/runtime/runners.py) is the mode: it owns the cache and runs each pass. `record`
     reads the device clock and the cache's bytes around every pass; off, only tokens come out. `start`:
-    the prefix cache's part (eager mode only), else every prompt position is computed.
+    the prefix cache's part (eager mode only), else every prompt position is computed. `draft`: the draft model
+    of cfg.speculative "draft" (a smaller model with the target's tokenizer), loaded by the caller.
     """
     cached = start.num_cached if start else 0
     runner, setup_s = _take_runner(lm, len(prompt_ids) + cfg.max_new_tokens, cfg.mode, start.cache if start else None)
     try:
         outputs: list[int] = []
-        for p in _run(lm, runner, prompt_ids, cfg, record, setup_s, cached):
-            outputs.append(p.output_id)
+        for p in _run(lm, runner, prompt_ids, cfg, record, setup_s, cached, draft):
+            outputs.extend(p.emitted_ids)
             if p.stop_reason and start is not None and start.keep is not None:
                 _keep(runner, tuple(prompt_ids) + tuple(outputs[:-1]), start.keep)
             yield p
@@ -167,39 +162,69 @@ def _take_runner(lm: LoadedModel, num_positions: int, mode: str, cache=None) -> 
 
 
 def _run(lm: LoadedModel, runner: Runner, prompt_ids: list[int], cfg: GenerationConfig, record: bool,
-         setup_s: float, cached: int = 0) -> Iterator[Pass]:
+         setup_s: float, cached: int = 0, draft: LoadedModel | None = None) -> Iterator[Pass]:
     device = lm.device
     generator = torch.Generator().manual_seed(cfg.seed) if cfg.temperature > 0 else None
     eos = frozenset() if cfg.ignore_eos else eos_ids(lm)
+    _check_speculative(lm, cfg)
+    drafter = drafter_for(lm, cfg, draft)
     fed, position = list(prompt_ids[cached:]), cached  # the positions the cache does not hold yet
-    for i in range(cfg.max_new_tokens):
+    history, index = list(prompt_ids), 0  # the prompt and the answer so far: what a drafter reads
+    while True:
+        drafted, num_left = time.perf_counter(), cfg.max_new_tokens - (len(history) - len(prompt_ids))
+        guess = drafter.propose(history, num_left, eos, generator) if index and drafter else Draft(())
+        drafts, draft_s = guess.ids, time.perf_counter() - drafted if guess.ids else 0.0
         asked = time.perf_counter()
         with lm.lock:  # one timed pass at a time on this model: another request's pass makes us queue here
             lock_wait_s = time.perf_counter() - asked
             with torch.inference_mode():
                 start = device_clock(device) if record else None
-                logits = runner.prefill(fed) if i == 0 else runner.decode(fed[0], position)
-                # Prefill's logits are on the host's clock here (one synchronize per request): what follows,
-                # choosing the first token, is its own part of TTFT (RequestTrace.first_token_choice_ms)
-                chosen = device_clock(device) if record and i == 0 else None
-                token = choose_token(logits, cfg, generator)  # .item(): waits for the device
+                chosen = None
+                if drafts:
+                    num_accepted, token = _verify(runner, fed, guess, cfg, generator)
+                else:
+                    logits = runner.prefill(fed) if index == 0 else runner.decode(fed[0], position)
+                    # Prefill's logits are on the host's clock here (one synchronize per request): what follows,
+                    # choosing the first token, is its own part of TTFT (RequestTrace.first_token_choice_ms)
+                    chosen = device_clock(device) if record and index == 0 else None
+                    num_accepted, token = 0, choose_token(logits, cfg, generator)  # .item(): waits for the device
                 end = device_clock(device) if record else None
                 kv = runner.kv_bytes_per_layer() if record else ()
                 kernel = runner.take_kernel()
-        before, position = position, position + len(fed)
-        stop = "eos" if token in eos else "length" if i == cfg.max_new_tokens - 1 else None
-        yield Pass(input_ids=tuple(fed), output_id=token, context_before=before, context_after=position,
+        fed = fed + list(drafts)
+        before, position = position, position + len(fed) - (len(drafts) - num_accepted)
+        history += [*drafts[:num_accepted], token]
+        done = len(history) - len(prompt_ids) >= cfg.max_new_tokens
+        stop = "eos" if token in eos else "length" if done else None
+        yield Pass(input_ids=tuple(fed), output_id=token, context_before=before, context_after=before + len(fed),
                    start=start, end=end, kv_bytes_per_layer=kv, stop_reason=stop, lock_wait_s=lock_wait_s,
-                   attention_kernel=kernel, mode=runner.mode, note=runner.note, setup_s=setup_s if i == 0 else 0.0,
-                   chosen=chosen)
+                   attention_kernel=kernel, mode=runner.mode, note=runner.note, setup_s=setup_s if index == 0 else 0.0,
+                   chosen=chosen, draft_ids=drafts, num_accepted=num_accepted, draft_s=draft_s,
+                   drafter=drafter.name if drafts else "")
         if stop:
             return
-        fed = [token]  # the chain: the next pass can only start from this token
+        fed, index = [token], index + 1  # the chain: the next pass can only start from this token
+
+
+def _verify(runner: Runner, fed: list[int], guess: Draft, cfg: GenerationConfig,
+            generator: torch.Generator | None) -> tuple[int, int]:
+    """A verify pass: fed[0] and the drafts in one pass, the rejected drafts' K and V dropped before it ends
+    (part of the pass: its cost is speculative decoding's). -> (drafts kept, the token chosen)."""
+    num_accepted, token = accept(runner.verify(fed + list(guess.ids)), guess, cfg, generator)
+    runner.drop(len(guess.ids) - num_accepted)
+    return num_accepted, token
+
+
+def _check_speculative(lm: LoadedModel, cfg: GenerationConfig) -> None:
+    """What only the model can tell: a sliding-window layer's cache cannot take positions back."""
+    if cfg.speculative and lm.info.sliding_window is not None:
+        raise InputError("speculative_sliding_window", "speculative decoding cannot roll back a sliding-window "
+                         "cache", window=lm.info.sliding_window)
 
 
 def generate_ids(lm: LoadedModel, prompt_ids: list[int], cfg: GenerationConfig) -> list[int]:
     """The same loop with recording off: token ids only (benchmarks, warm-up)."""
-    return [p.output_id for p in passes(lm, prompt_ids, cfg, record=False)]
+    return [token for p in passes(lm, prompt_ids, cfg, record=False) for token in p.emitted_ids]
 
 
 def no_cache_passes(
@@ -314,6 +339,7 @@ def stream_trace(
     max_prompt_tokens: int | None = None,
     found: Found | None = None,
     keep: bool = True,
+    draft: LoadedModel | None = None,
 ) -> Iterator[RequestTrace]:
     """Run one request and yield its trace after every forward pass.
 
@@ -333,6 +359,7 @@ def stream_trace(
 
     With `cfg.prefix_cache`, Prefill starts from the scope's longest kept run that begins like the prompt
     (trace.prefix); the run is then kept (`keep`). `found`: a look-up made before (repeats share one).
+    `draft`: the draft model of cfg.speculative "draft" (engine/runtime/speculative.py).
     """
     provenance = this_machine(lm.device)  # where and when: read before the request's clock starts
     t0, started_at_s = time.perf_counter(), time.time()  # the request's start, on both clocks
@@ -348,23 +375,31 @@ def stream_trace(
     steps: list[Step] = []  # append-only: every partial trace views a prefix of it
     pieces: dict[int, str] = {}  # token id -> its piece: answers repeat tokens (。 的 the), decoding costs ~75 µs
     consumer_s = 0.0  # how long the caller held the loop after the previous yield
-    for index, p in enumerate(passes(lm, prompt_ids, cfg, record=True, start=start)):
+    for index, p in enumerate(passes(lm, prompt_ids, cfg, record=True, start=start, draft=draft)):
         if index == 0:
             trace, t0 = _after_prefill(trace, p, t0, started_at_s)
-        # A decode step's input is the token the step before chose: reuse its piece. Prefill's are the
-        # prompt's from the first position it computed (after any the prefix cache held).
-        input_pieces = steps[-1].output_piece if steps else trace.prompt_pieces[p.context_before:]
-        if p.output_id not in pieces:
-            pieces[p.output_id] = token_pieces(lm.tokenizer, [p.output_id])[0]
+        input_pieces = _input_pieces(lm, p, steps[-1] if steps else None, trace.prompt_pieces, pieces)
         steps.append(_to_step(p, index, request_id, t0, input_pieces, pieces[p.output_id], consumer_s))
         if p.stop_reason:
-            text = lm.tokenizer.decode([s.output_id for s in steps], skip_special_tokens=True)
+            text = lm.tokenizer.decode([t for s in steps for t in s.emitted_ids], skip_special_tokens=True)
             yield dataclasses.replace(trace, steps=tuple(steps), stop_reason=p.stop_reason, output_text=text)
             return
         partial = dataclasses.replace(trace, steps=StepsSoFar(steps))
         handed = time.perf_counter()
         yield partial
         consumer_s = time.perf_counter() - handed  # the caller's work; the next pass starts right after
+
+
+def _input_pieces(lm: LoadedModel, p: Pass, previous: Step | None, prompt_pieces: tuple[str, ...],
+                  pieces: dict[int, str]) -> tuple[str, ...]:
+    """The pieces of what pass `p` fed (and, in `pieces`, of every token it names). A decode step's input is
+    the token the step before chose: its piece is reused; a verify pass's drafts follow it. Prefill's are the
+    prompt's from the first position it computed (after any the prefix cache held)."""
+    for token in (p.output_id, *p.draft_ids):
+        if token not in pieces:  # answers repeat tokens (。 的 the), decoding costs ~75 µs
+            pieces[token] = token_pieces(lm.tokenizer, [token])[0]
+    first = (previous.output_piece,) if previous is not None else prompt_pieces[p.context_before:]
+    return first + tuple(pieces[d] for d in p.draft_ids)
 
 
 def _after_prefill(trace: RequestTrace, p: Pass, t0: float, started_at_s: float) -> tuple[RequestTrace, float]:
@@ -382,15 +417,15 @@ def _after_prefill(trace: RequestTrace, p: Pass, t0: float, started_at_s: float)
 
 
 def _to_step(
-    p: Pass, index: int, request_id: str, t0: float, input_pieces: str | tuple[str, ...], output_piece: str,
+    p: Pass, index: int, request_id: str, t0: float, input_pieces: tuple[str, ...], output_piece: str,
     consumer_s: float,
 ) -> Step:
     return Step(
         index=index,
-        phase="prefill" if index == 0 else "decode",
+        phase="prefill" if index == 0 else "verify" if p.draft_ids else "decode",
         request_id=request_id,
         input_ids=p.input_ids,
-        input_pieces=input_pieces if isinstance(input_pieces, tuple) else (input_pieces,),
+        input_pieces=input_pieces,
         output_id=p.output_id,
         output_piece=output_piece,
         context_before=p.context_before,
@@ -402,6 +437,10 @@ def _to_step(
         lock_wait_ms=p.lock_wait_s * 1e3,
         consumer_ms=consumer_s * 1e3,
         attention_kernel=p.attention_kernel,
+        draft_ids=p.draft_ids,
+        drafter=p.drafter,
+        num_accepted=p.num_accepted,
+        draft_ms=p.draft_s * 1e3,
     )
 
 

@@ -7,6 +7,7 @@ transformers version that renames an argument is one edit in one file:
     accepts(type(model), name)        whether the model's forward takes `name` (logits_to_keep, cache_position)
     forward(model, ids, cache, ...)   the forward call itself: every pass the engine times goes through it
     new_cache(model)                  an empty growing cache; static_cache(model, n) a preallocated one
+    drop_last_positions(cache, n)     take back a growing cache's last n positions (rejected drafts)
     Cache                             the type both are (transformers.Cache), for annotations
     eos_ids(lm)                       the token ids that end an answer
     device_clock(device)              host time once the device has finished its queued work
@@ -117,6 +118,13 @@ def next_cache(out, cache: Cache) -> Cache:
 def new_cache(model) -> DynamicCache:
     """An empty KV cache for one request; it grows by one entry per position."""
     return DynamicCache(config=model.config)
+
+
+def drop_last_positions(cache: DynamicCache, num_positions: int) -> None:
+    """Remove the last `num_positions` positions' K and V from every layer of a growing cache, in place
+    (a verify pass's rejected drafts). transformers' crop takes a negative count for "this many from the end"."""
+    if num_positions:
+        cache.crop(-num_positions)
 
 
 def cache_tensors(cache: Cache) -> tuple[tuple[torch.Tensor, torch.Tensor], ...]:

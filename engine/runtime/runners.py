@@ -5,6 +5,8 @@ Every runner has the same interface, and one Decode loop (engine.runtime.generat
     prefill(prompt_ids)       all prompt positions in one pass -> logits (1, vocab)
     decode(token, position)   one new position at `position`   -> logits (1, vocab)
     kv_bytes_per_layer()      bytes its cache holds per layer, measured from the tensors
+    verify(ids), drop(n)      eager only: k+1 positions in one pass -> logits (k+1, vocab); take back the
+                              last n positions (speculative decoding's rejected drafts, engine/runtime/speculative.py)
     take_kernel()             the attention kernel(s) the last pass ran
     mode, note                the mode that really runs, and why it is less than asked ("" when not)
 
@@ -104,16 +106,25 @@ class EagerRunner:
         """One new position; `position` is the cache's length, which the growing cache knows itself."""
         return self._forward([token])
 
+    def verify(self, ids: list[int]) -> torch.Tensor:
+        """The token chosen before and k drafts in one pass, after the cache: (1, k+1) -> logits (k+1, vocab),
+        row j predicting the token after ids[j]."""
+        return self._forward(ids, num_logits=len(ids))
+
+    def drop(self, num_positions: int) -> None:
+        """Take back the cache's last `num_positions` positions (drafts the model rejected)."""
+        hf.drop_last_positions(self.cache, num_positions)
+
     def kv_bytes_per_layer(self) -> tuple[int, ...]:
         return kv_bytes_per_layer(self.cache)
 
     def take_kernel(self) -> str:
         return self.kernels.take()
 
-    def _forward(self, ids: list[int]) -> torch.Tensor:
-        out = hf.forward(self.model, torch.tensor([ids], device=self.device), self.cache)
+    def _forward(self, ids: list[int], num_logits: int = 1) -> torch.Tensor:
+        out = hf.forward(self.model, torch.tensor([ids], device=self.device), self.cache, logits_to_keep=num_logits)
         self.cache = hf.next_cache(out, self.cache)
-        return out.logits[:, -1, :]  # (1, vocab)
+        return out.logits[0, -num_logits:, :]  # (num_logits, vocab): (1, vocab) for Prefill and Decode
 
 
 class StaticRunner:

@@ -10,9 +10,11 @@ measured it, and the trip to the page and the page itself are the page's: the ap
 drawn from a trace alone (an export, the slide kit, a recorded run) it says it has only the engine's parts.
 `render_cache_compare` and `render_attention` draw `engine.runtime.compare` results, not a trace:
 exported here, registered in neither table; so are `render_roofline` and `render_step_floors`
-(an `engine.contract.cost.TraceFloors`) and `render_sweep` (an `engine.contract.sweep.Sweep`).
+(an `engine.contract.cost.TraceFloors`) and `render_sweep` (an `engine.contract.sweep.Sweep`), and
+`render_acceptance` (a speculative run's verify passes: exported when the run has some).
 """
 
+from .acceptance import render_acceptance
 from .animation import render_animation
 from .attention import render_attention
 from .blocks import render_blocks, render_blocks_schematic
@@ -51,7 +53,8 @@ SCHEMATIC_DIAGRAMS = {
 }
 
 __all__ = [
-    "DIAGRAMS", "RUN_NOTED", "SCHEMATIC_DIAGRAMS", "render_animation", "render_attention", "render_blocks",
-    "render_blocks_schematic", "render_cache_compare", "render_kv_growth", "render_latency", "render_review_map",
-    "render_timeline", "render_ttft_parts", "render_roofline", "render_step_floors", "render_sweep",
+    "DIAGRAMS", "RUN_NOTED", "SCHEMATIC_DIAGRAMS", "render_acceptance", "render_animation", "render_attention",
+    "render_blocks", "render_blocks_schematic", "render_cache_compare", "render_kv_growth", "render_latency",
+    "render_review_map", "render_timeline", "render_ttft_parts", "render_roofline", "render_step_floors",
+    "render_sweep",
 ]

@@ -159,11 +159,11 @@ def pass_tick(index: int, phase: str, position: int, num_bars: int, table: Table
               max_ticks: int = 12) -> str | None:
     """The x-axis label under bar `position` of `num_bars` (one bar per forward pass).
 
-    Up to `max_named` bars every bar is named (P, D1, D2 ...); past that, about `max_ticks`
+    Up to `max_named` bars every bar is named (P, D1, D2 ..., V3 for a verify pass); past that, about `max_ticks`
     numbered ticks, always the last one, and none just before it where the two labels would collide.
     """
     if num_bars <= max_named:
-        return label(table, "pass_short_prefill" if phase == "prefill" else "pass_short_decode", n=index)
+        return label(table, f"pass_short_{phase if phase in ('prefill', 'verify') else 'decode'}", n=index)
     tight = max_ticks < 12  # big labels (classroom): never more than max_ticks, and a full step before the last
     every = max(1, -(-num_bars // max_ticks) if tight else num_bars // max_ticks)
     last = position == num_bars - 1

@@ -20,7 +20,7 @@ from ..svgtext import piece_label
 from ._common import text, to_string
 from .timeline import PAD, build_timeline
 
-SECONDS = {"prefill": 3.0, "decode": 1.6, "gap": 2.0}
+SECONDS = {"prefill": 3.0, "decode": 1.6, "verify": 2.4, "gap": 2.0}
 HOLD_S, FADE_S, CAPTION_Y = 3.0, 0.4, 100.0
 
 
@@ -67,6 +67,9 @@ def _captions(trace: RequestTrace, slots: list[Slot], table: Table) -> list[str]
         elif step.phase == "prefill":
             words.append(label(table, "anim_caption_prefill", n=fmt_int(step.num_positions),
                                token=piece_label(step.output_piece)))
+        elif step.phase == "verify":  # k drafts checked at once: how many were kept, then the model's own token
+            words.append(label(table, "anim_caption_verify", k=fmt_int(len(step.draft_ids)),
+                               accepted=fmt_int(step.num_accepted), token=piece_label(step.output_piece)))
         else:
             words.append(label(table, "anim_caption_decode", input=piece_label(step.input_pieces[0]),
                                token=piece_label(step.output_piece)))

@@ -1,7 +1,9 @@
 """Processed-position blocks: each forward pass a column, each position a block.
 
 Prefill computes all N prompt positions in one column; each Decode column
-computes one new position on top. Positions already in the KV cache are drawn
+computes one new position on top; a verify column (speculative decoding) computes
+k+1, and the positions of the drafts it rejected are drawn as rejected: the next
+column computes them again (the cache rolled back). Positions already in the KV cache are drawn
 muted in every later column: they are not recomputed, but the new query still
 reads them. Blocks are positions, not time or FLOPs (the figure says so).
 
@@ -27,7 +29,9 @@ from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ..formats import fmt_int, fmt_ms
 from ..svgtext import piece_label
-from ._common import add_title, header, legend_block, legend_rows, new_drawing, notes, notes_height, text, to_string
+from ._common import (
+    add_title, header, legend_block, legend_item_width, legend_rows, new_drawing, notes, notes_height, text, to_string,
+)
 
 MAX_COLS, HEAD_COLS, TAIL_COLS = 12, 6, 3
 MAX_SINGLE_ROWS, PROMPT_RUNS = 16, 6
@@ -41,7 +45,8 @@ class Cell:
     y: float
     w: float
     h: float
-    state: str  # "prefill", "decode" (computed by this pass) or "cached" (read from the KV cache)
+    state: str  # "prefill", "decode", "verify" (computed by this pass), "rejected" (computed, then dropped: a
+    # verify pass's rejected drafts) or "cached" (read from the KV cache)
     run: Run
     slot: Slot
 
@@ -65,18 +70,22 @@ def _bands(spans: tuple[PassSpan, ...], slots: tuple[Slot, ...]) -> tuple[Run, .
     runs: list[Run] = []
     if spans and spans[0].context_before:  # a Prefill that started from the prefix cache: the positions it read
         runs.extend(split_runs(0, spans[0].context_before, MAX_SINGLE_ROWS, PROMPT_RUNS))
+    top = spans[0].context_before if spans else 0  # positions below have their rows already
     for slot in slots:
         span = slot_span(spans, slot)
-        if slot.kind == "gap":
-            runs.append(Run(span.context_before, span.num_positions))
-        else:
-            runs.extend(split_runs(span.context_before, span.context_after, MAX_SINGLE_ROWS, PROMPT_RUNS))
+        start = max(top, span.context_before)  # after a rollback a pass computes again rows drawn before
+        if slot.kind == "gap" and span.context_after > start:
+            runs.append(Run(start, span.context_after - start))
+        elif slot.kind != "gap":  # a verify pass's kept and rejected positions in runs of their own
+            for low, high in ((start, max(start, span.kept)), (max(start, span.kept), span.context_after)):
+                runs.extend(split_runs(low, high, MAX_SINGLE_ROWS, PROMPT_RUNS) if high > low else ())
+        top = max(top, span.context_after)
     return tuple(runs)
 
 
 def _state(run: Run, span: PassSpan) -> str | None:
     if run.start >= span.context_before and run.stop <= span.context_after:
-        return span.phase
+        return "rejected" if run.start >= span.kept else span.phase
     if run.stop <= span.context_before:  # in Prefill's column: read from an earlier run (the prefix cache)
         return "reused" if span.phase == "prefill" else "cached"
     return None
@@ -84,7 +93,7 @@ def _state(run: Run, span: PassSpan) -> str | None:
 
 def blocks_layout(spans: tuple[PassSpan, ...], row_labels_w: float, notes_h: float, style: Style,
                   full_spans: tuple[PassSpan, ...] | None = None, col_w: float = COL_W,
-                  max_cols: int = MAX_COLS, legend_lines: int = 1) -> BlocksLayout:
+                  max_cols: int = MAX_COLS, legend_lines: int = 1, min_width: float = 820) -> BlocksLayout:
     """Coordinates of every block. `full_spans`: the whole run's passes when `spans` are the
     first of them; its position rows and width are used when it draws every pass (no fold),
     so stepping adds columns without moving the rows. `col_w` and `max_cols`: wider columns,
@@ -113,7 +122,7 @@ def blocks_layout(spans: tuple[PassSpan, ...], row_labels_w: float, notes_h: flo
         if (state := _state(run, span)) is not None
     )
     plot_right = plot_left + (len(full_spans) if unfolded else len(columns)) * (col_w + COL_GAP)
-    width = max(plot_right + PAD, 820)
+    width = max(plot_right + PAD, min_width)
     legend_y = plot_bottom + 80 + 3 * max(0, style.small_size - 13)
     notes_y = legend_y + 6
     return BlocksLayout(width, notes_y + notes_h + 24, plot_left, plot_bottom, plot_top, tuple(bands), columns,
@@ -130,12 +139,15 @@ def slots_for(spans: tuple[PassSpan, ...], max_cols: int = MAX_COLS) -> tuple[Sl
 # --- drawing ---
 
 def _draw_cell(dwg, cell: Cell, style: Style):
-    fill = {"cached": style.cached, "reused": style.cached_dark}.get(cell.state) or style.phase_color(cell.state)
+    fill = {"cached": style.cached, "reused": style.cached_dark, "rejected": style.verify_light}.get(cell.state) \
+        or style.phase_color(cell.state)
     slot = cell.slot
     attrs = {"data-pass": slot.first if slot.kind == "pass" else f"{slot.first}-{slot.last}",
              "data-count": cell.run.count, "data-start": cell.run.start}
     elided = " elided" if slot.kind == "gap" else ""
-    rect = dwg.rect((cell.x, cell.y), (cell.w, cell.h), rx=3, fill=fill, class_=f"pos {cell.state}{elided}", **attrs)
+    outline = {"stroke": style.verify, "stroke_dasharray": "3,2"} if cell.state == "rejected" else {}
+    rect = dwg.rect((cell.x, cell.y), (cell.w, cell.h), rx=3, fill=fill, class_=f"pos {cell.state}{elided}", **attrs,
+                    **outline)
     return rect
 
 
@@ -158,7 +170,7 @@ def _column_texts(slot: Slot, span: PassSpan, durations, table: Table) -> tuple[
         head = label(table, "more_passes_short", n=fmt_int(slot.count))
         ms = None if durations is None else fmt_ms(sum(durations[slot.first:slot.last + 1]) / slot.count)
         return head, label(table, "blocks_folded_each"), ms and "≈" + ms
-    key = "pass_short_prefill" if span.phase == "prefill" else "pass_short_decode"
+    key = f"pass_short_{span.phase}"
     ms = None if durations is None else fmt_ms(durations[slot.first])
     return label(table, key, n=slot.first), label(table, "blocks_new", n=fmt_int(span.num_positions)), ms
 
@@ -242,14 +254,19 @@ def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | No
         note_lines.append(label(table, "blocks_note_reused", n=fmt_int(reused), last=fmt_int(reused - 1),
                                 m=fmt_int(spans[0].num_positions if spans else 0)))
     note_w = 820 - 2 * PAD
-    col_w, max_cols, legend = COL_W, MAX_COLS, _legend(style, table, reused > 0)
+    whole_spans = spans_from_trace(full) if full else spans
+    verify = (any(s.phase == "verify" for s in whole_spans), any(s.kept < s.context_after for s in whole_spans))
+    col_w, max_cols, legend = COL_W, MAX_COLS, _legend(style, table, reused > 0, *verify)
     if style.fitted:  # big type in a fixed width: columns as wide as their labels (the whole run's), fewer of them
         whole = (spans_from_trace(full), tuple(s.duration_ms for s in full.steps)) if full else (spans, durations)
         col_w, max_cols = _fitted_columns(*whole, label_w, style, table)
         note_w = style.max_width - 2 * PAD
     lines = legend_rows(style, [c for _, c, _ in legend], PAD, note_w + PAD)
+    # one legend line unless fitted: wide enough for it (a speculative run's legend has five entries)
+    legend_w = PAD + sum(legend_item_width(style, c) for _, c, _ in legend) + PAD
     layout = blocks_layout(spans, label_w, notes_height(style, note_lines, note_w), style,
-                           None if full is None else spans_from_trace(full), col_w, max_cols, len(lines))
+                           None if full is None else spans_from_trace(full), col_w, max_cols, len(lines),
+                           820 if style.fitted else max(820, legend_w))
     dwg = new_drawing(layout.width, layout.height, style, "blocks", label(table, "blocks_title"))
     header(dwg, style, label(table, "blocks_title"), subtitle)
     legend_block(dwg, style, legend, PAD, 110, note_w + PAD)
@@ -259,11 +276,15 @@ def _render(spans, durations, trace, subtitle: str, lang: str, style: Style | No
     return to_string(dwg)
 
 
-def _legend(style: Style, table: Table, reused: bool = False) -> list[tuple[str, str, str]]:
+def _legend(style: Style, table: Table, reused: bool = False, verify: bool = False,
+            rejected: bool = False) -> list[tuple[str, str, str]]:
     entries = [(style.prefill, label(table, "legend_prefill"), "prefill"),
                (style.decode, label(table, "legend_decode"), "decode"),
                (style.cached, label(table, "legend_cached"), "cached")]
-    return entries + [(style.cached_dark, label(table, "legend_reused"), "reused")] if reused else entries
+    entries += [(style.cached_dark, label(table, "legend_reused"), "reused")] if reused else []
+    entries += [(style.verify, label(table, "legend_verify"), "verify")] if verify else []  # speculative decoding
+    entries += [(style.verify_light, label(table, "legend_rejected_positions"), "rejected")] if rejected else []
+    return entries
 
 
 def _fitted_columns(spans, durations, label_w: float, style: Style, table: Table) -> tuple[float, int]:

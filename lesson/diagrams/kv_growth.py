@@ -58,11 +58,11 @@ class KvMeasured:
 def kv_measured(trace: RequestTrace) -> KvMeasured:
     steps, model = trace.steps, trace.model
     return KvMeasured(
-        tokens=steps[-1].context_after,
+        tokens=steps[-1].context_kept,
         total_bytes=steps[-1].kv_bytes,
-        formula_bytes=model.kv_bytes_for(steps[-1].context_after),
+        formula_bytes=model.kv_bytes_for(steps[-1].context_kept),
         decode_added_bytes=tuple(after.kv_bytes - before.kv_bytes for before, after in zip(steps, steps[1:])),
-        full_cache=all(s.kv_bytes == model.kv_bytes_for(s.context_after) for s in steps),
+        full_cache=all(s.kv_bytes == model.kv_bytes_for(s.context_kept) for s in steps),
     )
 
 
@@ -236,7 +236,7 @@ def _bars(trace: RequestTrace, picks, ticks, left: float, top: float, bottom: fl
             segments.append((run, size, y(base + size), round(y(base) - y(base + size), 2)))
             base += size
         x = round(left + slot_w * (position + 0.5) - bar_w / 2, 2)
-        bars.append(Bar(index, step.phase, x, bar_w, step.kv_bytes, step.context_after, tuple(segments),
+        bars.append(Bar(index, step.phase, x, bar_w, step.kv_bytes, step.context_kept, tuple(segments),
                         pass_tick(index, step.phase, position, num_slots, table, max_named, max_ticks)))
     return y, tuple(bars)
 

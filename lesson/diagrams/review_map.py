@@ -92,9 +92,19 @@ def _live_texts(trace: RequestTrace, table: Table) -> tuple[str, str, str]:
         label(table, "review_live_title") + f" · {trace.model.model_id} · {trace.model.device}",
         label(table, "review_live_prefill", n=fmt_int(prefill.num_positions), ms=fmt_ms(prefill.duration_ms),
               ttft=fmt_ms(metrics.ttft_ms)),
-        label(table, "review_live_decode", k=fmt_int(len(decode)), tpot=tpot) + " · " +
-        label(table, "review_live_kv", bytes=fmt_bytes(trace.kv_bytes), tokens=fmt_int(trace.steps[-1].context_after)),
+        label(table, "review_live_decode", k=fmt_int(len(decode)), tpot=tpot) + _live_speculative(trace, table)
+        + " · " +
+        label(table, "review_live_kv", bytes=fmt_bytes(trace.kv_bytes), tokens=fmt_int(trace.steps[-1].context_kept)),
     )
+
+
+def _live_speculative(trace: RequestTrace, table: Table) -> str:
+    """A speculative run's verify passes and its tokens per target pass ("" for a plain run)."""
+    verify = trace.verify_steps
+    if not verify:
+        return ""
+    return " · " + label(table, "review_live_speculative", v=fmt_int(len(verify)),
+                         x=f"{trace.tokens_per_pass:.2f}")
 
 
 def table_rows(trace: RequestTrace | None, table: Table, style: Style, top: float) -> tuple[TableRow, ...]:

@@ -4,7 +4,9 @@
 
 The Prefill row shows every prompt piece from the real tokenizer (head and tail
 chips plus "…N more…" when they do not fit); each Decode row shows the one token
-fed back, with an arrow from the previous row's output. The time panel draws each
+fed back, with an arrow from the previous row's output. A verify row (speculative
+decoding) is drawn like a small Prefill: the token fed back and the k drafts, k+1
+positions in one pass, the drafts it rejected struck out (their K and V dropped). The time panel draws each
 pass at its measured start/end, marks TTFT at the end of Prefill and ITL under
 each Decode. The time before each pass, from the previous token (the request
 start for Prefill), is a thin bar in the waiting colour (tokenizing, queued for
@@ -51,7 +53,7 @@ class Chip:
     w: float
     text: str
     tooltip: str
-    kind: str  # "piece", "more" or "output"
+    kind: str  # "piece", "rejected" (a verify pass's draft it did not keep), "more" or "output"
     position: int = -1
 
 
@@ -139,7 +141,11 @@ def _input_chips(trace: RequestTrace, slot: Slot, x0: float, y: float, style: St
             x = _append_more(chips, x, y, hidden, style, table)
         i = candidates[k]
         tip = f"{step.context_before + i}: {visible(step.input_pieces[i])!r} (id {step.input_ids[i]})"
-        chips.append(Chip(x, y, widths[k], labels[k], tip, "piece", step.context_before + i))
+        rejected = step.phase == "verify" and i > step.num_accepted  # input 0 is the token fed back, then drafts
+        if rejected:
+            tip += " · " + label(table, "chip_rejected")
+        kind = "rejected" if rejected else "piece"
+        chips.append(Chip(x, y, widths[k], labels[k], tip, kind, step.context_before + i))
         x += widths[k] + CHIP_GAP
     if hidden and tail == 0:
         _append_more(chips, x, y, hidden, style, table)
@@ -158,7 +164,8 @@ def _columns(trace: RequestTrace, slots, style: Style, table) -> dict:
     pass_w = max(text_width(label(table, "pass_n", n=len(trace.steps)), style.font_size), 56) + 16
     out_w = max([_chip_w(piece_label(trace.steps[s.first].output_piece), style) for s in slots if s.kind == "pass"]
                 + [text_width(label(table, "col_output"), style.small_size) + 8])
-    phase_w = max(92, max(text_width(label(table, f"phase_{p}"), style.small_size) for p in ("prefill", "decode")) + 30)
+    phases = {"prefill", "decode"} | {s.phase for s in trace.steps}  # the whole run's (`trace` is `full` here)
+    phase_w = max(92, max(text_width(label(table, f"phase_{p}"), style.small_size) for p in phases) + 30)
     budget = INPUT_BUDGET
     if style.fitted:  # the chips get what the other columns leave of the width
         budget = min(INPUT_BUDGET, style.max_width - 2 * PAD - pass_w - 40 - out_w - 24 - phase_w)
@@ -261,7 +268,8 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
     width = col["time_end"] + PAD
     note_lines = ((run_note,) if run_note else ()) + (
         label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table)) + (
-        (label(table, "note_floor"),) if floors else ())
+        (label(table, "note_floor"),) if floors else ()) + (
+        (label(table, "legend_rejected"),) if any(s.rejected_ids for s in trace.steps) else ())
     axis_y = y + 10
     legend = wait_legend(rows, whole if full is not None else None, scale, style, table) + (
         ("floor",) if floors else ())
@@ -313,7 +321,7 @@ def _arrows(rows: list[Row]) -> tuple[tuple[int, str, str], ...]:
 def _draw_chip(dwg, chip: Chip, phase: str, style: Style):
     if chip.kind == "output":
         fill, stroke, weight, ink = style.paper, style.phase_color(phase), "bold", style.ink
-    elif chip.kind == "more":
+    elif chip.kind in ("more", "rejected"):
         fill, stroke, weight, ink = style.panel, style.grid, None, style.muted_ink
     else:
         fill, stroke, weight, ink = style.phase_light(phase), style.phase_color(phase), None, style.ink
@@ -323,6 +331,9 @@ def _draw_chip(dwg, chip: Chip, phase: str, style: Style):
     group.add(dwg.rect((chip.x, chip.y), (chip.w, chip_h), rx=6, fill=fill, stroke=stroke, stroke_width=1.5))
     group.add(text(dwg, chip.text, chip.x + chip.w / 2, chip.y + chip_h / 2 + style.small_size * 0.36,
                    size=style.small_size, fill=ink, anchor="middle", weight=weight))
+    if chip.kind == "rejected":  # struck out: computed in the pass, then dropped from the cache
+        group.add(dwg.line((chip.x + 3, chip.y + chip_h - 4), (chip.x + chip.w - 3, chip.y + 4),
+                           stroke=style.decode, stroke_width=1.5, class_="strike"))
     add_title(group, chip.tooltip)
     return group
 
@@ -335,7 +346,9 @@ def _draw_row(dwg, row: Row, layout: TimelineLayout, trace: RequestTrace, style:
                      "data-positions": sum(s.num_positions for s in trace.steps[row.slot.first:row.slot.last + 1])})
     baseline = row.cy + style.font_size * 0.36
     if row.slot.kind == "gap":
-        group.add(text(dwg, label(table, "more_passes", n=fmt_int(row.slot.count)), col["input"], baseline,
+        folded = trace.steps[row.slot.first:row.slot.last + 1]
+        key = "more_passes_verify" if any(s.phase == "verify" for s in folded) else "more_passes"
+        group.add(text(dwg, label(table, key, n=fmt_int(row.slot.count)), col["input"], baseline,
                        size=style.font_size, fill=style.muted_ink, class_="gap-label"))
     else:
         group.add(text(dwg, label(table, "pass_n", n=row.slot.first + 1), col["pass"], baseline,
@@ -433,9 +446,11 @@ def draw_arrows(dwg, layout: TimelineLayout, style: Style) -> list:
             for index, d, phase in layout.arrows]
 
 
-def add_markers(dwg, style: Style) -> None:
+def add_markers(dwg, style: Style, verify: bool = False) -> None:
     arrow_marker(dwg, "arrow-prefill", style.prefill)
     arrow_marker(dwg, "arrow-decode", style.decode)
+    if verify:  # only a speculative run has verify rows (a plain run's drawing stays byte-for-byte as it was)
+        arrow_marker(dwg, "arrow-verify", style.verify)
     arrow_marker(dwg, "arrow-muted", style.muted_ink)
 
 
@@ -463,7 +478,7 @@ def build_timeline(trace: RequestTrace, table: Table, style: Style, name: str, t
     """The drawing, the layout and the row groups (the animation adds timing to them)."""
     layout = timeline_layout(trace, table, style, header_y, full, run_note, floors=floors_ms is not None)
     dwg = new_drawing(layout.width, layout.height, style, name, title)
-    add_markers(dwg, style)
+    add_markers(dwg, style, any(s.phase == "verify" for s in (full or trace).steps))
     header(dwg, style, title, subtitle(trace, table))
     draw_frame(dwg, layout, style, table)
     rows = [_draw_row(dwg, row, layout, trace, style, table, floors_ms) for row in layout.rows]

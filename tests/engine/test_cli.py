@@ -38,6 +38,34 @@ def test_json_output_is_a_trace(tiny_model_dirs, capsys):
     assert [s.phase for s in trace.steps] == ["prefill", "decode", "decode"]
 
 
+def test_speculative_rows_say_how_many_drafts_each_verify_pass_kept(default_lm, capsys):
+    prompt = ("An LLM answers a prompt in two phases called Prefill and Decode. Prefill reads the whole prompt in "
+              "one forward pass. An LLM answers a prompt")
+    assert main(["trace", "--device", "cpu", "--prompt", prompt, "--max-new-tokens", "16", "--ignore-eos",
+                 "--speculative", "ngram", "--num-speculative-tokens", "4"]) == 0
+    out = capsys.readouterr().out
+    verify = [line for line in out.splitlines() if line.split()[1:2] == ["verify"]]
+    assert verify and all("(5)" in line and "drafts)" in line for line in verify[:1])
+    assert "kept 4 of 4 drafts" in out  # the embedded model knows this text: the first guesses are all kept
+    assert "16 tokens in" in out and "tokens per target pass" in out
+
+
+def test_a_draft_model_drafts_from_the_command_line(tiny_model_dirs, tmp_path, capsys):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tests.conftest import tiny_config
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dirs["llama"])
+    config = tiny_config("llama", len(tokenizer), tokenizer.eos_token_id)
+    config.num_hidden_layers = 1
+    AutoModelForCausalLM.from_config(config).save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    assert main(["trace", "--model", str(tiny_model_dirs["llama"]), "--prompt", "The capital of France is",
+                 "--max-new-tokens", "8", "--ignore-eos", "--draft-model", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert " verify " in out and "speculative (draft:" in out and "8 tokens in" in out
+
+
 @pytest.mark.parametrize("args, message", [  # in a real process: nothing the imports print may add a line
     pytest.param(["--model", "/no/such/folder"], "model folder not found", marks=pytest.mark.slow),
     (["--max-new-tokens", "many"], "invalid int value"),
@@ -56,6 +84,8 @@ def test_bad_input_is_one_line_and_nonzero(args, message):
     (["--max-new-tokens", "0"], "max-new-tokens must be between"),
     (["--max-new-tokens", "999999"], "max-new-tokens must be between"),
     (["--model", "<gpt2>", "--prompt", "capital " * 400], "fit (context 256"),
+    (["--speculative", "ngram", "--num-speculative-tokens", "0"], "num-speculative-tokens must be between 1 and"),
+    (["--speculative", "ngram", "--mode", "static"], "speculative decoding runs in eager mode only"),
 ])
 def test_the_engines_own_checks_are_one_line_and_nonzero(args, message, tiny_model_dirs, capfd):
     """What the engine checks once torch is imported, through the command's own entry point (`main`, all that

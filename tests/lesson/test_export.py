@@ -34,7 +34,7 @@ def test_schematic_export_needs_no_model(tmp_path):
 
 def test_trace_export_writes_every_diagram_and_the_trace(tmp_path, monkeypatch, capsys):
     trace = make_trace()
-    monkeypatch.setattr(export, "run_engine", lambda prompt, n, model: trace)
+    monkeypatch.setattr(export, "run_engine", lambda prompt, n, model, *speculative: trace)
     assert export.main(["--out", str(tmp_path / "x"), "--lang", "en"]) == 0
     names = {p.name for p in (tmp_path / "x").iterdir()}
     assert names == {f"{n}.svg" for n in (*DIAGRAMS, "roofline", "step_floors")} | {"trace.json"}  # floors: after a run
@@ -51,7 +51,7 @@ def test_trace_export_writes_ttfts_parts_and_says_it_has_only_the_engines(tmp_pa
     from lesson.text import label, table_for
     from tests.svg import all_text
 
-    monkeypatch.setattr(export, "run_engine", lambda prompt, n, model: make_trace())
+    monkeypatch.setattr(export, "run_engine", lambda prompt, n, model, *speculative: make_trace())
     assert export.main(["--out", str(tmp_path), "--lang", lang]) == 0
     path = tmp_path / "ttft_parts.svg"
     _assert_standalone_svg(path)
@@ -83,7 +83,7 @@ def test_empty_prompt_is_one_line(tmp_path, capsys):
 def test_engine_errors_are_one_line(tmp_path, monkeypatch, capsys):
     from engine.contract.errors import ModelLoadError
 
-    def fail(prompt, n, model):
+    def fail(prompt, n, model, *speculative):
         raise ModelLoadError("model_missing", f"model folder not found: {model}")
 
     monkeypatch.setattr(export, "run_engine", fail)
@@ -107,6 +107,18 @@ def test_real_engine_run_with_a_tiny_model(tmp_path, tiny_model_dirs, capsys):
     assert len(trace.steps) >= 1 and json.loads((tmp_path / "trace.json").read_text())["prompt"] == "法国的首都是"
     for name in DIAGRAMS:
         _assert_standalone_svg(tmp_path / f"{name}.svg")
+
+
+def test_a_speculative_run_exports_its_verify_passes(tmp_path, capsys):
+    pytest.importorskip("torch")
+    prompt = ("An LLM answers a prompt in two phases called Prefill and Decode. Prefill reads the whole prompt in one "
+              "forward pass. An LLM answers a prompt")
+    assert export.main(["--out", str(tmp_path), "--prompt", prompt, "--max-new-tokens", "12", "--lang", "en",
+                        "--speculative", "ngram"]) == 0, capsys.readouterr().err
+    trace = RequestTrace.from_json((tmp_path / "trace.json").read_text(encoding="utf-8"))
+    assert trace.verify_steps
+    assert 'class="phase-badge verify"' in (tmp_path / "timeline.svg").read_text(encoding="utf-8")
+    _assert_standalone_svg(tmp_path / "acceptance.svg")
 
 
 def test_bad_model_folder_from_the_real_engine(tmp_path, capsys):

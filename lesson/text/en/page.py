@@ -94,6 +94,7 @@ TEXT: dict = {
     "presenter_keys": "Presenter view: ↑ ↓ change the figure, ← → / Page Up / Page Down step one forward pass, Home goes to the first, End to the last.",
     "phase_prefill": "Prefill",
     "phase_decode": "Decode",
+    "phase_verify": "Verify",
     "data_title": "Step-by-step data (one row per forward pass)",
     "download_json": "Download the trace (JSON)",
     "download_csv": "Download the step table (CSV)",

@@ -89,6 +89,7 @@ TEXT: dict = {
     "presenter_keys": "演示视图：↑ ↓ 换图，← → / Page Up / Page Down 一次一个前向，Home 从头开始，End 显示全部。",
     "phase_prefill": "Prefill",
     "phase_decode": "Decode",
+    "phase_verify": "Verify（验证）",
     "data_title": "逐步数据（每行一次前向计算）",
     "download_json": "下载 Trace（JSON）",
     "download_csv": "下载逐步表格（CSV）",
