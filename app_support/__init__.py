@@ -10,6 +10,7 @@
     links         a link that reopens a state: the page's settings in the URL's query, and back
     run_panel     the lesson's prompt, lengths, token split and Run (streamed); the stored run
     stepping      one pass at a time: classroom stepping and the slow-motion replay
+    class_position where the classroom's stepping stands (a pass, or the run's end) and its words
     presenter     the presenter view: one of the lesson's figures per screen, a pass at a time
     compare       two runs of the session side by side, on the same axes
     sections      the lesson's sections, in the page's order

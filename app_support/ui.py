@@ -55,9 +55,12 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
   height: auto !important; max-height: none !important; }
 [data-testid="stFullScreenFrame"]:has(button[aria-label^="Close fullscreen"]) [data-testid="stImageContainer"] img {
   width: 100% !important; height: auto !important; max-height: none !important; }
-/* A presenter's key presses a button: no thick focus frame on the projector where the page was clicked. */
+/* A presenter's key presses a button: no thick focus frame on the projector where the page was clicked.
+   Streamlit draws the main area's keyboard focus as a shadow on a sticky ::before under the header (a frame
+   from y≈62 through the figures once a key was pressed after a click on the page's text), not as an outline. */
 [data-testid="stMain"]:focus, [data-testid="stMain"]:focus-visible,
 [data-testid="stAppViewContainer"]:focus, [data-testid="stAppViewContainer"]:focus-visible { outline: none !important; }
+[data-testid="stMain"]:focus-visible::before { box-shadow: none !important; }
 /* A widget's label in a narrow column wraps rather than ending in an ellipsis: at 1024 px the header's
    toggle read "Classroom m…" and the lab's button "重新…". */
 [data-testid="stMain"] .stMarkdownEllipsis, [data-testid="stMain"] .stMarkdownEllipsis p {
@@ -188,12 +191,15 @@ def metric_row(cards: list[MetricCard]) -> None:
 
 
 # Classroom keys -> the keys of the buttons they press, the first on the page (buttons carry `st-key-<key>`
-# classes): the presenter view's (app_support/presenter.py), else the sidebar's. ↑ ↓ change the presenter
-# view's figure; on the scrolling page they scroll it, as ever.
-CLASSROOM_KEYS = {"ArrowRight": ["pres_next", "class_next"], "PageDown": ["pres_next", "class_next"],
-                  "ArrowLeft": ["pres_prev", "class_prev"], "PageUp": ["pres_prev", "class_prev"],
+# classes): the presenter view's (app_support/presenter.py), else the sidebar's. A clicker sends Page Down /
+# Page Up (some Space, Enter, → ←, Backspace) and B or . for "blank"; the keys are reveal.js's. ↑ ↓ change the
+# presenter view's figure (on the scrolling page they scroll it, as ever); Esc leaves the presenter view.
+NEXT_BUTTONS, BACK_BUTTONS = ["pres_next", "class_next"], ["pres_prev", "class_prev"]
+CLASSROOM_KEYS = {"ArrowRight": NEXT_BUTTONS, "PageDown": NEXT_BUTTONS, " ": NEXT_BUTTONS, "Enter": NEXT_BUTTONS,
+                  "ArrowLeft": BACK_BUTTONS, "PageUp": BACK_BUTTONS, "Backspace": BACK_BUTTONS,
                   "Home": ["pres_first", "class_reset"], "End": ["pres_last", "class_all"],
-                  "ArrowDown": ["pres_fig_next"], "ArrowUp": ["pres_fig_prev"]}
+                  "ArrowDown": ["pres_fig_next"], "ArrowUp": ["pres_fig_prev"], "Escape": ["pres_leave"]}
+BLANK_KEYS = ["b", "B", "."]  # blank the screen in classroom mode; any key brings it back (the script alone)
 
 # One keydown listener on the page (classroom_keys.js), attached once per browser tab (a flag on
 # window guards against every rerun adding another). It presses the button, so a key is exactly a
@@ -205,11 +211,13 @@ KEYBOARD_BRIDGE_JS = Path(__file__).with_name("classroom_keys.js").read_text(enc
 
 
 def classroom_keyboard() -> None:
-    """Arrow keys, Page Up/Down (a presenter's clicker), Home and End press the classroom buttons.
+    """Arrow keys, Page Up/Down, Space, Enter, Backspace (a presenter's clicker), Home, End and Esc press the
+    classroom buttons; B or . blanks the screen.
 
     Fixed script, no user text; runs in the page itself (st.html), not in an iframe.
     """
-    script = KEYBOARD_BRIDGE_JS.replace("__CLASSROOM_KEYS__", json.dumps(CLASSROOM_KEYS))
+    script = (KEYBOARD_BRIDGE_JS.replace("__CLASSROOM_KEYS__", json.dumps(CLASSROOM_KEYS))
+              .replace("__BLANK_KEYS__", json.dumps(BLANK_KEYS)))
     st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)
 
 
