@@ -221,6 +221,21 @@ def classroom_keyboard() -> None:
     st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)
 
 
+# Every wait on the page says how long it has lasted (wait_clock.js): spinners and progress bars while the
+# script runs, and the slide kit's zip while the browser waits for it. Read once, at import.
+WAIT_CLOCK_JS = Path(__file__).with_name("wait_clock.js").read_text(encoding="utf-8")
+POSITION_BARS = ["class_position", "presenter-position"]  # progress bars that say the classroom's step, not a wait
+KIT_BUTTONS = ["kit_download", "kit_download_serving"]  # app_support/slide_kit.py's download buttons
+
+
+def wait_clock(lang: str) -> None:
+    """The seconds each wait has lasted, in the page's language, under it. Fixed script and words."""
+    words = {"elapsed": t(lang, "wait_elapsed"), "kit": t(lang, "wait_kit")}
+    script = (WAIT_CLOCK_JS.replace("__WAIT_WORDS__", json.dumps(words, ensure_ascii=False))
+              .replace("__NOT_WAITS__", json.dumps(POSITION_BARS)).replace("__KIT_BUTTONS__", json.dumps(KIT_BUTTONS)))
+    st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)
+
+
 def metric_dataframe(records: list[dict[str, str]]) -> None:
     """The serving metric table (lesson.serving_views.metric_records) with every row shown, its first
     column (the metric names) as wide as its longest name and pinned: a narrow page scrolls the runs'

@@ -84,6 +84,8 @@ TEXT: dict = {
     "classroom_end_next": "Next (→ once more): the same prompt stretched to {num_tokens} tokens and run again, to see Prefill against Decode. ← goes back to pass {total}.",
     "classroom_end_nothing": "All {total} forward passes of this run are shown; nothing comes next. ← goes back to pass {total}, Home starts over.",
     "presenter_end_next": "The end of this run. Next: the same prompt stretched to {num_tokens} tokens: Esc back to the lesson page, then → runs it. ← goes back to pass {total}.",
+    "wait_elapsed": "{s} s so far",
+    "wait_kit": "Drawing every figure, its PNG and the zip… {s} s so far",
     "presenter_leave": "Leave the presenter view (Esc)",
     "classroom_position": "Classroom stepping: showing forward pass {shown} of {total} ({phase})",
     "presenter": "Presenter view: one figure per screen",

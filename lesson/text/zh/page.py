@@ -79,6 +79,8 @@ TEXT: dict = {
     "classroom_end_next": "下一步（再按一次 →）：同一个提示词拉长到 {num_tokens} 个 Token 再运行一次，看 Prefill 和 Decode 的差别。← 回到第 {total} 次前向。",
     "classroom_end_nothing": "这次运行的 {total} 次前向都讲完了，后面没有下一步。← 回到第 {total} 次前向，Home 从头开始。",
     "presenter_end_next": "这次运行讲完了。下一步：同一个提示词拉长到 {num_tokens} 个 Token：按 Esc 回到课文页，再按 → 运行。← 回到第 {total} 次前向。",
+    "wait_elapsed": "已等 {s} 秒",
+    "wait_kit": "正在画每张图、转成 PNG 并打包 zip……已等 {s} 秒",
     "presenter_leave": "离开演示视图（Esc）",
     "classroom_position": "课堂步进：显示到第 {shown} / {total} 次前向（{phase}）",
     "presenter": "演示视图：一屏一张图",
