@@ -22,7 +22,7 @@
                   its prefix-caching part
 
 The in-page scripts are files of their own (classroom_keys.js, sketch_live.js, read_on.js, tidy_address.js,
-wait_clock.js), read once at import. Anything that is not Streamlit-specific (limits, words, number formats, error
-messages) lives in `lesson/` (`lesson.inputs`, `lesson.formats`, `lesson.text`, `lesson.messages`) so it can
-be tested alone.
+wait_clock.js, streamlit_words.js), read once at import. Anything that is not Streamlit-specific (limits,
+words, number formats, error messages) lives in `lesson/` (`lesson.inputs`, `lesson.formats`, `lesson.text`,
+`lesson.messages`) so it can be tested alone.
 """

@@ -236,6 +236,30 @@ def wait_clock(lang: str) -> None:
     st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)
 
 
+# Streamlit's own English that a page can reach (its buttons' aria-labels and titles, the uploader's button), by
+# its lesson.text key; what stays English is listed in docs/app.md. "Close fullscreen" stays: the CSS above and
+# classroom_keys.js find a figure shown full screen by it.
+STREAMLIT_WORDS = {"Copy to clipboard": "st_copy", "Increment": "st_increment", "Decrement": "st_decrement",
+                   "Upload": "st_upload", "file upload": "st_file_upload", "Fullscreen": "st_fullscreen",
+                   "Collapse sidebar": "st_collapse_sidebar", "Sidebar": "st_sidebar", "App pages": "st_app_pages",
+                   "Link to heading": "st_link_to_heading", "Open": "st_open", "Search": "st_search",
+                   "Show/hide columns": "st_show_hide_columns", "Download as CSV": "st_download_csv"}
+STREAMLIT_PREFIXES = {"Help for ": "st_help_for", "Fullscreen: ": "st_fullscreen_of"}  # "{label}" follows
+STREAMLIT_WORDS_JS = Path(__file__).with_name("streamlit_words.js").read_text(encoding="utf-8")
+
+
+def streamlit_words(lang: str) -> None:
+    """Streamlit's own English words on the page in the page's language (none for English). Fixed script;
+    the words are this app's, and a label's own text is only ever copied into an attribute."""
+    if lang == "en":
+        words = {"exact": {}, "prefixes": {}}
+    else:
+        words = {"exact": {english: t(lang, key) for english, key in STREAMLIT_WORDS.items()},
+                 "prefixes": {prefix: t(lang, key, label="{label}") for prefix, key in STREAMLIT_PREFIXES.items()}}
+    script = STREAMLIT_WORDS_JS.replace("__STREAMLIT_WORDS__", json.dumps(words, ensure_ascii=False))
+    st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)
+
+
 def metric_dataframe(records: list[dict[str, str]]) -> None:
     """The serving metric table (lesson.serving_views.metric_records) with every row shown, its first
     column (the metric names) as wide as its longest name and pinned: a narrow page scrolls the runs'
