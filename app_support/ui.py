@@ -65,6 +65,10 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
    toggle read "Classroom m…" and the lab's button "重新…". */
 [data-testid="stMain"] .stMarkdownEllipsis, [data-testid="stMain"] .stMarkdownEllipsis p {
   white-space: normal !important; text-overflow: clip !important; overflow: visible !important; }
+/* An in-page script (an st.html holding one script element alone: the keys, the wait clock, Streamlit's
+   words) takes no room: each one's element otherwise added the column's 16 px gap and pushed the presenter's
+   figure down. (No markup in these comments: a tag named in one dropped the rule after it.) */
+[data-testid="stElementContainer"]:has([data-testid="stHtml"] script:only-child) { display: none !important; }
 /* A phone's scrollbars are hidden until touched: a line under each figure says it scrolls. */
 @media (min-width: 721px) { [class*="st-key-scrollhint-"] { display: none !important; } }
 </style>
