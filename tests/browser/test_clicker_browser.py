@@ -21,6 +21,8 @@ PRESENTER_POSITION = "() => (document.querySelector('.st-key-presenter-position'
 CLASSROOM_ON = "() => !!document.querySelector('.st-key-classroom input:checked')"
 BLANK_SHOWN = "() => !!document.getElementById('pd-blank')"
 END_WORDS = "讲完了"  # the run's end, in the sidebar's note and the presenter view's
+# the lesson's text (a paragraph of the body: the kicker above the title lies under a phone's header bar)
+PAGE_TEXT = "[data-testid=stMain] [data-testid=stMarkdownContainer] p"
 
 
 def open_stepping_page(browser, url: str, width: int, height: int):
@@ -63,7 +65,7 @@ def test_space_enter_and_page_keys_step_and_never_toggle_the_switch_that_holds_t
 def test_a_click_on_the_text_then_a_key_draws_no_frame_across_the_main_area(browser, server_url):
     page = open_stepping_page(browser, server_url + LINK, 1280, 720)
     try:
-        page.locator("[data-testid=stMain] .stMarkdown p").first.click()
+        page.locator(PAGE_TEXT).filter(has_text="Decode").first.click()
         press(page, "ArrowRight", CLASS_POSITION, "第 2 / 3")
         main = "document.querySelector('[data-testid=stMain]')"
         # Streamlit's keyboard focus of the main area: a shadow on its sticky ::before, from y≈62 down
@@ -110,7 +112,7 @@ def test_in_the_presenter_view_b_blanks_any_key_returns_the_end_says_what_is_nex
 def test_on_a_phone_the_clicker_keys_step_too(browser, server_url):
     page = open_stepping_page(browser, server_url + LINK, 390, 844)
     try:
-        page.locator("[data-testid=stMain] .stMarkdown p").first.click()
+        page.locator(PAGE_TEXT).filter(has_text="Decode").first.click()
         press(page, "Space", CLASS_POSITION, "第 2 / 3")
         press(page, "Backspace", CLASS_POSITION, "第 1 / 3")
         page.screenshot(path=str(ARTIFACTS / "clicker_390x844.png"))
