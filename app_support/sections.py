@@ -89,6 +89,8 @@ def section_timeline(lang: str, trace_json: str | None) -> None:
         st.button(t(lang, "tl_measure_again"), key="timeline_measure_again", icon=":material/refresh:",
                   on_click=state.run_again, help=t(lang, "tl_measure_again_help", n=repeats))
     st.caption(t(lang, "timeline_real_split"))
+    if not st.session_state.classroom:  # its labels are drawn at about 10 px here; a projector needs more
+        st.caption(t(lang, "timeline_projector_hint"))
     if trace_json is not None:
         ttft_bar(lang, trace_json)
     st.markdown(t(lang, "timeline_1"))

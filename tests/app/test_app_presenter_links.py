@@ -201,3 +201,14 @@ def test_a_sessions_first_run_says_the_model_is_loading_before_the_worker_is_ask
     assert [i.value for i in at.info] == [t("en", "loading_model")]
     at.run()  # later runs: the worker has answered once in this session, nothing is said
     assert not at.info
+
+
+@needs_model
+def test_outside_classroom_mode_the_first_figure_says_classroom_mode_enlarges_it(fresh):
+    """Its labels are drawn at 9-10 px at 1280x720 outside classroom mode: a lecturer is told where the big type is."""
+    at = fresh().run()
+    hint = t("zh", "timeline_projector_hint")
+    assert hint in [c.value for c in at.caption]
+    at.toggle(key="classroom").set_value(True).run()
+    assert_healthy(at)
+    assert hint not in [c.value for c in at.caption]  # classroom mode draws it large: nothing to say
