@@ -76,6 +76,9 @@ def test_outside_classroom_mode_the_page_folds_the_block_table_to_its_column():
     fixture = Path(__file__).resolve().parents[1] / "serving" / "fixtures" / "prefix_near_miss_tight.json"
     run = ServingRun.from_json(fixture.read_text(encoding="utf-8"))
     view_width = re.compile(r'viewBox="[0-9.]+ [0-9.]+ ([0-9.]+)')
-    width = float(view_width.search(prefix_svg(run.to_json(), "zh", classroom=False)).group(1))
+    from app_support.run_store import ServingSet
+
+    shown = ServingSet((run,), (run.to_json(),))
+    width = float(view_width.search(prefix_svg(shown, 0, "zh", classroom=False)).group(1))
     wide = float(view_width.search(render_prefix_cache(run, lang="zh")).group(1))
     assert width <= PAGE_COLUMN_UNITS < wide, (width, wide)

@@ -121,14 +121,14 @@ def test_in_classroom_mode_stepping_past_the_last_pass_says_what_comes_next_and_
     run's end, which names the stretched prompt; ← goes back to the last pass, and only → at the end runs it."""
     at = fresh().run()
     at.toggle(key="classroom").set_value(True).run()
-    before = at.session_state["trace_json"]
+    before = at.session_state["run_id"]
     total = len(shown_trace(at)["steps"])
     longest = 256  # the served_settings fixture's PREFILL_DECODE_MAX_PROMPT_TOKENS
     for _ in range(total):
         assert at.button(key="class_next").label == t("zh", "classroom_step")
         at.button(key="class_next").click().run()
     end_words = t("zh", "classroom_end_next", total=total, num_tokens=longest)
-    assert at.session_state["trace_json"] == before and at.session_state["class_at_end"]  # nothing ran
+    assert at.session_state["run_id"] == before and at.session_state["class_at_end"]  # nothing ran
     assert end_words in [i.value for i in at.sidebar.info]
     assert [p.proto.text for p in at.get("progress")] == [t("zh", "classroom_end_position", total=total)]
     at.button(key="class_prev").click().run()  # ← from the end: the last pass again
@@ -149,10 +149,10 @@ def test_the_presenter_views_next_at_the_last_pass_stands_at_the_end_and_runs_no
     at = fresh().run()
     at.toggle(key="classroom").set_value(True).run()
     at.toggle(key="presenter").set_value(True).run()
-    before, total = at.session_state["trace_json"], len(shown_trace(at)["steps"])
+    before, total = at.session_state["run_id"], len(shown_trace(at)["steps"])
     at.button(key="pres_last").click().run()
     at.button(key="pres_next").click().run()
-    assert at.session_state["class_at_end"] and at.session_state["trace_json"] == before
+    assert at.session_state["class_at_end"] and at.session_state["run_id"] == before
     assert at.button(key="pres_next").disabled  # a clicker's next starts nothing from the presenter view
     assert t("zh", "presenter_end_next", total=total, num_tokens=256) in [i.value for i in at.info]
     at.button(key="pres_prev").click().run()
