@@ -11,7 +11,9 @@ no NaN or Infinity), its kind from its own markers, a trace's step count (before
 the engine's own `from_dict` / `from_json`, every value against its field's type (a string where a
 time belongs would only fail later, inside a figure), then its meaning (engine.contract.meaning:
 times finite, non-negative and in order, lists that belong together of one length, a sweep kind the
-engine measures). Each refusal is one RecordedFileError: key "recorded_file", `why` names the
+engine measures; every wall-clock time between 1970 and WALL_CLOCK_LIMIT_S, so a page can show it as
+a time of day; a serving run's prefix records within their requests' tokens and whole blocks,
+engine/contract/serving/prefix_check.py). Each refusal is one RecordedFileError: key "recorded_file", `why` names the
 step, and the page words it in its language (lesson.messages).
 
 No torch: a run recorded on a GPU machine is drawn on a laptop (a cache comparison's class is one of
@@ -34,6 +36,7 @@ from engine.contract.limits import load_json
 from engine.contract.meaning import MAX_TRACE_STEPS, MeaningError, check_comparison, check_plain_steps, \
     check_serving, check_sweep, check_trace
 from engine.contract.results import CacheComparison
+from engine.contract.serving.prefix_check import check_prefix_records
 from engine.contract.serving.trace import ServingRun
 from engine.contract.sweep import SCHEMA as SWEEP_SCHEMA
 from engine.contract.sweep import Sweep
@@ -53,6 +56,9 @@ COMPARISON_SCHEMA = "prefill-decode.cache-comparison/1"
 MAX_SERVING_RUNS = 8  # serving runs in one file: the serving lab's download holds one per policy
 MAX_INDEX_ENTRIES = 64
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.json")  # an index names files in its own folder only
+# A wall-clock time (time.time() seconds) a page shows as a time of day: 1970 to 3000-01-01 UTC, well
+# inside what datetime can turn into a date in any time zone (a year past 9999 raises ValueError).
+WALL_CLOCK_LIMIT_S = 32_503_680_000.0
 LIMIT_WHYS = {"limit_json_depth": "too_deep", "limit_json_number": "long_number", "limit_not_finite": "not_finite"}
 
 
@@ -150,12 +156,27 @@ def check_meaning(kind: str, run: Any) -> None:
     """A run's numbers checked for meaning (engine.contract.meaning), by its kind; MeaningError if not."""
     if kind == "trace":
         check_trace(run)
+        check_wall_clocks(run)
     elif kind == "serving_run":
         check_serving(run)
+        check_prefix_records(run)
     elif kind == "sweep":
         check_sweep(run)
     else:
         check_comparison(run.comparison)
+
+
+def check_wall_clocks(trace: RequestTrace) -> None:
+    """A trace's wall-clock times (its start, its prefix record's source run and eviction): each None, or
+    a finite number of seconds from 0 to WALL_CLOCK_LIMIT_S; MeaningError if not."""
+    prefix = trace.prefix
+    clocks = {"started_at_s": trace.started_at_s,
+              "prefix.source_started_at_s": prefix.source_started_at_s if prefix else None,
+              "prefix.evicted_at_s": prefix.evicted_at_s if prefix else None}
+    for name, at in clocks.items():
+        if at is not None and not 0.0 <= at <= WALL_CLOCK_LIMIT_S:  # NaN fails the comparison too
+            raise MeaningError(f"{name} must be a wall-clock time from 0 to {WALL_CLOCK_LIMIT_S:.0f} s "
+                               f"(the year 3000), not {str(at)[:40]}")
 
 
 def _parse(text: str) -> Any:

@@ -11,6 +11,9 @@
 
 Each call opens its own connection (a key challenge, ~1 ms on this machine) and closes it when
 its result has come, so calls from many threads (a page's sessions) never share a connection. A
+connection the worker closes before the call is in (a burst past its door's bounds) is opened
+again, a few times; it never leads to a worker being replaced: only one that answers no liveness
+check (`ping`, which a busy worker answers between its passes) is. A
 call's events are an iterator; leaving it early (a page that is rerun or closed: Streamlit
 stops the script inside the loop) closes the connection, which cancels the call in the worker.
 
@@ -68,6 +71,10 @@ T = TypeVar("T")
 MAX_REPEATS = 20  # traces in one trace_repeats result (engine.runtime.repeats' cap)
 STALL_CHECKED = calls.names(measured=True, measurement=True)  # calls whose result is a measurement
 CLIENT_STALL_S = WORKER_STALL_S + 2 * HEARTBEAT_S  # no heartbeat this long in a run: the worker stood still
+OPEN_TRIES = 5  # a connection closed before its call was in is opened again this many times in all
+OPEN_BACKOFF_S = 0.05  # the first wait before opening again (doubled each time, with jitter)
+LIVENESS_TIMEOUT_S = 10.0  # a local worker that does not answer `ping` this long (a light call) is stuck
+REPLICA = secrets.token_hex(4)  # this process, one replica of the app: the worker's turns and slots go per replica
 
 
 
@@ -191,6 +198,7 @@ class EngineClient:
         self.silence_s = silence_s  # nothing at all from the worker this long: WorkerSilent
         self.max_call_s = max_call_s  # no call takes longer, heartbeats or not: WorkerSilent
         self.client_name = client_name or secrets.token_hex(4)  # whose turn in the worker's queue
+        self.replica = REPLICA  # whose peer: the worker counts session slots and turns per address and replica
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ, *, heartbeat_s: float | None = None) -> EngineClient:
@@ -339,10 +347,9 @@ class EngineClient:
         call past WORKER_MAX_CALL_S. A measured run during which the worker went quiet for longer than
         a heartbeat allows (it stood still) raises RunStalled instead of giving its result."""
         since = self._check_local()
-        channel, where = self._open(since)
+        channel, where = self._open_call(since, method, args)
         clock = CallClock(self.silence_s, measured=method in STALL_CHECKED, max_s=self.max_call_s)
         try:
-            channel.send("call", method=method, args=args, client=self.client_name)
             while True:
                 if not clock.wait(channel, self.heartbeat_s):
                     if clock.silent():
@@ -409,11 +416,22 @@ class EngineClient:
                 yield _event(kind, fields)
 
     def _silent(self, where: str, since: int | None, clock: CallClock) -> WorkerSilent:
-        """The worker stopped answering: a local one is stopped and started again (the app's own advice)."""
-        if self.local is not None:
+        """The worker stopped answering: a local one that fails its liveness check too is stopped and started
+        again (the app's own advice); one that answers is busy, never killed."""
+        if self.local is not None and not self._alive():
             self.local.replace_stuck(since)
         return WorkerSilent(where, clock.waited if clock.waited >= clock.silence_s else clock.elapsed,
                             local=self.local is not None)
+
+    def _alive(self) -> bool:
+        """The liveness check: the worker answers a light call (from its connection's own thread, so a worker
+        busy measuring answers it too) within LIVENESS_TIMEOUT_S."""
+        probe = EngineClient(self.address, self._key(), connect_timeout_s=LIVENESS_TIMEOUT_S,
+                             silence_s=LIVENESS_TIMEOUT_S, max_call_s=LIVENESS_TIMEOUT_S)
+        try:
+            return isinstance(probe.ping(), dict)
+        except (EngineWorkerError, OSError, EOFError):
+            return False
 
     def _check_local(self) -> int | None:
         """The local worker's generation this call runs on (restarting a dead one raises first)."""
@@ -422,21 +440,46 @@ class EngineClient:
         self.local.ensure_alive()
         return self.local.generation
 
-    def _open(self, since: int | None) -> tuple[Channel, str]:
+    def _key(self) -> bytes:
+        return self.local.authkey if self.local is not None else self._authkey
+
+    def _open_call(self, since: int | None, method: str, args: dict[str, Any]) -> tuple[Channel, str]:
+        """A connection with this call sent on it. One that closes before the call is in (the worker's door
+        pushed it out in a burst, or it hung up) is opened again, up to OPEN_TRIES times, after a short
+        wait; then the usual WorkerUnreachable (WorkerRestarted when a local worker had died)."""
+        for attempt in range(OPEN_TRIES):
+            channel, where = self._open(since, last=attempt == OPEN_TRIES - 1)
+            if channel is None:
+                time.sleep(OPEN_BACKOFF_S * 2 ** attempt * (0.5 + secrets.randbelow(1000) / 1000))
+                continue
+            try:
+                channel.send("call", method=method, args=args, client=self.client_name, replica=self.replica)
+                return channel, where
+            except (OSError, EOFError) as err:
+                channel.close()
+                if attempt == OPEN_TRIES - 1:
+                    self._lost(since, during_run=False)
+                    raise WorkerUnreachable(where, _reason(err), local=self.local is not None) from None
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    def _open(self, since: int | None, last: bool = True) -> tuple[Channel | None, str]:
+        """A keyed connection, or (None, where) when it closed during the key challenge and `last` is False
+        (the caller tries again). A local worker is replaced only when it also fails the liveness check."""
         address = self.address
         where = format_address(address)
-        authkey = self.local.authkey if self.local is not None else self._authkey
         try:
-            conn = connect(address, authkey, self.connect_timeout_s)
+            conn = connect(address, self._key(), self.connect_timeout_s)
         except AuthenticationError:
             self._lost(since, during_run=False)
             raise WorkerAuthError(where) from None
         except AssertionError:  # the first frame was not a key challenge: not an engine worker
             raise WorkerUnreachable(where, "what answers there is not an engine worker") from None
         except (OSError, EOFError) as err:
+            if not last and isinstance(err, (EOFError, ConnectionResetError, BrokenPipeError)):
+                return None, where  # closed during the challenge: open it again
             self._lost(since, during_run=False)
-            if self.local is not None and isinstance(err, (EOFError, TimeoutError)):  # alive, not answering:
-                self.local.replace_stuck(since)  # stuck; the app starts a new one
+            if self.local is not None and isinstance(err, (EOFError, TimeoutError)) and not self._alive():
+                self.local.replace_stuck(since)  # alive, but it answers no light call either: stuck
             raise WorkerUnreachable(where, _reason(err), local=self.local is not None) from None
         return Channel(conn, WORKER_TYPES, WORKER_MAX_RESULT_BYTES), where
 

@@ -71,6 +71,15 @@ class JobContext:
     def lm(self, args: dict[str, Any]) -> LoadedModel:
         return self.model(ModelRef.from_wire(args.get("model")))
 
+    def prompt_cap(self, args: dict[str, Any]) -> Any:
+        """The prompt cap a run is held to: the worker's own (PREFILL_DECODE_MAX_PROMPT_TOKENS), or a caller's
+        lower one. A caller's `max_prompt_tokens` of null, or larger, never lifts it (its cap would become
+        the model's context); a value that is no count is passed on, to be refused as before."""
+        own, asked = self.models.settings.max_prompt_tokens, args.get("max_prompt_tokens")
+        if asked is None:
+            return own
+        return min(own, asked) if isinstance(asked, int) and not isinstance(asked, bool) else asked
+
 
 def field_values(cls: type, data: Any, what: str) -> dict[str, Any]:
     """`data` as keyword arguments of the dataclass `cls`; an unknown key is a ProtocolError."""
@@ -93,7 +102,7 @@ def run_trace(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
     cfg = GenerationConfig(**field_values(GenerationConfig, args.get("config", {}), "config"))
     stream = bool(args.get("stream", True))
     traces = stream_trace(lm, args.get("prompt"), cfg, request_id=str(args.get("request_id", "r0")),
-                          max_prompt_tokens=args.get("max_prompt_tokens"))
+                          max_prompt_tokens=ctx.prompt_cap(args))
     unsent, sent_at = [], 0.0
     with closing(traces):
         for trace in traces:
@@ -119,8 +128,8 @@ def run_trace_repeats(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
     cfg = GenerationConfig(**field_values(GenerationConfig, args.get("config", {}), "config"))
     repeats = check_repeats(args.get("repeats", 1))
     finished: list[dict[str, Any]] = []
-    traces = stream_repeats(lm, args.get("prompt"), cfg, repeats=repeats, max_prompt_tokens=args.get(
-        "max_prompt_tokens"), request_id=str(args.get("request_id", "r0")))
+    traces = stream_repeats(lm, args.get("prompt"), cfg, repeats=repeats, max_prompt_tokens=ctx.prompt_cap(args),
+                            request_id=str(args.get("request_id", "r0")))
     with closing(traces):
         for trace in traces:
             ctx.check_cancelled()
@@ -153,7 +162,7 @@ def run_modes(ctx: JobContext, args: dict[str, Any]) -> dict[str, str]:
     runs: dict[str, str] = {}
     for done, mode in enumerate(modes):
         cfg = GenerationConfig(max_new_tokens=args.get("num_tokens"), ignore_eos=True, mode=mode)
-        with closing(stream_trace(lm, args.get("prompt"), cfg, max_prompt_tokens=args.get("max_prompt_tokens"))) \
+        with closing(stream_trace(lm, args.get("prompt"), cfg, max_prompt_tokens=ctx.prompt_cap(args))) \
                 as traces:
             for trace in traces:
                 ctx.check_cancelled()
