@@ -20,7 +20,7 @@ too is bounded (MAX_LOST_SCOPES scopes, MAX_LOST_BYTES, least recently touched s
 
 Everything the store holds is counted: a run's tensors with each tensor's own overhead, its token ids
 (8 bytes each, packed) and its entries in the tables. Kept runs are indexed by scope, so a look-up or a
-keep reads only its own scope's few runs, however many scopes there are (bench/prefix_store.py: 100,000
+keep reads only its own scope's few runs, however many scopes there are (bench/worker_prefix_store.py: 100,000
 scopes). Thread-safe: one lock around the tables.
 """
 
