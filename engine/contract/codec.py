@@ -1,7 +1,7 @@
 """The one codec of the contract's values: every frozen dataclass that crosses a process or a file.
 
     text = encode(trace)                          # JSON text; never NaN or Infinity (LimitError)
-    trace = decode(text, RequestTrace)            # a file: bounded, typed, upgraded, checked for meaning
+    trace = decode(text, RequestTrace)            # a file: bounded, upgraded, typed
     step = convert(plain, Step)                   # a value the worker's frame already parsed
     plain = to_plain(config)                      # a dataclass as JSON's plain values (lists, dicts)
 
@@ -17,9 +17,10 @@ ignores on the way back) is allowed in every object.
 `decode` applies, in this order and in this one place: the JSON bounds (engine.contract.limits: nesting,
 number length, no NaN or Infinity, with their own LimitError keys), the class's own `upgrade(plain)` if it
 has one (a trace's schema version and step cap before one step is built, a serving run's kind and number
-magnitudes, a sweep's schema marker), the types (`convert`), and, where `check` is set, the meaning check
-registered for the class (engine.contract.meaning). A type or shape refusal is a CodecError (a
-TraceFormatError, so a ValueError) naming the field; bounds stay LimitError, meaning stays MeaningError.
+magnitudes, a sweep's schema marker), then the types (`convert`). A type or shape refusal is a CodecError (a
+TraceFormatError, so a ValueError) naming the field; bounds stay LimitError. The checks of meaning
+(engine.contract.meaning, which imports these classes) follow at the two boundaries that use this codec: the
+worker's client (`checked`) and a recorded file (engine.contract.recorded.read_recorded).
 
 Why dataclasses and not msgspec Structs: every module of the house builds, replaces (`dataclasses.replace`)
 and reads these values; keeping them standard dataclasses kept all of those unchanged, and a field added at
@@ -37,7 +38,6 @@ import json
 import re
 import types
 import typing
-from collections.abc import Callable
 from typing import Any, TypeVar
 
 import msgspec
@@ -68,8 +68,8 @@ def to_plain(value: Any) -> Any:
     return msgspec.to_builtins(value)
 
 
-def decode(data: str | bytes, cls: type[T], *, check: bool = False) -> T:
-    """JSON text as a `cls`, bounded, typed and (with `check`) checked for meaning; see the module's words.
+def decode(data: str | bytes, cls: type[T]) -> T:
+    """JSON text as a `cls`, bounded, upgraded and typed; see the module's words.
     Malformed JSON is a CodecError ("not JSON: ..." in the standard library's words)."""
     text = data.decode("utf-8") if isinstance(data, (bytes, bytearray)) else data
     check_json_shape(text)  # depth and number length, before anything is parsed
@@ -81,12 +81,12 @@ def decode(data: str | bytes, cls: type[T], *, check: bool = False) -> T:
         except json.JSONDecodeError as err:
             raise CodecError(f"not JSON: {err}") from None
         raise CodecError("not JSON") from None
-    return convert(plain, cls, check=check)
+    return convert(plain, cls)
 
 
-def convert(plain: Any, cls: type[T], *, check: bool = False) -> T:
+def convert(plain: Any, cls: type[T]) -> T:
     """Parsed JSON as a `cls`: upgraded (`cls.upgrade`), validated against its mirror (no unknown key, strict
-    types), built (each `__post_init__` run), then, with `check`, its meaning checked."""
+    types), then built (each `__post_init__` run)."""
     upgrade = getattr(cls, "upgrade", None)
     if upgrade is not None:
         plain = upgrade(plain)
@@ -96,8 +96,6 @@ def convert(plain: Any, cls: type[T], *, check: bool = False) -> T:
     except msgspec.ValidationError as err:
         reason = str(err).replace("Object contains unknown field", "an object has no field")
         raise CodecError(f"not a valid {_words(cls)}: {reason}") from None
-    if check and cls in _meaning():
-        _meaning()[cls](value)
     return value
 
 
@@ -136,16 +134,3 @@ _MIRRORING: set[type] = set()  # the classes being mirrored now (a class that ho
 
 def _required(f: dataclasses.Field) -> bool:
     return f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-
-
-@functools.cache
-def _meaning() -> dict[type, Callable[[Any], None]]:
-    """The meaning check of each class that has one (engine.contract.meaning imports the classes, so it is
-    read when first needed rather than at this module's import)."""
-    from engine.contract import meaning
-    from engine.contract.results import CacheComparison
-    from engine.contract.serving.trace import ServingRun
-    from engine.contract.sweep import Sweep
-    from engine.contract.trace import RequestTrace, Step
-    return {RequestTrace: meaning.check_trace, ServingRun: meaning.check_serving, Sweep: meaning.check_sweep,
-            CacheComparison: meaning.check_comparison, Step: meaning.check_step}

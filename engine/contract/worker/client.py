@@ -256,7 +256,7 @@ class EngineClient:
         args = {"model": model.to_wire(), "prompt": prompt, "num_tokens": num_tokens, "modes": list(modes),
                 "max_prompt_tokens": max_prompt_tokens}
         return self._rebuilt("modes", args, lambda runs: {
-            str(mode): checked("trace", functools.partial(decode, run_json, RequestTrace, check=True))
+            str(mode): checked("trace", functools.partial(decode, run_json, RequestTrace), check_trace)
             for mode, run_json in list(runs.items())[:len(modes)]}, on_event=on_event)
 
     def compare_cache(self, model: ModelRef, prompt_ids: Sequence[int], max_new_tokens: int, *,
