@@ -18,7 +18,8 @@ ignores on the way back) is allowed in every object.
 number length, no NaN or Infinity, with their own LimitError keys), the class's own `upgrade(plain)` if it
 has one (a trace's schema version and step cap before one step is built, a serving run's kind and number
 magnitudes, a sweep's schema marker), then the types (`convert`). A type or shape refusal is a CodecError (a
-TraceFormatError, so a ValueError) naming the field; bounds stay LimitError. The checks of meaning
+TraceFormatError, so a ValueError) naming the field; bounds stay LimitError, and a keyed error a class's
+`__post_init__` raises (an InputError: a policy the engine does not know) is raised as it is. The checks of meaning
 (engine.contract.meaning, which imports these classes) follow at the two boundaries that use this codec: the
 worker's client (`checked`) and a recorded file (engine.contract.recorded.read_recorded).
 
@@ -42,6 +43,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from engine.contract.errors import KeyedError
 from engine.contract.limits import check_json_shape, dump_json, load_json
 
 T = TypeVar("T")
@@ -94,6 +96,8 @@ def convert(plain: Any, cls: type[T]) -> T:
         msgspec.convert(plain, _schema(cls), strict=True)
         value = msgspec.convert(plain, cls, strict=True)
     except msgspec.ValidationError as err:
+        if isinstance(err.__cause__, KeyedError):
+            raise err.__cause__ from None  # a class's own keyed refusal (an InputError), worded by the page
         reason = str(err).replace("Object contains unknown field", "an object has no field")
         raise CodecError(f"not a valid {_words(cls)}: {reason}") from None
     return value

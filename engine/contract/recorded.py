@@ -240,8 +240,9 @@ def _entry(folder: Path, e: Any) -> GalleryEntry:
     if not isinstance(about, dict) or not all(isinstance(v, (str, int)) and not isinstance(v, bool)
                                               for v in about.values()):
         raise TypeError("an entry's about holds plain facts (text or whole numbers)")
+    provenance = codec.convert(e.get("provenance"), Provenance | None)
     return GalleryEntry(folder, str(e["name"]), e["kind"], e["file"], tuple(str(f) for f in e.get("figures", ())),
-                        tuple((str(k), v) for k, v in about.items()), Provenance.from_dict(e.get("provenance")))
+                        tuple((str(k), v) for k, v in about.items()), provenance)
 
 
 def load_entry(entry: GalleryEntry, max_bytes: int) -> RecordedRun:

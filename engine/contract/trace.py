@@ -101,11 +101,6 @@ class Provenance:
         cpu = f"{self.cpu or 'CPU'} ({self.num_cores} cores)" if self.num_cores else (self.cpu or "CPU")
         return f"{self.gpu}, {cpu}" if self.gpu else cpu
 
-    @classmethod
-    def from_dict(cls, data: object) -> Provenance | None:
-        """A provenance from its JSON object; None stays None (a run without one). Refuses any other shape."""
-        return codec.convert(data, Provenance | None)
-
 
 @dataclass(frozen=True)
 class ModelInfo:
@@ -563,10 +558,6 @@ class RequestTrace:
             raise TraceFormatError(f"the trace has {len(steps):,} steps; the engine writes at most "
                                    f"{MAX_TRACE_STEPS:,}")
         return {**data, "schema_version": SCHEMA_VERSION} if version != SCHEMA_VERSION else data
-
-    @classmethod
-    def from_dict(cls, data: Any) -> RequestTrace:
-        return codec.convert(data, cls)
 
     @classmethod
     def from_json(cls, text: str) -> RequestTrace:
