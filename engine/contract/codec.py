@@ -37,6 +37,7 @@ import dataclasses
 import functools
 import json
 import re
+import threading
 import types
 import typing
 from typing import Any, TypeVar
@@ -109,18 +110,25 @@ def _words(cls: Any) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name).lower()
 
 
-@functools.cache
 def _schema(tp: Any) -> Any:
     """`tp` with every dataclass in it mirrored as a Struct refusing unknown fields (a `derived` key allowed):
-    what msgspec validates a document against before the dataclass is built. A class inside itself
-    (DeviceSpec.spec) is checked there as the dataclass: strict types, its unknown keys not refused."""
+    what msgspec validates a document against before the dataclass is built. Built once per class, under a
+    lock (a page's threads may ask for the same class at once)."""
+    with _MIRROR_LOCK:
+        return _mirror(tp)
+
+
+@functools.cache
+def _mirror(tp: Any) -> Any:
+    """`_schema`'s work. A class inside itself (DeviceSpec.spec) is checked there as the dataclass: strict
+    types, its unknown keys not refused."""
     if dataclasses.is_dataclass(tp):
         if tp in _MIRRORING:
             return tp
         _MIRRORING.add(tp)
         try:
             hints = typing.get_type_hints(tp)
-            fields = [(f.name, _schema(hints[f.name])) if _required(f) else (f.name, _schema(hints[f.name]), None)
+            fields = [(f.name, _mirror(hints[f.name])) if _required(f) else (f.name, _mirror(hints[f.name]), None)
                       for f in dataclasses.fields(tp) if f.init]
         finally:
             _MIRRORING.discard(tp)
@@ -129,11 +137,12 @@ def _schema(tp: Any) -> Any:
     if not args:
         return tp
     origin = typing.get_origin(tp)
-    mirrored = tuple(a if a is Ellipsis else _schema(a) for a in args)
+    mirrored = tuple(a if a is Ellipsis else _mirror(a) for a in args)
     return typing.Union[mirrored] if origin in (typing.Union, types.UnionType) else origin[mirrored]  # noqa: UP007
 
 
 _MIRRORING: set[type] = set()  # the classes being mirrored now (a class that holds itself stops there)
+_MIRROR_LOCK = threading.RLock()
 
 
 def _required(f: dataclasses.Field) -> bool:
