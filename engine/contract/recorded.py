@@ -8,8 +8,9 @@ gallery of them (one index.json per machine, written by `python -m engine record
 A file may come from anywhere (an upload), so it is read in a fixed order, each step bounded:
 its size against `max_bytes`, UTF-8, JSON through engine.contract.limits.load_json (depth, number length,
 no NaN or Infinity), its kind from its own markers, a trace's step count (before one step is built),
-the engine's own `from_dict` / `from_json`, every value against its field's type (a string where a
-time belongs would only fail later, inside a figure), then its meaning (engine.contract.meaning:
+the contract's one codec (engine.contract.codec: each class's upgrade of an older version, every value
+against its field's type, strict, no unknown field: a string where a time belongs would only fail
+later, inside a figure), then its meaning (engine.contract.meaning:
 times finite, non-negative and in order, lists that belong together of one length, a sweep kind the
 engine measures; every wall-clock time between 1970 and WALL_CLOCK_LIMIT_S, so a page can show it as
 a time of day; a serving run's prefix records within their requests' tokens and whole blocks,
@@ -22,19 +23,17 @@ engine.contract.results' plain types).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.contract import codec
 from engine.contract.errors import InputError, LimitError
 from engine.contract.limits import load_json
-from engine.contract.meaning import MAX_TRACE_STEPS, MeaningError, check_comparison, check_plain_steps, \
-    check_serving, check_sweep, check_trace
+from engine.contract.meaning import MAX_TRACE_STEPS, MeaningError, check_comparison, check_serving, check_sweep, \
+    check_trace
 from engine.contract.results import CacheComparison
 from engine.contract.serving.prefix_check import check_prefix_records
 from engine.contract.serving.trace import ServingRun
@@ -80,22 +79,22 @@ class RecordedComparison:
     comparison: CacheComparison
     provenance: Provenance | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "cache_comparison", "schema": COMPARISON_SCHEMA, **codec.to_plain(self)}
+
     def to_json(self, indent: int | None = 2) -> str:
-        data = {"kind": "cache_comparison", "schema": COMPARISON_SCHEMA, "model_id": self.model_id,
-                "comparison": dataclasses.asdict(self.comparison),
-                "provenance": None if self.provenance is None else dataclasses.asdict(self.provenance)}
-        return json.dumps(data, ensure_ascii=False, indent=indent)
+        return codec.encode(self, indent)
+
+    @staticmethod
+    def upgrade(data: Any) -> Any:
+        """Its parsed JSON before it is built (engine.contract.codec): the schema marker, then the fields."""
+        if not isinstance(data, dict) or data.get("schema") != COMPARISON_SCHEMA:
+            raise TraceFormatError(f"not a cache comparison ({COMPARISON_SCHEMA})")
+        return {k: v for k, v in data.items() if k not in ("kind", "schema")}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecordedComparison:
-        if data.get("schema") != COMPARISON_SCHEMA or not isinstance(data.get("comparison"), dict):
-            raise TraceFormatError(f"not a cache comparison ({COMPARISON_SCHEMA})")
-        fields = {f.name for f in dataclasses.fields(CacheComparison)}
-        values = data["comparison"]
-        if set(values) != fields:
-            raise TraceFormatError(f"a cache comparison needs exactly the fields {sorted(fields)}")
-        comparison = CacheComparison(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
-        return cls(data.get("model_id"), comparison, Provenance.from_dict(data.get("provenance")))
+        return codec.convert(data, cls)
 
 
 @dataclass(frozen=True)
@@ -140,14 +139,10 @@ def read_recorded(data: bytes | str, max_bytes: int) -> RecordedRun:
         raise RecordedFileError("too_many", f"the trace has {len(steps):,} steps; at most {MAX_TRACE_STEPS}",
                                 n=len(steps), limit=MAX_TRACE_STEPS)
     try:
-        check_plain_steps(parsed)
-        runs = _build(kind, parsed, text)
+        runs = _build(kind, parsed)
         for run in runs:
-            check_types(run)
             check_meaning(kind, run)
-    except (TraceFormatError, MeaningError, KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
-        if isinstance(err, RecordedFileError):
-            raise
+    except (TraceFormatError, MeaningError, LimitError) as err:
         raise RecordedFileError("invalid", f"not a valid {kind}: {err}", kind=kind) from None
     return RecordedRun(kind, runs)
 
@@ -208,55 +203,14 @@ def kind_of(data: Any) -> str:
     raise RecordedFileError("unknown_kind", "JSON, but not a trace, serving run, sweep or cache comparison")
 
 
-def _build(kind: str, data: Any, text: str) -> tuple:
+def _build(kind: str, data: Any) -> tuple:
+    """The run(s) of a file of `kind`, built by the contract's one codec (engine.contract.codec: the class's
+    upgrade, its types, no unknown field)."""
     if isinstance(data, dict) and set(data) == {"runs"}:
         data = data["runs"]
-    if kind == "trace":
-        return (RequestTrace.from_dict(data),)
     if kind == "serving_run":
-        return tuple(ServingRun.from_dict(d) for d in (data if isinstance(data, list) else [data]))
-    if kind == "sweep":
-        return (Sweep.from_json(text),)
-    return (RecordedComparison.from_dict(data),)
-
-
-def check_types(value: Any, hint: Any = None, where: str = "") -> None:
-    """Every field of a (nested) frozen dataclass holds what its type hint says: an int (never a bool)
-    for int, a number for float, text for str, a tuple of those for tuple[...], None only where
-    optional. Raises TypeError naming the field."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        hints = typing.get_type_hints(type(value))
-        for f in dataclasses.fields(value):
-            check_types(getattr(value, f.name), hints.get(f.name, Any), f"{where}.{f.name}".lstrip("."))
-        return
-    if hint in (None, Any):
-        return
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return
-        inner = [a for a in args if a is not type(None)]
-        if len(inner) == 1:
-            check_types(value, inner[0], where)
-        return
-    if origin is tuple:
-        if not isinstance(value, tuple):
-            raise TypeError(f"{where} must be a list")
-        fixed = args and args[-1] is not Ellipsis  # tuple[str, int]: one hint per item; tuple[int, ...]: one for all
-        items = zip(value, args) if fixed else ((v, args[0] if args else Any) for v in value)
-        for item, item_hint in items:
-            check_types(item, item_hint, where)
-        return
-    _check_plain(value, hint, where)
-
-
-def _check_plain(value: Any, hint: Any, where: str) -> None:
-    ok = {int: isinstance(value, int) and not isinstance(value, bool),
-          float: isinstance(value, (int, float)) and not isinstance(value, bool),
-          str: isinstance(value, str), bool: isinstance(value, bool)}.get(hint, True)
-    if not ok:
-        raise TypeError(f"{where or 'a value'} must be {getattr(hint, '__name__', hint)}, "
-                        f"not {type(value).__name__}")
+        return tuple(codec.convert(d, ServingRun) for d in (data if isinstance(data, list) else [data]))
+    return (codec.convert(data, {"trace": RequestTrace, "sweep": Sweep}.get(kind, RecordedComparison)),)
 
 
 # --- the gallery: one folder per machine, an index.json in each -------------------------------
@@ -307,8 +261,9 @@ def _entry(folder: Path, e: Any) -> GalleryEntry:
     if not isinstance(about, dict) or not all(isinstance(v, (str, int)) and not isinstance(v, bool)
                                               for v in about.values()):
         raise TypeError("an entry's about holds plain facts (text or whole numbers)")
+    provenance = codec.convert(e.get("provenance"), Provenance | None)
     return GalleryEntry(folder, str(e["name"]), e["kind"], e["file"], tuple(str(f) for f in e.get("figures", ())),
-                        tuple((str(k), v) for k, v in about.items()), Provenance.from_dict(e.get("provenance")))
+                        tuple((str(k), v) for k, v in about.items()), provenance)
 
 
 def load_entry(entry: GalleryEntry, max_bytes: int) -> RecordedRun:

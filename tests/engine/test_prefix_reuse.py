@@ -9,6 +9,7 @@ import itertools
 
 import pytest
 
+from engine.contract.codec import convert
 from engine.contract.errors import InputError
 from engine.contract.trace import PREFIX_MISSES, PrefixReuse, RequestTrace, TraceFormatError
 from engine.runtime.generation import GenerationConfig, generate
@@ -151,7 +152,7 @@ def test_the_record_round_trips_and_refuses_nonsense(default_lm):
     data["steps"][0]["input_ids"] = list(trace.prompt_ids)
     data["steps"][0]["input_pieces"] = list(trace.prompt_pieces)
     with pytest.raises(TraceFormatError, match="prefix cache"):
-        RequestTrace.from_dict(data)  # a Prefill from 0 cannot have read positions from the cache
+        convert(data, RequestTrace)  # a Prefill from 0 cannot have read positions from the cache
     assert set(PREFIX_MISSES) >= {"too_short", "first_seen", "diverged", "evicted", "mode", "sliding_window"}
 
 

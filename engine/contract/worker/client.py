@@ -17,8 +17,8 @@ check (`ping`, which a busy worker answers between its passes) is. A
 call's events are an iterator; leaving it early (a page that is rerun or closed: Streamlit
 stops the script inside the loop) closes the connection, which cancels the call in the worker.
 
-Results are rebuilt as the engine's own frozen types (RequestTrace, Sweep, ServingRun through
-their JSON; the rest through engine/contract/worker/codec.py), equal to what the worker computed. An
+Results are rebuilt as the engine's own frozen types by the contract's one codec (engine/contract/codec.py:
+strict types, no unknown field, then the meaning checks), equal to what the worker computed. An
 engine error raised in the worker is raised here as the same class, with its key and params.
 """
 
@@ -46,16 +46,14 @@ from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import WorkloadRequest
 from engine.contract.sweep import Sweep
 from engine.contract.limits import WORKER_MAX_CALL_S, WORKER_MAX_RESULT_BYTES, WORKER_SILENCE_S, WORKER_STALL_S
-from engine.contract.limits import load_json
 from engine.contract.meaning import (
-    MAX_TRACE_STEPS, MeaningError, check_comparison, check_plain_steps, check_serving, check_step, check_sweep,
+    MAX_TRACE_STEPS, MeaningError, check_comparison, check_serving, check_step, check_sweep,
     check_time, check_trace,
 )
-from engine.contract.recorded import check_types
-from engine.contract.trace import ModelInfo, RequestTrace, Step, StepsSoFar
+from engine.contract.trace import RequestTrace, Step, StepsSoFar
 from engine.contract.worker import calls
 from engine.contract.worker.calls import CALLS, ModelDescription, TokenPreview
-from engine.contract.worker.codec import from_plain, to_plain
+from engine.contract.codec import convert, decode, to_plain
 from engine.contract.worker.errors import (
     EngineWorkerError, ProtocolError, RunCancelled, RunStalled, WorkerAuthError, WorkerSetupError, WorkerSilent,
     WorkerUnreachable, error_from_wire,
@@ -265,9 +263,9 @@ class EngineClient:
         """The prompt once per engine mode, back to back in one queued call: {mode: its trace}."""
         args = {"model": model.to_wire(), "prompt": prompt, "num_tokens": num_tokens, "modes": list(modes),
                 "max_prompt_tokens": max_prompt_tokens}
-        return self._rebuilt("modes", args, lambda runs: {str(mode): checked_trace(load_json(run_json))
-                                                          for mode, run_json in list(runs.items())[:len(modes)]},
-                             on_event=on_event)
+        return self._rebuilt("modes", args, lambda runs: {
+            str(mode): checked("trace", functools.partial(decode, run_json, RequestTrace), check_trace)
+            for mode, run_json in list(runs.items())[:len(modes)]}, on_event=on_event)
 
     def compare_cache(self, model: ModelRef, prompt_ids: Sequence[int], max_new_tokens: int, *,
                       on_event: OnEvent = None) -> CacheComparison:
@@ -296,7 +294,8 @@ class EngineClient:
         plain = to_plain(config) if dataclasses.is_dataclass(config) else dict(config or {})
         args = {"model": model.to_wire(), "requests": [to_plain(r) for r in requests], "config": plain,
                 "scenario": scenario}
-        return self._rebuilt("serve_workload", args, ServingRun.from_json, check_serving, on_event=on_event)
+        return self._rebuilt("serve_workload", args, functools.partial(decode, cls=ServingRun), check_serving,
+                             on_event=on_event)
 
     def decode_ops(self, model: ModelRef) -> DecodeOps:
         return self._rebuilt("decode_ops", {"model": model.to_wire()})
@@ -390,11 +389,11 @@ class EngineClient:
 
     def _rebuilt(self, method: str, args: dict[str, Any], build: Callable[[Any], T] | None = None,
                  check: Callable[[T], None] | None = None, *, on_event: OnEvent = None) -> T:
-        """The call's result rebuilt by `build` (None: as the table's result type, engine.contract.worker.codec)
+        """The call's result rebuilt by `build` (None: as the table's result type, engine.contract.codec)
         and checked, any refusal named as the table names the result (`checked`)."""
         kind = CALLS[method]
         data = self._result(method, args, on_event)
-        rebuild = build if build is not None else functools.partial(from_plain, kind.result)
+        rebuild = build if build is not None else functools.partial(convert, cls=kind.result)
         return checked(kind.what, lambda: rebuild(data), check)
 
     def _stream(self, method: str, args: dict[str, Any], finish: Callable[..., Iterator[Event]]) -> Iterator[Event]:
@@ -536,7 +535,7 @@ def _repeats_done(result: Any, header: RequestTrace | None, steps: list[Step]) -
 
 
 def _description(data: dict[str, Any]) -> ModelDescription:
-    return ModelDescription(from_plain(ModelInfo, data["info"]), data["device"], float(data["load_ms"]))
+    return convert(data, ModelDescription)
 
 
 def _load_time(description: ModelDescription) -> None:
@@ -553,12 +552,11 @@ def _names(data: Any) -> tuple[str, ...]:
 # --- results checked before anything is drawn ----------------------------------------
 
 def checked(what: str, build: Callable[[], T], check: Callable[[T], None] | None = None) -> T:
-    """`build()`'s value, its fields of the types their hints name (engine.contract.recorded.check_types)
-    and passing `check` (engine.contract.meaning); anything else a worker sent is one ProtocolError
-    (key protocol_malformed, why "meaning"), never an exception from inside a figure."""
+    """`build()`'s value (engine.contract.codec: its fields of the types their hints name, strict) passing
+    `check` (engine.contract.meaning); anything else a worker sent is one ProtocolError (key
+    protocol_malformed, why "meaning"), never an exception from inside a figure."""
     try:
         value = build()
-        check_types(value)
         if check is not None:
             check(value)
         return value
@@ -571,13 +569,9 @@ def checked(what: str, build: Callable[[], T], check: Callable[[T], None] | None
 
 
 def checked_trace(data: Any) -> RequestTrace:
-    """A finished trace from the worker: its step count before one Step is built, then types and meaning."""
-    return checked("trace", lambda: _trace(data), check_trace)
-
-
-def _trace(data: Any) -> RequestTrace:
-    check_plain_steps(data)
-    return RequestTrace.from_dict(data)
+    """A finished trace from the worker: its step count before one Step is built (RequestTrace.upgrade), then
+    types and meaning."""
+    return checked("trace", lambda: convert(data, RequestTrace), check_trace)
 
 
 def _traces(data: Any) -> tuple[RequestTrace, ...]:
@@ -589,15 +583,14 @@ def _traces(data: Any) -> tuple[RequestTrace, ...]:
 
 
 def _sweep(text: Any) -> Sweep:
-    load_json(text)  # bounded first: Sweep.from_json parses with the standard library
-    return Sweep.from_json(text)
+    return decode(text, Sweep)  # bounded first (engine.contract.codec)
 
 
 def _header(fields: dict[str, Any], header: RequestTrace | None) -> RequestTrace:
     """A streamed pass's trace header (the first pass carries it; later ones may repeat it)."""
     if fields.get("header") is not None:
         plain = fields["header"]
-        header = checked("trace header", lambda: RequestTrace.from_dict({**plain, "steps": []}),
+        header = checked("trace header", lambda: convert({**plain, "steps": []}, RequestTrace),
                          functools.partial(check_trace, header=True))
     if header is None:
         raise ProtocolError("protocol_malformed", "a pass before the trace's header", why="pass")
@@ -619,7 +612,7 @@ def _steps(fields: dict[str, Any], so_far: list[Step]) -> list[Step]:
 
 def _next_step(data: Any, before: Step | None, n: int) -> Step:
     """Pass `n` rebuilt and checked: its own meaning, its index, its start after the pass before it."""
-    step = from_plain(Step, data)
+    step = convert(data, Step)
     check_step(step, f"steps[{n}]")
     if step.index != n or (before is not None and step.start_ms < before.end_ms):
         raise MeaningError(f"steps[{n}] is out of order")

@@ -29,7 +29,7 @@ from engine.contract.prompts import extend_prompt, prompt_token_ids
 from engine.contract.serving.config import ServeConfig
 from engine.contract.serving.workloads import WorkloadRequest
 from engine.contract.trace import RequestTrace, Step
-from engine.contract.worker.codec import from_plain, to_plain
+from engine.contract.codec import CodecError, convert, to_plain
 from engine.contract.worker.errors import ProtocolError, RunCancelled
 from engine.contract.worker.protocol import LIGHT_METHODS, MEASURED_METHODS, PROTOCOL_VERSION, ModelRef
 from engine.runtime import hf, machine
@@ -89,6 +89,14 @@ def field_values(cls: type, data: Any, what: str) -> dict[str, Any]:
     if unknown:
         raise ProtocolError("protocol_malformed", f"{what} has unknown fields {sorted(unknown)}", why=what)
     return data
+
+
+def field_value(cls: type, data: Any, what: str) -> Any:
+    """`data` as the dataclass `cls` (engine.contract.codec, strict types); any other shape is a ProtocolError."""
+    try:
+        return convert(field_values(cls, data, what), cls)
+    except CodecError as err:
+        raise ProtocolError("protocol_malformed", f"{what}: {err}", why=what) from None
 
 
 # --- measured: one at a time ------------------------------------------------------------
@@ -203,9 +211,9 @@ def run_sweep_job(ctx: JobContext, args: dict[str, Any]) -> str:
 
 def run_serve(ctx: JobContext, args: dict[str, Any]) -> str:
     """A serving run of the workload under the config; the result is ServingRun.to_json(indent=None)."""
-    requests = tuple(from_plain(WorkloadRequest, field_values(WorkloadRequest, r, "request"))
+    requests = tuple(field_value(WorkloadRequest, r, "request")
                      for r in args.get("requests", ()))
-    config = from_plain(ServeConfig, field_values(ServeConfig, args.get("config", {}), "config"))
+    config = field_value(ServeConfig, args.get("config", {}), "config")
 
     # Progress in answer tokens written (of every request's budget): a run spends its time writing them,
     # so a page can say how far it is and how long is left; a request that ended early at EOS counts its
