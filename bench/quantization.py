@@ -27,8 +27,8 @@ import torch
 
 from engine.contract.format_runs import FormatRow, FormatRuns, ModelFormats
 from engine.contract.prompts import prompt_token_ids
+from engine.runtime.format_run import p90, time_decode  # the lesson's live run times formats the same way
 from engine.runtime import quality
-from engine.runtime.generation import GenerationConfig, generate
 from engine.runtime.model import load_model
 from engine.runtime.provenance import cpu_name, utc_now
 from engine.runtime.weights import decode_read_bytes
@@ -62,22 +62,6 @@ def load_all(path: str | None, chosen, threads: int) -> dict[str, object]:
     """Every format of one model, loaded and warmed."""
     return {label(w, g): load_model(path, device="cpu", weights=w, group_size=g, num_threads=threads, max_context=256)
             for w, g in chosen}
-
-
-def time_decode(models: dict, steps: int, rounds: int) -> dict[str, list[float]]:
-    """Each format's Decode step times (ms, the engine's own), `rounds` answers each, interleaved."""
-    cfg = GenerationConfig(max_new_tokens=steps + 1, ignore_eos=True)
-    times: dict[str, list[float]] = {name: [] for name in models}
-    for lm in models.values():  # one untimed answer each: every kernel set up before any is timed
-        generate(lm, "法国的首都是", cfg)
-    for _ in range(rounds):
-        for name, lm in models.items():
-            times[name] += [s.duration_ms for s in generate(lm, "法国的首都是", cfg).decode_steps]
-    return times
-
-
-def p90(values: list[float]) -> float:
-    return statistics.quantiles(values, n=10)[-1]
 
 
 def speed_rows(models: dict, times: dict[str, list[float]]) -> list[dict]:

@@ -12,9 +12,10 @@ import pytest
 
 from engine.contract.errors import InputError
 from engine.contract.results import GenerationConfig
-from engine.contract.worker.client import EngineClient
+from engine.contract.worker.client import EngineClient, Progress
 from engine.contract.worker.errors import ProtocolError
 from engine.contract.worker.protocol import ModelRef
+from engine.runtime.format_run import LIVE_FORMATS, units
 from engine.runtime.generation import generate
 from engine.runtime.model import load_model
 from engine.runtime.worker.jobs import MEASURED
@@ -87,3 +88,23 @@ def test_a_dense_ref_keys_and_travels_as_before_formats_existed():
                 {**old.to_wire(), "weights": "int4", "group_size": True}):
         with pytest.raises(ProtocolError):
             ModelRef.from_wire(bad)
+
+
+def test_the_weight_formats_call_measures_every_live_format_with_a_progress_event_per_unit(served):
+    worker, client = served
+    events = []
+    runs = client.weight_formats(ModelRef("default", "cpu", "auto"), steps=2, rounds=2, on_event=events.append)
+    progress = [(e.done, e.total) for e in events if isinstance(e, Progress)]
+    assert progress == [(n, len(units(rounds=2))) for n in range(1, len(units(rounds=2)) + 1)]
+    rows = runs.embedded.rows
+    assert [(r.weights, r.group_size) for r in rows] == list(LIVE_FORMATS) and runs.preset is None
+    assert (runs.steps, runs.rounds) == (2, 2) and rows[0].mean_kl == 0.0 and rows[0].top1 == 1.0
+    int8 = load_model(device="cpu", weights="int8", warmup=False)
+    assert runs.embedded.row("int8").weight_bytes == int8.info.weight_bytes
+    assert all(r.capitals_right is not None and r.answer_zh for r in rows)
+    assert worker.models.loaded(ModelRef("default", "cpu", "auto", "bf16")) is None  # the run's models are its own
+    for steps, rounds in ((0, 1), (2, 99)):
+        with pytest.raises(InputError) as caught:
+            client.weight_formats(ModelRef("default", "cpu", "auto"), steps=steps, rounds=rounds)
+        assert caught.value.key == "format_run_bounds"
+        assert "{" not in t("zh", "err_format_run_bounds", **caught.value.params)
