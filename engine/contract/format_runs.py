@@ -21,6 +21,14 @@ from engine.contract.weights import GROUP_SIZES, WEIGHT_FORMATS
 
 KIND = "weight_formats"
 SCHEMA_VERSION = 1
+LIVE_FORMATS = (("fp32", 0), ("bf16", 0), ("int8", 0), ("int4", 64))  # what the lesson's live run compares
+
+
+def live_units(formats=LIVE_FORMATS, rounds: int = 3, quality_measured: bool = True) -> tuple[str, ...]:
+    """The phases of a live run's units in order, as its progress events count them (engine.runtime.format_run):
+    each format loaded, each interleaved round timed, each format's quality; a page names each one."""
+    n = len(formats)
+    return ("load",) * n + ("round",) * rounds + (("quality",) * n if quality_measured else ())
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import torch
 
 from engine.contract.errors import InputError
-from engine.contract.format_runs import FormatRow, FormatRuns, ModelFormats
+from engine.contract.format_runs import LIVE_FORMATS, FormatRow, FormatRuns, ModelFormats
 from engine.contract.prompts import prompt_token_ids
 from engine.runtime import quality
 from engine.runtime.generation import GenerationConfig, generate
@@ -28,7 +28,6 @@ from engine.runtime.model import LoadedModel, load_model
 from engine.runtime.provenance import cpu_name, utc_now
 from engine.runtime.weights import decode_read_bytes
 
-LIVE_FORMATS = (("fp32", 0), ("bf16", 0), ("int8", 0), ("int4", 64))  # what the lesson's live run compares
 MAX_STEPS, MAX_ROUNDS = 32, 8  # a call's bounds: a few seconds of Decode steps per format
 TIMED_PROMPT = "法国的首都是"
 MAX_CONTEXT = 256  # positions each format's KV cache is sized for: the answers and the held-out lines fit
@@ -110,8 +109,3 @@ def measure_formats(path: str | None = None, *, device: str = "cpu", formats=LIV
     return FormatRuns(model_formats(models, times, lost), None, len(quality.capital_questions()), steps, rounds,
                       torch.get_num_threads(), cpu_name(), torch.__version__, utc_now(), round(os.getloadavg()[0], 2))
 
-
-def units(formats=LIVE_FORMATS, rounds: int = 3, quality_measured: bool = True) -> tuple[str, ...]:
-    """The phases of a run's units in order (what its progress events count): a page names each one."""
-    n = len(formats)
-    return ("load",) * n + ("round",) * rounds + (("quality",) * n if quality_measured else ())

@@ -12,6 +12,7 @@ import pytest
 from engine.contract.format_runs import FormatRow, FormatRuns, ModelFormats
 from engine.contract.meaning import MeaningError
 from lesson import quantization as q
+from lesson.formats import escape_markdown
 
 MB = 1_000_000
 
@@ -97,3 +98,19 @@ def test_the_file_round_trips_and_numbers_that_cannot_be_true_are_refused():
         FormatRuns.from_json(json.dumps({**data, "kind": "trace"}))
     with pytest.raises(MeaningError):  # every ratio is against fp32: it must be there, first
         dataclasses.replace(runs.embedded, rows=runs.embedded.rows[1:])
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_section_says_whether_its_numbers_are_a_recording_or_a_live_run(lang):
+    recorded = make_runs()
+    live = dataclasses.replace(make_runs(), preset=None, cpu="Live CPU <b>", recorded_at="2026-12-04T02:40:00Z")
+    first, then = escape_markdown("2026-12-04 01:54 UTC"), escape_markdown("2026-12-04 02:40 UTC")
+    said = q.provenance_caption(recorded, lang)
+    assert "AMD EPYC" in said and first in said and "bench.quantization" in said
+    both = q.provenance_caption(live, lang, True, recorded)
+    assert then in both and first in both and "<b>" not in both
+    alone = q.provenance_caption(live, lang, True, None)
+    assert then in alone and first not in alone and not UNFILLED.search(said + both + alone)
+    waits = [q.live_progress(phase, 3, 11, 4.4, lang) for phase in ("wait", "load", "round", "quality")]
+    assert len(set(waits)) == 4 and all("3" in w and "11" in w and "4" in w for w in waits)
+    assert not UNFILLED.search(" ".join(waits))

@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from engine.contract.cost import ModelShape
+from engine.contract.format_runs import live_units
 from engine.contract.prompts import extend_prompt, prompt_token_ids
 from engine.contract.serving.config import ServeConfig
 from engine.contract.serving.workloads import WorkloadRequest
@@ -35,7 +36,7 @@ from engine.contract.worker.protocol import LIGHT_METHODS, MEASURED_METHODS, PRO
 from engine.runtime import hf, machine
 from engine.runtime.compare import compare_cache, decode_attention
 from engine.runtime.generation import GenerationConfig, stream_trace, token_pieces
-from engine.runtime.format_run import check_run, measure_formats, units
+from engine.runtime.format_run import check_run, measure_formats
 from engine.runtime.model import LoadedModel
 from engine.runtime.overhead import count_decode_ops, per_op_host_us
 from engine.runtime.repeats import check_repeats, stream_repeats
@@ -242,7 +243,7 @@ def run_weight_formats(ctx: JobContext, args: dict[str, Any]) -> str:
     steps, rounds = args.get("steps", 8), args.get("rounds", 3)
     check_run(steps, rounds)
     path, within = resolve_choice(ref.choice, ctx.models.settings)
-    total, done = len(units(rounds=rounds)), 0
+    total, done = len(live_units(rounds=rounds)), 0
 
     def unit(phase: str) -> None:
         nonlocal done

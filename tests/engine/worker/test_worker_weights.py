@@ -11,11 +11,11 @@ import secrets
 import pytest
 
 from engine.contract.errors import InputError
+from engine.contract.format_runs import LIVE_FORMATS, live_units
 from engine.contract.results import GenerationConfig
 from engine.contract.worker.client import EngineClient, Progress
 from engine.contract.worker.errors import ProtocolError
 from engine.contract.worker.protocol import ModelRef
-from engine.runtime.format_run import LIVE_FORMATS, units
 from engine.runtime.generation import generate
 from engine.runtime.model import load_model
 from engine.runtime.worker.jobs import MEASURED
@@ -95,7 +95,7 @@ def test_the_weight_formats_call_measures_every_live_format_with_a_progress_even
     events = []
     runs = client.weight_formats(ModelRef("default", "cpu", "auto"), steps=2, rounds=2, on_event=events.append)
     progress = [(e.done, e.total) for e in events if isinstance(e, Progress)]
-    assert progress == [(n, len(units(rounds=2))) for n in range(1, len(units(rounds=2)) + 1)]
+    assert progress == [(n, len(live_units(rounds=2))) for n in range(1, len(live_units(rounds=2)) + 1)]
     rows = runs.embedded.rows
     assert [(r.weights, r.group_size) for r in rows] == list(LIVE_FORMATS) and runs.preset is None
     assert (runs.steps, runs.rounds) == (2, 2) and rows[0].mean_kl == 0.0 and rows[0].top1 == 1.0
