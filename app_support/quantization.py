@@ -49,8 +49,9 @@ def format_runs(path: str = str(FORMATS_FILE)) -> FormatRuns | None:
 
 
 class LiveStore:
-    """Live weight-format runs (parsed, frozen FormatRuns), keyed by (device, dtype, steps, rounds); the oldest
-    dropped past `max_entries`. Sessions put from their own threads."""
+    """Runs measured on this server (parsed, frozen: here FormatRuns keyed by (device, dtype, steps, rounds); the
+    bottleneck lab's answers in other weight formats, RequestTraces), the oldest dropped past `max_entries`.
+    Sessions put from their own threads; what a session keeps is at most a key, never the run's JSON."""
 
     def __init__(self, max_entries: int = 8) -> None:
         self.runs: dict[tuple, FormatRuns] = {}

@@ -159,6 +159,7 @@ TEXT: dict = {
     "rf_ridge": "ridge {ridge} FLOP/B",
     "rf_measured": "measured",
     "rf_floor": "floor (the same pass on the roof)",
+    "rf_format_title": "{format} weights, run in the engine: median Decode step took {measured}, floor {floor} (intensity {intensity} FLOP/B)",
     "rf_point_title": "{name}: intensity {intensity} FLOP/B, measured {achieved}FLOP/s, floor {floor}, took {measured} ({bound}-bound)",
     "rf_point_title_prediction": "{name}: intensity {intensity} FLOP/B, floor {floor} ({bound}-bound): the cost model's prediction",
     "rf_note": "Prefill of {n} positions: intensity {prefill_i} FLOP/B, {prefill_bound}-bound; one Decode step: intensity {decode_i} FLOP/B, {decode_bound}-bound. Left of the ridge bandwidth limits, right of it compute.",

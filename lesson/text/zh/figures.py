@@ -157,6 +157,7 @@ TEXT: dict = {
     "rf_ridge": "拐点 {ridge} FLOP/B",
     "rf_measured": "实测",
     "rf_floor": "下限（屋顶上的同一次前向）",
+    "rf_format_title": "{format} 权重，在引擎里实跑：Decode 步中位数 {measured}，下限 {floor}（强度 {intensity} FLOP/B）",
     "rf_point_title": "{name}：强度 {intensity} FLOP/B，实测 {achieved}FLOP/s，下限 {floor}，实测 {measured}（{bound}受限）",
     "rf_point_title_prediction": "{name}：强度 {intensity} FLOP/B，下限 {floor}（{bound}受限）：成本模型的预测",
     "rf_note": "Prefill {n} 个位置：强度 {prefill_i} FLOP/B，{prefill_bound}受限；Decode 一步：强度 {decode_i} FLOP/B，{decode_bound}受限。拐点左边受带宽限制，右边受算力限制。",
