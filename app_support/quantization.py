@@ -26,11 +26,13 @@ from engine.contract.meaning import MeaningError
 from engine.contract.worker.client import Progress, Started
 from engine.contract.worker.protocol import ModelRef
 from lesson import quantization as q
+from lesson.diagrams.format_kl import format_kl_alt, kl_lines, render_format_kl
 from lesson.formats import markdown_table
 from lesson.inputs import DEFAULT_MODEL_CHOICE
 from lesson.text import t
 
 from . import frame, resources
+from .ui import svg_figure
 
 log = logging.getLogger(__name__)
 FORMATS_FILE = Path(__file__).resolve().parents[1] / "assets" / "gallery" / "cpu" / "weight-formats.json"
@@ -99,6 +101,9 @@ def section_quantization(lang: str) -> None:
     if recorded is not None:
         st.markdown(q.preset_story(recorded, lang))
     st.markdown(q.answer_story(shown, lang))
+    if kl_lines(shown):  # per-position KL: a live run (or a recording that kept it)
+        svg_figure("format_kl", render_format_kl(shown, lang=lang), lang, alt=format_kl_alt(shown, lang),
+                   file_stem="prefill-decode_format_kl")
     exercises(shown, lang)
 
 

@@ -5,6 +5,7 @@
     python -m lesson.export --out DIR --serving SCENARIO [--policies P,P..] [--seed N] [--lang zh|en] [--model DIR]
     python -m lesson.export --out DIR --serving-run RUN.json [--lang zh|en]     (lesson/serving_export.py)
     python -m lesson.export --out DIR --perfetto [...]     also DIR/trace.perfetto.json (ui.perfetto.dev)
+    python -m lesson.export --out DIR --formats [...]      also the weight formats measured: DIR/format_kl.svg
     python -m lesson.export --out DIR --from-vllm RESULT.json [--perfetto]   a vLLM bench serve result
 
 Writes DIR/<diagram>.svg (standalone SVG 1.1 files) and, after a model run,
@@ -27,7 +28,7 @@ from engine.contract.interop.vllm_import import format_comparison, load_vllm_res
 from engine.contract.limits import check_text, dump_json
 
 from . import serving_export
-from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_roofline, render_step_floors
+from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_format_kl, render_roofline, render_step_floors
 from .diagrams.serving_gantt import render_serving_gantt
 from .diagrams.serving_metrics import render_serving_metrics
 from .perfetto import to_perfetto_json
@@ -72,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--perfetto", action="store_true",
                         help="also write the trace as Chrome Trace Event JSON (trace.perfetto.json: open it in "
                              "ui.perfetto.dev or chrome://tracing)")
+    parser.add_argument("--formats", action="store_true",
+                        help="also measure the embedded model in fp32, bf16, int8 and int4 (a few seconds) and write "
+                             "weight-formats.json and format_kl.svg (KL from fp32 along the held-out text)")
     serving_export.add_arguments(parser)  # --serving, --policies, --seed, --serving-run
     return parser
 
@@ -128,6 +132,13 @@ def run_engine(prompt: str, max_new_tokens: int, model: str | None):
     return generate(load_model(model), prompt, GenerationConfig(max_new_tokens=max_new_tokens))
 
 
+def measure_formats():
+    """The lesson's live weight-format run, in this process (engine.runtime.format_run: imported lazily)."""
+    from engine.runtime.format_run import measure_formats as measure
+
+    return measure(None)
+
+
 def export_vllm(out_dir: Path, result_path: Path, lang: str, perfetto: bool) -> list[Path]:
     """--from-vllm: the vLLM result as a ServingRun, its summary checked, the serving figures drawn."""
     imported = load_vllm_result(result_path)
@@ -161,7 +172,14 @@ def _export(args) -> list[Path]:
     trace = run_engine(args.prompt, args.max_new_tokens, args.model)
     svgs = {**render_trace_diagrams(trace, args.lang),
             **render_floor_diagrams(trace, *_floor_inputs(args.model, trace), args.lang)}
+    runs = measure_formats() if args.formats else None
+    if runs is not None:
+        svgs["format_kl"] = render_format_kl(runs, lang=args.lang)
     written = write_files(args.out, svgs, trace.to_json())
+    if runs is not None:
+        path = args.out / "weight-formats.json"
+        path.write_text(runs.to_json() + "\n", encoding="utf-8")
+        written.append(path)
     if args.perfetto:
         written.append(write_perfetto(args.out, trace))
     return written

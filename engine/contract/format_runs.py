@@ -21,6 +21,7 @@ from engine.contract.weights import GROUP_SIZES, WEIGHT_FORMATS
 
 KIND = "weight_formats"
 SCHEMA_VERSION = 1
+MAX_KL_POSITIONS = 2048  # per format: the held-out lines hold about 540 positions
 LIVE_FORMATS = (("fp32", 0), ("bf16", 0), ("int8", 0), ("int4", 64))  # what the lesson's live run compares
 
 
@@ -44,8 +45,15 @@ class FormatRow:
     capitals_right: int | None = None  # of FormatRuns.capitals_asked
     answer_zh: str = ""          # the greedy answer to 法国的首都是 ("" on random weights)
     answer_en: str = ""
+    # KL against fp32 (nats) at each position of the held-out lines, one after another (at most MAX_KL_POSITIONS);
+    # () on random weights and in files recorded before it was kept
+    kl_positions: tuple[float, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "kl_positions", tuple(self.kl_positions))  # a list, as JSON reads it
+        if len(self.kl_positions) > MAX_KL_POSITIONS or not all(
+                limits.is_number(v) and math.isfinite(v) and v >= 0 for v in self.kl_positions):
+            raise MeaningError(f"{self.weights}: at most {MAX_KL_POSITIONS} finite, non-negative KL values")
         group_ok = self.group_size in GROUP_SIZES if self.weights == "int4" else self.group_size == 0
         if self.weights not in WEIGHT_FORMATS or not group_ok:
             raise MeaningError(f"no weight format {self.weights!r} with group size {self.group_size!r}")

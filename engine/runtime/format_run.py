@@ -6,9 +6,10 @@ as a function the engine worker's `weight_formats` call runs for the lesson's la
 Every format of `formats` is loaded (packed by engine/runtime/weights.py), then timed interleaved: each round
 runs one greedy answer of `steps` Decode steps per format, so a neighbour slowing the machine slows every format
 alike; the rows are the engine's own Decode step times. On a model with trained weights, each format is then
-compared with the first (fp32) on the held-out text (mean KL, top-1 agreement), the capitals quiz and the
-lesson's question, by engine/runtime/quality.py. `unit(phase)` is called after each unit of work ("load",
-"round", "quality"), where a cancelled call raises and other visitors' short runs may go (none is timed across it).
+compared with the first (fp32) on the held-out text (mean KL, top-1 agreement, the KL at each position), the
+capitals quiz and the lesson's question, by engine/runtime/quality.py. `unit(phase)` is called after each unit of
+work ("load", "round", "quality"), where a cancelled call raises and other visitors' short runs may go (none is
+timed across it).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable
 import torch
 
 from engine.contract.errors import InputError
-from engine.contract.format_runs import LIVE_FORMATS, FormatRow, FormatRuns, ModelFormats
+from engine.contract.format_runs import LIVE_FORMATS, MAX_KL_POSITIONS, FormatRow, FormatRuns, ModelFormats
 from engine.contract.prompts import prompt_token_ids
 from engine.runtime import quality
 from engine.runtime.generation import GenerationConfig, generate
@@ -71,12 +72,14 @@ def quality_fields(models: dict[str, LoadedModel], unit: Callable[[str], None] =
     questions = quality.capital_questions()
     found = {}
     for name, lm in models.items():
-        text = quality.text_quality(ref_logits, [quality.text_logits(lm, ids) for ids in texts], texts)
+        logits = [quality.text_logits(lm, ids) for ids in texts]
+        text = quality.text_quality(ref_logits, logits, texts)
+        along = quality.kl_per_position(torch.cat(ref_logits), torch.cat(logits))[:MAX_KL_POSITIONS]
         answers = {lang: lm.tokenizer.decode(quality.greedy_ids(lm, prompt))
                    for lang, (prompt, _) in quality.LESSON_QUESTION.items()}
         right = sum(quality.answers_right(lm, questions))
         found[name] = dict(mean_kl=text.mean_kl, top1=text.top1, capitals_right=right, answer_zh=answers["zh"],
-                           answer_en=answers["en"])
+                           answer_en=answers["en"], kl_positions=tuple(float(f"{v:.4g}") for v in along.tolist()))
         unit("quality")
     return found
 

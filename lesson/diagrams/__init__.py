@@ -10,13 +10,15 @@ measured it, and the trip to the page and the page itself are the page's: the ap
 drawn from a trace alone (an export, the slide kit, a recorded run) it says it has only the engine's parts.
 `render_cache_compare` and `render_attention` draw `engine.runtime.compare` results, not a trace:
 exported here, registered in neither table; so are `render_roofline` and `render_step_floors`
-(an `engine.contract.cost.TraceFloors`) and `render_sweep` (an `engine.contract.sweep.Sweep`).
+(an `engine.contract.cost.TraceFloors`), `render_sweep` (an `engine.contract.sweep.Sweep`) and
+`render_format_kl` (an `engine.contract.format_runs.FormatRuns`).
 """
 
 from .animation import render_animation
 from .attention import render_attention
 from .blocks import render_blocks, render_blocks_schematic
 from .cache_compare import render_cache_compare
+from .format_kl import render_format_kl
 from .kv_growth import render_kv_growth
 from .latency import render_latency
 from .review_map import render_review_map
@@ -54,4 +56,5 @@ __all__ = [
     "DIAGRAMS", "RUN_NOTED", "SCHEMATIC_DIAGRAMS", "render_animation", "render_attention", "render_blocks",
     "render_blocks_schematic", "render_cache_compare", "render_kv_growth", "render_latency", "render_review_map",
     "render_timeline", "render_ttft_parts", "render_roofline", "render_step_floors", "render_sweep",
+    "render_format_kl",
 ]

@@ -48,6 +48,7 @@ def test_the_live_run_measures_on_the_engine_and_the_exercises_then_grade_from_i
     (live,) = live_store().runs.values()
     assert live.embedded.model_id == recorded.embedded.model_id and live.recorded_at >= recorded.recorded_at
     assert [(r.weights, r.group_size) for r in live.embedded.rows] == list(LIVE_FORMATS)
+    assert all(len(r.kl_positions) > 100 for r in live.embedded.rows)  # the KL figure's line per format
     assert q.provenance_caption(live, "zh", True, recorded) in texts(at, "caption")
     speedup, paris = at.session_state["q_grades"]
     assert speedup.measured == live.embedded.speedup("int4", 64)  # the live run has no preset: the embedded model

@@ -20,8 +20,10 @@ MB = 1_000_000
 def make_runs(int4_answer: str = "巴黎。</s>") -> FormatRuns:
     embedded = ModelFormats("default", False, (
         FormatRow("fp32", 0, 14 * MB, 14 * MB, 3.0, 4.0, 0.0, 1.0, 24, "巴黎。</s>", " Paris.</s>"),
-        FormatRow("int8", 0, 7 * MB, 4 * MB, 2.5, 3.0, 0.0002, 0.998, 24, "巴黎。</s>", " Paris.</s>"),
-        FormatRow("int4", 64, 5 * MB, 2 * MB, 2.0, 2.5, 0.012, 0.972, 23, int4_answer, " Paris.</s>"),
+        FormatRow("int8", 0, 7 * MB, 4 * MB, 2.5, 3.0, 0.0002, 0.998, 24, "巴黎。</s>", " Paris.</s>",
+                  (0.0, 0.0004, 0.0002, 0.0)),
+        FormatRow("int4", 64, 5 * MB, 2 * MB, 2.0, 2.5, 0.012, 0.972, 23, int4_answer, " Paris.</s>",
+                  (0.001, 0.03, 0.005, 0.012)),
     ))
     preset = ModelFormats("preset:qwen2.5-0.5b", True, (
         FormatRow("fp32", 0, 1976 * MB, 1976 * MB, 400.0, 500.0),
@@ -114,3 +116,39 @@ def test_the_section_says_whether_its_numbers_are_a_recording_or_a_live_run(lang
     waits = [q.live_progress(phase, 3, 11, 4.4, lang) for phase in ("wait", "load", "round", "quality")]
     assert len(set(waits)) == 4 and all("3" in w and "11" in w and "4" in w for w in waits)
     assert not UNFILLED.search(" ".join(waits))
+
+
+def test_per_position_kl_survives_the_file_and_is_checked():
+    runs = make_runs()
+    again = FormatRuns.from_json(runs.to_json())
+    assert again == runs and again.embedded.row("int4", 64).kl_positions == (0.001, 0.03, 0.005, 0.012)
+    old = json.loads(runs.to_json())
+    for row in old["embedded"]["rows"]:
+        row.pop("kl_positions")  # a file recorded before it was kept
+    assert FormatRuns.from_json(json.dumps(old)).embedded.row("int8").kl_positions == ()
+    for bad in ((-0.1,), (float("nan"),), (0.0,) * 5000):
+        with pytest.raises(MeaningError):
+            dataclasses.replace(runs.embedded.rows[1], kl_positions=bad)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_kl_figure_draws_one_line_per_format_with_its_numbers(lang):
+    import xml.etree.ElementTree as ET
+
+    from lesson.diagrams.format_kl import format_kl_alt, render_format_kl
+
+    runs = make_runs()
+    root = ET.fromstring(render_format_kl(runs, lang=lang))
+    lines = [e for e in root.iter() if "format-line" in (e.get("class") or "")]
+    assert [e.get("data-format") for e in lines] == ["int8", "int4 g64"]  # fp32 is 0 everywhere: left out
+    assert float(lines[1].get("data-max-kl")) == 0.03 and float(lines[1].get("data-mean-kl")) == 0.012
+    peaks = [e for e in root.iter() if "kl-max" in (e.get("class") or "")]
+    assert [int(e.get("data-position")) for e in peaks] == [1, 1]
+    polyline = next(e for e in lines[1].iter() if e.tag.endswith("polyline"))
+    assert len(polyline.get("points").split()) == 4
+    alt = format_kl_alt(runs, lang)
+    assert "int4 g64" in alt and "0.030" in alt and not UNFILLED.search(alt)
+    recorded = dataclasses.replace(runs, embedded=dataclasses.replace(runs.embedded, rows=tuple(
+        dataclasses.replace(r, kl_positions=()) for r in runs.embedded.rows)))
+    with pytest.raises(ValueError):
+        render_format_kl(recorded, lang=lang)
