@@ -27,6 +27,7 @@ from engine.contract.worker.client import Progress, Started
 from engine.contract.worker.protocol import ModelRef
 from lesson import quantization as q
 from lesson.diagrams.format_kl import format_kl_alt, kl_lines, render_format_kl
+from lesson.diagrams.format_time import format_time_alt, render_format_time, timed_rows
 from lesson.formats import markdown_table
 from lesson.inputs import DEFAULT_MODEL_CHOICE
 from lesson.text import t
@@ -104,6 +105,9 @@ def section_quantization(lang: str) -> None:
     if kl_lines(shown):  # per-position KL: a live run (or a recording that kept it)
         svg_figure("format_kl", render_format_kl(shown, lang=lang), lang, alt=format_kl_alt(shown, lang),
                    file_stem="prefill-decode_format_kl")
+    if timed_rows(shown):  # where a Decode step's time goes: a live run's matmuls timed alone
+        svg_figure("format_time", render_format_time(shown, lang=lang), lang, alt=format_time_alt(shown, lang),
+                   file_stem="prefill-decode_format_time")
     exercises(shown, lang)
 
 

@@ -5,7 +5,7 @@
     python -m lesson.export --out DIR --serving SCENARIO [--policies P,P..] [--seed N] [--lang zh|en] [--model DIR]
     python -m lesson.export --out DIR --serving-run RUN.json [--lang zh|en]     (lesson/serving_export.py)
     python -m lesson.export --out DIR --perfetto [...]     also DIR/trace.perfetto.json (ui.perfetto.dev)
-    python -m lesson.export --out DIR --formats [...]      also the weight formats measured: DIR/format_kl.svg
+    python -m lesson.export --out DIR --formats [...]      also DIR/format_kl.svg, format_time.svg (formats measured)
     python -m lesson.export --out DIR --from-vllm RESULT.json [--perfetto]   a vLLM bench serve result
 
 Writes DIR/<diagram>.svg (standalone SVG 1.1 files) and, after a model run,
@@ -28,7 +28,9 @@ from engine.contract.interop.vllm_import import format_comparison, load_vllm_res
 from engine.contract.limits import check_text, dump_json
 
 from . import serving_export
-from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_format_kl, render_roofline, render_step_floors
+from .diagrams import (
+    DIAGRAMS, SCHEMATIC_DIAGRAMS, render_format_kl, render_format_time, render_roofline, render_step_floors,
+)
 from .diagrams.serving_gantt import render_serving_gantt
 from .diagrams.serving_metrics import render_serving_metrics
 from .perfetto import to_perfetto_json
@@ -75,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
                              "ui.perfetto.dev or chrome://tracing)")
     parser.add_argument("--formats", action="store_true",
                         help="also measure the embedded model in fp32, bf16, int8 and int4 (a few seconds) and write "
-                             "weight-formats.json and format_kl.svg (KL from fp32 along the held-out text)")
+                             "weight-formats.json, format_kl.svg and format_time.svg")
     serving_export.add_arguments(parser)  # --serving, --policies, --seed, --serving-run
     return parser
 
@@ -175,6 +177,7 @@ def _export(args) -> list[Path]:
     runs = measure_formats() if args.formats else None
     if runs is not None:
         svgs["format_kl"] = render_format_kl(runs, lang=args.lang)
+        svgs["format_time"] = render_format_time(runs, lang=args.lang)
     written = write_files(args.out, svgs, trace.to_json())
     if runs is not None:
         path = args.out / "weight-formats.json"

@@ -7,7 +7,9 @@ Every format of `formats` is loaded (packed by engine/runtime/weights.py), then 
 runs one greedy answer of `steps` Decode steps per format, so a neighbour slowing the machine slows every format
 alike; the rows are the engine's own Decode step times. On a model with trained weights, each format is then
 compared with the first (fp32) on the held-out text (mean KL, top-1 agreement, the KL at each position), the
-capitals quiz and the lesson's question, by engine/runtime/quality.py. `unit(phase)` is called after each unit of
+capitals quiz and the lesson's question, by engine/runtime/quality.py. Where a Decode step's time goes: each
+format's matrices multiplied alone (`matmul_ms`) and the memory floor of its weights at this machine's measured
+bandwidth (engine.runtime.machine, measured once per process). `unit(phase)` is called after each unit of
 work ("load", "round", "quality"), where a cancelled call raises and other visitors' short runs may go (none is
 timed across it).
 """
@@ -16,21 +18,24 @@ from __future__ import annotations
 
 import os
 import statistics
+import time
 from collections.abc import Callable
 
 import torch
+from torch import nn
 
 from engine.contract.errors import InputError
 from engine.contract.format_runs import LIVE_FORMATS, MAX_KL_POSITIONS, FormatRow, FormatRuns, ModelFormats
 from engine.contract.prompts import prompt_token_ids
-from engine.runtime import quality
+from engine.runtime import hf, machine, quality
 from engine.runtime.generation import GenerationConfig, generate
 from engine.runtime.model import LoadedModel, load_model
 from engine.runtime.provenance import cpu_name, utc_now
-from engine.runtime.weights import decode_read_bytes
+from engine.runtime.weights import PackedLinear, decode_read_bytes
 
 MAX_STEPS, MAX_ROUNDS = 32, 8  # a call's bounds: a few seconds of Decode steps per format
 TIMED_PROMPT = "法国的首都是"
+MATMUL_REPS = 5  # timed sets of one Decode step's matmuls alone, per format
 MAX_CONTEXT = 256  # positions each format's KV cache is sized for: the answers and the held-out lines fit
 
 
@@ -84,13 +89,39 @@ def quality_fields(models: dict[str, LoadedModel], unit: Callable[[str], None] =
     return found
 
 
+def matmul_ms(lm: LoadedModel, reps: int = MATMUL_REPS) -> float:
+    """One Decode step's matrices multiplied alone (every Linear, packed or dense, the LM head included), one
+    token each, in the model's activation dtype: the median over `reps` of the whole set, ms."""
+    layers = [m for m in lm.model.modules() if isinstance(m, (nn.Linear, PackedLinear)) or hf.is_conv1d(m)]
+    dtype = lm.model.get_input_embeddings().weight.dtype
+    inputs = [torch.randn(1, 1, m.weight.shape[0] if hf.is_conv1d(m) else m.in_features, dtype=dtype,
+                          device=lm.device) for m in layers]
+    sync = torch.cuda.synchronize if lm.device.type == "cuda" else (lambda: None)
+    times = []
+    with torch.inference_mode():
+        for rep in range(reps + 1):  # the first set untimed: kernels set up
+            sync()
+            started = time.perf_counter()
+            for layer, x in zip(layers, inputs, strict=True):
+                layer(x)
+            sync()
+            if rep:
+                times.append((time.perf_counter() - started) * 1e3)
+    return statistics.median(times)
+
+
 def model_formats(models: dict[str, LoadedModel], times: dict[str, list[float]],
-                  lost: dict[str, dict] | None) -> ModelFormats:
-    """One model's rows as a weight-formats file holds them (quality only where it was measured)."""
-    rows = tuple(FormatRow(lm.info.weight_format, lm.info.weight_group_size, lm.info.weight_bytes,
-                           decode_read_bytes(lm.model), statistics.median(times[name]), p90(times[name]),
-                           **(lost or {}).get(name, {}))
-                 for name, lm in models.items())
+                  lost: dict[str, dict] | None, bandwidth: float | None = None) -> ModelFormats:
+    """One model's rows as a weight-formats file holds them (quality only where it was measured; with the
+    measured `bandwidth`, bytes/s: the matmuls timed alone and the weights' memory floor)."""
+    rows = []
+    for name, lm in models.items():
+        read = decode_read_bytes(lm.model)
+        parts = {} if bandwidth is None else {"matmul_ms": matmul_ms(lm), "floor_ms": read / bandwidth * 1e3}
+        rows.append(FormatRow(lm.info.weight_format, lm.info.weight_group_size, lm.info.weight_bytes, read,
+                              statistics.median(times[name]), p90(times[name]), **(lost or {}).get(name, {}),
+                              **parts))
+    rows = tuple(rows)
     first = next(iter(models.values())).info
     return ModelFormats(first.model_id, first.random_weights, rows)
 
@@ -109,6 +140,8 @@ def measure_formats(path: str | None = None, *, device: str = "cpu", formats=LIV
     times = time_decode(models, steps, rounds, unit)
     random_weights = next(iter(models.values())).info.random_weights
     lost = None if random_weights else quality_fields(models, unit)
-    return FormatRuns(model_formats(models, times, lost), None, len(quality.capital_questions()), steps, rounds,
-                      torch.get_num_threads(), cpu_name(), torch.__version__, utc_now(), round(os.getloadavg()[0], 2))
+    bandwidth = machine.measure_this_machine(str(next(iter(models.values())).device)).bandwidth_bytes_per_s
+    return FormatRuns(model_formats(models, times, lost, bandwidth), None, len(quality.capital_questions()), steps,
+                      rounds, torch.get_num_threads(), cpu_name(), torch.__version__, utc_now(),
+                      round(os.getloadavg()[0], 2))
 

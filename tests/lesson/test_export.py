@@ -125,5 +125,6 @@ def test_formats_export_measures_the_formats_and_draws_their_kl(tmp_path, monkey
     monkeypatch.setattr(export, "measure_formats", lambda: runs)
     assert export.main(["--out", str(tmp_path), "--lang", "en", "--formats"]) == 0
     _assert_standalone_svg(tmp_path / "format_kl.svg")
+    _assert_standalone_svg(tmp_path / "format_time.svg")
     assert FormatRuns.from_json((tmp_path / "weight-formats.json").read_text(encoding="utf-8")) == runs
     assert "held-out" in (tmp_path / "format_kl.svg").read_text(encoding="utf-8")

@@ -21,9 +21,9 @@ def make_runs(int4_answer: str = "巴黎。</s>") -> FormatRuns:
     embedded = ModelFormats("default", False, (
         FormatRow("fp32", 0, 14 * MB, 14 * MB, 3.0, 4.0, 0.0, 1.0, 24, "巴黎。</s>", " Paris.</s>"),
         FormatRow("int8", 0, 7 * MB, 4 * MB, 2.5, 3.0, 0.0002, 0.998, 24, "巴黎。</s>", " Paris.</s>",
-                  (0.0, 0.0004, 0.0002, 0.0)),
+                  (0.0, 0.0004, 0.0002, 0.0), matmul_ms=0.8, floor_ms=0.3),
         FormatRow("int4", 64, 5 * MB, 2 * MB, 2.0, 2.5, 0.012, 0.972, 23, int4_answer, " Paris.</s>",
-                  (0.001, 0.03, 0.005, 0.012)),
+                  (0.001, 0.03, 0.005, 0.012), matmul_ms=0.6, floor_ms=0.9),
     ))
     preset = ModelFormats("preset:qwen2.5-0.5b", True, (
         FormatRow("fp32", 0, 1976 * MB, 1976 * MB, 400.0, 500.0),
@@ -152,3 +152,33 @@ def test_the_kl_figure_draws_one_line_per_format_with_its_numbers(lang):
         dataclasses.replace(r, kl_positions=()) for r in runs.embedded.rows)))
     with pytest.raises(ValueError):
         render_format_kl(recorded, lang=lang)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_where_a_decode_steps_time_goes_is_three_parts_that_sum_to_the_step(lang):
+    import xml.etree.ElementTree as ET
+
+    from lesson.diagrams.format_time import format_time_alt, render_format_time
+
+    runs = make_runs()
+    model = runs.embedded
+    assert model.time_parts(model.row("fp32")) is None  # not timed: no bar
+    assert model.time_parts(model.row("int8")) == pytest.approx((0.3, 0.5, 1.7))
+    assert model.time_parts(model.row("int4", 64)) == pytest.approx((0.6, 0.0, 1.4))  # floor above the matmuls
+    root = ET.fromstring(render_format_time(runs, lang=lang))
+    parts = [e for e in root.iter() if "part" in (e.get("class") or "").split()]
+    assert [(e.get("data-format"), e.get("data-part")) for e in parts] == [
+        (f, p) for f in ("int8", "int4 g64") for p in ("floor", "kernel", "rest")]
+    for name, row in (("int8", model.row("int8")), ("int4 g64", model.row("int4", 64))):
+        mine = [e for e in parts if e.get("data-format") == name]
+        assert sum(float(e.get("data-ms")) for e in mine) == pytest.approx(row.decode_median_ms)
+        widths = [float(e.get("width")) for e in mine]
+        assert float(mine[0].get("x")) + sum(widths) == pytest.approx(float(mine[-1].get("x")) + widths[-1])
+    alt = format_time_alt(runs, lang)
+    assert "int8" in alt and "int4 g64" in alt and not UNFILLED.search(alt)
+    for bad in (0.0, -1.0, float("inf")):
+        with pytest.raises(MeaningError):
+            dataclasses.replace(model.row("int8"), matmul_ms=bad)
+    with pytest.raises(ValueError):
+        render_format_time(dataclasses.replace(runs, embedded=dataclasses.replace(model, rows=model.rows[:1])),
+                           lang=lang)

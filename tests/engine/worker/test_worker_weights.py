@@ -102,6 +102,9 @@ def test_the_weight_formats_call_measures_every_live_format_with_a_progress_even
     int8 = load_model(device="cpu", weights="int8", warmup=False)
     assert runs.embedded.row("int8").weight_bytes == int8.info.weight_bytes
     assert all(r.capitals_right is not None and r.answer_zh for r in rows)
+    assert all(r.matmul_ms > 0 and r.floor_ms > 0 and len(r.kl_positions) > 100 for r in rows)
+    fp32, int4 = rows[0], rows[-1]
+    assert fp32.floor_ms / int4.floor_ms == pytest.approx(fp32.read_bytes / int4.read_bytes)  # one bandwidth
     assert worker.models.loaded(ModelRef("default", "cpu", "auto", "bf16")) is None  # the run's models are its own
     for steps, rounds in ((0, 1), (2, 99)):
         with pytest.raises(InputError) as caught:
