@@ -32,7 +32,7 @@ from lesson.formats import markdown_table
 from lesson.inputs import DEFAULT_MODEL_CHOICE
 from lesson.text import t
 
-from . import frame, resources
+from . import frame, resources, slide_kit
 from .ui import svg_figure
 
 log = logging.getLogger(__name__)
@@ -108,6 +108,7 @@ def section_quantization(lang: str) -> None:
     if timed_rows(shown):  # where a Decode step's time goes: a live run's matmuls timed alone
         svg_figure("format_time", render_format_time(shown, lang=lang), lang, alt=format_time_alt(shown, lang),
                    file_stem="prefill-decode_format_time")
+    slide_kit.formats_button(lang, shown)  # the figures for slides, when this run has them
     exercises(shown, lang)
 
 

@@ -54,6 +54,8 @@ def test_the_live_run_measures_on_the_engine_and_the_exercises_then_grade_from_i
     assert speedup.measured == live.embedded.speedup("int4", 64)  # the live run has no preset: the embedded model
     assert paris.correct == q.answer_kept(live)
     assert q.grade_words(speedup, "zh") in texts(at, "info") + texts(at, "success")
+    kits = [b for b in at.get("download_button") if b.label == t("zh", "kit_download")]
+    assert len(kits) == 2  # the lesson's run, and this live run's weight-format figures
     table = texts(at, "markdown")
     assert q.formats_rows(live.embedded, "zh")[0][t("zh", "q_col_step")] in table
     at.radio(key="lang").set_value("en").run()  # the kept run, in the other language: no second measurement

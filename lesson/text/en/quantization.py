@@ -23,6 +23,7 @@ TEXT: dict = {
     "q_phase_load": "Loading each format: packing the weights",
     "q_phase_round": "Timing Decode steps, every format in turn",
     "q_phase_quality": "Comparing each format with fp32 on the held-out text and the capitals",
+    "q_kit_notes": "Fewer bits per weight: fewer bytes for each Decode step to read, and a distribution that moves away from fp32's. What is lost, and what is gained, measured.",
     "q_col_format": "weights",
     "q_col_read": "read per Decode step",
     "q_col_step": "Decode step (median)",

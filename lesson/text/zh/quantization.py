@@ -21,6 +21,7 @@ TEXT: dict = {
     "q_phase_load": "逐个载入各格式：打包权重",
     "q_phase_round": "为 Decode 步计时，各格式轮流",
     "q_phase_quality": "在留出文本和首都题上与 fp32 比较",
+    "q_kit_notes": "每个权重的位数更少：每个 Decode 步要读的字节更少，分布也离 fp32 更远。损失了什么、换来了什么，都是实测。",
     "q_col_format": "权重格式",
     "q_col_read": "每步 Decode 读的权重",
     "q_col_step": "Decode 一步（中位数）",
