@@ -33,7 +33,7 @@ from lesson.inputs import DEFAULT_MODEL_CHOICE
 from lesson.text import t
 
 from . import frame, resources, slide_kit
-from .ui import svg_figure
+from .ui import error_boundary, svg_figure
 
 log = logging.getLogger(__name__)
 FORMATS_FILE = Path(__file__).resolve().parents[1] / "assets" / "gallery" / "cpu" / "weight-formats.json"
@@ -91,8 +91,10 @@ def section_quantization(lang: str) -> None:
     note = st.empty()
     if st.button(t(lang, "q_live_again" if live is not None else "q_live_run"), key="q_live_run",
                  icon=":material/speed:", help=t(lang, "q_live_help", steps=LIVE_STEPS, rounds=LIVE_ROUNDS)):
-        live = shown = measure_live(lang)
-        store.put(key, live)
+        with error_boundary(lang):  # a refusal is said in words; the recording stays on the page
+            measured = measure_live(lang)
+            store.put(key, measured)
+            live = shown = measured
     note.caption(q.provenance_caption(shown, lang, live is not None, recorded))
     models = [shown.embedded, *([recorded.preset] if recorded is not None and recorded.preset is not None else [])]
     for model in models:

@@ -63,3 +63,24 @@ def test_the_live_run_measures_on_the_engine_and_the_exercises_then_grade_from_i
     assert q.provenance_caption(live, "en", True, recorded) in texts(at, "caption")
     assert live_store().runs[live_key()] is live
     assert t("en", "q_live_again") in [b.label for b in at.button]
+
+
+def test_a_live_run_the_engine_refuses_is_said_in_words_and_the_recording_stays(app, monkeypatch):
+    from app_support import quantization
+    from engine.contract.errors import InputError
+    from lesson.messages import error_message
+
+    refusal = InputError("format_run_bounds", "a weight-formats run takes 1 to 32 steps, not 0", name="steps",
+                         value="0", limit=32)
+
+    def refuse(lang):
+        raise refusal
+
+    live_store().runs.clear()
+    monkeypatch.setattr(quantization, "measure_live", refuse)
+    at = read_on(app)
+    at.button(key="q_live_run").click().run()
+    assert not at.exception
+    assert error_message(refusal, "zh") in [e.value for e in at.error]
+    recorded = format_runs(str(FORMATS_FILE))
+    assert q.provenance_caption(recorded, "zh") in texts(at, "caption") and not live_store().runs
