@@ -13,19 +13,24 @@ from engine.contract.config import ServerSettings
 from engine.contract.cost import DEVICE_SPECS, TORCH_DTYPES, trace_floors
 from engine.contract.sweep import Sweep
 from engine.contract.trace import RequestTrace
+from engine.contract.results import GenerationConfig
+from engine.contract.weights import DEFAULT_GROUP_SIZE
 from engine.contract.worker.client import Progress
+from engine.contract.worker.protocol import ModelRef
 from lesson.alt_text import cache_compare_alt, cache_compare_caption
 from lesson.diagrams import render_roofline, render_step_floors, render_sweep
 from lesson.downloads import download_stem
-from lesson.formats import escape_markdown, si
+from lesson.formats import escape_markdown, shown_piece, si
 from lesson.lab import (
-    LAB_DEVICE_SPECS, LAB_DTYPES, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_prediction_only,
+    LAB_DEVICE_SPECS, LAB_DTYPES, lab_agreement_text, lab_cost_table, lab_dtype_rows, lab_format_rows,
+    lab_prediction_only,
     lab_prediction_text, lab_roofs_are_the_runs, lab_sweep_caption, lab_sweep_kept_text,
 )
 from lesson.run_words import trace_summary
 from lesson.text import device_label, t
 
 from . import frame, modes, resources, run_panel, run_store
+from .quantization import LiveStore
 from .run_store import StoredRun
 from .ui import error_boundary, plotly_config, svg_figure
 
@@ -66,6 +71,8 @@ def bottleneck_lab(lang: str, lm, settings: ServerSettings) -> None:
     if floors is not None:
         _floor_figures(lang, floors, stem)
     if trace.model.model_id == lm.info.model_id:
+        with error_boundary(lang):
+            _engine_formats(lang, lm, trace, stem)
         modes.engine_modes(lang, lm, run, settings)  # eager / static / graph / compiled: app_support/modes.py
     _sweeps(lang, lm, settings)
     st.subheader(t(lang, "lab_cache_title"), anchor="cache")
@@ -120,6 +127,66 @@ def _prediction(lang: str, lm, trace: RequestTrace):
         st.table(lab_dtype_rows(by_dtype, lang), hide_index=True)
         st.caption(t(lang, "lab_dtype_note"))
     return floors if compared else lab_prediction_only(floors)  # the figures draw what the roof rule allows
+
+
+FORMAT_MAX_NEW_TOKENS = 32  # the answer's length in another format, at most (a few seconds on the largest preset)
+
+
+@st.cache_resource(show_spinner=False)
+def engine_format_store() -> LiveStore:
+    """The lesson's answers run in other weight formats (parsed, frozen RequestTraces), keyed by the model, the
+    format, the prompt and the answer's length: shared by every visitor of this process."""
+    return LiveStore(max_entries=32)
+
+
+def format_ref(lm, weights: str) -> ModelRef:
+    """The lab's model with its weights held in `weights` (int4 in groups of the engine's default size)."""
+    return ModelRef(lm.ref.choice, lm.ref.device, "auto", weights, DEFAULT_GROUP_SIZE if weights == "int4" else 0)
+
+
+def _engine_formats(lang: str, lm, trace: RequestTrace, stem: str) -> None:
+    """The dtype knob run for real: the shown answer's prompt run in the engine with the weights held in the
+    chosen format (a button), each run kept; every run so far against its floor on this machine's measured roofs,
+    as a table and on the roofline. The cost model's preview above stays the what-if for other devices."""
+    ss = st.session_state
+    st.markdown(f"**{t(lang, 'lab_formats_title')}**")
+    steps = min(trace.max_new_tokens, FORMAT_MAX_NEW_TOKENS)
+    st.caption(t(lang, "lab_formats_intro", steps=steps, group=DEFAULT_GROUP_SIZE))
+    if ss.lab_device_spec != "this":
+        st.caption(t(lang, "lab_formats_other_machine"))
+        return
+    store, weights = engine_format_store(), ss.lab_weight_dtype
+    key = (lm.ref.choice, lm.ref.device, trace.prompt, steps)
+    if st.button(t(lang, "lab_formats_run", dtype=weights), key="lab_formats_run", icon=":material/play_arrow:"):
+        place = frame.QueuePlace(lang)
+        try:
+            with st.spinner(t(lang, "lab_formats_run", dtype=weights)):
+                ran = resources.client().generate(format_ref(lm, weights), trace.prompt, GenerationConfig(
+                    max_new_tokens=steps, ignore_eos=True), on_event=place)
+        finally:
+            place.slot.empty()
+        store.put((*key, weights), ran)
+        st.caption(t(lang, "lab_formats_ran", dtype=weights, answer=escape_markdown(shown_piece(ran.output_text))))
+    spec = resources.device_spec("this", lm.info.device)
+    shape = resources.model_shape(lm.ref.choice, lm.ref.device, lm.ref.dtype)
+    runs = {}
+    for name in LAB_DTYPES:
+        ran = store.runs.get((*key, name))
+        if ran is not None:
+            label = f"{name} g{ran.model.weight_group_size}" if ran.model.weight_group_size else name
+            runs[label] = (ran.model.weight_bytes, trace_floors(ran, shape, spec, weight_dtype=name,
+                                                                kv_dtype=TORCH_DTYPES.get(ran.model.dtype, "fp32")))
+    if not runs:
+        st.caption(t(lang, "lab_formats_none"))
+        return
+    st.table(lab_format_rows(runs, lang), hide_index=True)
+    own = trace_floors(trace, shape, spec)
+    svg = render_roofline(own, lang=lang, formats={name: floors for name, (_, floors) in runs.items()})
+    points = "; ".join(f"{row[t(lang, 'lab_col_weights')]} {row[t(lang, 'lab_col_measured')]}"
+                       for row in lab_format_rows(runs, lang))
+    svg_figure("lab_formats_roofline", svg, lang, t(lang, "lab_formats_roofline_caption"),
+               alt=t(lang, "lab_formats_roofline_alt", points=points),
+               file_stem=f"{stem}_roofline_formats")
 
 
 def _spec_name(key: str) -> str:

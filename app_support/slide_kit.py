@@ -14,13 +14,14 @@ import logging
 
 import streamlit as st
 
+from engine.contract.format_runs import FormatRuns
 from engine.contract.serving.trace import ServingRun
 from engine.contract.trace import RequestTrace
 from lesson.answer import answer_text
 from lesson.spread import run_label
 from lesson.diagrams.serving_gantt import policy_label, scenario_label
 from lesson.slides import (
-    PNG_WIDTH, lesson_slides, run_set_tag, safe_name, serving_slides, slide_kit, stamp_words, svg_to_png,
+    PNG_WIDTH, format_slides, lesson_slides, run_set_tag, safe_name, serving_slides, slide_kit, stamp_words, svg_to_png,
 )
 from lesson.style import DEFAULT_STYLE, classroom_style
 from lesson.svgtext import visible
@@ -84,6 +85,26 @@ def serving_zip(run_jsons: tuple[str, ...], lang: str, classroom: bool) -> bytes
     subtitle = t(lang, "kit_deck_serving_subtitle", scenario=scenario_label(lang, runs[0].scenario),
                  policies=policies, model=runs[0].model.model_id)
     return _zip(slides, lang, t(lang, "kit_deck_serving_title"), subtitle)
+
+
+@functools.lru_cache(maxsize=4)
+def formats_zip(runs: FormatRuns, lang: str, classroom: bool) -> bytes:
+    """The weight formats' figures of one run (frozen, so it keys the cache)."""
+    style = classroom_style() if classroom else DEFAULT_STYLE
+    subtitle = t(lang, "kit_deck_formats_subtitle", model=runs.embedded.model_id, cpu=runs.cpu,
+                 when=runs.recorded_at[:16].replace("T", " ") + " UTC")
+    return _zip(format_slides(runs, lang=lang, style=style), lang, t(lang, "kit_deck_formats_title"), subtitle)
+
+
+def formats_button(lang: str, runs: FormatRuns) -> None:
+    """The quantization section's "all figures for slides" download, for the run it shows (one with the figures)."""
+    if not format_slides(runs, lang=lang):
+        return
+    data = functools.partial(formats_zip, runs, lang, bool(st.session_state.classroom))
+    st.download_button(t(lang, "kit_download"), data=data, file_name=f"prefill-decode_weight-formats_slides_{lang}.zip",
+                       mime="application/zip", key="kit_download_formats", on_click="ignore",
+                       icon=":material/slideshow:", help=t(lang, "kit_download_formats_help", width=PNG_WIDTH))
+    _png_note(lang)
 
 
 def run_number(run_id: str) -> int | None:

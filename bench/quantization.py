@@ -25,10 +25,10 @@ from pathlib import Path
 
 import torch
 
-from engine.contract.format_runs import FormatRow, FormatRuns, ModelFormats
+from engine.contract.format_runs import MAX_KL_POSITIONS, FormatRow, FormatRuns, ModelFormats
 from engine.contract.prompts import prompt_token_ids
+from engine.runtime.format_run import p90, time_decode  # the lesson's live run times formats the same way
 from engine.runtime import quality
-from engine.runtime.generation import GenerationConfig, generate
 from engine.runtime.model import load_model
 from engine.runtime.provenance import cpu_name, utc_now
 from engine.runtime.weights import decode_read_bytes
@@ -64,22 +64,6 @@ def load_all(path: str | None, chosen, threads: int) -> dict[str, object]:
             for w, g in chosen}
 
 
-def time_decode(models: dict, steps: int, rounds: int) -> dict[str, list[float]]:
-    """Each format's Decode step times (ms, the engine's own), `rounds` answers each, interleaved."""
-    cfg = GenerationConfig(max_new_tokens=steps + 1, ignore_eos=True)
-    times: dict[str, list[float]] = {name: [] for name in models}
-    for lm in models.values():  # one untimed answer each: every kernel set up before any is timed
-        generate(lm, "法国的首都是", cfg)
-    for _ in range(rounds):
-        for name, lm in models.items():
-            times[name] += [s.duration_ms for s in generate(lm, "法国的首都是", cfg).decode_steps]
-    return times
-
-
-def p90(values: list[float]) -> float:
-    return statistics.quantiles(values, n=10)[-1]
-
-
 def speed_rows(models: dict, times: dict[str, list[float]]) -> list[dict]:
     """Per format: bytes held and read per step, step median / p90, speed-up and bytes ratio against fp32."""
     base_ms, base_read = statistics.median(times["fp32"]), decode_read_bytes(models["fp32"].model)
@@ -101,10 +85,14 @@ def quality_rows(models: dict) -> list[dict]:
     ref_answers = {lang: quality.greedy_ids(reference, prompt) for lang, (prompt, _) in quality.LESSON_QUESTION.items()}
     rows = []
     for name, lm in models.items():
-        text = quality.text_quality(ref_logits, [quality.text_logits(lm, ids) for ids in texts], texts)
+        logits = [quality.text_logits(lm, ids) for ids in texts]
+        text = quality.text_quality(ref_logits, logits, texts)
+        along = quality.kl_per_position(torch.cat(ref_logits), torch.cat(logits))[:MAX_KL_POSITIONS]
         answers = {lang: quality.greedy_ids(lm, prompt) for lang, (prompt, _) in quality.LESSON_QUESTION.items()}
         parted = {lang: quality.first_divergence(ref_answers[lang], answers[lang]) for lang in answers}
-        rows.append(dict(format=name, text=text, quiz=sum(quality.answers_right(lm, questions)), num=len(questions),
+        kept = tuple(float(f"{v:.4g}") for v in along.tolist())
+        rows.append(dict(format=name, text=text, along=kept, quiz=sum(quality.answers_right(lm, questions)),
+                         num=len(questions),
                          answers={lang: lm.tokenizer.decode(ids) for lang, ids in answers.items()},
                          parted={lang: describe_parting(lm.tokenizer, p) for lang, p in parted.items()}))
     return rows
@@ -161,7 +149,8 @@ def model_formats(speed: list[dict], lost: list[dict] | None) -> ModelFormats:
         quality_row = lost[i] if lost else None
         extra = {} if quality_row is None else dict(
             mean_kl=quality_row["text"].mean_kl, top1=quality_row["text"].top1, capitals_right=quality_row["quiz"],
-            answer_zh=quality_row["answers"]["zh"], answer_en=quality_row["answers"]["en"])
+            answer_zh=quality_row["answers"]["zh"], answer_en=quality_row["answers"]["en"],
+            kl_positions=quality_row["along"])
         rows.append(FormatRow(r["info"].weight_format, r["info"].weight_group_size, r["held"], r["read"],
                               r["median"], r["p90"], **extra))
     return ModelFormats(speed[0]["info"].model_id, speed[0]["info"].random_weights, tuple(rows))

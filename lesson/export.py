@@ -6,6 +6,7 @@
     python -m lesson.export --out DIR --serving SCENARIO [--policies P,P..] [--seed N] [--lang zh|en] [--model DIR]
     python -m lesson.export --out DIR --serving-run RUN.json [--lang zh|en]     (lesson/serving_export.py)
     python -m lesson.export --out DIR --perfetto [...]     also DIR/trace.perfetto.json (ui.perfetto.dev)
+    python -m lesson.export --out DIR --formats [...]      also DIR/format_kl.svg, format_time.svg (formats measured)
     python -m lesson.export --out DIR --from-vllm RESULT.json [--perfetto]   a vLLM bench serve result
 
 Writes DIR/<diagram>.svg (standalone SVG 1.1 files) and, after a model run,
@@ -28,7 +29,10 @@ from engine.contract.interop.vllm_import import format_comparison, load_vllm_res
 from engine.contract.limits import check_text, dump_json
 
 from . import serving_export
-from .diagrams import DIAGRAMS, SCHEMATIC_DIAGRAMS, render_acceptance, render_roofline, render_step_floors
+from .diagrams import (
+    DIAGRAMS, SCHEMATIC_DIAGRAMS, render_acceptance, render_format_kl, render_format_time, render_roofline,
+    render_step_floors,
+)
 from .diagrams.serving_gantt import render_serving_gantt
 from .diagrams.serving_metrics import render_serving_metrics
 from .perfetto import to_perfetto_json
@@ -77,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--perfetto", action="store_true",
                         help="also write the trace as Chrome Trace Event JSON (trace.perfetto.json: open it in "
                              "ui.perfetto.dev or chrome://tracing)")
+    parser.add_argument("--formats", action="store_true",
+                        help="also measure the embedded model in fp32, bf16, int8 and int4 (a few seconds) and write "
+                             "weight-formats.json, format_kl.svg and format_time.svg")
     serving_export.add_arguments(parser)  # --serving, --policies, --seed, --serving-run
     return parser
 
@@ -139,6 +146,13 @@ def run_engine(prompt: str, max_new_tokens: int, model: str | None, speculative:
     return generate(load_model(model), prompt, cfg)
 
 
+def measure_formats():
+    """The lesson's live weight-format run, in this process (engine.runtime.format_run: imported lazily)."""
+    from engine.runtime.format_run import measure_formats as measure
+
+    return measure(None)
+
+
 def export_vllm(out_dir: Path, result_path: Path, lang: str, perfetto: bool) -> list[Path]:
     """--from-vllm: the vLLM result as a ServingRun, its summary checked, the serving figures drawn."""
     imported = load_vllm_result(result_path)
@@ -173,7 +187,15 @@ def _export(args) -> list[Path]:
                        args.num_speculative_tokens)
     svgs = {**render_trace_diagrams(trace, args.lang),
             **render_floor_diagrams(trace, *_floor_inputs(args.model, trace), args.lang)}
+    runs = measure_formats() if args.formats else None
+    if runs is not None:
+        svgs["format_kl"] = render_format_kl(runs, lang=args.lang)
+        svgs["format_time"] = render_format_time(runs, lang=args.lang)
     written = write_files(args.out, svgs, trace.to_json())
+    if runs is not None:
+        path = args.out / "weight-formats.json"
+        path.write_text(runs.to_json() + "\n", encoding="utf-8")
+        written.append(path)
     if args.perfetto:
         written.append(write_perfetto(args.out, trace))
     return written

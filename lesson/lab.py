@@ -10,7 +10,7 @@ import statistics
 from engine.contract.cost import DEVICE_SPECS, spec_for_device_name
 from engine.contract.trace import RequestTrace
 
-from .formats import escape_markdown, fmt_share, fmt_time, si
+from .formats import escape_markdown, fmt_bytes, fmt_share, fmt_time, si
 from .spread import point_spread
 from .text import device_label, t
 
@@ -129,6 +129,20 @@ def lab_dtype_rows(floors_by_dtype: dict[str, object], lang: str) -> list[dict]:
         rows.append({t(lang, "lab_col_weights"): dtype, t(lang, "lab_col_kv"): floors.kv_dtype,
                      t(lang, "lab_col_floor"): fmt_time(step.floor_ms),
                      t(lang, "lab_col_bound"): t(lang, f"lab_bound_{step.bound}")})
+    return rows
+
+
+def lab_format_rows(runs: dict[str, tuple[int, object]], lang: str) -> list[dict]:
+    """The run's answer in each weight format the engine ran it in ({format: (weight bytes held, TraceFloors)},
+    floors from this machine's measured roofs): bytes held, median Decode step measured, its floor, the share."""
+    rows = []
+    for name, (weight_bytes, floors) in runs.items():
+        step = lab_median_decode(floors)
+        if step is None:
+            continue
+        rows.append({t(lang, "lab_col_weights"): name, t(lang, "lab_col_held"): fmt_bytes(weight_bytes),
+                     t(lang, "lab_col_measured"): fmt_time(step.measured_ms), t(lang, "lab_col_floor"): fmt_time(
+                         step.floor_ms), t(lang, "lab_col_share"): fmt_share(step.efficiency)})
     return rows
 
 

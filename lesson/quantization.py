@@ -30,8 +30,29 @@ def section_intro(runs: FormatRuns, lang: str) -> str:
     row = int4_row(runs.embedded)
     return t(lang, "q_intro", group=row.group_size if row else DEFAULT_GROUP_SIZE, cpu=escape_markdown(runs.cpu),
              torch=escape_markdown(runs.torch_version), threads=runs.threads, load=f"{runs.load_average:.2f}",
-             recorded_at=escape_markdown(runs.recorded_at[:16].replace("T", " ") + " UTC"), steps=runs.steps,
+             recorded_at=recorded_on(runs), steps=runs.steps,
              rounds=runs.rounds)
+
+
+def recorded_on(runs: FormatRuns) -> str:
+    return escape_markdown(runs.recorded_at[:16].replace("T", " ") + " UTC")
+
+
+def provenance_caption(shown: FormatRuns, lang: str, live: bool = False, recorded: FormatRuns | None = None) -> str:
+    """Where the shown numbers come from: the recording, or a live run (naming the recording the real-size
+    table still comes from, when `recorded` has one)."""
+    if not live:
+        return t(lang, "q_recording", cpu=escape_markdown(shown.cpu), recorded_at=recorded_on(shown))
+    if recorded is None or recorded.preset is None:
+        return t(lang, "q_live_only", cpu=escape_markdown(shown.cpu), recorded_at=recorded_on(shown))
+    return t(lang, "q_live", cpu=escape_markdown(shown.cpu), recorded_at=recorded_on(shown),
+             recorded_cpu=escape_markdown(recorded.cpu), recorded_on=recorded_on(recorded))
+
+
+def live_progress(phase: str, done: int, total: int, seconds: float, lang: str) -> str:
+    """The wait of a live run: its phase ("wait", "load", "round", "quality"), units done, seconds elapsed."""
+    return t(lang, "q_live_running", phase=t(lang, f"q_phase_{phase}"), done=done, total=total,
+             seconds=f"{seconds:.0f}")
 
 
 def shown_answer(answer: str) -> str:

@@ -37,6 +37,8 @@ from engine.contract.trace import RequestTrace
 from .alt_text import figure_alt, schematic_alt, with_run_note
 from .diagrams import DIAGRAMS, RUN_NOTED, render_animation, render_blocks_schematic
 from .diagrams.batch_composition import render_batch_composition
+from .diagrams.format_kl import format_kl_alt, kl_lines, render_format_kl
+from .diagrams.format_time import format_time_alt, render_format_time, timed_rows
 from .diagrams.kv_blocks import render_kv_blocks
 from .diagrams.serving_gantt import policy_label, render_serving_gantt, scenario_label
 from .diagrams.prefix_cache import render_prefix_cache
@@ -165,6 +167,12 @@ SERVING_FIGURES = (  # (figure, its tab's name, caption, the lesson's sentence)
     ("batch", "sl_tab_batch", "sl_explain_batch", "many_1"),
     ("kv", "sl_tab_kv", "sl_explain_kv", "many_1"),
 )
+# The weight formats' figures (a FormatRuns with them measured: a live run, python -m lesson.export --formats):
+# (figure, its renderer's module, caption, the lesson's sentence); the export writes the same figures.
+FORMAT_FIGURES = (
+    ("format_kl", "q_title", "kit_format_kl_caption", "q_kit_notes"),
+    ("format_time", "q_title", "kit_format_time_caption", "q_kit_notes"),
+)
 
 
 # --- the slides of a run ------------------------------------------------------------
@@ -230,6 +238,21 @@ def serving_slides(runs: Sequence[ServingRun], *, lang: str, tag: str, style: St
                                 f"{scenario} · {words(lang, 'pc_explain')}", words(lang, "pc_note_hash"),
                                 visible(prefix_alt(run, lang)),
                                 screen=render_prefix_cache(run, lang=lang, style=SCREEN_STYLE)))
+    return slides
+
+
+def format_slides(runs, *, lang: str, style: Style = DEFAULT_STYLE) -> list[Slide]:
+    """The weight formats' figures of one run (engine.contract.format_runs.FormatRuns), those it has the numbers
+    for, named `weight-formats_<figure>_<lang>`."""
+    check_language(lang)
+    draw = {"format_kl": (kl_lines, render_format_kl, format_kl_alt),
+            "format_time": (timed_rows, render_format_time, format_time_alt)}
+    slides = []
+    for figure, title, caption, notes in FORMAT_FIGURES:
+        has, render, alt = draw[figure]
+        if has(runs):
+            slides.append(Slide(f"weight-formats_{figure}_{lang}", render(runs, lang=lang, style=style),
+                                words(lang, title), words(lang, caption), words(lang, notes), visible(alt(runs, lang))))
     return slides
 
 

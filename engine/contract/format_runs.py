@@ -21,6 +21,15 @@ from engine.contract.weights import GROUP_SIZES, WEIGHT_FORMATS
 
 KIND = "weight_formats"
 SCHEMA_VERSION = 1
+MAX_KL_POSITIONS = 2048  # per format: the held-out lines hold about 540 positions
+LIVE_FORMATS = (("fp32", 0), ("bf16", 0), ("int8", 0), ("int4", 64))  # what the lesson's live run compares
+
+
+def live_units(formats=LIVE_FORMATS, rounds: int = 3, quality_measured: bool = True) -> tuple[str, ...]:
+    """The phases of a live run's units in order, as its progress events count them (engine.runtime.format_run):
+    each format loaded, each interleaved round timed, each format's quality; a page names each one."""
+    n = len(formats)
+    return ("load",) * n + ("round",) * rounds + (("quality",) * n if quality_measured else ())
 
 
 @dataclass(frozen=True)
@@ -36,8 +45,22 @@ class FormatRow:
     capitals_right: int | None = None  # of FormatRuns.capitals_asked
     answer_zh: str = ""          # the greedy answer to 法国的首都是 ("" on random weights)
     answer_en: str = ""
+    # KL against fp32 (nats) at each position of the held-out lines, one after another (at most MAX_KL_POSITIONS);
+    # () on random weights and in files recorded before it was kept
+    kl_positions: tuple[float, ...] = ()
+    # Where a Decode step's time goes (None in files recorded before): the step's matrices multiplied alone, one
+    # token each, as timed (ms), and the weights' memory floor (read_bytes at the run's measured bandwidth, ms)
+    matmul_ms: float | None = None
+    floor_ms: float | None = None
 
     def __post_init__(self) -> None:
+        if not all(v is None or (limits.is_number(v) and math.isfinite(v) and v > 0)
+                   for v in (self.matmul_ms, self.floor_ms)):
+            raise MeaningError(f"{self.weights}: the matmuls' time and the floor are positive numbers")
+        object.__setattr__(self, "kl_positions", tuple(self.kl_positions))  # a list, as JSON reads it
+        if len(self.kl_positions) > MAX_KL_POSITIONS or not all(
+                limits.is_number(v) and math.isfinite(v) and v >= 0 for v in self.kl_positions):
+            raise MeaningError(f"{self.weights}: at most {MAX_KL_POSITIONS} finite, non-negative KL values")
         group_ok = self.group_size in GROUP_SIZES if self.weights == "int4" else self.group_size == 0
         if self.weights not in WEIGHT_FORMATS or not group_ok:
             raise MeaningError(f"no weight format {self.weights!r} with group size {self.group_size!r}")
@@ -65,6 +88,16 @@ class ModelFormats:
 
     def row(self, weights: str, group_size: int = 0) -> FormatRow | None:
         return next((r for r in self.rows if (r.weights, r.group_size) == (weights, group_size)), None)
+
+    def time_parts(self, row: FormatRow) -> tuple[float, float, float] | None:
+        """(floor, kernel time beyond the floor, the rest of the pass) of `row`'s median Decode step, ms, summing
+        to the median; None without the matmuls timed. A part the measurement left below zero (a floor above the
+        matmuls on a busy machine) is 0 and the next part takes what is left."""
+        if row.matmul_ms is None or row.floor_ms is None:
+            return None
+        floor = min(row.floor_ms, row.matmul_ms, row.decode_median_ms)
+        kernel = min(row.matmul_ms, row.decode_median_ms) - floor
+        return floor, kernel, row.decode_median_ms - floor - kernel
 
     def speedup(self, weights: str, group_size: int = 0) -> float:
         """fp32's Decode step median over this format's: how many times faster the format ran."""

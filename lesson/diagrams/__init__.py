@@ -10,7 +10,8 @@ measured it, and the trip to the page and the page itself are the page's: the ap
 drawn from a trace alone (an export, the slide kit, a recorded run) it says it has only the engine's parts.
 `render_cache_compare` and `render_attention` draw `engine.runtime.compare` results, not a trace:
 exported here, registered in neither table; so are `render_roofline` and `render_step_floors`
-(an `engine.contract.cost.TraceFloors`) and `render_sweep` (an `engine.contract.sweep.Sweep`), and
+(an `engine.contract.cost.TraceFloors`), `render_sweep` (an `engine.contract.sweep.Sweep`),
+`render_format_kl` and `render_format_time` (an `engine.contract.format_runs.FormatRuns`), and
 `render_acceptance` (a speculative run's verify passes: exported when the run has some).
 """
 
@@ -19,6 +20,8 @@ from .animation import render_animation
 from .attention import render_attention
 from .blocks import render_blocks, render_blocks_schematic
 from .cache_compare import render_cache_compare
+from .format_kl import render_format_kl
+from .format_time import render_format_time
 from .kv_growth import render_kv_growth
 from .latency import render_latency
 from .review_map import render_review_map
@@ -56,5 +59,5 @@ __all__ = [
     "DIAGRAMS", "RUN_NOTED", "SCHEMATIC_DIAGRAMS", "render_acceptance", "render_animation", "render_attention",
     "render_blocks", "render_blocks_schematic", "render_cache_compare", "render_kv_growth", "render_latency",
     "render_review_map", "render_timeline", "render_ttft_parts", "render_roofline", "render_step_floors",
-    "render_sweep",
+    "render_sweep", "render_format_kl", "render_format_time",
 ]

@@ -7,6 +7,10 @@
 - `render_step_floors`: one bar per pass (measured ms, coloured by phase) with the floor
   drawn in as a dark line across the bar.
 
+`formats` (the bottleneck lab's engine runs in other weight formats: {label: TraceFloors of that run}) adds,
+per format, its median Decode step as a filled square at (intensity, FLOPs / measured time) and a hollow
+square at its floor, named by the format, beside the run's own passes.
+
 Floors with no measured time (lesson.lab.lab_prediction_only: another device's datasheet, or a
 preview in other dtypes) are drawn as the cost model's prediction alone: hollow dots on the roofs,
 floor marks without bars, and a note that says so; nothing measured is put under roofs that did
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..formats import fmt_share, fmt_time, si
@@ -50,12 +55,15 @@ class RooflineLayout:
     ridge_x: float
 
 
-def roofline_layout(floors) -> RooflineLayout:
+def roofline_layout(floors, extra=()) -> RooflineLayout:
+    """The axes and roof for `floors`' passes and any `extra` passes (other formats' Decode steps)."""
     peak, bandwidth = floors.peak_flops_per_s, floors.bandwidth_bytes_per_s
     ridge = floors.ridge_intensity
-    intensities = [s.intensity for s in floors.steps] + [ridge]
+    passes = (*floors.steps, *extra)
+    intensities = [s.intensity for s in passes] + [ridge]
     x_lo, x_hi = decade_range(intensities)
-    achieved = [s.achieved_flops_per_s for s in floors.steps if s.measured_ms > 0]
+    achieved = [s.achieved_flops_per_s for s in passes if s.measured_ms > 0]
+    achieved += [s.flops / (s.floor_ms / 1e3) for s in extra]
     y_lo, y_hi = decade_range(achieved + [peak, bandwidth * 10.0 ** x_lo])
     left, bottom = PAD + Y_LABEL_W, TOP + PLOT_H
     x = LogScale(x_lo, x_hi, left, left + PLOT_W)
@@ -65,12 +73,24 @@ def roofline_layout(floors) -> RooflineLayout:
     return RooflineLayout(x, y, roof, x(ridge))
 
 
-def render_roofline(floors, *, lang: str = "zh", style: Style | None = None) -> str:
-    """The roofs of `floors`' device and this run's passes under them."""
+def format_steps(formats: Mapping[str, object] | None) -> dict[str, object]:
+    """Each format's median measured Decode step (formats without one left out)."""
+    found = {}
+    for name, runs in (formats or {}).items():
+        decode = [s for s in runs.phase_steps("decode") if s.measured_ms > 0]
+        if decode:
+            found[name] = _median_step(decode)
+    return found
+
+
+def render_roofline(floors, *, lang: str = "zh", style: Style | None = None,
+                    formats: Mapping[str, object] | None = None) -> str:
+    """The roofs of `floors`' device and this run's passes under them (and each of `formats`' median Decode)."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     if not floors.steps:
         raise ValueError("a roofline needs at least one pass")
-    layout = roofline_layout(floors)
+    by_format = format_steps(formats)
+    layout = roofline_layout(floors, tuple(by_format.values()))
     left, bottom, right = PAD + Y_LABEL_W, TOP + PLOT_H, PAD + Y_LABEL_W + PLOT_W
     width = right + PAD + 12
     dwg = new_drawing(width, bottom + 170, style, "roofline", label(table, "rf_title"))
@@ -109,6 +129,7 @@ def render_roofline(floors, *, lang: str = "zh", style: Style | None = None) -> 
     for step in sorted(floors.steps, key=lambda s: s.phase == "prefill"):  # Prefill drawn last, on top
         _point(dwg, points, layout, step, table, style)
     dwg.add(points)
+    _format_points(dwg, layout, by_format, table, style)
     dwg.add(text(dwg, label(table, "rf_x_axis"), left, bottom + 40, size=style.small_size, fill=style.muted_ink,
                  weight="bold", class_="axis-label"))
     dwg.add(text(dwg, label(table, "rf_y_axis"), PAD, TOP - 12, size=style.small_size, fill=style.muted_ink,
@@ -156,6 +177,33 @@ def _point(dwg, group, layout: RooflineLayout, step, table: Table, style: Style)
     hollow = dwg.circle((px, floor_y), 6, fill=style.paper, stroke=color, stroke_width=2,
                         class_=f"floor {step.phase}", **data, **{"data-flops-per-s": repr(attainable)})
     group.add(add_title(hollow, words))
+
+
+def _format_points(dwg, layout: RooflineLayout, by_format: dict, table: Table, style: Style) -> None:
+    if by_format:
+        group = dwg.g(class_="formats")
+        for name, step in by_format.items():
+            _format_point(dwg, group, layout, name, step, table, style)
+        dwg.add(group)
+
+
+def _format_point(dwg, group, layout: RooflineLayout, name: str, step, table: Table, style: Style) -> None:
+    """One weight format's median Decode step: measured (filled square), its floor (hollow), a dashed gap, its name."""
+    px, size = layout.x(step.intensity), 9
+    measured_y, floor_y = layout.y(step.achieved_flops_per_s), layout.y(step.flops / (step.floor_ms / 1e3))
+    data = {"data-format": name, "data-intensity": repr(step.intensity), "data-ms": repr(step.measured_ms),
+            "data-floor-ms": repr(step.floor_ms)}
+    words = label(table, "rf_format_title", format=name, intensity=f"{step.intensity:,.2f}",
+                  measured=fmt_time(step.measured_ms), floor=fmt_time(step.floor_ms))
+    group.add(dwg.line((px, measured_y), (px, floor_y), stroke=style.ink, stroke_width=1, stroke_dasharray="2 3",
+                       class_="format-gap", **data))
+    mark = dwg.rect((px - size / 2, measured_y - size / 2), (size, size), fill=style.ink, stroke=style.paper,
+                    stroke_width=1, class_="format-measured", **data)
+    group.add(add_title(mark, words))
+    hollow = dwg.rect((px - size / 2, floor_y - size / 2), (size, size), fill=style.paper, stroke=style.ink,
+                      stroke_width=1.5, class_="format-floor", **data)
+    group.add(add_title(hollow, words))
+    group.add(text(dwg, name, px + size, measured_y + 4, size=style.tiny_size, fill=style.ink, class_="format-label"))
 
 
 def predicted_title(step, table: Table) -> str:

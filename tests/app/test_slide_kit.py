@@ -40,3 +40,16 @@ def test_the_lesson_page_offers_the_slide_kit(app):
     assert_healthy(app)
     buttons = [b for b in app.get("download_button") if b.label == t("zh", "kit_download")]
     assert len(buttons) == 1
+
+
+def test_the_weight_formats_zip_holds_each_figure_and_the_slides():
+    import io
+    import zipfile
+
+    from app_support.slide_kit import formats_zip
+    from tests.lesson.test_quantization import make_runs
+
+    names = zipfile.ZipFile(io.BytesIO(formats_zip(make_runs(), "en", False))).namelist()
+    for figure in ("format_kl", "format_time"):
+        assert any(n.endswith(f"weight-formats_{figure}_en.svg") for n in names)
+    assert any(n.endswith("slides.html") for n in names)

@@ -34,10 +34,14 @@ def trace_with(**changes) -> dict:
 
 
 def test_the_gallery_itself_passes_every_check_of_meaning():
+    from engine.contract.format_runs import FormatRuns
+
     runs = [path for path in sorted(GALLERY.glob("*.json")) if path.name not in ("index.json", "weight-formats.json")]
-    assert len(runs) >= 10  # the folder's recorded runs (its weight-formats table is no run: lesson/quantization.py)
+    assert len(runs) >= 10  # the folder's recorded runs
     for path in runs:
         assert read_recorded(path.read_bytes(), MAX_BYTES).runs
+    # not a run: the quantization section's file, with its own checks
+    assert FormatRuns.from_json((GALLERY / "weight-formats.json").read_text(encoding="utf-8")).embedded.rows
 
 
 @pytest.mark.parametrize("case", ["empty", "negative", "huge", "order", "inverted"])

@@ -126,3 +126,17 @@ def test_bad_model_folder_from_the_real_engine(tmp_path, capsys):
     assert export.main(["--out", str(tmp_path), "--model", str(tmp_path / "missing")]) == 1
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and err.startswith("error: ") and "Traceback" not in err
+
+
+def test_formats_export_measures_the_formats_and_draws_their_kl(tmp_path, monkeypatch):
+    from engine.contract.format_runs import FormatRuns
+    from tests.lesson.test_quantization import make_runs
+
+    runs = make_runs()
+    monkeypatch.setattr(export, "run_engine", lambda prompt, n, model, *speculative: make_trace())
+    monkeypatch.setattr(export, "measure_formats", lambda: runs)
+    assert export.main(["--out", str(tmp_path), "--lang", "en", "--formats"]) == 0
+    _assert_standalone_svg(tmp_path / "format_kl.svg")
+    _assert_standalone_svg(tmp_path / "format_time.svg")
+    assert FormatRuns.from_json((tmp_path / "weight-formats.json").read_text(encoding="utf-8")) == runs
+    assert "held-out" in (tmp_path / "format_kl.svg").read_text(encoding="utf-8")

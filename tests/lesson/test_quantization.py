@@ -12,6 +12,7 @@ import pytest
 from engine.contract.format_runs import FormatRow, FormatRuns, ModelFormats
 from engine.contract.meaning import MeaningError
 from lesson import quantization as q
+from lesson.formats import escape_markdown
 
 MB = 1_000_000
 
@@ -19,8 +20,10 @@ MB = 1_000_000
 def make_runs(int4_answer: str = "巴黎。</s>", int4_answer_en: str = " Paris.</s>") -> FormatRuns:
     embedded = ModelFormats("default", False, (
         FormatRow("fp32", 0, 14 * MB, 14 * MB, 3.0, 4.0, 0.0, 1.0, 24, "巴黎。</s>", " Paris.</s>"),
-        FormatRow("int8", 0, 7 * MB, 4 * MB, 2.5, 3.0, 0.0002, 0.998, 24, "巴黎。</s>", " Paris.</s>"),
-        FormatRow("int4", 64, 5 * MB, 2 * MB, 2.0, 2.5, 0.012, 0.972, 23, int4_answer, int4_answer_en),
+        FormatRow("int8", 0, 7 * MB, 4 * MB, 2.5, 3.0, 0.0002, 0.998, 24, "巴黎。</s>", " Paris.</s>",
+                  (0.0, 0.0004, 0.0002, 0.0), matmul_ms=0.8, floor_ms=0.3),
+        FormatRow("int4", 64, 5 * MB, 2 * MB, 2.0, 2.5, 0.012, 0.972, 23, int4_answer, int4_answer_en,
+                  (0.001, 0.03, 0.005, 0.012), matmul_ms=0.6, floor_ms=0.9),
     ))
     preset = ModelFormats("preset:qwen2.5-0.5b", True, (
         FormatRow("fp32", 0, 1976 * MB, 1976 * MB, 400.0, 500.0),
@@ -106,3 +109,85 @@ def test_the_file_round_trips_and_numbers_that_cannot_be_true_are_refused():
         FormatRuns.from_json(json.dumps({**data, "kind": "trace"}))
     with pytest.raises(MeaningError):  # every ratio is against fp32: it must be there, first
         dataclasses.replace(runs.embedded, rows=runs.embedded.rows[1:])
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_section_says_whether_its_numbers_are_a_recording_or_a_live_run(lang):
+    recorded = make_runs()
+    live = dataclasses.replace(make_runs(), preset=None, cpu="Live CPU <b>", recorded_at="2026-12-04T02:40:00Z")
+    first, then = escape_markdown("2026-12-04 01:54 UTC"), escape_markdown("2026-12-04 02:40 UTC")
+    said = q.provenance_caption(recorded, lang)
+    assert "AMD EPYC" in said and first in said and "bench.quantization" in said
+    both = q.provenance_caption(live, lang, True, recorded)
+    assert then in both and first in both and "<b>" not in both
+    alone = q.provenance_caption(live, lang, True, None)
+    assert then in alone and first not in alone and not UNFILLED.search(said + both + alone)
+    waits = [q.live_progress(phase, 3, 11, 4.4, lang) for phase in ("wait", "load", "round", "quality")]
+    assert len(set(waits)) == 4 and all("3" in w and "11" in w and "4" in w for w in waits)
+    assert not UNFILLED.search(" ".join(waits))
+
+
+def test_per_position_kl_survives_the_file_and_is_checked():
+    runs = make_runs()
+    again = FormatRuns.from_json(runs.to_json())
+    assert again == runs and again.embedded.row("int4", 64).kl_positions == (0.001, 0.03, 0.005, 0.012)
+    old = json.loads(runs.to_json())
+    for row in old["embedded"]["rows"]:
+        row.pop("kl_positions")  # a file recorded before it was kept
+    assert FormatRuns.from_json(json.dumps(old)).embedded.row("int8").kl_positions == ()
+    for bad in ((-0.1,), (float("nan"),), (0.0,) * 5000):
+        with pytest.raises(MeaningError):
+            dataclasses.replace(runs.embedded.rows[1], kl_positions=bad)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_kl_figure_draws_one_line_per_format_with_its_numbers(lang):
+    import xml.etree.ElementTree as ET
+
+    from lesson.diagrams.format_kl import format_kl_alt, render_format_kl
+
+    runs = make_runs()
+    root = ET.fromstring(render_format_kl(runs, lang=lang))
+    lines = [e for e in root.iter() if "format-line" in (e.get("class") or "")]
+    assert [e.get("data-format") for e in lines] == ["int8", "int4 g64"]  # fp32 is 0 everywhere: left out
+    assert float(lines[1].get("data-max-kl")) == 0.03 and float(lines[1].get("data-mean-kl")) == 0.012
+    peaks = [e for e in root.iter() if "kl-max" in (e.get("class") or "")]
+    assert [int(e.get("data-position")) for e in peaks] == [1, 1]
+    polyline = next(e for e in lines[1].iter() if e.tag.endswith("polyline"))
+    assert len(polyline.get("points").split()) == 4
+    alt = format_kl_alt(runs, lang)
+    assert "int4 g64" in alt and "0.030" in alt and not UNFILLED.search(alt)
+    recorded = dataclasses.replace(runs, embedded=dataclasses.replace(runs.embedded, rows=tuple(
+        dataclasses.replace(r, kl_positions=()) for r in runs.embedded.rows)))
+    with pytest.raises(ValueError):
+        render_format_kl(recorded, lang=lang)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_where_a_decode_steps_time_goes_is_three_parts_that_sum_to_the_step(lang):
+    import xml.etree.ElementTree as ET
+
+    from lesson.diagrams.format_time import format_time_alt, render_format_time
+
+    runs = make_runs()
+    model = runs.embedded
+    assert model.time_parts(model.row("fp32")) is None  # not timed: no bar
+    assert model.time_parts(model.row("int8")) == pytest.approx((0.3, 0.5, 1.7))
+    assert model.time_parts(model.row("int4", 64)) == pytest.approx((0.6, 0.0, 1.4))  # floor above the matmuls
+    root = ET.fromstring(render_format_time(runs, lang=lang))
+    parts = [e for e in root.iter() if "part" in (e.get("class") or "").split()]
+    assert [(e.get("data-format"), e.get("data-part")) for e in parts] == [
+        (f, p) for f in ("int8", "int4 g64") for p in ("floor", "kernel", "rest")]
+    for name, row in (("int8", model.row("int8")), ("int4 g64", model.row("int4", 64))):
+        mine = [e for e in parts if e.get("data-format") == name]
+        assert sum(float(e.get("data-ms")) for e in mine) == pytest.approx(row.decode_median_ms)
+        widths = [float(e.get("width")) for e in mine]
+        assert float(mine[0].get("x")) + sum(widths) == pytest.approx(float(mine[-1].get("x")) + widths[-1])
+    alt = format_time_alt(runs, lang)
+    assert "int8" in alt and "int4 g64" in alt and not UNFILLED.search(alt)
+    for bad in (0.0, -1.0, float("inf")):
+        with pytest.raises(MeaningError):
+            dataclasses.replace(model.row("int8"), matmul_ms=bad)
+    with pytest.raises(ValueError):
+        render_format_time(dataclasses.replace(runs, embedded=dataclasses.replace(model, rows=model.rows[:1])),
+                           lang=lang)

@@ -160,3 +160,31 @@ def test_plotly_log_axes_name_whole_decades_in_one_format():
     assert all(re.fullmatch(r"\d+ (ns|µs|ms|s)", w) for w in times), times
     assert all(re.fullmatch(r"\d+ ?[kMGTP]?/s", w) for w in rates), rates
     assert sweep.layout.yaxis2.range[0] <= math.log10(min(sweep.data[2].y))
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_the_roofline_places_each_formats_measured_decode_beside_its_floor(lang):
+    from lesson.diagrams.roofline import format_steps
+    from lesson.lab import lab_format_rows
+
+    own = make_floors("h200")
+    formats = {"int8": make_floors("h200", weight_dtype="int8"), "int4 g64": make_floors("h200", weight_dtype="int4")}
+    svg = render_roofline(own, lang=lang, formats=formats)
+    measured, floor = _marks(svg, "format-measured"), _marks(svg, "format-floor")
+    assert [m.get("data-format") for m in measured] == [f.get("data-format") for f in floor] == list(formats)
+    layout = roofline_layout(own, tuple(format_steps(formats).values()))
+    for mark in measured:
+        step = format_steps(formats)[mark.get("data-format")]
+        assert float(mark.get("data-ms")) == step.measured_ms and float(mark.get("data-floor-ms")) == step.floor_ms
+        assert float(mark.get("x")) + float(mark.get("width")) / 2 == pytest.approx(layout.x(step.intensity))
+        assert float(mark.get("y")) + float(mark.get("height")) / 2 == pytest.approx(
+            layout.y(step.achieved_flops_per_s))
+    int8, int4 = (format_steps(formats)[k] for k in formats)
+    assert int4.intensity > int8.intensity > own.phase_steps("decode")[0].intensity  # fewer bytes, same FLOPs
+    labels = [e.text for e in ET.fromstring(svg).iter() if "format-label" in (e.get("class") or "")]
+    assert labels == list(formats)
+    assert not _marks(render_roofline(own, lang=lang), "format-measured")  # no formats: the figure as before
+    rows = lab_format_rows({name: (1000, floors) for name, floors in formats.items()}, lang)
+    weights, floor_col = TEXTS[lang]["lab_col_weights"], TEXTS[lang]["lab_col_floor"]
+    assert [r[weights] for r in rows] == list(formats)
+    assert rows[0][floor_col] == fmt_time(int8.floor_ms) and rows[1][floor_col] == fmt_time(int4.floor_ms)

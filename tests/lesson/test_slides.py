@@ -212,3 +212,30 @@ def test_without_a_renderer_the_zip_holds_the_svgs_and_the_slides():
     slides = lesson_slides(TRACE, lang="zh", run_name="run2")
     names = zipfile.ZipFile(io.BytesIO(slide_kit(slides, lang="zh", title="t", rasterize=None))).namelist()
     assert sorted(names) == sorted([f"{s.name}.svg" for s in slides] + ["slides.html"])
+
+
+def test_the_weight_format_figures_are_the_same_in_the_slide_kit_the_export_and_the_page(tmp_path, monkeypatch):
+    """FORMAT_FIGURES, what `python -m lesson.export --formats` writes and what the quantization section draws
+    agree; a recording without the per-position numbers makes no slide."""
+    import dataclasses
+    from pathlib import Path
+
+    from lesson import export
+    from lesson.slides import FORMAT_FIGURES, format_slides
+    from tests.factories import make_trace
+    from tests.lesson.test_quantization import make_runs
+
+    runs = make_runs()
+    for lang in ("zh", "en"):
+        slides = format_slides(runs, lang=lang)
+        assert [s.name for s in slides] == [f"weight-formats_{f}_{lang}" for f, *_ in FORMAT_FIGURES]
+        assert all(s.svg.startswith("<svg") and s.alt and s.caption and s.notes for s in slides)
+    monkeypatch.setattr(export, "run_engine", lambda prompt, n, model, *speculative: make_trace())
+    monkeypatch.setattr(export, "measure_formats", lambda: runs)
+    assert export.main(["--out", str(tmp_path), "--formats"]) == 0
+    assert {f for f, *_ in FORMAT_FIGURES} <= {p.stem for p in tmp_path.iterdir()}
+    page = Path(__file__).resolve().parents[2].joinpath("app_support", "quantization.py").read_text(encoding="utf-8")
+    assert all(f'svg_figure("{f}"' in page for f, *_ in FORMAT_FIGURES)
+    bare = dataclasses.replace(runs, embedded=dataclasses.replace(runs.embedded, rows=tuple(
+        dataclasses.replace(r, kl_positions=(), matmul_ms=None, floor_ms=None) for r in runs.embedded.rows)))
+    assert format_slides(bare, lang="en") == []

@@ -26,6 +26,7 @@ from typing import Any
 
 from engine.contract.cost import DeviceSpec, ModelShape
 from engine.contract.engine_queue import QueueHistory
+from engine.contract.format_runs import FormatRuns
 from engine.contract.results import CacheComparison, DecodeAttention, DecodeOps
 from engine.contract.serving.trace import ServingRun
 from engine.contract.sweep import Sweep
@@ -97,6 +98,7 @@ CALLS: dict[str, CallKind] = {kind.name: kind for kind in (
     CallKind("serve_workload", "long", ServingRun, "serving run", ("serve_workload",), history="serving"),
     CallKind("host_us_per_call", "long", float, "host time", ("host_us_per_call",)),
     CallKind("machine_spec", "long", DeviceSpec, "machine", ("machine_spec",)),
+    CallKind("weight_formats", "long", FormatRuns, "weight formats", ("weight_formats",)),
     CallKind("load", "long", ModelDescription, "model", ("load",), history="load", measurement=False),
     _light("ping", dict[str, Any], "ping", ("ping",)),
     _light("describe", ModelDescription, "model", ("describe",)),

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 from engine.contract import config
 from engine.contract.cost import DeviceSpec, ModelShape
 from engine.contract.engine_queue import QueueHistory
+from engine.contract.format_runs import FormatRuns
 from engine.contract.results import CacheComparison, DecodeAttention, DecodeOps, GenerationConfig
 from engine.contract.serving.config import ServeConfig
 from engine.contract.serving.trace import ServingRun
@@ -284,6 +285,13 @@ class EngineClient:
         args = {"model": model.to_wire(), "kind": kind, "points": None if points is None else list(points),
                 "repeats": repeats, "batch_context": batch_context, "cap": cap, "seed": seed}
         return self._rebuilt("sweep", args, _sweep, check_sweep, on_event=on_event)
+
+    def weight_formats(self, model: ModelRef, *, steps: int = 8, rounds: int = 3,
+                       on_event: OnEvent = None) -> FormatRuns:
+        """engine.runtime.format_run.measure_formats in the worker, on `model`'s choice and device: every format
+        of the lesson's live run timed interleaved, then compared with fp32; a Progress event after each unit."""
+        args = {"model": model.to_wire(), "steps": steps, "rounds": rounds}
+        return self._rebuilt("weight_formats", args, FormatRuns.from_json, on_event=on_event)
 
     def serve_workload(self, model: ModelRef, requests: Sequence[WorkloadRequest],
                        config: ServeConfig | Mapping[str, Any] | None = None, *, scenario: str = "custom",

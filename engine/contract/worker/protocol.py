@@ -258,17 +258,43 @@ def read_token(token_file: str | Path | None = None, environ: Mapping[str, str] 
 @dataclass(frozen=True)
 class ModelRef:
     """Which model a call runs on: a choice the worker lists ("default", a folder name in its models
-    folder, "preset:NAME"), a device and a dtype, as the page's picker and the operator name them."""
+    folder, "preset:NAME"), a device and a dtype, as the page's picker and the operator name them; and
+    the format its weights are held in (engine/contract/weights.py: "fp32", "bf16", "int8", "int4" with
+    `group_size`), or "" for the dense weights of `dtype` (what every call meant before formats existed).
+
+    On the wire a dense ref carries only {choice, device, dtype}, so an older client's message still reads
+    and byte-identical settings stay byte-identical; a format that cannot be loaded (an unknown one, a group
+    size it does not take) is refused when the worker loads it, as the worded InputError of check_format."""
 
     choice: str = "default"
     device: str = "auto"
     dtype: str = "auto"
+    weights: str = ""
+    group_size: int = 0
 
-    def to_wire(self) -> dict[str, str]:
-        return {"choice": self.choice, "device": self.device, "dtype": self.dtype}
+    def to_wire(self) -> dict[str, Any]:
+        wire: dict[str, Any] = {"choice": self.choice, "device": self.device, "dtype": self.dtype}
+        if self.weights:
+            wire["weights"] = self.weights
+        if self.group_size:
+            wire["group_size"] = self.group_size
+        return wire
 
     @classmethod
     def from_wire(cls, data: Any) -> ModelRef:
         if not isinstance(data, dict) or not all(isinstance(data.get(k), str) for k in ("choice", "device", "dtype")):
             raise ProtocolError("protocol_malformed", "a model is {choice, device, dtype} as text", why="model")
-        return cls(data["choice"], data["device"], data["dtype"])
+        weights, group = data.get("weights", ""), data.get("group_size", 0)
+        if not isinstance(weights, str) or type(group) is not int:
+            raise ProtocolError("protocol_malformed", "a model's weights are a format's name and an integer "
+                                "group size", why="model")
+        return cls(data["choice"], data["device"], data["dtype"], weights, group)
+
+    @property
+    def load_weights(self) -> str | None:
+        """The format load_model takes (None: dense in `dtype`)."""
+        return self.weights or None
+
+    @property
+    def load_group_size(self) -> int | None:
+        return self.group_size or None

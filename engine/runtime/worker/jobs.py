@@ -25,6 +25,7 @@ from typing import Any
 import torch
 
 from engine.contract.cost import ModelShape
+from engine.contract.format_runs import live_units
 from engine.contract.prompts import extend_prompt, prompt_token_ids
 from engine.contract.serving.config import ServeConfig
 from engine.contract.serving.workloads import WorkloadRequest
@@ -35,12 +36,13 @@ from engine.contract.worker.protocol import LIGHT_METHODS, MEASURED_METHODS, PRO
 from engine.runtime import hf, machine
 from engine.runtime.compare import compare_cache, decode_attention
 from engine.runtime.generation import GenerationConfig, stream_trace, token_pieces
+from engine.runtime.format_run import check_run, measure_formats
 from engine.runtime.model import LoadedModel
 from engine.runtime.overhead import count_decode_ops, per_op_host_us
 from engine.runtime.repeats import check_repeats, stream_repeats
 from engine.runtime.serving.engine import run_workload
 from engine.runtime.sweep import run_sweep
-from engine.runtime.worker.models import ModelCache, model_choices
+from engine.runtime.worker.models import ModelCache, model_choices, resolve_choice
 
 SERVE_PROGRESS_EVERY = 8  # serving iterations between two progress events (a run has hundreds)
 STREAM_INTERVAL_S = 0.05  # streamed passes are sent at most this often (the page redraws at most every 0.1 s)
@@ -249,6 +251,28 @@ def run_machine_spec(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
     return to_plain(machine.measure_this_machine(args.get("device")))
 
 
+def run_weight_formats(ctx: JobContext, args: dict[str, Any]) -> str:
+    """The lesson's weight formats measured live (engine.runtime.format_run.measure_formats) on the model the ref
+    names (its choice and device; the formats are LIVE_FORMATS, loaded for this call only, not kept in the
+    cache); a `progress` event after each unit (a load, a timed round, a format's quality), between which waiting
+    lesson runs go first (no timing spans them). The result is FormatRuns.to_json()."""
+    ref = ModelRef.from_wire(args.get("model"))
+    steps, rounds = args.get("steps", 8), args.get("rounds", 3)
+    check_run(steps, rounds)
+    path, within = resolve_choice(ref.choice, ctx.models.settings)
+    total, done = len(live_units(rounds=rounds)), 0
+
+    def unit(phase: str) -> None:
+        nonlocal done
+        done += 1
+        ctx.emit("progress", done=min(done, total), total=total)
+        ctx.check_cancelled()
+        if phase != "round" and done < total:
+            ctx.between_units()  # never between two timed rounds: a lesson run there would slow only some formats
+
+    return measure_formats(path, device=ref.device, steps=steps, rounds=rounds, within=within, unit=unit).to_json()
+
+
 def run_load(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
     return describe(ctx.lm(args))
 
@@ -308,7 +332,8 @@ HANDLERS: dict[str, Callable[[JobContext, dict[str, Any]], Any]] = {
     "trace": run_trace, "trace_repeats": run_trace_repeats, "modes": run_modes, "compare_cache": run_compare_cache,
     "decode_attention": run_decode_attention, "sweep": run_sweep_job, "serve_workload": run_serve,
     "decode_ops": run_decode_ops, "host_us_per_call": run_host_us, "machine_spec": run_machine_spec,
-    "load": run_load, "ping": run_ping, "describe": run_describe, "model_shape": run_model_shape,
+    "load": run_load, "weight_formats": run_weight_formats, "ping": run_ping, "describe": run_describe,
+    "model_shape": run_model_shape,
     "model_choices": run_model_choices, "token_preview": run_token_preview, "queue_history": run_queue_history,
 }  # one handler per kind of engine/contract/worker/calls.py; which thread runs it is the table's lane
 MEASURED = {name: handler for name, handler in HANDLERS.items() if name in MEASURED_METHODS}

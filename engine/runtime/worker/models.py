@@ -1,18 +1,20 @@
 """The models a worker holds: which a client may name, how each is loaded, and its warm-up.
 
-A client names a model by a ModelRef (choice, device, dtype), never by a path: the choice is
+A client names a model by a ModelRef (choice, device, dtype, weights format, group size), never by a path: the choice is
 "default" (the embedded model), "preset:NAME" (a real-size shape with random weights, when the
 operator allows presets) or the name of a folder directly inside the worker's models folder
 (PREFILL_DECODE_MODELS_DIR, read where the worker runs). Anything else is refused with
 ModelLoadError("model_not_found"), so a forged name cannot reach another path of the machine.
 
-Loaded models are kept per ModelRef (the oldest dropped past `max_models`) and warmed before
+Loaded models are kept per ModelRef (int4's group size as load_model resolves it, so "int4" and
+"int4 g64" are one model; the oldest dropped past `max_models`) and warmed before
 their first measured run: the tokenizer on both of the lesson's languages, and the model's
 kernels at a ladder of prompt lengths up to the longest prompt the server allows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from collections import OrderedDict
@@ -21,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from engine.contract import config
-from engine.contract.errors import ModelLoadError
+from engine.contract.errors import InputError, ModelLoadError
 from engine.contract.prompts import LESSON_PROMPTS, extend_prompt
 from engine.contract.results import PRESET_PREFIX
+from engine.contract.weights import check_format
 from engine.contract.worker.protocol import ModelRef
 from engine.runtime import presets
 from engine.runtime.generation import GenerationConfig, generate
@@ -98,20 +101,35 @@ class ModelCache:
         self._models: OrderedDict[ModelRef, LoadedModel] = OrderedDict()
 
     def loaded(self, ref: ModelRef) -> LoadedModel | None:
-        return self._models.get(ref)
+        try:
+            return self._models.get(cache_key(ref))
+        except InputError:
+            return None  # a format that cannot load: load() says why, in words
 
     def load(self, ref: ModelRef) -> LoadedModel:
-        """The model for `ref`, loaded and warmed on first use."""
+        """The model for `ref`, loaded and warmed on first use. A weights format load_model refuses comes
+        back as its InputError ("weights_unknown", "weights_group_size", "weights_dtype", ...)."""
+        ref = cache_key(ref)
         lm = self._models.get(ref)
         if lm is not None:
             return lm
         path, within = resolve_choice(ref.choice, self.settings)
-        lm = load_model(path, device=ref.device, dtype=ref.dtype, allow_hub=False, within=within)
+        lm = load_model(path, device=ref.device, dtype=ref.dtype, allow_hub=False, within=within,
+                        weights=ref.load_weights, group_size=ref.load_group_size)
         warm_up(lm, self.settings.max_prompt_tokens)
         self._models[ref] = lm
         while len(self._models) > self.settings.max_models:
             self._models.popitem(last=False)
         return lm
+
+
+def cache_key(ref: ModelRef) -> ModelRef:
+    """`ref` with int4's group size filled in as load_model fills it (InputError for a format it refuses)."""
+    if not ref.weights:
+        if ref.group_size:
+            check_format("fp32", ref.group_size)  # a group size without a format: the format's refusal
+        return ref
+    return dataclasses.replace(ref, group_size=check_format(ref.weights, ref.load_group_size))
 
 
 def warm_up(lm: LoadedModel, max_prompt_tokens: int) -> tuple[int, ...]:

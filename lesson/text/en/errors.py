@@ -28,6 +28,7 @@ TEXT: dict = {
     "err_model_load_failed": "The model “{path}” could not be loaded. Ask the operator to check the server log.",
     "err_device_unavailable": "The device {device} is not available.",
     "err_bad_dtype": "The dtype {dtype} is not supported.",
+    "err_format_run_bounds": "A weight-formats run takes 1 to {limit} {name}, not {value}.",
     "err_weights_unknown": "There is no weight format {weights}; choose one of {choices}.",
     "err_weights_group_size": "The group size {group_size} does not fit {weights} weights: INT4 takes a group size of {choices}, the other formats none.",
     "err_weights_dtype": "{weights} weights are already a dtype of their own, so the dtype {dtype} cannot go with them. Leave the dtype on auto, or pick int8 or int4.",

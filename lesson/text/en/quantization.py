@@ -8,6 +8,22 @@ TEXT: dict = {
                "embedding lookup and the KV cache stay as they were. Measured with torch's own packed kernels on "
                "{cpu} (torch {torch}, {threads} thread(s), load average {load} at the end, {recorded_at}), every "
                "format interleaved, {steps} Decode steps × {rounds} rounds each:",
+    "q_recording": "These numbers are a recording: measured on {cpu} at {recorded_at} by `python -m bench.quantization --record`. "
+                   "Press the button to measure the embedded model on the engine this page runs on, now.",
+    "q_live": "Measured live on this page's engine ({cpu}) at {recorded_at}, shared with every visitor who asks for "
+              "the same run. The real-size table stays the recording ({recorded_cpu}, {recorded_on}).",
+    "q_live_only": "Measured live on this page's engine ({cpu}) at {recorded_at}, shared with every visitor who asks "
+                   "for the same run.",
+    "q_live_run": "Measure the formats on this machine now",
+    "q_live_again": "Measure again",
+    "q_live_help": "Loads the embedded model in fp32, bf16, INT8 and INT4, times {steps} Decode steps × {rounds} rounds "
+                   "of each in turn, then compares each with fp32 on the held-out text and the capitals. It takes a few seconds.",
+    "q_live_running": "{phase} ({done} of {total} done, {seconds} s so far)",
+    "q_phase_wait": "Waiting for the engine",
+    "q_phase_load": "Loading each format: packing the weights",
+    "q_phase_round": "Timing Decode steps, every format in turn",
+    "q_phase_quality": "Comparing each format with fp32 on the held-out text and the capitals",
+    "q_kit_notes": "Fewer bits per weight: fewer bytes for each Decode step to read, and a distribution that moves away from fp32's. What is lost, and what is gained, measured.",
     "q_col_format": "weights",
     "q_col_read": "read per Decode step",
     "q_col_step": "Decode step (median)",

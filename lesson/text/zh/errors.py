@@ -28,6 +28,7 @@ TEXT: dict = {
     "err_model_load_failed": "无法加载模型“{path}”。请联系运维人员查看服务器日志。",
     "err_device_unavailable": "设备 {device} 不可用。",
     "err_bad_dtype": "不支持的数据类型 {dtype}。",
+    "err_format_run_bounds": "一次权重格式测量的 {name} 只能是 1 到 {limit}，不能是 {value}。",
     "err_weights_unknown": "没有权重格式 {weights}；可选：{choices}。",
     "err_weights_group_size": "分组大小 {group_size} 不适用于 {weights} 权重：INT4 的分组大小只能是 {choices}，其他格式不用分组。",
     "err_weights_dtype": "{weights} 权重本身就决定了数据类型，不能再配数据类型 {dtype}。请把数据类型留作 auto，或改选 int8、int4。",

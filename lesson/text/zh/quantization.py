@@ -7,6 +7,21 @@ TEXT: dict = {
                "缩放系数和一个零点。激活、词嵌入查表和 KV Cache 都不变。下面用 torch 自带的打包算子实测，机器是 {cpu}"
                "（torch {torch}，{threads} 个线程，结束时 1 分钟负载 {load}，{recorded_at}），各格式交替运行，每种 "
                "{steps} 步 Decode × {rounds} 轮：",
+    "q_recording": "以下数字是一份录制：{recorded_at} 在 {cpu} 上由 `python -m bench.quantization --record` 测得。"
+                   "按下按钮，就在本页所用的引擎上现测内置模型。",
+    "q_live": "刚刚在本页的引擎上现测（{cpu}，{recorded_at}），同样设置的访客共用这一次测量。"
+              "真实尺寸模型的表格仍是录制（{recorded_cpu}，{recorded_on}）。",
+    "q_live_only": "刚刚在本页的引擎上现测（{cpu}，{recorded_at}），同样设置的访客共用这一次测量。",
+    "q_live_run": "在这台机器上现测各格式",
+    "q_live_again": "重新测量",
+    "q_live_help": "把内置模型分别以 fp32、bf16、INT8、INT4 载入，轮流为每种格式计时 {steps} 个 Decode 步 × {rounds} 轮，"
+                   "再在留出文本和首都题上与 fp32 比较。需要几秒钟。",
+    "q_live_running": "{phase}（已完成 {done}/{total}，已用 {seconds} 秒）",
+    "q_phase_wait": "等待引擎",
+    "q_phase_load": "逐个载入各格式：打包权重",
+    "q_phase_round": "为 Decode 步计时，各格式轮流",
+    "q_phase_quality": "在留出文本和首都题上与 fp32 比较",
+    "q_kit_notes": "每个权重的位数更少：每个 Decode 步要读的字节更少，分布也离 fp32 更远。损失了什么、换来了什么，都是实测。",
     "q_col_format": "权重格式",
     "q_col_read": "每步 Decode 读的权重",
     "q_col_step": "Decode 一步（中位数）",

@@ -25,6 +25,7 @@ CALLERS = {  # one call of each client method, with arguments of the right shape
     "stream_repeats": lambda c: list(c.stream_repeats(MODEL, "p", CONFIG, repeats=2)),
     "generate": lambda c: c.generate(MODEL, "p", CONFIG),
     "modes": lambda c: c.modes(MODEL, "p", num_tokens=2, modes=["eager"]),
+    "weight_formats": lambda c: c.weight_formats(MODEL, steps=2, rounds=1),
     "compare_cache": lambda c: c.compare_cache(MODEL, [1, 2], 2),
     "decode_attention": lambda c: c.decode_attention(MODEL, [1], [2], 0),
     "sweep": lambda c: c.sweep(MODEL, "prefill", (1, 2)),
