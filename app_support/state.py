@@ -92,6 +92,14 @@ DEFAULTS: dict[str, Any] = {
     "q_speedup_guess": 2.0,  # the student's guess of INT4's Decode speed-up over fp32
     "q_paris_guess": "yes",  # whether INT4 weights still answer 巴黎
     "q_grades": None,  # (speed-up, 巴黎) lesson.exercises.Grade once checked against the measured file
+    # ---- guessing first: speculative decoding (app_support/speculative.py) ----
+    "spec_source": "example",  # the repeating example, or the run panel's prompt
+    "spec_k": 4,  # drafts per verify pass (GenerationConfig.num_speculative_tokens)
+    "spec_run_id": None,  # the run with guessing, in the run store
+    "spec_plain_id": None,  # the same prompt's plain Decode run, in the run store
+    "spec_passes_guess": 4,  # target passes for 4 guesses, 3 accepted (the answer is 1)
+    "spec_ratio_guess": "yes",  # whether a pass over k + 1 positions costs k + 1 Decode steps
+    "spec_grades": None,  # lesson.exercises.Grade of each, once checked against the two runs
     KEPT: {},  # a plain copy of every widget's value: see keep_widget_values
 }
 

@@ -1,0 +1,56 @@
+"""The lesson's speculative-decoding section (AppTest, the real engine worker): the button runs the repeating
+example twice (plain Decode, then prompt lookup), both runs in the run store, the same tokens said and checked,
+and the two exercises graded from those runs, in both languages."""
+
+from __future__ import annotations
+
+from app_support import run_store
+from app_support.speculative import spec_config
+from engine.contract.errors import InputError
+from engine.contract.results import GenerationConfig
+from lesson import speculative as sp
+from lesson.messages import error_message
+from lesson.text import t
+from tests.app.apptest import assert_healthy, needs_model, read_on, texts
+
+
+def _runs(at):
+    return tuple(run_store.store().get(at.session_state[key]) for key in ("spec_run_id", "spec_plain_id"))
+
+
+@needs_model
+def test_the_section_runs_both_and_grades_both_predictions(app):
+    at = read_on(app)
+    assert_healthy(at)
+    assert t("zh", "spec_title") in texts(at, "header") and t("zh", "spec_no_run") in texts(at, "caption")
+    at.button(key="spec_run").click().run()
+    assert_healthy(at)
+    spec_run, plain_run = _runs(at)
+    spec, plain = spec_run.trace, plain_run.trace
+    assert spec.prompt == sp.example_prompt("zh") and spec.verify_steps and not plain.verify_steps
+    assert sp.same_tokens(spec, plain) and spec.tokens_per_pass > 2  # the example repeats its prompt
+    assert sp.summary(spec, plain, "zh") in texts(at, "markdown")
+    at.number_input(key="spec_passes_guess").set_value(1)
+    at.radio(key="spec_ratio_guess").set_value("no")
+    at.button(key="spec_check").click().run()
+    assert_healthy(at)
+    passes, ratio = at.session_state["spec_grades"]
+    assert passes.correct and ratio.measured == sp.grade_ratio(spec, plain, "no").measured
+    feedback = texts(at, "info") + texts(at, "success")
+    assert sp.grade_words(passes, "zh") in feedback and sp.grade_words(ratio, "zh") in feedback
+    at.radio(key="lang").set_value("en").run()
+    assert_healthy(at)
+    assert t("en", "spec_title") in texts(at, "header") and sp.grade_words(passes, "en") in texts(at, "success")
+    at.button(key="spec_run").click().run()  # the English example now
+    assert_healthy(at)
+    assert _runs(at)[0].trace.prompt == sp.example_prompt("en") and at.session_state["spec_grades"] is None
+
+
+def test_a_k_the_engine_refuses_is_worded_in_the_pages_language():
+    for k in (0, 99):
+        try:
+            spec_config(k, GenerationConfig())
+        except InputError as err:
+            assert "16" in error_message(err, "en") and "16" in error_message(err, "zh")
+        else:
+            raise AssertionError(f"k = {k} must be refused")

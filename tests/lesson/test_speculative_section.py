@@ -1,0 +1,56 @@
+"""The speculative-decoding section's words and grades (lesson/speculative.py), from built traces, zh and en."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from lesson import speculative as sp
+from lesson.text import t
+from tests.factories import make_speculative_trace, make_trace
+
+LANGS = ("zh", "en")
+PLAIN = make_trace(output_pieces=tuple(f"o{i}" for i in range(8)), decode_ms=2.0)  # Decode steps of 2.0 ms
+
+
+def test_the_exercise_quotes_a_pass_that_guessed_4_and_kept_3_and_grades_one_pass():
+    spec = make_speculative_trace(((2, 1), (4, 3), (4, 4)))
+    assert sp.quoted_pass(spec).index == 2
+    right, wrong = sp.grade_passes(spec, 1), sp.grade_passes(spec, 4)
+    assert right.correct and not wrong.correct
+    assert right.params == {"n": "2", "drafted": "4", "kept": "3", "tokens": "4"}
+    for lang in LANGS:
+        assert "V2" in sp.grade_words(right, lang) and sp.grade_words(right, lang) != sp.grade_words(wrong, lang)
+
+
+def test_without_a_4_3_pass_the_exercise_quotes_the_pass_that_kept_the_most():
+    assert sp.quoted_pass(make_speculative_trace(((2, 1), (3, 3), (4, 0)))).index == 2
+    assert sp.grade_passes(make_trace(), 1) is None  # no verify pass: nothing to grade from
+
+
+@pytest.mark.parametrize(("verify_ms", "answer"), [(2.4, "no"), (12.0, "yes")])
+def test_the_pass_cost_answer_follows_the_measured_ratio(verify_ms, answer):
+    spec = make_speculative_trace(((4, 3), (2, 0), (4, 1)), verify_ms=verify_ms)
+    x, positions = sp.pass_ratio(spec, PLAIN)
+    assert positions == 5 and x == pytest.approx(verify_ms / 2.0)
+    grade = sp.grade_ratio(spec, PLAIN, answer)
+    assert grade.correct and grade.measured == answer and (x >= math.sqrt(5)) == (answer == "yes")
+    assert not sp.grade_ratio(spec, PLAIN, "yes" if answer == "no" else "no").correct
+    for lang in LANGS:
+        assert f"{x:.2f}" in sp.grade_words(grade, lang) and f"{x:.2f}" in sp.ratio_words(spec, PLAIN, lang)
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_summary_says_whether_the_tokens_are_plain_decodes(lang):
+    spec = make_speculative_trace()
+    assert sp.same_tokens(spec, spec) and not sp.same_tokens(spec, PLAIN)
+    assert sp.summary(spec, spec, lang).endswith(t(lang, "spec_same"))
+    assert sp.summary(spec, PLAIN, lang).endswith(t(lang, "spec_differ"))
+    assert f"{spec.tokens_per_pass:.2f}" in sp.summary(spec, spec, lang)
+    assert sp.passes_after_prefill(spec) == 4
+
+
+def test_the_answer_pieces_are_escaped_markdown():
+    trace = make_trace(output_pieces=("*bold*", "<b>"))
+    assert "*" not in sp.pieces(trace).replace("\\*", "") and "<b>" not in sp.pieces(trace)
