@@ -19,8 +19,10 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from engine.contract.trace import RequestTrace
 from lesson.alt_text import figure_alt, with_run_note
 from lesson.diagrams import DIAGRAMS, RUN_NOTED, render_animation
+from lesson.run_words import pass_phase
 from lesson.slides import LESSON_FIGURES
 from lesson.spread import run_label
 from lesson.style import classroom_style
@@ -103,7 +105,7 @@ def presenter_view(lang: str, run: StoredRun, link_box: Callable[[], None] | Non
         ss.class_step, ss.pending_class_step = ss.pending_class_step, None
     _figure(0)  # a forged or stale figure number back in range
     name = FIGURES[ss.presenter_figure][0]
-    _pass_controls(lang, total)
+    _pass_controls(lang, run.trace)
     step = shown_passes(total)
     with error_boundary(lang, "err_diagram"):
         run_note = run_label(run.headline, lang)  # the stored run: which repeat
@@ -115,14 +117,15 @@ def presenter_view(lang: str, run: StoredRun, link_box: Callable[[], None] | Non
         link_box()
 
 
-def _pass_controls(lang: str, total: int) -> None:
+def _pass_controls(lang: str, trace: RequestTrace) -> None:
     """One row: the pass before (← / Page Up), where the stepping stands, the pass after (→ / Page Down)."""
+    total = len(trace.steps)
     step = shown_passes(total)
     with st.container(key="presenter-controls"):
         back, position, forward = st.columns([1, 3, 1], vertical_alignment="center")
         back.button(t(lang, "presenter_prev"), key="pres_prev", icon=":material/skip_previous:",
                     help=t(lang, "presenter_prev_help"), on_click=_step, args=(-1, total, True), width="stretch")
-        phase = t(lang, "phase_prefill") if step == 1 else f"{t(lang, 'phase_decode')} {step - 1}"
+        phase = pass_phase(trace, step, lang)  # Prefill, Decode N, or Verify N (speculative decoding)
         with position.container(key="presenter-position"):  # browser tests read the step here
             st.progress(step / total, text=t(lang, "classroom_position", shown=step, total=total, phase=phase))
         forward.button(t(lang, "presenter_next"), key="pres_next", icon=":material/skip_next:", type="primary",

@@ -20,6 +20,7 @@ import streamlit as st
 
 from engine.contract.results import GenerationConfig
 from engine.contract.speculative import MAX_SPECULATIVE_TOKENS
+from engine.contract.trace import RequestTrace
 from engine.contract.worker.client import Done
 from engine.contract.worker.protocol import ModelRef
 from lesson import speculative as sp
@@ -41,29 +42,44 @@ def spec_config(k: int, base: GenerationConfig) -> GenerationConfig:
     return dataclasses.replace(base, speculative="ngram", num_speculative_tokens=k)
 
 
-def measured(ref: ModelRef, prompt: str, cfg: GenerationConfig, repeats: int, max_prompt_tokens: int,
-             args: RunArgs) -> StoredRun:
-    """One request run `repeats` times in the worker; the repeat nearest the medians kept (lesson.spread)."""
-    with closing(resources.stream_runs(ref, prompt, cfg, repeats=repeats, max_prompt_tokens=max_prompt_tokens)) as ev:
-        runs = next(event.result for event in ev if isinstance(event, Done))
-    trace, numbers = shown_run(runs)
-    return StoredRun(trace, args, "measured", run_stamp(datetime.datetime.now()), headline=numbers)
+def one_run(ref: ModelRef, prompt: str, cfg: GenerationConfig, max_prompt_tokens: int) -> RequestTrace:
+    """The request run once in the worker (its queue, like every measured call)."""
+    with closing(resources.stream_runs(ref, prompt, cfg, repeats=1, max_prompt_tokens=max_prompt_tokens)) as ev:
+        return next(event.result for event in ev if isinstance(event, Done))[0]
+
+
+def interleaved(ref: ModelRef, prompt: str, cfgs: tuple[GenerationConfig, ...], rounds: int,
+                max_prompt_tokens: int) -> list[list[RequestTrace]]:
+    """Each config's runs, taken in turns round by round (plain, guessing, plain, guessing, ...): a busy moment of
+    the machine lands on both, so the pass-cost ratio compares passes measured side by side."""
+    runs: list[list[RequestTrace]] = [[] for _ in cfgs]
+    for _ in range(rounds):
+        for kept, cfg in zip(runs, cfgs):
+            kept.append(one_run(ref, prompt, cfg, max_prompt_tokens))
+    return runs
 
 
 def run_both(lang: str, lm, settings, prompt: str, k: int) -> None:
-    """Plain Decode, then guessing, on the same prompt and greedy settings; both kept in the run store."""
+    """Plain Decode and guessing on the same prompt and greedy settings, interleaved `settings.repeats` rounds;
+    of each, the run nearest its medians (lesson.spread.shown_run) kept in the run store."""
     limits = settings.limits
     args = RunArgs(lm.ref.choice, lm.ref.device, lm.ref.dtype, prompt, sp.EXAMPLE_NEW_TOKENS, 0.0, 0, 1.0, 0,
                    limits.max_prompt_tokens)
     plain_cfg = resources.generation_config(sp.EXAMPLE_NEW_TOKENS, 0.0, 0, 1.0, 0, False)
     cfg = spec_config(k, plain_cfg)  # refused here, before any pass, when k is out of range
     with st.spinner(t(lang, "spec_running")):
-        plain = measured(lm.ref, prompt, plain_cfg, settings.repeats, limits.max_prompt_tokens, args)
-        spec = measured(lm.ref, prompt, cfg, settings.repeats, limits.max_prompt_tokens, args)
+        plains, specs = interleaved(lm.ref, prompt, (plain_cfg, cfg), settings.repeats, limits.max_prompt_tokens)
+    stamp = run_stamp(datetime.datetime.now())
+    plain, spec = stored(plains, args, stamp), stored(specs, args, stamp)
     ss = st.session_state
     ss.spec_run_id, ss.spec_plain_id = run_store.store().put(spec), run_store.store().put(plain)
     ss.spec_grades = None
     run_store.hold_session_runs()
+
+
+def stored(runs: list[RequestTrace], args: RunArgs, stamp: str) -> StoredRun:
+    trace, numbers = shown_run(runs)  # lesson.spread's one rule: the repeat nearest the medians
+    return StoredRun(trace, args, "measured", stamp, headline=numbers)
 
 
 def stored_pair() -> tuple[StoredRun, StoredRun] | None:

@@ -16,6 +16,7 @@ import time
 
 import streamlit as st
 
+from lesson.run_words import pass_phase
 from lesson.runs import REPLAY_PACES, replay_position, replay_times_s
 from lesson.text import t
 
@@ -73,7 +74,7 @@ def classroom_controls(lang: str, slot) -> None:
                   on_click=_set_class_step, args=(1, total, False))
         st.button(t(lang, "classroom_all"), key="class_all", width="stretch", icon=":material/last_page:",
                   on_click=_set_class_step, args=(total, total, False))
-        phase = t(lang, "phase_prefill") if shown == 1 else f"{t(lang, 'phase_decode')} {shown - 1}"
+        phase = pass_phase(run.trace, shown, lang)  # Prefill, Decode N, or Verify N (speculative decoding)
         with st.container(key="class_position"):  # browser tests read the step here
             st.progress(shown / total, text=t(lang, "classroom_position", shown=shown, total=total, phase=phase))
         st.caption(t(lang, "classroom_keys"))

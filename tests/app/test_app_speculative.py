@@ -11,7 +11,8 @@ from engine.contract.results import GenerationConfig
 from lesson import speculative as sp
 from lesson.messages import error_message
 from lesson.text import t
-from tests.app.apptest import assert_healthy, needs_model, read_on, texts
+from tests.app.apptest import assert_healthy, needs_model, put_run, read_on, texts
+from tests.factories import make_speculative_trace
 
 
 def _runs(at):
@@ -54,3 +55,23 @@ def test_a_k_the_engine_refuses_is_worded_in_the_pages_language():
             assert "16" in error_message(err, "en") and "16" in error_message(err, "zh")
         else:
             raise AssertionError(f"k = {k} must be refused")
+
+
+@needs_model
+def test_the_classroom_and_the_presenter_step_through_a_verify_pass_as_verify_n(app):
+    app.toggle(key="classroom").set_value(True).run()
+    put_run(app, make_speculative_trace())  # prefill, verify, decode, verify, verify
+    app.session_state["class_step"] = 2
+    app.run()
+    assert_healthy(app)
+    progress = [p.proto.text for p in app.get("progress")]
+    assert t("zh", "classroom_position", shown=2, total=5, phase="验证 1") in progress
+    app.toggle(key="presenter").set_value(True).run()
+    app.button(key="pres_next").click().run()
+    assert_healthy(app)
+    progress = [p.proto.text for p in app.get("progress")]
+    assert t("zh", "classroom_position", shown=3, total=5, phase="Decode 2") in progress
+    app.radio(key="lang").set_value("en").run()
+    app.button(key="pres_next").click().run()
+    progress = [p.proto.text for p in app.get("progress")]
+    assert t("en", "classroom_position", shown=4, total=5, phase="Verify 3") in progress

@@ -7,6 +7,7 @@ import math
 import pytest
 
 from lesson import speculative as sp
+from lesson.run_words import pass_phase
 from lesson.text import t
 from tests.factories import make_speculative_trace, make_trace
 
@@ -54,3 +55,11 @@ def test_the_summary_says_whether_the_tokens_are_plain_decodes(lang):
 def test_the_answer_pieces_are_escaped_markdown():
     trace = make_trace(output_pieces=("*bold*", "<b>"))
     assert "*" not in sp.pieces(trace).replace("\\*", "") and "<b>" not in sp.pieces(trace)
+
+
+def test_the_stepping_names_a_verify_pass_verify_n():
+    spec = make_speculative_trace()  # prefill, verify, decode, verify, verify
+    assert [pass_phase(spec, shown, "en") for shown in range(1, 6)] == [
+        "Prefill", "Verify 1", "Decode 2", "Verify 3", "Verify 4"]
+    assert pass_phase(spec, 2, "zh") == "验证 1" and pass_phase(spec, 3, "zh") == "Decode 2"
+    assert pass_phase(spec, 99, "zh") == "验证 4"  # past the end: the last pass
