@@ -14,6 +14,7 @@ from typing import Any
 import streamlit as st
 
 from engine.contract.config import Limits
+from engine.contract.speculative import MAX_SPECULATIVE_TOKENS
 from lesson.inputs import (
     DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, as_int_in_range, default_prompt, is_default_prompt,
 )
@@ -263,6 +264,10 @@ def repair_session(limits: Limits, model_choices: Sequence[str] = (DEFAULT_MODEL
     repair("compare_pins", keep_pins(ss.compare_pins, ss.history))
     if ss.replay_pace not in REPLAY_PACES:
         ss.replay_pace = DEFAULT_REPLAY_PACE
+    if ss.spec_source not in ("example", "yours"):
+        ss.spec_source = DEFAULTS["spec_source"]
+    if ss.spec_ratio_guess not in ("yes", "no"):
+        ss.spec_ratio_guess = DEFAULTS["spec_ratio_guess"]
     for key in ("anim_paused", "ignore_eos", "prefix_reuse"):
         repair(key, ss[key] is True)
     if ss.reset_model_choice:
@@ -277,6 +282,8 @@ def repair_session(limits: Limits, model_choices: Sequence[str] = (DEFAULT_MODEL
         "seed": (0, 2**31 - 1, 0),
         "demo_prompt_len": (1, DEMO_MAX_PROMPT, DEFAULTS["demo_prompt_len"]),
         "demo_output_len": (1, DEMO_MAX_OUTPUT, DEFAULTS["demo_output_len"]),
+        "spec_k": (1, MAX_SPECULATIVE_TOKENS, DEFAULTS["spec_k"]),  # a k the engine would refuse: said, and clamped
+        "spec_passes_guess": (0, 16, DEFAULTS["spec_passes_guess"]),
     }
     for key, (low, high, default) in ranges.items():
         fixed, ok = as_int_in_range(ss[key], low, high, default)

@@ -75,3 +75,22 @@ def test_the_classroom_and_the_presenter_step_through_a_verify_pass_as_verify_n(
     app.button(key="pres_next").click().run()
     progress = [p.proto.text for p in app.get("progress")]
     assert t("en", "classroom_position", shown=4, total=5, phase="Verify 3") in progress
+
+
+@needs_model
+def test_a_forged_k_is_said_and_set_back_and_my_prompt_runs_as_typed(app):
+    app.session_state["spec_k"] = 99  # e.g. a session value no widget would take
+    app.session_state["spec_source"] = "<b>forged</b>"
+    read_on(app)
+    assert_healthy(app)
+    warnings = texts(app, "warning")
+    assert t("zh", "err_length_range", name=t("zh", "spec_k"), value=99, clamped=16) in warnings
+    assert app.session_state["spec_k"] == 16 and app.session_state["spec_source"] == "example"
+    app.text_area(key="prompt").input("德国的首都是").run()
+    app.radio(key="spec_source").set_value("yours")
+    app.number_input(key="spec_k").set_value(2)
+    app.button(key="spec_run").click().run()
+    assert_healthy(app)
+    spec, plain = (run.trace for run in _runs(app))
+    assert spec.prompt == plain.prompt == "德国的首都是" and sp.same_tokens(spec, plain)
+    assert all(len(s.draft_ids) <= 2 for s in spec.verify_steps)
