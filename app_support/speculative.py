@@ -27,7 +27,8 @@ from lesson import speculative as sp
 from lesson.diagrams.acceptance import render_acceptance
 from lesson.downloads import download_stem, run_stamp
 from lesson.formats import fmt_ms
-from lesson.spread import shown_run
+from lesson.alt_text import with_run_note
+from lesson.spread import run_label, shown_run
 from lesson.text import t
 
 from . import resources, run_store
@@ -121,10 +122,10 @@ def figures(lang: str, spec_run: StoredRun, plain_run: StoredRun) -> None:
     """The run with guessing drawn (timeline, acceptance), both runs' tokens, the same-tokens check, the numbers."""
     spec, plain = spec_run.trace, plain_run.trace
     classroom = bool(st.session_state.get("classroom"))
-    view = whole_view(spec_run)
+    view, note = whole_view(spec_run), run_label(spec_run.headline, lang)  # which repeat: lesson.spread
     alt, stem = resources.diagram_words("timeline", view, lang)
-    svg_figure("spec_timeline", resources.diagram_svg("timeline", view, lang, classroom=classroom), lang,
-               t(lang, "spec_timeline_caption"), alt=alt, file_stem=stem)
+    svg_figure("spec_timeline", resources.diagram_svg("timeline", view, lang, classroom=classroom, run_note=note),
+               lang, t(lang, "spec_timeline_caption"), alt=with_run_note(alt, note), file_stem=stem)
     st.markdown(sp.summary(spec, plain, lang))
     with_col, plain_col = st.columns(2)
     with_col.markdown(t(lang, "spec_with", passes=sp.passes_after_prefill(spec)) + "\n\n" + sp.pieces(spec))

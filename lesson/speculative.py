@@ -14,7 +14,7 @@ import statistics
 from engine.contract.trace import RequestTrace, Step
 
 from .exercises import Grade
-from .formats import escape_markdown
+from .formats import escape_markdown, shown_piece
 from .text import t
 
 # A prompt whose answer repeats text the prompt holds: the embedded model recites its own lesson, so the
@@ -78,8 +78,8 @@ def quoted_pass(spec: RequestTrace) -> Step | None:
 
 
 def pieces(trace: RequestTrace) -> str:
-    """The answer's tokens, one │ between each, safe as Markdown (the text is the model's, not ours)."""
-    return " │ ".join(escape_markdown(p) for p in trace.output_pieces)
+    """The answer's tokens, one │ between each, a newline shown as ⏎, safe as Markdown (the model's text, not ours)."""
+    return " │ ".join(escape_markdown(shown_piece(p)) for p in trace.output_pieces)
 
 
 def summary(spec: RequestTrace, plain: RequestTrace, lang: str) -> str:

@@ -24,9 +24,15 @@ def test_the_section_runs_both_and_grades_both_predictions(app):
     at = read_on(app)
     assert_healthy(at)
     assert t("zh", "spec_title") in texts(at, "header") and t("zh", "spec_no_run") in texts(at, "caption")
+    images = len(at.get("image"))
     at.button(key="spec_run").click().run()
     assert_healthy(at)
     spec_run, plain_run = _runs(at)
+    alts = [img.proto.imgs[0].alt for img in at.get("image")]
+    assert len(alts) == images + 2 and t("zh", "spec_acc_alt", v=len(spec_run.trace.verify_steps),
+                                          kept=sum(s.num_accepted for s in spec_run.trace.verify_steps),
+                                          drafted=sum(len(s.draft_ids) for s in spec_run.trace.verify_steps),
+                                          x=f"{spec_run.trace.tokens_per_pass:.2f}") in alts
     spec, plain = spec_run.trace, plain_run.trace
     assert spec.prompt == sp.example_prompt("zh") and spec.verify_steps and not plain.verify_steps
     assert sp.same_tokens(spec, plain) and spec.tokens_per_pass > 2  # the example repeats its prompt

@@ -63,3 +63,7 @@ def test_the_stepping_names_a_verify_pass_verify_n():
         "Prefill", "Verify 1", "Decode 2", "Verify 3", "Verify 4"]
     assert pass_phase(spec, 2, "zh") == "验证 1" and pass_phase(spec, 3, "zh") == "Decode 2"
     assert pass_phase(spec, 99, "zh") == "验证 4"  # past the end: the last pass
+
+
+def test_a_newline_piece_is_shown_not_broken():
+    assert sp.pieces(make_trace(output_pieces=("a\n", "b"))) == "a⏎ │ b"
