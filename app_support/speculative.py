@@ -137,6 +137,9 @@ def figures(lang: str, spec_run: StoredRun, plain_run: StoredRun) -> None:
                      x=f"{spec.tokens_per_pass or 1.0:.2f}"),
                file_stem=f"{download_stem(spec, spec_run.stamp)}_acceptance")
     st.markdown(sp.ratio_words(spec, plain, lang))
+    drafter = sp.draft_cost_words(spec, lang)
+    if drafter is not None:
+        st.caption(drafter)
     m, pm = spec.metrics, plain.metrics
     if m is not None and pm is not None and m.tpot_ms is not None and pm.tpot_ms is not None:
         st.caption(t(lang, "spec_metrics", tpot=fmt_ms(m.tpot_ms), itl=fmt_ms(m.mean_itl_ms),

@@ -101,6 +101,14 @@ def ratio_words(spec: RequestTrace, plain: RequestTrace, lang: str) -> str:
              decode_ms=f"{median_decode_ms(plain):.2f}", x=f"{ratio[0]:.2f}")
 
 
+def draft_cost_words(spec: RequestTrace, lang: str) -> str | None:
+    """The drafter's own time (Step.draft_ms: in the next token's ITL, and in the run's tokens per second)."""
+    verify = spec.verify_steps
+    if not verify:
+        return None
+    return t(lang, "spec_draft_cost", ms=f"{sum(s.draft_ms for s in verify):.2f}", v=len(verify))
+
+
 # --- the two predict-then-measure exercises, graded from the two runs ----------------------------------
 
 def grade_passes(spec: RequestTrace, guess: float) -> Grade | None:

@@ -67,3 +67,9 @@ def test_the_stepping_names_a_verify_pass_verify_n():
 
 def test_a_newline_piece_is_shown_not_broken():
     assert sp.pieces(make_trace(output_pieces=("a\n", "b"))) == "a⏎ │ b"
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_drafters_own_time_is_said(lang):
+    spec = make_speculative_trace(((4, 3), (2, 0)))  # each verify pass drafted in 0.05 ms
+    assert "0.10" in sp.draft_cost_words(spec, lang) and sp.draft_cost_words(make_trace(), lang) is None

@@ -34,6 +34,7 @@ TEXT = {
     "spec_metrics": "With guessing: TPOT {tpot} ms, mean ITL {itl} ms. Plain Decode: TPOT {plain_tpot} ms, mean ITL {plain_itl} ms.",
     "spec_ratio": ("The widest verify pass here ({positions} positions) took {ms} ms, plain Decode's median step "
                    "{decode_ms} ms: **{x}x**."),
+    "spec_draft_cost": "The drafter's own time, before its passes: {ms} ms in all over {v} verify passes (a search of the tokens so far, no model).",
     "spec_ratio_none": "This run has no verify pass to time against a Decode step (the drafter found nothing to guess).",
     "spec_ex_title": "Predict, then measure",
     "spec_ex_passes_q": "The drafter guessed 4 tokens and 3 were accepted: how many target passes did these 4 tokens cost?",

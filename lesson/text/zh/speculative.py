@@ -30,6 +30,7 @@ TEXT = {
                  "TPOT 低于平均 ITL；普通 Decode 里两者相等。"),
     "spec_metrics": "先猜再验证：TPOT {tpot} ms，平均 ITL {itl} ms。普通 Decode：TPOT {plain_tpot} ms，平均 ITL {plain_itl} ms。",
     "spec_ratio": "这里最宽的一次验证（{positions} 个位置）用了 {ms} ms，普通 Decode 一步的中位数是 {decode_ms} ms：**{x} 倍**。",
+    "spec_draft_cost": "起草者自己的时间（在各次验证之前）：{v} 次验证共 {ms} ms（在已有 Token 里查找，不用模型）。",
     "spec_ratio_none": "这次运行没有可以和 Decode 一步对比计时的验证前向（起草者没有找到可猜的内容）。",
     "spec_ex_title": "先预测，再测量",
     "spec_ex_passes_q": "起草者猜了 4 个 Token，其中 3 个被接受：这 4 个 Token 花了几次目标模型前向？",
