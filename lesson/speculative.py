@@ -135,4 +135,7 @@ def grade_ratio(spec: RequestTrace, plain: RequestTrace, guess: str) -> Grade | 
 
 
 def grade_words(grade: Grade, lang: str) -> str:
-    return t(lang, grade.key + ("_right" if grade.correct else "_wrong"), **grade.params)
+    words = t(lang, grade.key + ("_right" if grade.correct else "_wrong"), **grade.params)
+    if grade.key == "spec_ex_passes" and (grade.params["drafted"], grade.params["kept"]) != ("4", "3"):
+        words += ("" if lang == "zh" else " ") + t(lang, "spec_ex_passes_other")  # the run's nearest pass, said so
+    return words

@@ -37,6 +37,7 @@ def test_the_section_runs_both_and_grades_both_predictions(app):
     assert spec.prompt == sp.example_prompt("zh") and spec.verify_steps and not plain.verify_steps
     assert sp.same_tokens(spec, plain) and spec.tokens_per_pass > 2  # the example repeats its prompt
     assert sp.summary(spec, plain, "zh") in texts(at, "markdown")
+    assert sp.draft_cost_words(spec, "zh") in texts(at, "caption") and " ms ms" not in texts(at, "caption")
     at.number_input(key="spec_passes_guess").set_value(1)
     at.radio(key="spec_ratio_guess").set_value("no")
     at.button(key="spec_check").click().run()

@@ -73,3 +73,11 @@ def test_a_newline_piece_is_shown_not_broken():
 def test_the_drafters_own_time_is_said(lang):
     spec = make_speculative_trace(((4, 3), (2, 0)))  # each verify pass drafted in 0.05 ms
     assert "0.10" in sp.draft_cost_words(spec, lang) and sp.draft_cost_words(make_trace(), lang) is None
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_run_without_a_4_3_pass_says_which_pass_it_quotes(lang):
+    exact = sp.grade_passes(make_speculative_trace(((4, 3),)), 1)
+    nearest = sp.grade_passes(make_speculative_trace(((4, 4),)), 1)
+    assert t(lang, "spec_ex_passes_other") not in sp.grade_words(exact, lang)
+    assert sp.grade_words(nearest, lang).endswith(t(lang, "spec_ex_passes_other"))

@@ -31,7 +31,7 @@ TEXT = {
     "spec_itl": ("**How ITL counts here** (vLLM's rule): every token of a pass arrives when the pass ends. TPOT "
                  "divides the time after the first token by every token after it; ITL has one gap per pass that "
                  "delivered tokens. So with guessing TPOT falls below the mean ITL; in plain Decode the two are equal."),
-    "spec_metrics": "With guessing: TPOT {tpot} ms, mean ITL {itl} ms. Plain Decode: TPOT {plain_tpot} ms, mean ITL {plain_itl} ms.",
+    "spec_metrics": "With guessing: TPOT {tpot}, mean ITL {itl}. Plain Decode: TPOT {plain_tpot}, mean ITL {plain_itl}.",
     "spec_ratio": ("The widest verify pass here ({positions} positions) took {ms} ms, plain Decode's median step "
                    "{decode_ms} ms: **{x}x**."),
     "spec_draft_cost": "The drafter's own time, before its passes: {ms} ms in all over {v} verify passes (a search of the tokens so far, no model).",
@@ -47,6 +47,7 @@ TEXT = {
                              "own token: {tokens} tokens from one target pass, where plain Decode spends {tokens}."),
     "spec_ex_passes_wrong": ("One. In this run pass V{n} checked {drafted} guesses, kept {kept} and added its own "
                              "token: {tokens} tokens from one target pass, where plain Decode spends {tokens}."),
+    "spec_ex_passes_other": "(No pass of this run guessed 4 and kept 3; this is the one that kept the most.)",
     "spec_ex_ratio_right": ("Right: measured {x}x (the line between the answers: {mid}x, halfway from 1x to "
                             "{positions}x on a log scale). A Decode step mostly reads the weights; more positions "
                             "read them once."),

@@ -28,7 +28,7 @@ TEXT = {
     "spec_itl": ("**这里 ITL 怎么算**（vLLM 的规则）：一次前向里的每个 Token 都在这次前向结束时到达。TPOT 用首个 "
                  "Token 之后的时间除以其后的每一个 Token；ITL 则是每次送出 Token 的前向算一个间隔。所以先猜再验证时 "
                  "TPOT 低于平均 ITL；普通 Decode 里两者相等。"),
-    "spec_metrics": "先猜再验证：TPOT {tpot} ms，平均 ITL {itl} ms。普通 Decode：TPOT {plain_tpot} ms，平均 ITL {plain_itl} ms。",
+    "spec_metrics": "先猜再验证：TPOT {tpot}，平均 ITL {itl}。普通 Decode：TPOT {plain_tpot}，平均 ITL {plain_itl}。",
     "spec_ratio": "这里最宽的一次验证（{positions} 个位置）用了 {ms} ms，普通 Decode 一步的中位数是 {decode_ms} ms：**{x} 倍**。",
     "spec_draft_cost": "起草者自己的时间（在各次验证之前）：{v} 次验证共 {ms} ms（在已有 Token 里查找，不用模型）。",
     "spec_ratio_none": "这次运行没有可以和 Decode 一步对比计时的验证前向（起草者没有找到可猜的内容）。",
@@ -43,6 +43,7 @@ TEXT = {
                              "一次目标前向得到 {tokens} 个 Token，普通 Decode 要 {tokens} 次。"),
     "spec_ex_passes_wrong": ("一次。这次运行里 V{n} 验证了 {drafted} 个猜测，保留 {kept} 个，再加上自己的 Token："
                              "一次目标前向得到 {tokens} 个 Token，普通 Decode 要 {tokens} 次。"),
+    "spec_ex_passes_other": "（这次运行里没有猜 4 个、保留 3 个的验证；这是保留最多的一次。）",
     "spec_ex_ratio_right": ("对：测得 {x} 倍（两个答案的分界是 {mid} 倍，即对数刻度上 1 倍与 {positions} 倍的中点）。"
                             "Decode 一步主要在读权重；多几个位置，权重仍只读一遍。"),
     "spec_ex_ratio_wrong": ("这里不是：测得 {x} 倍（两个答案的分界是 {mid} 倍，即对数刻度上 1 倍与 {positions} 倍的中点）。"
