@@ -89,7 +89,7 @@ def summary(spec: RequestTrace, plain: RequestTrace, lang: str) -> str:
     key = "spec_same" if same_tokens(spec, plain) else "spec_differ"
     return t(lang, "spec_summary", tokens=len(spec.output_ids), spec_passes=passes_after_prefill(spec),
              plain_passes=passes_after_prefill(plain), kept=kept, drafted=drafted,
-             x=f"{spec.tokens_per_pass or 1.0:.2f}") + " " + t(lang, key)
+             x=f"{spec.tokens_per_pass or 1.0:.2f}") + ("" if lang == "zh" else " ") + t(lang, key)
 
 
 def ratio_words(spec: RequestTrace, plain: RequestTrace, lang: str) -> str:
@@ -135,7 +135,11 @@ def grade_ratio(spec: RequestTrace, plain: RequestTrace, guess: str) -> Grade | 
 
 
 def grade_words(grade: Grade, lang: str) -> str:
-    words = t(lang, grade.key + ("_right" if grade.correct else "_wrong"), **grade.params)
+    answer = t(lang, f"spec_ex_{grade.measured}") if grade.key == "spec_ex_ratio" else ""  # the measured "yes"/"no"
+    words = t(lang, grade.key + ("_right" if grade.correct else "_wrong"), answer=answer, **grade.params)
+    joiner = "" if lang == "zh" else " "  # Chinese sentences run on without a space
     if grade.key == "spec_ex_passes" and (grade.params["drafted"], grade.params["kept"]) != ("4", "3"):
-        words += ("" if lang == "zh" else " ") + t(lang, "spec_ex_passes_other")  # the run's nearest pass, said so
+        words += joiner + t(lang, "spec_ex_passes_other")  # the run's nearest pass, said so
+    if grade.key == "spec_ex_ratio":
+        words += joiner + t(lang, f"spec_ex_ratio_why_{grade.measured}")  # why, as measured
     return words

@@ -81,3 +81,17 @@ def test_a_run_without_a_4_3_pass_says_which_pass_it_quotes(lang):
     nearest = sp.grade_passes(make_speculative_trace(((4, 4),)), 1)
     assert t(lang, "spec_ex_passes_other") not in sp.grade_words(exact, lang)
     assert sp.grade_words(nearest, lang).endswith(t(lang, "spec_ex_passes_other"))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize(("verify_ms", "measured"), [(2.4, "no"), (12.0, "yes")])
+def test_the_pass_cost_answer_says_why_as_measured(lang, verify_ms, measured):
+    grade = sp.grade_ratio(make_speculative_trace(((4, 3),), verify_ms=verify_ms), PLAIN, "yes")
+    assert sp.grade_words(grade, lang).endswith(t(lang, f"spec_ex_ratio_why_{measured}"))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_a_wrong_pass_cost_answer_names_the_measured_one(lang):
+    spec = make_speculative_trace(((4, 3),), verify_ms=12.0)  # 6x a Decode step: "yes"
+    words = sp.grade_words(sp.grade_ratio(spec, PLAIN, "no"), lang)
+    assert f"“{t(lang, 'spec_ex_yes')}”" in words and "{" not in words

@@ -49,11 +49,13 @@ TEXT = {
                              "token: {tokens} tokens from one target pass, where plain Decode spends {tokens}."),
     "spec_ex_passes_other": "(No pass of this run guessed 4 and kept 3; this is the one that kept the most.)",
     "spec_ex_ratio_right": ("Right: measured {x}x (the line between the answers: {mid}x, halfway from 1x to "
-                            "{positions}x on a log scale). A Decode step mostly reads the weights; more positions "
-                            "read them once."),
-    "spec_ex_ratio_wrong": ("Not here: measured {x}x (the line between the answers: {mid}x, halfway from 1x to "
-                            "{positions}x on a log scale). A Decode step mostly reads the weights; more positions "
-                            "read them once."),
+                            "{positions}x on a log scale)."),
+    "spec_ex_ratio_wrong": ("Here the answer is “{answer}”: measured {x}x (the line between the answers: {mid}x, "
+                            "halfway from 1x to {positions}x on a log scale)."),
+    "spec_ex_ratio_why_no": ("A pass pays for reading the weights and a fixed overhead per pass (most of it, on this "
+                             "small model); more positions pay them once."),
+    "spec_ex_ratio_why_yes": ("Here the extra positions cost compute of their own: this pass is no longer bound by "
+                              "reading the weights or by its fixed overhead."),
     "spec_acc_alt": "Acceptance chart: {v} verify passes kept {kept} of {drafted} drafts, {x} tokens per target pass.",
     "phase_step_decode": "Decode {n}",
     "phase_step_verify": "Verify {n}",

@@ -44,10 +44,10 @@ TEXT = {
     "spec_ex_passes_wrong": ("一次。这次运行里 V{n} 验证了 {drafted} 个猜测，保留 {kept} 个，再加上自己的 Token："
                              "一次目标前向得到 {tokens} 个 Token，普通 Decode 要 {tokens} 次。"),
     "spec_ex_passes_other": "（这次运行里没有猜 4 个、保留 3 个的验证；这是保留最多的一次。）",
-    "spec_ex_ratio_right": ("对：测得 {x} 倍（两个答案的分界是 {mid} 倍，即对数刻度上 1 倍与 {positions} 倍的中点）。"
-                            "Decode 一步主要在读权重；多几个位置，权重仍只读一遍。"),
-    "spec_ex_ratio_wrong": ("这里不是：测得 {x} 倍（两个答案的分界是 {mid} 倍，即对数刻度上 1 倍与 {positions} 倍的中点）。"
-                            "Decode 一步主要在读权重；多几个位置，权重仍只读一遍。"),
+    "spec_ex_ratio_right": ("对：测得 {x} 倍（两个答案的分界是 {mid} 倍，即对数刻度上 1 倍与 {positions} 倍的中点）。"),
+    "spec_ex_ratio_wrong": ("这里的答案是“{answer}”：测得 {x} 倍（两个答案的分界是 {mid} 倍，即对数刻度上 1 倍与 {positions} 倍的中点）。"),
+    "spec_ex_ratio_why_no": "一次前向要读一遍权重，还有每次前向的固定开销（这个小模型上以后者为主）；多几个位置，这些仍只付一次。",
+    "spec_ex_ratio_why_yes": "这里多出的位置有了自己的计算量：这次前向已不再只受读权重或固定开销限制。",
     "spec_acc_alt": "接受情况图：{v} 次验证，{drafted} 个猜测保留 {kept} 个，每次目标前向 {x} 个 Token。",
     "phase_step_decode": "Decode {n}",
     "phase_step_verify": "验证 {n}",
