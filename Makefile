@@ -23,14 +23,16 @@ $(VENV)/.installed: pyproject.toml
 	-@$(BIN)/python -m pytest --collect-only -q -p no:cacheprovider >/dev/null 2>&1
 	touch $@
 
+# PORT: where the app listens (another app already on 8501: make app PORT=8502).
+app: PORT ?= 8501
 app: setup
-	$(BIN)/streamlit run app.py
+	$(BIN)/streamlit run app.py --server.port $(PORT)
 
 # A class on one machine: REPLICAS app replicas behind HAProxy (sticky websockets), clients of WORKERS engine
 # workers (deploy/classroom.py; Debian: apt-get install haproxy). PORT is the proxy's.
 REPLICAS ?= 2
 WORKERS ?= 1
-PORT ?= 8500
+classroom: PORT ?= 8500
 classroom: setup
 	$(BIN)/python deploy/classroom.py --replicas $(REPLICAS) --workers $(WORKERS) --port $(PORT)
 

@@ -10,6 +10,7 @@
     links         a link that reopens a state: the page's settings in the URL's query, and back
     run_panel     the lesson's prompt, lengths, token split and Run (streamed); the stored run
     stepping      one pass at a time: classroom stepping and the slow-motion replay
+    class_position where the classroom's stepping stands (a pass, or the run's end) and its words
     presenter     the presenter view: one of the lesson's figures per screen, a pass at a time
     compare       two runs of the session side by side, on the same axes
     sections      the lesson's sections, in the page's order
@@ -23,8 +24,8 @@
     serving, serving_remote, prefix_cache   the serving lab page; its probe of real servers and vLLM files;
                   its prefix-caching part
 
-The in-page scripts are files of their own (classroom_keys.js, sketch_live.js, read_on.js, tidy_address.js),
-read once at import. Anything that is not Streamlit-specific (limits, words, number formats, error
-messages) lives in `lesson/` (`lesson.inputs`, `lesson.formats`, `lesson.text`, `lesson.messages`) so it can
-be tested alone.
+The in-page scripts are files of their own (classroom_keys.js, sketch_live.js, read_on.js, tidy_address.js,
+wait_clock.js, streamlit_words.js), read once at import. Anything that is not Streamlit-specific (limits,
+words, number formats, error messages) lives in `lesson/` (`lesson.inputs`, `lesson.formats`, `lesson.text`,
+`lesson.messages`) so it can be tested alone.
 """

@@ -130,12 +130,14 @@ def _floor_figures(lang: str, floors, stem: str) -> None:
     st.subheader(t(lang, "lab_roofline_title"), anchor="roofline")
     st.markdown(t(lang, "lab_roofline_intro"))
     with error_boundary(lang, "err_diagram"):
+        from lesson.charts.common import classroom_fonts
         from lesson.charts.lab import roofline_figure, step_floors_figure
 
-        st.plotly_chart(roofline_figure(floors, lang), key="lab_roofline", width="stretch",
+        classroom = st.session_state.classroom  # a projector's type: no chart text under the body text
+        st.plotly_chart(roofline_figure(floors, lang, classroom=classroom), key="lab_roofline", width="stretch",
                         config=plotly_config(lang))
-        st.plotly_chart(step_floors_figure(floors, lang), key="lab_step_floors", width="stretch",
-                        config=plotly_config(lang))
+        st.plotly_chart(classroom_fonts(step_floors_figure(floors, lang), classroom), key="lab_step_floors",
+                        width="stretch", config=plotly_config(lang))
         if floors.random_weights:
             st.caption(t(lang, "random_weights_note"))
         _svg_downloads(lang, floors, stem)
@@ -204,11 +206,12 @@ def _sweeps(lang: str, lm, settings: ServerSettings) -> None:
 def _kept_sweep(lang: str, kind: str, sweep_json: str) -> None:
     """A sweep measured on this server: its figure, its words, when it was measured, its downloads."""
     with error_boundary(lang, "err_diagram"):
+        from lesson.charts.common import classroom_fonts
         from lesson.charts.lab import sweep_figure
 
         sweep = Sweep.from_json(sweep_json)
-        st.plotly_chart(sweep_figure(sweep, lang), key=f"lab_sweep_{kind}", width="stretch",
-                        config=plotly_config(lang))
+        st.plotly_chart(classroom_fonts(sweep_figure(sweep, lang), st.session_state.classroom),
+                        key=f"lab_sweep_{kind}", width="stretch", config=plotly_config(lang))
         st.caption(lab_sweep_caption(sweep, lang))
         st.caption(lab_sweep_kept_text(sweep, lang))  # when and where: a kept sweep says how old it is
         if sweep.random_weights:

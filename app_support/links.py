@@ -137,8 +137,12 @@ def apply_link(path: str, settings: ServerSettings, model_choices) -> bool:
         return False
     query = {name: st.query_params[name] for name in st.query_params}
     signature = (path, tuple(sorted(query.items())))
+    if not query:
+        _check_overflow()
     if not query or ss.link_applied == signature:
         return False
+    if DROPPED_PARAM in query:  # the address's query was past Streamlit's bounds: dropped before we saw it
+        return _dropped(path, query, signature)
     if set(query) == {"lang"}:  # the language kept in the address bar (keep_language): not a link
         return _language_only(query["lang"])
     ss.link_applied = signature
@@ -146,11 +150,42 @@ def apply_link(path: str, settings: ServerSettings, model_choices) -> bool:
     read = read_query(page_fields(path, settings, model_choices), query)
     problems = list(read.problems)
     if read.refused:  # not one of our links: nothing set, nothing measured, one message
+        _language_only(str(query.get("lang", "")), first_run_only=False)  # said in the address's own language
         ss.link_notice = (path, None, [(p.key, dict(p.params)) for p in problems])
         return True
     _set_values(read)
     outcome = _measure_or_open(path, read, settings, problems)
     ss.link_notice = (path, outcome, [(p.key, dict(p.params)) for p in problems])
+    return True
+
+
+# Streamlit drops a query past its own bounds whole, before the page reads it (its log says "Ignoring
+# query string with N parameters"): the page would open in the default language and say nothing. A fixed
+# script in the page (overflow_address.js) finds that on a session's first run and opens the page again
+# with the address's language and DROPPED_PARAM: how many values it had.
+DROPPED_PARAM = "link_dropped"
+STREAMLIT_MAX_FIELDS, STREAMLIT_MAX_CHARS = 1000, 512 * 1024  # streamlit.runtime.state.query_params' bounds
+OVERFLOW_JS = (Path(__file__).with_name("overflow_address.js").read_text(encoding="utf-8")
+               .replace("__MAX_FIELDS__", str(STREAMLIT_MAX_FIELDS)).replace("__MAX_CHARS__", str(STREAMLIT_MAX_CHARS))
+               .replace("__LANGUAGES__", json.dumps(list(LANGUAGES))).replace("__PARAM__", DROPPED_PARAM))
+
+
+def _check_overflow() -> None:
+    """On a session's first run with no query: the script that tells a dropped query from none."""
+    if st.session_state.setdefault("link_overflow_checked", False):
+        return
+    st.session_state.link_overflow_checked = True
+    st.html(f"\n<script>\n{OVERFLOW_JS}</script>\n", unsafe_allow_javascript=True)
+
+
+def _dropped(path: str, query: dict[str, str], signature: tuple) -> bool:
+    """The page opened again by overflow_address.js: the notice of a link too long to read, in its language."""
+    ss = st.session_state
+    ss.link_applied, ss.link_tidy = signature, "to_draw"
+    _language_only(str(query.get("lang", "")), first_run_only=False)
+    count = str(query[DROPPED_PARAM])
+    n = count if count.isdigit() and len(count) <= 9 else "?"
+    ss.link_notice = (path, None, [("link_too_many", {"n": n, "limit": str(STREAMLIT_MAX_FIELDS)})])
     return True
 
 
@@ -177,12 +212,13 @@ def tidy_address(lang: str) -> None:
             unsafe_allow_javascript=True)
 
 
-def _language_only(raw: str) -> bool:
+def _language_only(raw: str, first_run_only: bool = True) -> bool:
     """`?lang=en` alone, on a session's first run (a reload, a page opened from the address bar): the
     language set, nothing else measured or said; a language this page does not have is left alone.
-    True when it changed."""
+    True when it changed. `first_run_only` False: a link refused whole still sets its language, so its
+    notice is said in it."""
     ss = st.session_state
-    if ss.lang_in_url or raw not in LANGUAGES or raw == ss.lang:
+    if (ss.lang_in_url and first_run_only) or raw not in LANGUAGES or raw == ss.lang:
         return False  # after the session's first run the address bar says what the switch chose
     ss.lang = raw
     state.language_changed()  # the lesson's example follows the language, as the switch does

@@ -9,6 +9,7 @@ figure (lesson/diagrams/prefix_cache.py). With the switch off it says how to see
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 
 import streamlit as st
 
@@ -17,6 +18,7 @@ from lesson.formats import escape_markdown
 from lesson.prefix_views import prefix_alt, prefix_records, ttft_heading, ttft_records, ttft_sentence
 from lesson.serving_views import run_label
 from lesson.slides import serving_stem
+from lesson.style import DEFAULT_STYLE
 from lesson.text import t
 
 from . import resources
@@ -24,9 +26,15 @@ from .run_store import ServingSet
 from .ui import svg_figure
 
 
+# Outside classroom mode the block table is still drawn to the column's width (its cells fold, as in classroom
+# mode) instead of as wide as its 32 blocks: shrunk into the column its labels came out at 7-8.6 px.
+PAGE_COLUMN_UNITS = 820
+
+
 @functools.lru_cache(maxsize=64)
 def prefix_svg(shown: ServingSet, k: int, lang: str, classroom: bool = False) -> str:
-    return render_prefix_cache(shown.runs[k], lang=lang, style=resources.figure_style(classroom))
+    style = resources.figure_style(classroom) if classroom else replace(DEFAULT_STYLE, max_width=PAGE_COLUMN_UNITS)
+    return render_prefix_cache(shown.runs[k], lang=lang, style=style)
 
 
 def section(lang: str, shown: ServingSet, tag: str) -> None:

@@ -8,8 +8,9 @@ speaker notes, the lesson's sentence for that figure (lesson.slides.LESSON_FIGUR
 the whole run's size at every pass (its `full=`), so nothing moves while stepping.
 
 The view is a fragment: a step redraws it alone, not the whole lesson page (a step then takes well
-under 0.5 s). The keys press its buttons (ui.CLASSROOM_KEYS: → ← Page Down / Up step the passes,
-Home / End the first and last pass, ↓ ↑ the figure: the page is drawn again for another figure).
+under 0.5 s). The keys press its buttons (ui.CLASSROOM_KEYS: → Space Enter Page Down next, ← Page Up
+Backspace back, Home / End the first and last pass, ↓ ↑ the figure: the page is drawn again for another
+figure, Esc leaves the view). After the last pass "next" stands at the run's end, which says what comes next.
 """
 
 from __future__ import annotations
@@ -22,15 +23,16 @@ import streamlit as st
 from engine.contract.trace import RequestTrace
 from lesson.alt_text import figure_alt, with_run_note
 from lesson.diagrams import DIAGRAMS, RUN_NOTED, render_animation
-from lesson.run_words import pass_phase
 from lesson.slides import LESSON_FIGURES
 from lesson.spread import run_label
 from lesson.style import classroom_style
 from lesson.text import t
 
+from lesson.class_steps import ClassPosition, step_back, step_forward
 from lesson.inputs import is_default_prompt
 
 from . import pass_floors, run_store, state
+from .class_position import class_position, end_note, keep_position, position_words
 from .resources import server_settings
 from .run_store import RunView, StoredRun
 from .ui import error_boundary
@@ -71,22 +73,44 @@ def stretch_offered(step: int, total: int) -> int | None:
     """At the last pass of the lesson's own example (its short prompt, not stretched yet), the next step
     is the stretched prompt ("show the difference": the same prompt after the lesson's sentences, at the
     server's longest): the prompt length it runs at, else None."""
-    ss = st.session_state
     longest = server_settings().limits.max_prompt_tokens
     run = run_store.current()
-    if step < total or ss.prompt_len or not is_default_prompt(ss.prompt) or run is None:
+    if step < total or _widget_value("prompt_len") or not is_default_prompt(_widget_value("prompt")) or run is None:
         return None
     return longest if run.trace.prompt_len < longest else None
 
 
+def _widget_value(key: str):
+    """A run panel's widget value, also where the page does not draw the panel (the presenter view's
+    fragment, whose runs do not put back what Streamlit forgot: state.keep_widget_values)."""
+    ss = st.session_state
+    return ss[key] if key in ss else ss.get(state.KEPT, {}).get(key, state.DEFAULTS[key])
+
+
 def stretch() -> None:
     """The next step after the default example: its prompt stretched and run (the run starts at Prefill)."""
+    st.session_state.class_at_end = False
     state.show_the_difference(server_settings().limits)
 
 
 def _step(value: int, total: int, relative: bool) -> None:
     current = shown_passes(total)
-    st.session_state.class_step = max(1, min(total, current + value if relative else value))
+    keep_position(ClassPosition(max(1, min(total, current + value if relative else value))))
+
+
+def _next(total: int) -> None:
+    """→ in the presenter view: a pass on, and after the last pass the run's end, which says what comes
+    next; nothing starts from here (the run panel is on the lesson page)."""
+    keep_position(step_forward(class_position(total), total, next_offered=False)[0])
+
+
+def _back(total: int) -> None:
+    keep_position(step_back(class_position(total), total))
+
+
+def _leave() -> None:
+    """Esc: back to the scrolling lesson page (the toggle's value, set before the page draws it)."""
+    st.session_state.presenter = False
 
 
 def _figure(delta: int) -> None:
@@ -102,10 +126,10 @@ def presenter_view(lang: str, run: StoredRun, link_box: Callable[[], None] | Non
     ss = st.session_state
     total = run.num_passes
     if ss.pending_class_step is not None:  # a link's step (app_support/links.py), as the lesson page applies it
-        ss.class_step, ss.pending_class_step = ss.pending_class_step, None
+        ss.class_step, ss.pending_class_step, ss.class_at_end = ss.pending_class_step, None, False
     _figure(0)  # a forged or stale figure number back in range
     name = FIGURES[ss.presenter_figure][0]
-    _pass_controls(lang, run.trace)
+    _pass_controls(lang, total, run.trace)
     step = shown_passes(total)
     with error_boundary(lang, "err_diagram"):
         run_note = run_label(run.headline, lang)  # the stored run: which repeat
@@ -117,19 +141,22 @@ def presenter_view(lang: str, run: StoredRun, link_box: Callable[[], None] | Non
         link_box()
 
 
-def _pass_controls(lang: str, trace: RequestTrace) -> None:
-    """One row: the pass before (← / Page Up), where the stepping stands, the pass after (→ / Page Down)."""
-    total = len(trace.steps)
-    step = shown_passes(total)
+def _pass_controls(lang: str, total: int, trace: RequestTrace) -> None:
+    """One row: the pass before (← / Page Up), where the stepping stands, the pass after (→ / Page Down).
+    Past the last pass (the run's end) the middle says what comes next instead of the progress bar."""
+    position = class_position(total)
     with st.container(key="presenter-controls"):
-        back, position, forward = st.columns([1, 3, 1], vertical_alignment="center")
+        back, middle, forward = st.columns([1, 3, 1], vertical_alignment="center")
         back.button(t(lang, "presenter_prev"), key="pres_prev", icon=":material/skip_previous:",
-                    help=t(lang, "presenter_prev_help"), on_click=_step, args=(-1, total, True), width="stretch")
-        phase = pass_phase(trace, step, lang)  # Prefill, Decode N, or Verify N (speculative decoding)
-        with position.container(key="presenter-position"):  # browser tests read the step here
-            st.progress(step / total, text=t(lang, "classroom_position", shown=step, total=total, phase=phase))
+                    help=t(lang, "presenter_prev_help"), on_click=_back, args=(total,), width="stretch")
+        with middle.container(key="presenter-position"):  # browser tests read the step here
+            if position.at_end:
+                end_note(lang, total, stretch_offered(total, total), presenting=True)
+            else:
+                st.progress(position.step / total, text=position_words(lang, position, trace))
         forward.button(t(lang, "presenter_next"), key="pres_next", icon=":material/skip_next:", type="primary",
-                       help=t(lang, "presenter_next_help"), on_click=_step, args=(1, total, True), width="stretch")
+                       help=t(lang, "presenter_next_help"), on_click=_next, args=(total,), width="stretch",
+                       disabled=position.at_end)
     with st.container(key="presenter-jumps"):  # Home / End press these (hidden: ui.PRESENTER_CSS)
         st.button(t(lang, "classroom_reset"), key="pres_first", on_click=_step, args=(1, total, False))
         st.button(t(lang, "classroom_all"), key="pres_last", on_click=_step, args=(total, total, False))
@@ -144,5 +171,7 @@ def sidebar_controls(lang: str) -> None:
     with st.container(key="presenter-figure-keys"):  # hidden: ui.PRESENTER_CSS
         st.button(t(lang, "presenter_fig_prev_help"), key="pres_fig_prev", on_click=_figure, args=(-1,))
         st.button(t(lang, "presenter_fig_next_help"), key="pres_fig_next", on_click=_figure, args=(1,))
+        # Esc presses this: outside the view's fragment, so the whole page is drawn again without the view
+        st.button(t(lang, "presenter_leave"), key="pres_leave", on_click=_leave)
     with st.expander(t(lang, "presenter_notes"), icon=":material/speaker_notes:", expanded=True):
         st.markdown(t(lang, FIGURES[st.session_state.presenter_figure][2]))

@@ -96,6 +96,8 @@ def section_timeline(lang: str, view: RunView | None) -> None:
         with error_boundary(lang, "err_diagram"):
             pass_floors.floors_figure(lang, view.whole, floors[0], floors[1], shown_run_note(lang, view),
                                       download_stem(view.whole, view.run.stamp))
+    if not st.session_state.classroom:  # its labels are drawn at about 10 px here; a projector needs more
+        st.caption(t(lang, "timeline_projector_hint"))
     if view is not None:
         ttft_bar(lang, view)
     st.markdown(t(lang, "timeline_1"))

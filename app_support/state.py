@@ -48,6 +48,7 @@ DEFAULTS: dict[str, Any] = {
     "run_id": None,
     "run_holder": None,  # run_store.RunHolder: this session's hold on its runs in the store, gone with the session
     "class_step": 1,  # classroom: forward passes shown so far
+    "class_at_end": False,  # classroom: stepped past the last pass, the run's end (lesson.class_steps)
     "presenter": False,  # classroom: the presenter view, one figure per screen (app_support/presenter.py)
     "presenter_figure": 0,  # the presenter view's figure: an index into app_support.presenter.FIGURES
     "flash": [],  # (text key, params) shown once at the top

@@ -16,11 +16,12 @@ import time
 
 import streamlit as st
 
-from lesson.run_words import pass_phase
+from lesson.class_steps import ClassPosition, step_back, step_forward
 from lesson.runs import REPLAY_PACES, replay_position, replay_times_s
 from lesson.text import t
 
 from . import presenter, run_store
+from .class_position import class_position, end_note, keep_position, position_words
 from .run_store import RunView, StoredRun
 from .ui import classroom_keyboard
 
@@ -60,23 +61,19 @@ def classroom_controls(lang: str, slot) -> None:
             classroom_keyboard()
             st.divider()
             return
-        shown = max(1, min(int(st.session_state.class_step), total))
-        stretched = presenter.stretch_offered(shown, total)
-        if stretched is None:
-            st.button(t(lang, "classroom_step"), key="class_next", type="primary", width="stretch",
-                      icon=":material/skip_next:", on_click=_set_class_step, args=(1, total, True))
-        else:  # the default example's last pass: the next step (→) runs its prompt stretched, the lesson's contrast
-            st.button(t(lang, "classroom_stretch", num_tokens=stretched), key="class_next", type="primary",
-                      width="stretch", icon=":material/compare_arrows:", on_click=presenter.stretch)
+        position = class_position(total)
+        stretched = presenter.stretch_offered(total, total)  # what comes after this run's last pass, if anything
+        _next_button(lang, position, total, stretched)
         st.button(t(lang, "classroom_prev"), key="class_prev", width="stretch", icon=":material/skip_previous:",
-                  on_click=_set_class_step, args=(-1, total, True))
+                  on_click=_class_back, args=(total,))
         st.button(t(lang, "classroom_reset"), key="class_reset", width="stretch", icon=":material/first_page:",
                   on_click=_set_class_step, args=(1, total, False))
         st.button(t(lang, "classroom_all"), key="class_all", width="stretch", icon=":material/last_page:",
                   on_click=_set_class_step, args=(total, total, False))
-        phase = pass_phase(run.trace, shown, lang)  # Prefill, Decode N, or Verify N (speculative decoding)
         with st.container(key="class_position"):  # browser tests read the step here
-            st.progress(shown / total, text=t(lang, "classroom_position", shown=shown, total=total, phase=phase))
+            st.progress(position.step / total, text=position_words(lang, position, run.trace))
+        if position.at_end:
+            end_note(lang, total, stretched)
         st.caption(t(lang, "classroom_keys"))
         classroom_keyboard()
         st.divider()
@@ -100,6 +97,33 @@ def _set_class_step(value: int, total: int, relative: bool) -> None:
     """Button callback: runs before the page, so every part shows the same step."""
     current = max(1, min(total, int(st.session_state.class_step)))
     st.session_state.class_step = max(1, min(total, current + value if relative else value))
+    st.session_state.class_at_end = False
+    st.session_state.class_stepped = True
+
+
+def _next_button(lang: str, position: ClassPosition, total: int, stretched: int | None) -> None:
+    """"Next": a pass on, or the run's end after its last pass; at the end, the stretched prompt if it is
+    offered (named on the button and in the note above it), else nothing (the button is off)."""
+    if position.at_end and stretched is not None:
+        st.button(t(lang, "classroom_stretch", num_tokens=stretched), key="class_next", type="primary",
+                  width="stretch", icon=":material/compare_arrows:", on_click=_class_next, args=(total, True))
+    else:
+        st.button(t(lang, "classroom_step"), key="class_next", type="primary", width="stretch",
+                  icon=":material/skip_next:", on_click=_class_next, args=(total, False), disabled=position.at_end)
+
+
+def _class_next(total: int, next_offered: bool) -> None:
+    position, start_next = step_forward(class_position(total), total, next_offered)
+    if start_next:
+        st.session_state.class_at_end = False
+        presenter.stretch()
+        return
+    keep_position(position)
+    st.session_state.class_stepped = True
+
+
+def _class_back(total: int) -> None:
+    keep_position(step_back(class_position(total), total))
     st.session_state.class_stepped = True
 
 

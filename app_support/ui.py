@@ -55,13 +55,20 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
   height: auto !important; max-height: none !important; }
 [data-testid="stFullScreenFrame"]:has(button[aria-label^="Close fullscreen"]) [data-testid="stImageContainer"] img {
   width: 100% !important; height: auto !important; max-height: none !important; }
-/* A presenter's key presses a button: no thick focus frame on the projector where the page was clicked. */
+/* A presenter's key presses a button: no thick focus frame on the projector where the page was clicked.
+   Streamlit draws the main area's keyboard focus as a shadow on a sticky ::before under the header (a frame
+   from y≈62 through the figures once a key was pressed after a click on the page's text), not as an outline. */
 [data-testid="stMain"]:focus, [data-testid="stMain"]:focus-visible,
 [data-testid="stAppViewContainer"]:focus, [data-testid="stAppViewContainer"]:focus-visible { outline: none !important; }
+[data-testid="stMain"]:focus-visible::before { box-shadow: none !important; }
 /* A widget's label in a narrow column wraps rather than ending in an ellipsis: at 1024 px the header's
    toggle read "Classroom m…" and the lab's button "重新…". */
 [data-testid="stMain"] .stMarkdownEllipsis, [data-testid="stMain"] .stMarkdownEllipsis p {
   white-space: normal !important; text-overflow: clip !important; overflow: visible !important; }
+/* An in-page script (an st.html holding one script element alone: the keys, the wait clock, Streamlit's
+   words) takes no room: each one's element otherwise added the column's 16 px gap and pushed the presenter's
+   figure down. (No markup in these comments: a tag named in one dropped the rule after it.) */
+[data-testid="stElementContainer"]:has([data-testid="stHtml"] script:only-child) { display: none !important; }
 /* A phone's scrollbars are hidden until touched: a line under each figure says it scrolls. */
 @media (min-width: 721px) { [class*="st-key-scrollhint-"] { display: none !important; } }
 </style>
@@ -175,12 +182,15 @@ def metric_row(cards: list[MetricCard]) -> None:
 
 
 # Classroom keys -> the keys of the buttons they press, the first on the page (buttons carry `st-key-<key>`
-# classes): the presenter view's (app_support/presenter.py), else the sidebar's. ↑ ↓ change the presenter
-# view's figure; on the scrolling page they scroll it, as ever.
-CLASSROOM_KEYS = {"ArrowRight": ["pres_next", "class_next"], "PageDown": ["pres_next", "class_next"],
-                  "ArrowLeft": ["pres_prev", "class_prev"], "PageUp": ["pres_prev", "class_prev"],
+# classes): the presenter view's (app_support/presenter.py), else the sidebar's. A clicker sends Page Down /
+# Page Up (some Space, Enter, → ←, Backspace) and B or . for "blank"; the keys are reveal.js's. ↑ ↓ change the
+# presenter view's figure (on the scrolling page they scroll it, as ever); Esc leaves the presenter view.
+NEXT_BUTTONS, BACK_BUTTONS = ["pres_next", "class_next"], ["pres_prev", "class_prev"]
+CLASSROOM_KEYS = {"ArrowRight": NEXT_BUTTONS, "PageDown": NEXT_BUTTONS, " ": NEXT_BUTTONS, "Enter": NEXT_BUTTONS,
+                  "ArrowLeft": BACK_BUTTONS, "PageUp": BACK_BUTTONS, "Backspace": BACK_BUTTONS,
                   "Home": ["pres_first", "class_reset"], "End": ["pres_last", "class_all"],
-                  "ArrowDown": ["pres_fig_next"], "ArrowUp": ["pres_fig_prev"]}
+                  "ArrowDown": ["pres_fig_next"], "ArrowUp": ["pres_fig_prev"], "Escape": ["pres_leave"]}
+BLANK_KEYS = ["b", "B", "."]  # blank the screen in classroom mode; any key brings it back (the script alone)
 
 # One keydown listener on the page (classroom_keys.js), attached once per browser tab (a flag on
 # window guards against every rerun adding another). It presses the button, so a key is exactly a
@@ -192,11 +202,52 @@ KEYBOARD_BRIDGE_JS = Path(__file__).with_name("classroom_keys.js").read_text(enc
 
 
 def classroom_keyboard() -> None:
-    """Arrow keys, Page Up/Down (a presenter's clicker), Home and End press the classroom buttons.
+    """Arrow keys, Page Up/Down, Space, Enter, Backspace (a presenter's clicker), Home, End and Esc press the
+    classroom buttons; B or . blanks the screen.
 
     Fixed script, no user text; runs in the page itself (st.html), not in an iframe.
     """
-    script = KEYBOARD_BRIDGE_JS.replace("__CLASSROOM_KEYS__", json.dumps(CLASSROOM_KEYS))
+    script = (KEYBOARD_BRIDGE_JS.replace("__CLASSROOM_KEYS__", json.dumps(CLASSROOM_KEYS))
+              .replace("__BLANK_KEYS__", json.dumps(BLANK_KEYS)))
+    st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)
+
+
+# Every wait on the page says how long it has lasted (wait_clock.js): spinners and progress bars while the
+# script runs, and the slide kit's zip while the browser waits for it. Read once, at import.
+WAIT_CLOCK_JS = Path(__file__).with_name("wait_clock.js").read_text(encoding="utf-8")
+POSITION_BARS = ["class_position", "presenter-position"]  # progress bars that say the classroom's step, not a wait
+KIT_BUTTONS = ["kit_download", "kit_download_serving"]  # app_support/slide_kit.py's download buttons
+
+
+def wait_clock(lang: str) -> None:
+    """The seconds each wait has lasted, in the page's language, under it. Fixed script and words."""
+    words = {"elapsed": t(lang, "wait_elapsed"), "kit": t(lang, "wait_kit")}
+    script = (WAIT_CLOCK_JS.replace("__WAIT_WORDS__", json.dumps(words, ensure_ascii=False))
+              .replace("__NOT_WAITS__", json.dumps(POSITION_BARS)).replace("__KIT_BUTTONS__", json.dumps(KIT_BUTTONS)))
+    st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)
+
+
+# Streamlit's own English that a page can reach (its buttons' aria-labels and titles, the uploader's button), by
+# its lesson.text key; what stays English is listed in docs/app.md. "Close fullscreen" stays: the CSS above and
+# classroom_keys.js find a figure shown full screen by it.
+STREAMLIT_WORDS = {"Copy to clipboard": "st_copy", "Increment": "st_increment", "Decrement": "st_decrement",
+                   "Upload": "st_upload", "file upload": "st_file_upload", "Fullscreen": "st_fullscreen",
+                   "Collapse sidebar": "st_collapse_sidebar", "Sidebar": "st_sidebar", "App pages": "st_app_pages",
+                   "Link to heading": "st_link_to_heading", "Open": "st_open", "Search": "st_search",
+                   "Show/hide columns": "st_show_hide_columns", "Download as CSV": "st_download_csv"}
+STREAMLIT_PREFIXES = {"Help for ": "st_help_for", "Fullscreen: ": "st_fullscreen_of"}  # "{label}" follows
+STREAMLIT_WORDS_JS = Path(__file__).with_name("streamlit_words.js").read_text(encoding="utf-8")
+
+
+def streamlit_words(lang: str) -> None:
+    """Streamlit's own English words on the page in the page's language (none for English). Fixed script;
+    the words are this app's, and a label's own text is only ever copied into an attribute."""
+    if lang == "en":
+        words = {"exact": {}, "prefixes": {}}
+    else:
+        words = {"exact": {english: t(lang, key) for english, key in STREAMLIT_WORDS.items()},
+                 "prefixes": {prefix: t(lang, key, label="{label}") for prefix, key in STREAMLIT_PREFIXES.items()}}
+    script = STREAMLIT_WORDS_JS.replace("__STREAMLIT_WORDS__", json.dumps(words, ensure_ascii=False))
     st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)
 
 

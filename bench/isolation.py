@@ -34,6 +34,7 @@ import threading
 import time
 from pathlib import Path
 
+from engine.contract.codec import convert
 from engine.contract.results import GenerationConfig
 from engine.contract.trace import RequestTrace, percentile
 from engine.contract.worker.client import EngineClient, Pass
@@ -104,7 +105,7 @@ def through_cli(cfg: GenerationConfig) -> list[float]:
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"python -m engine trace failed ({done.returncode}): {done.stderr.strip()[-2000:]}")
-    return decode_ms(RequestTrace.from_dict(json.loads(done.stdout)))
+    return decode_ms(convert(json.loads(done.stdout), RequestTrace))
 
 
 def in_process(lm, cfg: GenerationConfig) -> list[float]:

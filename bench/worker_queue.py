@@ -37,7 +37,7 @@ from engine.contract.config import MAX_PROMPT_TOKENS  # noqa: E402
 from engine.contract.results import GenerationConfig  # noqa: E402
 from engine.contract.serving.workloads import scenario  # noqa: E402
 from engine.contract.worker.client import EngineClient, Pass  # noqa: E402
-from engine.contract.worker.codec import to_plain  # noqa: E402
+from engine.contract.codec import to_plain  # noqa: E402
 from engine.contract.worker.protocol import ModelRef  # noqa: E402
 from lesson.inputs import DEFAULT_OUTPUT_LEN, default_prompt  # noqa: E402
 

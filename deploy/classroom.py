@@ -13,7 +13,11 @@ What it starts, in order, and stops again (in reverse) on Ctrl-C or SIGTERM:
    sticky sessions by cookie, websockets passed through, each replica's /_stcore/health checked.
 
 When all of them answer it prints one line of JSON on stdout, `{"ready": true, "url": ..., "replicas":
-[...], "workers": [...]}`, then waits. The operator's other PREFILL_DECODE_* settings (models folder,
+[...], "workers": [...]}`, then watches them: a worker or a replica that exits is started again on its
+own port with its own settings (one line on stderr says which), and the rest keep serving; HAProxy marks
+a dead replica down within about a second and sends its visitors to another (`option redispatch`). Only
+when HAProxy itself exits, or a process exits again within RESTART_WINDOW_S of its restart
+MAX_RESTARTS times, does the classroom stop. The operator's other PREFILL_DECODE_* settings (models folder,
 limits) pass to every process. docs/operators.md#several-replicas-behind-a-proxy says how many replicas
 a class needs.
 """
@@ -21,6 +25,7 @@ a class needs.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import secrets
@@ -43,6 +48,9 @@ from engine.contract.worker.client import EngineClient  # noqa: E402
 
 TEMPLATE = Path(__file__).with_name("haproxy.cfg.template")
 START_TIMEOUT_S = 240  # a worker loads and warms the default model first (about 10 s alone, longer on busy cores)
+RESTART_WINDOW_S = 60.0  # a process that exits again this soon after a restart counts towards MAX_RESTARTS
+MAX_RESTARTS = 5  # restarts in a row, each within the window, before the classroom gives up
+WATCH_S = 0.5  # how often the processes are looked at
 
 
 def free_port() -> int:
@@ -79,7 +87,7 @@ def healthy(url: str) -> bool:
 
 def haproxy_config(bind: str, port: int, replica_ports: list[int]) -> str:
     """The proxy's config: the template with this set's address and one `server` line per replica."""
-    servers = "\n".join(f"    server r{i} 127.0.0.1:{p} check inter 2s cookie r{i}"
+    servers = "\n".join(f"    server r{i} 127.0.0.1:{p} check inter 500ms fall 2 rise 1 cookie r{i}"
                         for i, p in enumerate(replica_ports, start=1))
     return string.Template(TEMPLATE.read_text(encoding="utf-8")).substitute(bind=bind, port=port, servers=servers)
 
@@ -90,29 +98,65 @@ def child_env(extra: dict[str, str]) -> dict[str, str]:
         | extra
 
 
+@dataclasses.dataclass
+class Watched:
+    """A started process: its name in the log, how to start it again, when it last started, its restarts."""
+
+    name: str
+    args: list[str]
+    env: dict[str, str]
+    started: float = dataclasses.field(default_factory=time.monotonic)
+    restarts: int = 0
+
+
 class Classroom:
     """The started processes (workers, replicas, the proxy), stopped in reverse order by `stop()`."""
 
     def __init__(self, folder: Path, log=None) -> None:
         self.folder, self.log = folder, log
         self.procs: list[subprocess.Popen] = []
+        self.watched: dict[int, Watched] = {}  # id(proc) -> what started it, to start it again
         self.token_file = folder / "engine-token"
         self.token_file.touch(mode=0o600)
         self.token = secrets.token_urlsafe(32)
         self.token_file.write_text(self.token + "\n", encoding="utf-8")
 
-    def start(self, args: list[str], env: dict[str, str]) -> subprocess.Popen:
+    def start(self, args: list[str], env: dict[str, str], name: str = "") -> subprocess.Popen:
         proc = subprocess.Popen(args, cwd=ROOT, env=env, stdin=subprocess.DEVNULL,
                                 stdout=self.log or subprocess.DEVNULL, stderr=subprocess.STDOUT)
         self.procs.append(proc)
+        self.watched[id(proc)] = Watched(name or args[-1], args, env)
         return proc
+
+    def pids(self) -> dict[str, int]:
+        """Each running process's pid by its name ("the replica on 8501"): for an operator; a test kills one."""
+        return {self.watched[id(p)].name: p.pid for p in self.procs if id(p) in self.watched}
+
+    def watch_once(self) -> str | None:
+        """Start again every worker and replica that exited (same port, same settings); None while the
+        classroom serves, else why it cannot go on (HAProxy stopped, or a process keeps exiting)."""
+        for i, proc in enumerate(self.procs):
+            if proc.poll() is None:
+                continue
+            watched = self.watched.pop(id(proc))
+            if watched.name == "haproxy":
+                return "haproxy stopped"
+            now = time.monotonic()
+            watched.restarts = watched.restarts + 1 if now - watched.started < RESTART_WINDOW_S else 1
+            if watched.restarts > MAX_RESTARTS:
+                return f"{watched.name} exited {MAX_RESTARTS} times in a row"
+            print(f"{watched.name} exited (code {proc.returncode}); starting it again", file=sys.stderr, flush=True)
+            self.start(watched.args, watched.env, watched.name)
+            self.procs[i] = self.procs.pop()  # start() appended it: it takes the dead one's place (stop's order)
+            self.watched[id(self.procs[i])].restarts = watched.restarts
+        return None
 
     def workers(self, count: int) -> list[str]:
         """Start `count` engine workers; their HOST:PORT addresses once each accepts connections."""
         ports = [free_port() for _ in range(count)]
         for port in ports:
             self.start([sys.executable, "-m", "engine", "worker", "--host", "127.0.0.1", "--port", str(port),
-                        "--token-file", str(self.token_file)], child_env({}))
+                        "--token-file", str(self.token_file)], child_env({}), f"the engine worker on {port}")
         for port in ports:
             wait_until(lambda p=port: worker_answers(p, self.token.encode()), START_TIMEOUT_S,
                        f"the engine worker on port {port}", self.procs)
@@ -126,7 +170,7 @@ class Classroom:
         for port in ports:
             self.start([sys.executable, "-m", "streamlit", "run", "app.py", "--server.address", "127.0.0.1",
                         "--server.port", str(port), "--server.headless", "true",
-                        "--browser.gatherUsageStats", "false"], env)
+                        "--browser.gatherUsageStats", "false"], env, f"the replica on {port}")
         for port in ports:
             wait_until(lambda p=port: healthy(f"http://127.0.0.1:{p}"), START_TIMEOUT_S, f"the replica on {port}",
                        self.procs)
@@ -137,7 +181,7 @@ class Classroom:
         cfg = self.folder / "haproxy.cfg"
         cfg.write_text(haproxy_config(bind, port, replica_ports), encoding="utf-8")
         subprocess.run([haproxy, "-c", "-q", "-f", str(cfg)], check=True)
-        self.start([haproxy, "-db", "-f", str(cfg)], dict(os.environ))
+        self.start([haproxy, "-db", "-f", str(cfg)], dict(os.environ), "haproxy")
         url = f"http://127.0.0.1:{port}"
         wait_until(lambda: healthy(url), 30, "haproxy", self.procs)
         return url
@@ -181,10 +225,10 @@ def main(argv: list[str] | None = None) -> int:
             ports = room.replicas(args.replicas, engines)
             url = room.proxy(args.bind, args.port, ports, haproxy)
             print(json.dumps({"ready": True, "url": url, "replicas": [f"http://127.0.0.1:{p}" for p in ports],
-                              "workers": engines}), flush=True)
-            while all(p.poll() is None for p in room.procs):
-                time.sleep(1.0)
-            print("error: a process of the classroom stopped; stopping the rest", file=sys.stderr)
+                              "workers": engines, "pids": room.pids()}), flush=True)
+            while (why := room.watch_once()) is None:
+                time.sleep(WATCH_S)
+            print(f"error: {why}; stopping the rest", file=sys.stderr)
             return 1
         except (RuntimeError, subprocess.CalledProcessError) as err:
             print(f"error: {err}", file=sys.stderr)

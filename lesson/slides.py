@@ -44,11 +44,15 @@ from .diagrams.serving_metrics import render_serving_metrics
 from .serving_views import figure_alt as serving_figure_alt
 from .serving_views import metrics_alt, what_to_see
 from .prefix_views import prefix_alt
-from .style import DEFAULT_STYLE, Style
+from .style import DEFAULT_STYLE, Style, classroom_style
 from .svgtext import visible
 from .text import check_language, t
 
 PNG_WIDTH = 1920  # px: a 1080p projector's width
+# slides.html draws each figure again for a landscape screen, in the classroom's type, as the presenter view
+# does (app_support/presenter.py): the page's 820-unit drawing, tall and with 11-unit labels in normal mode,
+# came out at 820 px with 11 px labels on a 1280x720 projector. The zip's SVG and PNG files stay the page's.
+SCREEN_STYLE = classroom_style(width=1280)
 SVG_NS = "http://www.w3.org/2000/svg"
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # every entry's date: the same figures make the same zip
 
@@ -57,7 +61,8 @@ ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # every entry's date: the same figures make th
 class Slide:
     """One figure of the deck: `name` is its file stem (run, figure, language), `svg` the figure as the
     page shows it, `still` what its PNG is drawn from (an animation's last frame; else `svg`).
-    `title`, `caption`, `notes` and `alt` are plain text (escaped wherever they are written)."""
+    `title`, `caption`, `notes` and `alt` are plain text (escaped wherever they are written); `screen` the
+    figure as slides.html shows it (drawn in SCREEN_STYLE; "" for `svg` itself)."""
 
     name: str
     svg: str
@@ -66,10 +71,15 @@ class Slide:
     notes: str
     alt: str
     still: str = ""
+    screen: str = ""
 
     @property
     def png_source(self) -> str:
         return self.still or self.svg
+
+    @property
+    def screen_source(self) -> str:
+        return self.screen or self.svg
 
 
 # --- names --------------------------------------------------------------------------
@@ -171,8 +181,9 @@ def lesson_slides(trace: RequestTrace, *, lang: str, run_name: str, style: Style
     slides = []
     for figure, title, caption, notes in LESSON_FIGURES:
         svg, alt, still = _lesson_figure(figure, trace, lang, style, sketch, run_note, floors_ms)
+        screen = _lesson_figure(figure, trace, lang, SCREEN_STYLE, sketch, run_note, floors_ms)[0]
         slides.append(Slide(f"{run}_{figure}_{lang}", svg, words(lang, title),
-                            words(lang, caption, p=sketch[0], o=sketch[1]), words(lang, notes), alt, still))
+                            words(lang, caption, p=sketch[0], o=sketch[1]), words(lang, notes), alt, still, screen))
     return slides
 
 
@@ -199,7 +210,8 @@ def serving_slides(runs: Sequence[ServingRun], *, lang: str, tag: str, style: St
     scenario = visible(scenario_label(lang, first.scenario))  # a file's scenario name: controls, bidi shown
     slides = [Slide(f"{serving_stem(first, 'metrics', tag)}_{lang}",
                     render_serving_metrics(list(runs), lang=lang, style=style), words(lang, "sv_table_title"),
-                    scenario, words(lang, "many_1"), visible(metrics_alt(runs, lang)))]
+                    scenario, words(lang, "many_1"), visible(metrics_alt(runs, lang)),
+                    screen=render_serving_metrics(list(runs), lang=lang, style=SCREEN_STYLE))]
     render = {"gantt": render_serving_gantt, "batch": render_batch_composition, "kv": render_kv_blocks}
     for figure, title, caption, notes in SERVING_FIGURES:
         for run in runs:
@@ -209,13 +221,15 @@ def serving_slides(runs: Sequence[ServingRun], *, lang: str, tag: str, style: St
             slides.append(Slide(f"{serving_stem(run, figure, tag)}_{lang}", render[figure](run, lang=lang, style=style),
                                 heading, f"{scenario} · {words(lang, caption)}",
                                 words(lang, notes) if notes else plain_text(what_to_see(runs, lang)),
-                                visible(serving_figure_alt(figure, run, lang))))
+                                visible(serving_figure_alt(figure, run, lang)),
+                                screen=render[figure](run, lang=lang, style=SCREEN_STYLE)))
     for run in runs:  # prefix caching on: which request holds which block (lesson/diagrams/prefix_cache.py)
         if run.settings.prefix_caching and run.iterations:
             slides.append(Slide(f"{serving_stem(run, 'prefix', tag)}_{lang}", render_prefix_cache(run, lang=lang,
                                 style=style), f"{words(lang, 'pc_tab')} · {policy_label(lang, run.settings.policy)}",
                                 f"{scenario} · {words(lang, 'pc_explain')}", words(lang, "pc_note_hash"),
-                                visible(prefix_alt(run, lang))))
+                                visible(prefix_alt(run, lang)),
+                                screen=render_prefix_cache(run, lang=lang, style=SCREEN_STYLE)))
     return slides
 
 
@@ -267,7 +281,8 @@ html, body { margin: 0; height: 100%; background: #fff; color: #0f172a;
 .slide h1 { font-size: 4.2vh; margin: 0 0 1vh; }
 .slide .subtitle { font-size: 2.6vh; color: #475569; margin: 0; }
 .slide figure { flex: 1 1 auto; min-height: 0; margin: 0; display: flex; align-items: center; justify-content: center; }
-.slide figure img { max-width: 100%; max-height: 100%; object-fit: contain; }
+/* the figure fills what the heading and caption leave, larger or smaller than drawn (its aspect kept) */
+.slide figure img { width: 100%; height: 100%; object-fit: contain; }
 .slide .caption { font-size: 2.2vh; color: #475569; margin: 1vh 0 0; }
 .slide .notes { display: none; font-size: 2.2vh; border-top: 1px solid #e2e8f0; margin-top: 1vh; padding-top: 1vh; }
 body.show-notes .slide .notes { display: block; }
@@ -316,7 +331,7 @@ def _data_uri(svg: str) -> str:
 def _slide_html(number: int, slide: Slide, notes_label: str) -> str:
     return (f'<section class="slide" id="slide-{number}" data-name="{_escape(slide.name)}">\n'
             f"<h1>{_escape(slide.title)}</h1>\n"
-            f'<figure><img alt="{_escape(slide.alt)}" src="{_data_uri(slide.svg)}"></figure>\n'
+            f'<figure><img alt="{_escape(slide.alt)}" src="{_data_uri(slide.screen_source)}"></figure>\n'
             f'<p class="caption">{_escape(slide.caption)}</p>\n'
             f'<aside class="notes"><strong>{_escape(notes_label)}</strong> {_escape(slide.notes)}</aside>\n'
             "</section>")

@@ -106,3 +106,20 @@ def test_the_ci_under_load_bench_reads_pytests_summary_and_holds_its_burners_to_
     quiet = Burners(target=0.0, most=4)
     quiet.adjust(0.0)
     assert quiet.procs == []
+
+
+def make_dry_run(*args: str) -> str:
+    done = subprocess.run(["make", "-n", "-o", "setup", "-o", ".venv/.installed", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60, env={k: v for k, v in os.environ.items()
+                                                                           if k != "PORT"})
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@needs_make
+def test_make_app_listens_on_port_and_the_classroom_keeps_its_own_default():
+    """`make app` ignored PORT= (only `make classroom` read it): a second app on 8501 could not be moved."""
+    assert "--server.port 8501" in make_dry_run("app")
+    assert "--server.port 8502" in make_dry_run("app", "PORT=8502")
+    assert "--port 8500" in make_dry_run("classroom")  # the classroom's proxy keeps its default
+    assert "--port 9000" in make_dry_run("classroom", "PORT=9000")

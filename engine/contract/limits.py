@@ -49,11 +49,13 @@ WORKER_MAX_RESULT_BYTES = 64 << 20  # one frame from a worker (a 4096-step trace
 WORKER_SEND_BUFFER_BYTES = 16 << 20  # events one client may leave unread in the worker before it is dropped
 WORKER_SEND_DEADLINE_S = 10.0  # an event a client has not taken in this long: its call is cancelled, it is dropped
 WORKER_HANDSHAKE_DEADLINE_S = 5.0  # a connection that has not finished the key challenge by then is closed
-WORKER_MAX_PENDING = 64  # connections in the key challenge (or keyed, their call not in) at once
-WORKER_MAX_PENDING_PER_HOST = 8  # of those, from one address (past either, the oldest is closed)
+WORKER_MAX_PENDING = 1024  # connections in the key challenge (or keyed, their call not in) at once
+WORKER_MAX_PENDING_PER_HOST = 512  # of those, from one address (past either, the oldest is closed): a class's burst
 WORKER_CALL_DEADLINE_S = 5.0  # a keyed connection that has not sent its call by then is closed (a pending slot)
-WORKER_MAX_SESSIONS = 256  # keyed connections held at once (a class of 30 needs a few each)
-WORKER_MAX_SESSIONS_PER_HOST = 64  # of those, from one address (an app replica's whole class comes from one)
+WORKER_MAX_SESSIONS = 256  # keyed connections with a call served at once (a thread each; more wait at the door)
+WORKER_MAX_SESSIONS_PER_HOST = 64  # of those, from one peer (its address and replica); more of its calls wait
+WORKER_MAX_PARKED = 4096  # calls in, waiting at the door for a session slot (past it: engine_busy)
+WORKER_PARK_DEADLINE_S = 120.0  # a call that waited this long for a session slot: engine_busy
 WORKER_PROMPT_CHARS_PER_TOKEN = 16  # a prompt's characters per token of the worker's prompt cap (a stretched prompt)
 WORKER_SILENCE_S = 20.0  # a client hearing nothing (not even a heartbeat) this long: "the engine stopped answering"
 WORKER_STALL_S = 3.0  # the worker's clock jumped this far (the process stood still): the run is discarded
@@ -142,8 +144,12 @@ LIMITS: tuple[Limit, ...] = (
     Limit("WORKER_CALL_DEADLINE_S", WORKER_CALL_DEADLINE_S, "a keyed connection without a call after this many seconds",
           "the connection closed"),
     Limit("WORKER_MAX_SESSIONS", WORKER_MAX_SESSIONS, "more keyed connections with a call at once",
+          "the call waits at the door for a slot (it hears `alive`)"),
+    Limit("WORKER_MAX_SESSIONS_PER_HOST", WORKER_MAX_SESSIONS_PER_HOST, "more of them from one peer (its address "
+          "and replica)", "the call waits at the door for a slot (it hears `alive`)"),
+    Limit("WORKER_MAX_PARKED", WORKER_MAX_PARKED, "more calls waiting at the door for a slot",
           "engine_busy, the connection closed"),
-    Limit("WORKER_MAX_SESSIONS_PER_HOST", WORKER_MAX_SESSIONS_PER_HOST, "more of them from one address",
+    Limit("WORKER_PARK_DEADLINE_S", WORKER_PARK_DEADLINE_S, "a call that waited this many seconds for a slot",
           "engine_busy, the connection closed"),
     Limit("WORKER_PROMPT_CHARS_PER_TOKEN", WORKER_PROMPT_CHARS_PER_TOKEN, "a prompt longer than this many characters "
           "per token of the worker's prompt cap (or than PREFILL_DECODE_MAX_PROMPT_CHARS, if larger)",

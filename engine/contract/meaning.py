@@ -7,8 +7,9 @@ caps (MAX_TRACE_STEPS: engine.contract.limits.MAX_NEW_TOKENS), lists that belong
 length, a sweep of a kind the engine measures. A refusal is a MeaningError naming the field; the
 caller words it (the client: ProtocolError "protocol_malformed"; a recorded file: RecordedFileError).
 
-`check_plain_steps(data)` runs on the parsed JSON, before a single Step is built: a 500,000-step
-trace is refused in microseconds, not after a minute of building.
+A trace's step count is checked on its parsed JSON, before a single Step is built
+(RequestTrace.upgrade, run by engine.contract.codec): a 500,000-step trace is refused in
+microseconds, not after a minute of building.
 """
 
 from __future__ import annotations
@@ -31,13 +32,6 @@ EPSILON_MS = 1e-6  # rounding in a time written with few digits
 
 class MeaningError(ValueError):
     """A result whose numbers cannot be true (a negative duration, NaN, passes out of order)."""
-
-
-def check_plain_steps(data: Any, limit: int = MAX_TRACE_STEPS) -> None:
-    """A trace's parsed JSON: its `steps` a list of at most `limit` (checked before building)."""
-    steps = data.get("steps") if isinstance(data, dict) else None
-    if isinstance(steps, list) and len(steps) > limit:
-        raise MeaningError(f"the trace has {len(steps):,} steps; the engine writes at most {limit:,}")
 
 
 def check_time(name: str, value: Any) -> None:

@@ -8,10 +8,13 @@ gallery of them (one index.json per machine, written by `python -m engine record
 A file may come from anywhere (an upload), so it is read in a fixed order, each step bounded:
 its size against `max_bytes`, UTF-8, JSON through engine.contract.limits.load_json (depth, number length,
 no NaN or Infinity), its kind from its own markers, a trace's step count (before one step is built),
-the engine's own `from_dict` / `from_json`, every value against its field's type (a string where a
-time belongs would only fail later, inside a figure), then its meaning (engine.contract.meaning:
+the contract's one codec (engine.contract.codec: each class's upgrade of an older version, every value
+against its field's type, strict, no unknown field: a string where a time belongs would only fail
+later, inside a figure), then its meaning (engine.contract.meaning:
 times finite, non-negative and in order, lists that belong together of one length, a sweep kind the
-engine measures). Each refusal is one RecordedFileError: key "recorded_file", `why` names the
+engine measures; every wall-clock time between 1970 and WALL_CLOCK_LIMIT_S, so a page can show it as
+a time of day; a serving run's prefix records within their requests' tokens and whole blocks,
+engine/contract/serving/prefix_check.py). Each refusal is one RecordedFileError: key "recorded_file", `why` names the
 step, and the page words it in its language (lesson.messages).
 
 No torch: a run recorded on a GPU machine is drawn on a laptop (a cache comparison's class is one of
@@ -20,20 +23,19 @@ engine.contract.results' plain types).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
-import types
-import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from engine.contract import codec
 from engine.contract.errors import InputError, LimitError
 from engine.contract.limits import load_json
-from engine.contract.meaning import MAX_TRACE_STEPS, MeaningError, check_comparison, check_plain_steps, \
-    check_serving, check_sweep, check_trace
+from engine.contract.meaning import MAX_TRACE_STEPS, MeaningError, check_comparison, check_serving, check_sweep, \
+    check_trace
 from engine.contract.results import CacheComparison
+from engine.contract.serving.prefix_check import check_prefix_records
 from engine.contract.serving.trace import ServingRun
 from engine.contract.sweep import SCHEMA as SWEEP_SCHEMA
 from engine.contract.sweep import Sweep
@@ -53,6 +55,9 @@ COMPARISON_SCHEMA = "prefill-decode.cache-comparison/1"
 MAX_SERVING_RUNS = 8  # serving runs in one file: the serving lab's download holds one per policy
 MAX_INDEX_ENTRIES = 64
 FILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,99}\.json")  # an index names files in its own folder only
+# A wall-clock time (time.time() seconds) a page shows as a time of day: 1970 to 3000-01-01 UTC, well
+# inside what datetime can turn into a date in any time zone (a year past 9999 raises ValueError).
+WALL_CLOCK_LIMIT_S = 32_503_680_000.0
 LIMIT_WHYS = {"limit_json_depth": "too_deep", "limit_json_number": "long_number", "limit_not_finite": "not_finite"}
 
 
@@ -74,22 +79,22 @@ class RecordedComparison:
     comparison: CacheComparison
     provenance: Provenance | None = None
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "cache_comparison", "schema": COMPARISON_SCHEMA, **codec.to_plain(self)}
+
     def to_json(self, indent: int | None = 2) -> str:
-        data = {"kind": "cache_comparison", "schema": COMPARISON_SCHEMA, "model_id": self.model_id,
-                "comparison": dataclasses.asdict(self.comparison),
-                "provenance": None if self.provenance is None else dataclasses.asdict(self.provenance)}
-        return json.dumps(data, ensure_ascii=False, indent=indent)
+        return codec.encode(self, indent)
+
+    @staticmethod
+    def upgrade(data: Any) -> Any:
+        """Its parsed JSON before it is built (engine.contract.codec): the schema marker, then the fields."""
+        if not isinstance(data, dict) or data.get("schema") != COMPARISON_SCHEMA:
+            raise TraceFormatError(f"not a cache comparison ({COMPARISON_SCHEMA})")
+        return {k: v for k, v in data.items() if k not in ("kind", "schema")}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RecordedComparison:
-        if data.get("schema") != COMPARISON_SCHEMA or not isinstance(data.get("comparison"), dict):
-            raise TraceFormatError(f"not a cache comparison ({COMPARISON_SCHEMA})")
-        fields = {f.name for f in dataclasses.fields(CacheComparison)}
-        values = data["comparison"]
-        if set(values) != fields:
-            raise TraceFormatError(f"a cache comparison needs exactly the fields {sorted(fields)}")
-        comparison = CacheComparison(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()})
-        return cls(data.get("model_id"), comparison, Provenance.from_dict(data.get("provenance")))
+        return codec.convert(data, cls)
 
 
 @dataclass(frozen=True)
@@ -134,14 +139,10 @@ def read_recorded(data: bytes | str, max_bytes: int) -> RecordedRun:
         raise RecordedFileError("too_many", f"the trace has {len(steps):,} steps; at most {MAX_TRACE_STEPS}",
                                 n=len(steps), limit=MAX_TRACE_STEPS)
     try:
-        check_plain_steps(parsed)
-        runs = _build(kind, parsed, text)
+        runs = _build(kind, parsed)
         for run in runs:
-            check_types(run)
             check_meaning(kind, run)
-    except (TraceFormatError, MeaningError, KeyError, TypeError, ValueError, AttributeError, IndexError) as err:
-        if isinstance(err, RecordedFileError):
-            raise
+    except (TraceFormatError, MeaningError, LimitError) as err:
         raise RecordedFileError("invalid", f"not a valid {kind}: {err}", kind=kind) from None
     return RecordedRun(kind, runs)
 
@@ -150,12 +151,27 @@ def check_meaning(kind: str, run: Any) -> None:
     """A run's numbers checked for meaning (engine.contract.meaning), by its kind; MeaningError if not."""
     if kind == "trace":
         check_trace(run)
+        check_wall_clocks(run)
     elif kind == "serving_run":
         check_serving(run)
+        check_prefix_records(run)
     elif kind == "sweep":
         check_sweep(run)
     else:
         check_comparison(run.comparison)
+
+
+def check_wall_clocks(trace: RequestTrace) -> None:
+    """A trace's wall-clock times (its start, its prefix record's source run and eviction): each None, or
+    a finite number of seconds from 0 to WALL_CLOCK_LIMIT_S; MeaningError if not."""
+    prefix = trace.prefix
+    clocks = {"started_at_s": trace.started_at_s,
+              "prefix.source_started_at_s": prefix.source_started_at_s if prefix else None,
+              "prefix.evicted_at_s": prefix.evicted_at_s if prefix else None}
+    for name, at in clocks.items():
+        if at is not None and not 0.0 <= at <= WALL_CLOCK_LIMIT_S:  # NaN fails the comparison too
+            raise MeaningError(f"{name} must be a wall-clock time from 0 to {WALL_CLOCK_LIMIT_S:.0f} s "
+                               f"(the year 3000), not {str(at)[:40]}")
 
 
 def _parse(text: str) -> Any:
@@ -187,55 +203,14 @@ def kind_of(data: Any) -> str:
     raise RecordedFileError("unknown_kind", "JSON, but not a trace, serving run, sweep or cache comparison")
 
 
-def _build(kind: str, data: Any, text: str) -> tuple:
+def _build(kind: str, data: Any) -> tuple:
+    """The run(s) of a file of `kind`, built by the contract's one codec (engine.contract.codec: the class's
+    upgrade, its types, no unknown field)."""
     if isinstance(data, dict) and set(data) == {"runs"}:
         data = data["runs"]
-    if kind == "trace":
-        return (RequestTrace.from_dict(data),)
     if kind == "serving_run":
-        return tuple(ServingRun.from_dict(d) for d in (data if isinstance(data, list) else [data]))
-    if kind == "sweep":
-        return (Sweep.from_json(text),)
-    return (RecordedComparison.from_dict(data),)
-
-
-def check_types(value: Any, hint: Any = None, where: str = "") -> None:
-    """Every field of a (nested) frozen dataclass holds what its type hint says: an int (never a bool)
-    for int, a number for float, text for str, a tuple of those for tuple[...], None only where
-    optional. Raises TypeError naming the field."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        hints = typing.get_type_hints(type(value))
-        for f in dataclasses.fields(value):
-            check_types(getattr(value, f.name), hints.get(f.name, Any), f"{where}.{f.name}".lstrip("."))
-        return
-    if hint in (None, Any):
-        return
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None and type(None) in args:
-            return
-        inner = [a for a in args if a is not type(None)]
-        if len(inner) == 1:
-            check_types(value, inner[0], where)
-        return
-    if origin is tuple:
-        if not isinstance(value, tuple):
-            raise TypeError(f"{where} must be a list")
-        fixed = args and args[-1] is not Ellipsis  # tuple[str, int]: one hint per item; tuple[int, ...]: one for all
-        items = zip(value, args) if fixed else ((v, args[0] if args else Any) for v in value)
-        for item, item_hint in items:
-            check_types(item, item_hint, where)
-        return
-    _check_plain(value, hint, where)
-
-
-def _check_plain(value: Any, hint: Any, where: str) -> None:
-    ok = {int: isinstance(value, int) and not isinstance(value, bool),
-          float: isinstance(value, (int, float)) and not isinstance(value, bool),
-          str: isinstance(value, str), bool: isinstance(value, bool)}.get(hint, True)
-    if not ok:
-        raise TypeError(f"{where or 'a value'} must be {getattr(hint, '__name__', hint)}, "
-                        f"not {type(value).__name__}")
+        return tuple(codec.convert(d, ServingRun) for d in (data if isinstance(data, list) else [data]))
+    return (codec.convert(data, {"trace": RequestTrace, "sweep": Sweep}.get(kind, RecordedComparison)),)
 
 
 # --- the gallery: one folder per machine, an index.json in each -------------------------------
@@ -286,8 +261,9 @@ def _entry(folder: Path, e: Any) -> GalleryEntry:
     if not isinstance(about, dict) or not all(isinstance(v, (str, int)) and not isinstance(v, bool)
                                               for v in about.values()):
         raise TypeError("an entry's about holds plain facts (text or whole numbers)")
+    provenance = codec.convert(e.get("provenance"), Provenance | None)
     return GalleryEntry(folder, str(e["name"]), e["kind"], e["file"], tuple(str(f) for f in e.get("figures", ())),
-                        tuple((str(k), v) for k, v in about.items()), Provenance.from_dict(e.get("provenance")))
+                        tuple((str(k), v) for k, v in about.items()), provenance)
 
 
 def load_entry(entry: GalleryEntry, max_bytes: int) -> RecordedRun:

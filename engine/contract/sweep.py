@@ -15,13 +15,14 @@ sweep's provenance says when and where it was measured, so a kept one shows its 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
+from typing import Any
 
+from engine.contract import codec
 from engine.contract.cost import TORCH_DTYPES
 from engine.contract.errors import InputError
-from engine.contract.trace import RANDOM_WEIGHTS_NOTE, Provenance
+from engine.contract.trace import RANDOM_WEIGHTS_NOTE, Provenance, TraceFormatError
 
 KINDS = ("prefill", "decode-context", "decode-batch")
 DEFAULT_POINTS = {
@@ -81,17 +82,22 @@ class Sweep:
     skipped: tuple[int, ...] = ()  # asked-for values past the model's context (or a cap)
     provenance: Provenance | None = None  # where and when it was measured (engine/runtime/provenance.py); None: older
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, **codec.to_plain(self)}
+
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps({"schema": SCHEMA, **asdict(self)}, ensure_ascii=False, indent=indent)
+        return codec.encode(self, indent)
+
+    @staticmethod
+    def upgrade(data: Any) -> Any:
+        """A sweep's parsed JSON before it is built (engine.contract.codec): its schema marker, then its fields."""
+        if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+            raise TraceFormatError(f"not a sweep ({SCHEMA})")
+        return {k: v for k, v in data.items() if k != "schema"}
 
     @classmethod
     def from_json(cls, text: str) -> Sweep:
-        data = json.loads(text)
-        if not isinstance(data, dict) or data.pop("schema", None) != SCHEMA:
-            raise ValueError(f"not a sweep ({SCHEMA})")
-        points = tuple(SweepPoint(**{**p, "times_ms": tuple(p["times_ms"])}) for p in data.pop("points"))
-        return cls(**{**data, "points": points, "skipped": tuple(data.get("skipped", ())),
-                      "provenance": Provenance.from_dict(data.get("provenance"))})
+        return codec.decode(text, cls)
 
 
 def check_points(kind: str, points: Sequence[int] | None, max_positions: int | None = None,

@@ -53,14 +53,16 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import math
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from engine.contract import codec
+from engine.contract.codec import TraceFormatError
+from engine.contract.limits import MAX_NEW_TOKENS as MAX_TRACE_STEPS
 from engine.contract.weights import GROUP_SIZES, WEIGHT_FORMATS
 
 SCHEMA_VERSION = 2
@@ -71,10 +73,6 @@ READABLE_SCHEMA_VERSIONS = (1, 2)
 PHASES = ("prefill", "decode", "verify")  # verify: speculative decoding's check of k drafted tokens
 # Said wherever a trace of a preset (ModelInfo.random_weights) is shown.
 RANDOM_WEIGHTS_NOTE = "random weights: times are real, tokens are meaningless"
-
-
-class TraceFormatError(ValueError):
-    """A JSON document is not a trace this version understands."""
 
 
 # Longest text a provenance field may hold: a file from elsewhere cannot fill a caption with a page of text.
@@ -111,18 +109,6 @@ class Provenance:
         """The machine in words, without a host name: "NVIDIA H200, AMD EPYC 7B13 (16 cores)"."""
         cpu = f"{self.cpu or 'CPU'} ({self.num_cores} cores)" if self.num_cores else (self.cpu or "CPU")
         return f"{self.gpu}, {cpu}" if self.gpu else cpu
-
-    @classmethod
-    def from_dict(cls, data: object) -> Provenance | None:
-        """A provenance from its JSON object; None stays None (a run without one). Refuses any other shape."""
-        if data is None:
-            return None
-        if not isinstance(data, dict):
-            raise TraceFormatError("provenance must be a JSON object")
-        names = {f.name for f in dataclasses.fields(cls)}
-        if set(data) != names:
-            raise TraceFormatError(f"provenance needs exactly the fields {sorted(names)}")
-        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -390,18 +376,8 @@ class PrefixReuse(CachedShare):
         for name in ("token_piece", "cached_piece"):
             if not isinstance(getattr(self, name), str) or len(getattr(self, name)) > PROVENANCE_TEXT_LIMIT:
                 raise TraceFormatError(f"prefix {name} must be text of at most {PROVENANCE_TEXT_LIMIT} characters")
-
-    @classmethod
-    def from_dict(cls, data: object) -> PrefixReuse | None:
-        if data is None:
-            return None
-        if not isinstance(data, dict) or not set(data) <= {f.name for f in dataclasses.fields(cls)}:
-            raise TraceFormatError("prefix must be a JSON object of PrefixReuse's fields")
-        values = dict(data)
-        for name in ("source_started_at_s", "evicted_at_s"):
-            values[name] = _optional_number(values.get(name))
-        values["lookup_ms"] = _optional_number(values.get("lookup_ms", 0.0)) or 0.0
-        return cls(**values)
+        for name in ("source_started_at_s", "evicted_at_s", "lookup_ms"):
+            _optional_number(getattr(self, name))
 
 
 @dataclass(frozen=True)
@@ -560,6 +536,8 @@ class RequestTrace:
                                    "came from the prefix cache")
         if self.prefix is not None and self.prefix.num_tokens != len(self.prompt_ids):
             raise TraceFormatError("the prefix look-up covers the whole prompt")
+        for name in ("first_token_choice_ms", "started_at_s"):
+            _optional_number(getattr(self, name))
 
     # --- derived views (never stored twice) ---
     @property
@@ -624,67 +602,43 @@ class RequestTrace:
             previous_end = step.end_ms
         return tuple(parts)
 
-    # --- JSON in and out ---
+    # --- JSON in and out (engine.contract.codec) ---
     def to_dict(self) -> dict[str, Any]:
+        """The trace's fields as plain values, with its derived values written for readers of the JSON (and
+        spreadsheet users) and ignored on load: the steps are the single source of truth."""
         plain = self if isinstance(self.steps, tuple) else dataclasses.replace(self, steps=tuple(self.steps))
-        data = asdict(plain)
-        # Derived values are written for readers of the JSON (and spreadsheet users),
-        # and ignored on load: the steps are the single source of truth.
+        data = codec.to_plain(plain)
         metrics = self.metrics
-        data["derived"] = {
+        data[codec.DERIVED] = {
             "output_ids": list(self.output_ids),
             "output_pieces": list(self.output_pieces),
-            "metrics": {**asdict(metrics), **metrics.spread()} if metrics else None,
+            "metrics": {**codec.to_plain(metrics), **metrics.spread()} if metrics else None,
             "kv_bytes_per_token": self.model.kv_bytes_per_token,
         }
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), ensure_ascii=False, indent=indent)
+        return codec.encode(self, indent)
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RequestTrace:
+    @staticmethod
+    def upgrade(data: Any) -> Any:
+        """A trace's parsed JSON before it is built (engine.contract.codec): a version this build reads, upgraded
+        to this one (version 1 had no lock_wait_ms / consumer_ms: their defaults, 0.0, say not recorded); its
+        steps a list within the engine's cap, counted before one Step is built."""
+        if not isinstance(data, dict):
+            raise TraceFormatError("a trace is a JSON object")
         version = data.get("schema_version")
-        if version not in READABLE_SCHEMA_VERSIONS:
+        if version not in READABLE_SCHEMA_VERSIONS or isinstance(version, bool):
             raise TraceFormatError(f"trace schema_version {version!r}; this build reads {READABLE_SCHEMA_VERSIONS}")
-        try:
-            steps = tuple(_step_from_dict(s) for s in data["steps"])
-            return cls(
-                request_id=data["request_id"],
-                model=ModelInfo(**data["model"]),
-                prompt=data["prompt"],
-                prompt_ids=tuple(data["prompt_ids"]),
-                prompt_pieces=tuple(data["prompt_pieces"]),
-                sampling=Sampling(**data["sampling"]),
-                max_new_tokens=data["max_new_tokens"],
-                steps=steps,
-                tokenize_ms=data["tokenize_ms"],
-                stop_reason=data["stop_reason"],
-                output_text=data["output_text"],
-                engine_mode=data.get("engine_mode", "eager"),
-                engine_note=data.get("engine_note", ""),
-                engine_setup_ms=data.get("engine_setup_ms", 0.0),
-                provenance=Provenance.from_dict(data.get("provenance")),
-                first_token_choice_ms=_optional_number(data.get("first_token_choice_ms")),
-                started_at_s=_optional_number(data.get("started_at_s")),
-                prefix=PrefixReuse.from_dict(data.get("prefix")),
-                schema_version=SCHEMA_VERSION,  # upgraded on load (see READABLE_SCHEMA_VERSIONS)
-            )
-        except (KeyError, TypeError) as err:
-            raise TraceFormatError(f"not a valid trace: {err}") from err
+        steps = data.get("steps")
+        if isinstance(steps, list) and len(steps) > MAX_TRACE_STEPS:
+            raise TraceFormatError(f"the trace has {len(steps):,} steps; the engine writes at most "
+                                   f"{MAX_TRACE_STEPS:,}")
+        return {**data, "schema_version": SCHEMA_VERSION} if version != SCHEMA_VERSION else data
 
     @classmethod
     def from_json(cls, text: str) -> RequestTrace:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise TraceFormatError(f"not JSON: {err}") from err
-        if not isinstance(data, dict):
-            raise TraceFormatError("a trace is a JSON object")
-        return cls.from_dict(data)
-
-
-_TUPLE_FIELDS = ("input_ids", "input_pieces", "kv_bytes_per_layer", "draft_ids")
+        return codec.decode(text, cls)
 
 
 def _optional_number(value: Any) -> float | None:
@@ -694,11 +648,6 @@ def _optional_number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise TraceFormatError(f"expected a finite non-negative number or null, got {str(value)[:40]}")
     return float(value)
-
-
-def _step_from_dict(data: dict[str, Any]) -> Step:
-    values = {k: (tuple(v) if k in _TUPLE_FIELDS else v) for k, v in data.items()}
-    return Step(**values)
 
 
 STEP_TABLE_COLUMNS = (

@@ -13,9 +13,13 @@ from ..spread import point_spread
 from ..style import DEFAULT_STYLE, Style
 from ..formats import fmt_share, fmt_time, si
 from ..text import Table, label, table_for
-from .common import plain_label
+from .common import classroom_fonts, plain_label
 
-def roofline_figure(floors, lang: str = "zh", style: Style | None = None) -> go.Figure:
+CLASSROOM_ROOFLINE_PX = 720  # classroom mode: the roofline's height, its legend's margin included
+CLASSROOM_LEGEND_PX = 290  # below the plot: tick labels, the axis title and five legend lines in 21 px type
+
+
+def roofline_figure(floors, lang: str = "zh", style: Style | None = None, classroom: bool = False) -> go.Figure:
     """Log-log roofline of `floors` (engine.contract.cost.TraceFloors): the two roofs, each pass measured
     (filled) and at its floor (hollow, on the roof). data[0] is the roof; then Prefill / Decode
     measured, then Prefill / Decode floors. Floors with nothing measured (another device's
@@ -60,6 +64,10 @@ def roofline_figure(floors, lang: str = "zh", style: Style | None = None) -> go.
     title = label(table, "rf_title") + ("" if measured(floors) else " · " + label(table, "rf_prediction_tag"))
     fig.update_layout(title=plain_label(title), font=dict(family=style.font_family),
                       plot_bgcolor=style.paper, legend=dict(orientation="h", yanchor="top", y=-0.2, x=0))
+    if classroom:  # a projector's type; its five legend lines then need a margin of their own under the axis
+        classroom_fonts(fig, True, style)
+        fig.update_layout(height=CLASSROOM_ROOFLINE_PX, margin=dict(b=CLASSROOM_LEGEND_PX),
+                          legend=dict(yref="container", yanchor="bottom", y=0))
     return fig
 
 

@@ -82,11 +82,13 @@ def latency_figure(trace: RequestTrace, lang: str = "zh", style: Style | None = 
             _level_line(fig, plain_label(words), value, dash, color, shift)
     if metrics:
         _ttft_note(fig, trace, table, style)
+    x_title, x_title_px = _axis_title(label(table, "lat_axis_x"), classroom)
+    margin = LATENCY_MARGIN_PX[classroom]
     fig.update_layout(title=label(table, "lat_title"), yaxis_title=f"{label(table, 'lat_axis_y')} (ms)",
-                      xaxis_title=label(table, "lat_axis_x"), **font_layout(style, classroom),
+                      xaxis_title=x_title, **font_layout(style, classroom),
                       plot_bgcolor=style.paper, barmode="stack", bargap=0.3, showlegend=True,
-                      height=PLOT_PX[classroom] + LATENCY_MARGIN_PX[classroom]["t"] + LATENCY_MARGIN_PX[classroom]["b"],
-                      margin=dict(LATENCY_MARGIN_PX[classroom], r=170 if classroom else 130),
+                      height=PLOT_PX[classroom] + margin["t"] + margin["b"] + x_title_px,
+                      margin=dict(margin, b=margin["b"] + x_title_px, r=170 if classroom else 130),
                       # The legend hangs from the figure's own bottom edge (container coordinates), under a
                       # bottom margin sized for the level tick labels, the axis title and two legend rows:
                       # a paper-relative y would slide into the axis title as the plot's height changes.
@@ -107,7 +109,12 @@ def _level_line(fig: go.Figure, words: str, value: float, dash: str, color: str,
                        y=value, yanchor="middle", yref="y", yshift=shift)
 
 
-RUN_NOTE_WRAP_PX = {False: 560, True: 700}  # the chart is about the lesson column wide (760 px, 820 in classroom)
+PHONE_LINE_PX = 300  # a line of the chart's own words that fits a phone's 358 px chart (390 px screen)
+# The chart is about the lesson column wide (760 px, 820 in classroom), and on a phone 358 px: outside classroom
+# mode its subtitle and axis title wrap to fit a phone (one long line was cut off at both edges there).
+RUN_NOTE_WRAP_PX = {False: PHONE_LINE_PX, True: 700}
+AXIS_TITLE_WRAP_PX = {False: 280, True: 560}  # centred under a phone's 150 px plot: at most 300 px stays inside
+AXIS_TITLE_PX = 14
 
 
 def _run_note(fig: go.Figure, run_note: str, classroom: bool) -> None:
@@ -135,6 +142,15 @@ def _ttft_note(fig: go.Figure, trace: RequestTrace, table: Table, style: Style) 
                                               prefill=fmt_ms(prefill.duration_ms),
                                               rest=fmt_ms(metrics.ttft_ms - prefill.duration_ms))),
                        font=dict(color=style.prefill))
+
+
+def _axis_title(words: str, classroom: bool) -> tuple[str, int]:
+    """(the x axis title wrapped, as plotly's <br> lines: to a phone's width outside classroom mode, to the
+    classroom column's plot in its 21 px type, where one line ran past the figure's left edge; the px its
+    extra lines need below the plot)."""
+    size = CLASSROOM_FONT_PX if classroom else AXIS_TITLE_PX  # plotly's own size for an axis title: 14 px
+    lines = wrap_text(words, AXIS_TITLE_WRAP_PX[classroom], size)
+    return "<br>".join(plain_label(line) for line in lines), round((len(lines) - 1) * size * 1.35)
 
 
 # Top: the title and the TTFT note. Bottom: one row of level tick labels, the axis title, then up to

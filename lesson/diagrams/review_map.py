@@ -43,6 +43,7 @@ class TableRow:
 
 
 LANDSCAPE_W = 1200  # a width to fit this wide or wider (the presenter's landscape 1280) keeps the heading column
+LANDSCAPE_HEAD_W = 240  # its heading column
 
 
 def _width(style: Style) -> float:
@@ -59,15 +60,37 @@ def _landscape(style: Style) -> bool:
     return style.fitted and not _folded(style)
 
 
+def _row_size(style: Style, live: bool) -> float:
+    """A table row's type: in the landscape figure the classroom's smallest (its floor, 21 units), so the
+    English map (two-line rows) fits a 1280x720 window with labels of 14 px or more (at its headings' size
+    it was 1280x1014 units: 12.2 px in the presenter view); the page's folded map keeps its larger type."""
+    return style.small_size if live or _landscape(style) else style.font_size
+
+
 def _line_h(style: Style) -> float:
-    """A table line: in the presenter's landscape figure a little tighter, so the English map (two-line
-    headings, 1280x1117 units with the page's spacing) fits a 1280x720 window at 12 px labels, not 11."""
-    return style.font_size * (1.22 if _landscape(style) else 1.4)
+    """A table line: in the presenter's landscape figure a little tighter (the same fit)."""
+    return _row_size(style, False) * (1.2 if _landscape(style) else 1.4)
 
 
 def _row_pad(style: Style) -> float:
     """Above and below a row's lines (a row box's inner margin, vertically)."""
-    return 8 if _landscape(style) else CELL_PAD
+    return 6 if _landscape(style) else CELL_PAD
+
+
+def _head_w(style: Style) -> float:
+    """The heading column: wider in the landscape figure, where English headings wrapped to two lines."""
+    return LANDSCAPE_HEAD_W if _landscape(style) else HEAD_W
+
+
+def _spacing(style: Style, page: float) -> float:
+    """Line spacing of the techniques' and the closing's lines (as a multiple of their type): `page` on the
+    page, a little tighter in the landscape figure (the same fit as _row_size)."""
+    return 1.3 if _landscape(style) else page
+
+
+def _gap(style: Style) -> float:
+    """Between two boxes, vertically: smaller in the landscape figure (the same fit as _row_size)."""
+    return 3 if _landscape(style) else 6
 
 
 def _col_x(style: Style = DEFAULT_STYLE) -> tuple[float, float, float]:
@@ -76,8 +99,9 @@ def _col_x(style: Style = DEFAULT_STYLE) -> tuple[float, float, float]:
     if _folded(style):
         col_w = (width - 2 * PAD - GAP) / 2
         return PAD, PAD + GAP + col_w, col_w
-    col_w = (width - 2 * PAD - HEAD_W - 2 * GAP) / 2
-    return PAD + HEAD_W + GAP, PAD + HEAD_W + 2 * GAP + col_w, col_w
+    head_w = _head_w(style)
+    col_w = (width - 2 * PAD - head_w - 2 * GAP) / 2
+    return PAD + head_w + GAP, PAD + head_w + 2 * GAP + col_w, col_w
 
 
 def _header_h(style: Style) -> float:
@@ -116,16 +140,16 @@ def table_rows(trace: RequestTrace | None, table: Table, style: Style, top: floa
         items.append(("live", *_live_texts(trace, table), True))
     rows, y = [], top
     for key, heading, pre, dec, live in items:
-        size = style.small_size if live else style.font_size
+        size = _row_size(style, live)
         wrapped = (wrap_text(pre, col_w - 2 * CELL_PAD - (70 if key == "new" else 0), size),
                    wrap_text(dec, col_w - 2 * CELL_PAD - (70 if key == "new" else 0), size))
-        head_room = _width(style) - 2 * PAD - 2 * CELL_PAD if _folded(style) else HEAD_W - CELL_PAD
-        head = wrap_text(heading, head_room, style.small_size if live else style.font_size)
+        head_room = _width(style) - 2 * PAD - 2 * CELL_PAD if _folded(style) else _head_w(style) - CELL_PAD
+        head = wrap_text(heading, head_room, size)
         head_h = len(head) * line_h if _folded(style) else 0.0
         body = max(len(wrapped[0]), len(wrapped[1]), 0 if _folded(style) else len(head))
         h = head_h + body * line_h + 2 * _row_pad(style) - 6
         rows.append(TableRow(key, head, wrapped, y, h, live, head_h))
-        y += h + 6
+        y += h + _gap(style)
     return tuple(rows)
 
 
@@ -133,7 +157,7 @@ def _draw_row(dwg, row: TableRow, style: Style) -> None:
     x_pre, x_dec, col_w = _col_x(style)
     group = dwg.g(class_=f"review-row {row.key}")
     line_h, pad = _line_h(style), _row_pad(style)
-    size = style.small_size if row.live else style.font_size
+    size = _row_size(style, row.live)
     group.add(dwg.rect((PAD, row.y), (_width(style) - 2 * PAD, row.h), rx=8,
                        fill=style.paper if not row.live else style.panel, stroke=style.grid, class_="row-box"))
     for i, line in enumerate(row.heading):
@@ -180,7 +204,8 @@ def _draw_serving(dwg, y: float, style: Style, table: Table) -> float:
     box_w = (_width(style) - 2 * PAD - (per_row - 1) * GAP) / per_row
     desc_lines = [wrap_text(label(table, f"review_{k}_desc"), box_w - 2 * CELL_PAD, style.small_size)
                   for k, _ in TECHNIQUES]
-    box_h = 24 + style.font_size + style.small_size * 1.1 + max(len(d) for d in desc_lines) * style.small_size * 1.45
+    desc_h = style.small_size * _spacing(style, 1.45)
+    box_h = 24 + style.font_size + style.small_size * 1.1 + max(len(d) for d in desc_lines) * desc_h
     top0 = y + 32 + max(0, style.font_size - 15)
     for i, ((key, marks), lines) in enumerate(zip(TECHNIQUES, desc_lines)):
         x = PAD + (i % per_row) * (box_w + GAP)
@@ -196,7 +221,7 @@ def _draw_serving(dwg, y: float, style: Style, table: Table) -> float:
                      size=style.font_size, fill=style.ink, weight="bold"))
         for j, line in enumerate(lines):
             box.add(text(dwg, line, x + CELL_PAD, top + 27 + style.font_size + style.small_size * 1.1
-                         + j * style.small_size * 1.45,
+                         + j * desc_h,
                          size=style.small_size, fill=style.muted_ink))
         dwg.add(box)
     return top + box_h
@@ -210,25 +235,26 @@ def render_review_map(trace: RequestTrace | None = None, *, lang: str = "zh", st
     table, style = table_for(lang), style or DEFAULT_STYLE
     width = _width(style)
     rows = table_rows(trace, table, style, top=110 + _header_h(style))
-    serving_y = rows[-1].y + rows[-1].h + 22
+    serving_y = rows[-1].y + rows[-1].h + 16 + _gap(style)
     closing = wrap_text(label(table, "review_closing"), width - 2 * PAD - 2 * CELL_PAD, style.font_size)
     # Height: serving title (32) + box, then the closing box.
     box_h = 54 + 3 * style.small_size * 1.45
-    height = serving_y + 32 + box_h + 24 + len(closing) * style.font_size * 1.5 + 2 * CELL_PAD + 24
+    closing_h = style.font_size * _spacing(style, 1.5)
+    height = serving_y + 32 + box_h + 24 + len(closing) * closing_h + 2 * CELL_PAD + 24
     dwg = new_drawing(width, height, style, "review-map", label(table, "review_title"))
     header(dwg, style, label(table, "review_title"), label(table, "review_subtitle"))
     _draw_headers(dwg, 98, style, table)
     for row in rows:
         _draw_row(dwg, row, style)
     bottom = _draw_serving(dwg, serving_y, style, table) + 20
-    close_h = len(closing) * style.font_size * 1.5 + 2 * CELL_PAD - 6
+    close_h = len(closing) * closing_h + 2 * CELL_PAD - 6
     dwg.add(dwg.rect((PAD, bottom), (width - 2 * PAD, close_h), rx=8, fill=style.panel, stroke=style.grid,
                      class_="closing-box"))
     for i, line in enumerate(closing):
-        dwg.add(text(dwg, line, PAD + CELL_PAD, bottom + CELL_PAD + 11 + i * style.font_size * 1.5,
+        dwg.add(text(dwg, line, PAD + CELL_PAD, bottom + CELL_PAD + 11 + i * closing_h,
                      size=style.font_size, fill=style.ink, weight="bold", class_="closing"))
     end = bottom + close_h
     if run_note and trace is not None:
         end = notes(dwg, style, [run_note], PAD, end + 4, width - 2 * PAD)
-    set_size(dwg, width, end + 24)  # the rows' wrapped height is known only now
+    set_size(dwg, width, end + 12 + 2 * _gap(style))  # the rows' wrapped height is known only now
     return to_string(dwg)

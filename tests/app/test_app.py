@@ -15,6 +15,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from app_support import resources
+from engine.contract.codec import convert
 from engine.contract.config import Limits, settings_from_env
 from engine.contract.errors import InputError, ModelLoadError
 from engine.contract.prompts import LESSON_PROMPTS
@@ -714,4 +715,4 @@ def test_the_app_offers_the_perfetto_download(monkeypatch):
     shown = shown_trace(at)
     # written when clicked (a deferred download), not on every page run of every visitor
     assert button.proto.deferred_file_id and not button.proto.url
-    assert check_trace_events(request_trace_events(RequestTrace.from_dict(shown))) == []
+    assert check_trace_events(request_trace_events(convert(shown, RequestTrace))) == []

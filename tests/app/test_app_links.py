@@ -152,3 +152,9 @@ def test_hostile_values_are_clamped_or_left_out_with_words_and_never_executed(fr
     too_many = _open(fresh, {f"x{i}": "1" for i in range(80)})
     assert t("zh", "link_too_many", n="80", limit="64") in texts(too_many, "warning")
     assert_link_leaves_the_address(too_many, "")  # a link refused whole leaves the address too
+    in_english = _open(fresh, {"lang": "en", **{f"x{i}": "1" for i in range(100)}})  # its language among the rest
+    assert t("en", "link_too_many", n="101", limit="64") in texts(in_english, "warning")  # said in it
+    # past Streamlit's own bounds the query never reaches the page: its script opens it again saying so
+    dropped = _open(fresh, {"lang": "en", "link_dropped": "10001"})
+    assert t("en", "link_too_many", n="10001", limit="1000") in texts(dropped, "warning")
+    assert any("link_dropped" in h.proto.body for h in _open(fresh, {}).get("html"))  # the script, on a first run

@@ -62,3 +62,23 @@ def test_the_switch_runs_with_the_cache_and_shows_hits_misses_and_ttft_side_by_s
     assert "TTFT 中位数" in words and "两次的 Token 完全相同：是" in words
     assert len(lab.get("image")) == 3 * len(runs) + 1 + 1 + 1  # three tabs a policy, the table, block sharing,
     # and the engine's own queue
+
+
+def test_outside_classroom_mode_the_page_folds_the_block_table_to_its_column():
+    """Drawn as wide as its blocks and shrunk into the page's column, its labels came out at 7-8.6 px."""
+    import re
+    from pathlib import Path
+
+    from app_support.prefix_cache import PAGE_COLUMN_UNITS, prefix_svg
+    from engine.contract.serving.trace import ServingRun
+    from lesson.diagrams.prefix_cache import render_prefix_cache
+
+    fixture = Path(__file__).resolve().parents[1] / "serving" / "fixtures" / "prefix_near_miss_tight.json"
+    run = ServingRun.from_json(fixture.read_text(encoding="utf-8"))
+    view_width = re.compile(r'viewBox="[0-9.]+ [0-9.]+ ([0-9.]+)')
+    from app_support.run_store import ServingSet
+
+    shown = ServingSet((run,), (run.to_json(),))
+    width = float(view_width.search(prefix_svg(shown, 0, "zh", classroom=False)).group(1))
+    wide = float(view_width.search(render_prefix_cache(run, lang="zh")).group(1))
+    assert width <= PAGE_COLUMN_UNITS < wide, (width, wide)

@@ -2,7 +2,7 @@
 controls name, a link carries the presenter view and its figure, the page's language stays in the
 address bar (a reload reads it there), a link with too many values says one thing, every choice box
 says its value in the new language at once, and in classroom mode the step after the default example's
-last pass offers the stretched prompt."""
+last pass stands at the run's end, which offers the stretched prompt."""
 
 from __future__ import annotations
 
@@ -116,22 +116,50 @@ def test_a_choice_box_is_sent_its_new_label_when_the_language_changes(fresh, mon
 
 
 @needs_model
-def test_in_classroom_mode_the_step_after_the_default_examples_last_pass_offers_the_stretched_prompt(fresh):
+def test_in_classroom_mode_stepping_past_the_last_pass_says_what_comes_next_and_starts_it_only_when_asked(fresh):
+    """→ at the last pass quietly started the 1024-token run (and ← could not go back): now it stands at the
+    run's end, which names the stretched prompt; ← goes back to the last pass, and only → at the end runs it."""
     at = fresh().run()
     at.toggle(key="classroom").set_value(True).run()
+    before = at.session_state["run_id"]
     total = len(shown_trace(at)["steps"])
     longest = 256  # the served_settings fixture's PREFILL_DECODE_MAX_PROMPT_TOKENS
-    for _ in range(total - 1):
+    for _ in range(total):
         assert at.button(key="class_next").label == t("zh", "classroom_step")
         at.button(key="class_next").click().run()
-    assert at.session_state["class_step"] == total
-    stretch = at.button(key="class_next")  # → presses it: the next step is the stretched prompt
+    end_words = t("zh", "classroom_end_next", total=total, num_tokens=longest)
+    assert at.session_state["run_id"] == before and at.session_state["class_at_end"]  # nothing ran
+    assert end_words in [i.value for i in at.sidebar.info]
+    assert [p.proto.text for p in at.get("progress")] == [t("zh", "classroom_end_position", total=total)]
+    at.button(key="class_prev").click().run()  # ← from the end: the last pass again
+    assert at.session_state["class_step"] == total and not at.session_state["class_at_end"]
+    assert end_words not in [i.value for i in at.sidebar.info]
+    at.button(key="class_next").click().run()
+    stretch = at.button(key="class_next")  # → at the end presses it: the next step named on screen
     assert stretch.label == t("zh", "classroom_stretch", num_tokens=longest)
     stretch.click().run()
     assert_healthy(at)
     trace = shown_trace(at)
     assert len(trace["prompt_ids"]) == longest and at.session_state["class_step"] == 1  # stretched, from Prefill
     assert at.button(key="class_next").label == t("zh", "classroom_step")  # offered once: it is stretched now
+
+
+@needs_model
+def test_the_presenter_views_next_at_the_last_pass_stands_at_the_end_and_runs_nothing(fresh):
+    at = fresh().run()
+    at.toggle(key="classroom").set_value(True).run()
+    at.toggle(key="presenter").set_value(True).run()
+    before, total = at.session_state["run_id"], len(shown_trace(at)["steps"])
+    at.button(key="pres_last").click().run()
+    at.button(key="pres_next").click().run()
+    assert at.session_state["class_at_end"] and at.session_state["run_id"] == before
+    assert at.button(key="pres_next").disabled  # a clicker's next starts nothing from the presenter view
+    assert t("zh", "presenter_end_next", total=total, num_tokens=256) in [i.value for i in at.info]
+    at.button(key="pres_prev").click().run()
+    assert at.session_state["class_step"] == total and not at.session_state["class_at_end"]
+    at.button(key="pres_leave").click().run()  # Esc presses it
+    assert_healthy(at)
+    assert not at.session_state["presenter"] and at.button(key="class_next")
 
 
 def test_the_engine_modes_bar_names_the_mode_that_runs():
@@ -176,3 +204,14 @@ def test_a_sessions_first_run_says_the_model_is_loading_before_the_worker_is_ask
     assert [i.value for i in at.info] == [t("en", "loading_model")]
     at.run()  # later runs: the worker has answered once in this session, nothing is said
     assert not at.info
+
+
+@needs_model
+def test_outside_classroom_mode_the_first_figure_says_classroom_mode_enlarges_it(fresh):
+    """Its labels are drawn at 9-10 px at 1280x720 outside classroom mode: a lecturer is told where the big type is."""
+    at = fresh().run()
+    hint = t("zh", "timeline_projector_hint")
+    assert hint in [c.value for c in at.caption]
+    at.toggle(key="classroom").set_value(True).run()
+    assert_healthy(at)
+    assert hint not in [c.value for c in at.caption]  # classroom mode draws it large: nothing to say

@@ -7,6 +7,7 @@ import pytest
 
 from lesson.slides import lesson_slides, slides_html
 from lesson.style import classroom_style
+from tests.browser.pages import ARTIFACTS
 from tests.factories import make_trace
 
 pytestmark = pytest.mark.browser
@@ -68,3 +69,45 @@ def test_a_hostile_prompt_stays_text(deck):
     page.keyboard.press("Home")
     assert page.inner_text("#slide-1 .subtitle") == HOSTILE
     assert page.evaluate("document.scripts.length") == 1 and dialogs == []
+
+
+# Every slide's smallest label as drawn: the SVG's smallest font-size x the scale its <img> draws it at
+# (object-fit: contain, so the smaller of the box's width and height over the viewBox's).
+SLIDE_LABELS_JS = """() => {
+  const out = [];
+  for (const img of document.querySelectorAll('.slide figure img')) {
+    const slide = img.closest('.slide');
+    slide.classList.add('current');
+    // decoded here: the page's own policy (no connections) lets no fetch() read even a data: URI
+    const bytes = Uint8Array.from(atob(img.src.split(',', 2)[1]), c => c.charCodeAt(0));
+    const doc = new DOMParser().parseFromString(new TextDecoder().decode(bytes), 'image/svg+xml');
+    const [, , w, h] = doc.documentElement.getAttribute('viewBox').split(/\\s+/).map(Number);
+    const box = img.getBoundingClientRect();
+    const scale = Math.min(box.width / w, box.height / h);
+    const sizes = [...doc.querySelectorAll('text')].map(t => parseFloat(t.getAttribute('font-size')));
+    out.push([slide.dataset.name, Math.min(...sizes) * scale]);
+    slide.classList.remove('current');
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+def test_every_slide_is_fitted_to_the_screen_with_no_label_under_14_px_at_1280x720(browser, tmp_path, lang):
+    """Figures stayed 820 px wide with 11 px labels on a 1280x720 projector: slides.html draws them for a
+    landscape screen in the classroom's type and fills the screen with them."""
+    trace = make_trace(prompt="法国的首都是", output_pieces=("巴黎", "。", "</s>"))
+    slides = lesson_slides(trace, lang=lang, run_name="run1")  # the normal page's style: the zip's own files
+    path = tmp_path / "slides.html"
+    path.write_text(slides_html(slides, lang=lang, title="第十九课"), encoding="utf-8")
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    try:
+        page.goto(path.as_uri(), wait_until="load")
+        labels = page.evaluate(SLIDE_LABELS_JS)
+        assert len(labels) == len(slides)
+        small = [(name, round(px, 1)) for name, px in labels if px < 14]
+        assert not small, small
+        page.keyboard.press("ArrowRight")
+        page.screenshot(path=str(ARTIFACTS / f"slides_1280x720_{lang}.png"))
+    finally:
+        page.close()

@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from engine.contract.codec import convert
 from engine.contract.errors import InputError
 from engine.contract.results import GenerationConfig
 from engine.contract.trace import RequestTrace
@@ -125,7 +126,7 @@ def test_mode_and_kernels_survive_json_and_old_traces_load_as_eager(lm):
     del old["engine_mode"], old["engine_note"]
     for step in old["steps"]:
         del step["attention_kernel"]
-    legacy = RequestTrace.from_dict(old)
+    legacy = convert(old, RequestTrace)
     assert legacy.engine_mode == "eager" and legacy.engine_note == ""
     assert {s.attention_kernel for s in legacy.steps} == {""}
 

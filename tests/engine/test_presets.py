@@ -9,6 +9,7 @@ import time
 import pytest
 import torch
 
+from engine.contract.codec import convert
 from engine.cli import main
 from engine.cli.trace import format_trace
 from engine.contract.errors import ModelLoadError
@@ -103,8 +104,8 @@ def test_old_traces_without_the_flag_still_load(tiny_model_dirs):
     lm = load_model(tiny_model_dirs["llama"], device="cpu", warmup=False)
     data = generate(lm, "The capital", GenerationConfig(max_new_tokens=2, ignore_eos=True)).to_dict()
     assert data["model"].pop("random_weights") is False
-    assert RequestTrace.from_dict(data).model.random_weights is False
-    assert RANDOM_WEIGHTS_NOTE not in format_trace(RequestTrace.from_dict(data))
+    assert convert(data, RequestTrace).model.random_weights is False
+    assert RANDOM_WEIGHTS_NOTE not in format_trace(convert(data, RequestTrace))
 
 
 def test_build_fills_every_weight_the_same_way_each_time(monkeypatch):

@@ -10,6 +10,7 @@ import socket
 
 import pytest
 
+from engine.contract.codec import convert
 from engine.contract.serving.trace import ServingRun
 from engine.contract.sweep import Sweep
 from engine.contract.trace import PROVENANCE_TEXT_LIMIT, Provenance, RequestTrace, TraceFormatError
@@ -56,7 +57,7 @@ def test_a_provenance_of_the_wrong_shape_is_refused(change):
     data = json.loads(dataclasses.replace(make_trace(), provenance=SAMPLE).to_json())
     data["provenance"].update(change)
     with pytest.raises(TraceFormatError):
-        RequestTrace.from_dict(data)
+        convert(data, RequestTrace)
 
 
 def test_a_provenance_that_is_not_an_object_is_refused():
@@ -64,10 +65,10 @@ def test_a_provenance_that_is_not_an_object_is_refused():
     for bad in ("cpu", ["cpu"], 3):
         data["provenance"] = bad
         with pytest.raises(TraceFormatError):
-            RequestTrace.from_dict(data)
+            convert(data, RequestTrace)
     data["provenance"] = {k: v for k, v in dataclasses.asdict(SAMPLE).items() if k != "gpu"}
     with pytest.raises(TraceFormatError):
-        RequestTrace.from_dict(data)
+        convert(data, RequestTrace)
 
 
 needs_model = pytest.mark.skipif(not HAS_DEFAULT_MODEL, reason="needs assets/default_model")

@@ -362,7 +362,7 @@ def test_a_speculative_trace_crosses_the_worker_protocol_and_its_checks():
 
     from engine.contract.meaning import MeaningError, check_trace
     from engine.contract.worker.client import checked_trace
-    from engine.contract.worker.codec import to_plain
+    from engine.contract.codec import convert, to_plain
     from tests.factories import make_speculative_trace
 
     trace = make_speculative_trace()
@@ -374,4 +374,4 @@ def test_a_speculative_trace_crosses_the_worker_protocol_and_its_checks():
     verify["input_ids"], verify["input_pieces"] = verify["input_ids"][:1] + list(range(17)), ["x"] * 18
     verify["context_after"] = verify["context_before"] + 18
     with pytest.raises(MeaningError):
-        check_trace(RequestTrace.from_dict(data))
+        check_trace(convert(data, RequestTrace))

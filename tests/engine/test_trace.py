@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from engine.contract.codec import convert
 from engine.contract.trace import SCHEMA_VERSION, RequestTrace, Step, TraceFormatError, compute_metrics, step_rows
 from tests.factories import make_long_trace, make_trace
 
@@ -29,7 +30,7 @@ def test_sliding_window_fields_round_trip_and_older_traces_still_load():
     older = json.loads(make_trace().to_json())  # a schema-1 trace written before the window fields existed
     for name in ("sliding_window", "num_sliding_layers"):
         del older["model"][name]
-    assert RequestTrace.from_dict(older) == make_trace()
+    assert convert(older, RequestTrace) == make_trace()
 
 
 @pytest.mark.parametrize("fields", [
@@ -39,7 +40,7 @@ def test_model_info_rejects_half_a_sliding_window(fields):
     data = json.loads(make_trace().to_json())
     data["model"].update(fields)  # the synthetic model has 4 layers
     with pytest.raises(TraceFormatError):
-        RequestTrace.from_dict(data)
+        convert(data, RequestTrace)
 
 
 def test_json_is_plain_and_readable():
@@ -172,7 +173,7 @@ def test_version_1_traces_load_with_waits_unrecorded():
     data["schema_version"] = 1
     for step in data["steps"]:
         del step["lock_wait_ms"], step["consumer_ms"]
-    old = RequestTrace.from_dict(data)
+    old = convert(data, RequestTrace)
     assert old.schema_version == SCHEMA_VERSION
     assert all(s.lock_wait_ms == 0.0 and s.consumer_ms == 0.0 for s in old.steps)
     assert json.loads(make_trace().to_json())["derived"]["metrics"]["p99_itl_ms"] == 2.0

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from engine.contract.codec import convert
 from engine.contract.trace import RequestTrace, TraceFormatError
 from tests.factories import make_trace
 
@@ -19,7 +20,7 @@ def test_the_new_fields_round_trip_and_older_traces_load_without_them():
     assert again == trace and again.first_token_choice_ms == 0.25 and again.started_at_s == 1_764_000_000.5
     older = json.loads(trace.to_json())
     del older["first_token_choice_ms"], older["started_at_s"]  # written before these fields existed
-    loaded = RequestTrace.from_dict(older)
+    loaded = convert(older, RequestTrace)
     assert loaded.first_token_choice_ms is None and loaded.started_at_s is None
     assert loaded == make_trace()
 
@@ -29,7 +30,7 @@ def test_a_bad_value_is_refused_as_a_format_error(bad):
     data = json.loads(make_trace().to_json())
     data["first_token_choice_ms"] = bad
     with pytest.raises(TraceFormatError):
-        RequestTrace.from_dict(data)
+        convert(data, RequestTrace)
 
 
 def test_gallery_runs_recorded_before_the_fields_still_load():

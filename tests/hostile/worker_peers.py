@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import Counter
 from multiprocessing.connection import Connection, answer_challenge, deliver_challenge
 from pathlib import Path
 
@@ -28,11 +29,15 @@ from engine.contract.worker.errors import RunCancelled
 from engine.contract.worker.protocol import PROTOCOL_VERSION, connect
 from engine.runtime.worker.jobs import MEASURED
 from engine.runtime.worker.models import WorkerSettings
+from engine.runtime.worker.peers import PendingHandshakes
 from engine.runtime.worker.server import CONNECTION_STACK_BYTES, start_in_thread
 
 KEY = b"worker-peers-key-0123456789abcdef"
 LOG: list[str] = []
 DRIP = {"emitted": 0, "outcome": None}  # the drip run's events so far, and how it ended
+RUNNING: dict = {}  # the worker of this child (main sets it): the burst case reads its queue's order
+ORDER: dict[str, list] = {"submitted": [], "ran": []}  # the burst's calls by `seq`, as queued and as run
+BURST_CLIENTS = 8  # the burst's calls come from this many client names, each with calls in a row
 CLIENT_MEMORY_BYTES = 1 << 30  # a client process's address space (it imports no torch)
 CLIENT_CPU_S = 60  # and its CPU seconds; the case kills it at its end anyway
 # A client process: a real connection and call, reading until the stream has begun, then saying so.
@@ -55,6 +60,8 @@ class Remember(logging.Handler):
 
 
 def short(ctx, args):
+    if "seq" in args:
+        ORDER["ran"].append(args["seq"])
     time.sleep(0.02)
     return {"ok": True}
 
@@ -159,7 +166,10 @@ def silent_flood(address, good):
 
 
 def idle_keyed(address, good):
-    """Keyed connections that never send their call, as many as the worker lets through."""
+    """Keyed connections that never send their call, as many as the worker lets through, past the door's
+    pending bound (set here to 64 in all and 8 per address, so 300 connections cross it): the oldest
+    ones are closed, and a keyed client still gets in."""
+    RUNNING["worker"].door.pending = PendingHandshakes(total=64, per_host=8)
     conns = []
     for i in range(300):
         try:
@@ -246,6 +256,97 @@ def stopped(address, good):
         client.wait()
 
 
+def burst(address, good, calls: int = 64):
+    """`calls` calls at the same moment from one host (127.0.0.1), as a class's replica sends them:
+    BURST_CLIENTS names, each with its calls in a row. What each got, and whether each client's calls
+    ran in the order the worker took them in (its arrival order)."""
+    queue = RUNNING["worker"].queue
+    submit = queue.submit
+
+    def recorded(waiter):
+        with RECORD_LOCK:
+            ORDER["submitted"].append(waiter.args.get("seq"))
+            submit(waiter)
+    queue.submit = recorded
+    return {"good_s": 0.0, **burst_outcome(address, calls)}
+
+
+RECORD_LOCK = threading.Lock()
+
+
+def burst_outcome(address, calls: int) -> dict:
+    gate = threading.Barrier(calls)
+    got: list = [None] * calls
+
+    def one(seq: int) -> None:
+        client = EngineClient(address, KEY, client_name=f"c{seq % BURST_CLIENTS}")
+        gate.wait()
+        try:
+            got[seq] = list(client.call("short", {"seq": seq}))[-1][0]
+        except Exception as err:  # noqa: BLE001 - what each call got is the case's answer
+            got[seq] = f"{type(err).__name__}: {getattr(err, 'key', '')}"
+    threads_ = [threading.Thread(target=one, args=(seq,)) for seq in range(calls)]
+    for thread in threads_:
+        thread.start()
+    for thread in threads_:
+        thread.join(120)
+    in_order = all(by_client(ORDER["ran"], c) == by_client(ORDER["submitted"], c) for c in range(BURST_CLIENTS))
+    return {"answers": dict(sorted(Counter(map(str, got)).items())), "in_order": in_order,
+            "ran": len(ORDER["ran"])}
+
+
+def by_client(seqs: list, client: int) -> list:
+    return [s for s in seqs if s is not None and s % BURST_CLIENTS == client]
+
+
+CROWD = 40  # calls a crowd keeps in the queue at every moment (each of its threads calls again once answered)
+
+
+def crowd_s(address, name_of, calls: int = CROWD) -> float:
+    """The honest client's short call (replica "honest", name "good") while a crowd on another replica
+    keeps `calls` calls waiting, its n-th call under `name_of(n)`: the honest call's seconds."""
+    stop, numbers = threading.Event(), iter(range(1 << 30))
+
+    def one_after_another() -> None:
+        while not stop.is_set():
+            n = next(numbers)
+            client = EngineClient(address, KEY, client_name=name_of(n))
+            client.replica = "crowd"
+            list(client.call("short", {"n": n}))
+    crowd = [threading.Thread(target=one_after_another, daemon=True) for _ in range(calls)]
+    for thread in crowd:
+        thread.start()
+    queue = RUNNING["worker"].queue
+    while len(queue) < calls * 3 // 4:  # the crowd is in the queue
+        time.sleep(0.01)
+    honest = EngineClient(address, KEY, client_name="good")
+    honest.replica = "honest"
+    started = time.monotonic()
+    assert list(honest.call("short", {}))[-1][0] == "done"
+    took = time.monotonic() - started
+    stop.set()
+    for thread in crowd:
+        thread.join(30)
+    return took
+
+
+def crowd_case(name_of):
+    """A crowd case: the honest call beside the crowd (`good_s`) and beside one well-behaved busy client
+    (`busy_s`: one name keeping as many calls waiting), measured one after the other."""
+    def case(address, good):
+        busy_s = crowd_s(address, lambda n: "busy")
+        return {"good_s": crowd_s(address, name_of), "busy_s": round(busy_s, 3)}
+    return case
+
+
+crowd_one_name = crowd_case(lambda n: "crowd")
+crowd_own_name = crowd_case(lambda n: "good")  # the honest client's own name, from another replica
+crowd_fresh_names = crowd_case(lambda n: f"visitor-{n}")  # a fresh name per call (a new browser session each)
+for _name, _case in (("crowd_one_name", crowd_one_name), ("crowd_own_name", crowd_own_name),
+                     ("crowd_fresh_names", crowd_fresh_names)):
+    _case.__name__ = _name
+
+
 def bounded_client() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (CLIENT_MEMORY_BYTES, CLIENT_MEMORY_BYTES))
     resource.setrlimit(resource.RLIMIT_CPU, (CLIENT_CPU_S, CLIENT_CPU_S))
@@ -259,15 +360,17 @@ def vm_bytes() -> int:
     raise OSError("no VmSize")
 
 
-CASES = {f.__name__: f for f in (unread, silent_flood, idle_keyed, frames, threads, stall, stopped)}
+CASES = {f.__name__: f for f in (unread, silent_flood, idle_keyed, frames, threads, stall, stopped, burst,
+                                 crowd_one_name, crowd_own_name, crowd_fresh_names)}
 
 
-def main(name: str) -> None:
+def main(name: str, *numbers: str) -> None:
     running = start()
+    RUNNING["worker"] = running.worker
     threading.stack_size(CONNECTION_STACK_BYTES)  # as serve_worker sets it (start_in_thread leaves it)
     alone = min(short_call_s(running.address) for _ in range(3))
     started = time.monotonic()
-    result = CASES[name](running.address, lambda: short_call_s(running.address))
+    result = CASES[name](running.address, lambda: short_call_s(running.address), *map(int, numbers))
     result.update(alone_s=round(alone, 3), case_s=round(time.monotonic() - started, 2), log=LOG[-40:])
     result["good_s"] = round(result["good_s"], 3)
     print(json.dumps(result))
@@ -276,4 +379,4 @@ def main(name: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])

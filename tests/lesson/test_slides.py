@@ -184,7 +184,7 @@ def test_slides_html_is_offline_and_inlines_every_figure(lang):
     images = [attrs for tag, attrs in page.tags if tag == "img"]
     assert len(images) == len(slides)
     for slide, attrs in zip(slides, images):
-        assert base64.b64decode(attrs["src"].split(",", 1)[1]).decode("utf-8") == slide.svg
+        assert base64.b64decode(attrs["src"].split(",", 1)[1]).decode("utf-8") == slide.screen_source
     assert [attrs for tag, attrs in page.tags if tag in ("link", "iframe", "object", "embed")] == []
     scripts = [attrs for tag, attrs in page.tags if tag == "script"]
     assert scripts == [{}] and "ArrowRight" in "".join(page.scripts) and "ArrowLeft" in "".join(page.scripts)

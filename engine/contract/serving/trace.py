@@ -65,21 +65,18 @@ when the engine began honouring arrivals; all are measured, none simulated):
           device, gpu, torch_version, transformers_version, recorded_at); None in older runs and
           in runs observed from a client (engine/contract/interop/)
 
-`ServingRun.to_json()` / `ServingRun.from_json(text)` round-trip exactly; derived
+`ServingRun.to_json()` / `ServingRun.from_json(text)` round-trip exactly (engine.contract.codec); derived
 values are properties, never stored twice (to_dict adds them under "derived" keys
-for readers of the JSON and from_dict ignores them).
+for readers of the JSON, and the codec ignores them on the way back).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import types
-import typing
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
-from engine.contract.limits import check_magnitudes, dump_json, load_json
+from engine.contract import codec
+from engine.contract.limits import check_magnitudes
 from engine.contract.serving.prefix import MISS_REASONS
 from engine.contract.trace import CachedShare, ModelInfo, Provenance, TraceFormatError
 
@@ -449,70 +446,43 @@ class ServingRun:
     def prefix_caching(self) -> bool:
         return self.settings.prefix_caching
 
-    # --- JSON in and out ---
+    # --- JSON in and out (engine.contract.codec) ---
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        data = codec.to_plain(self)
         for record, plain in zip(self.requests, data["requests"]):
-            plain["derived"] = {"ttft_ms": record.ttft_ms, "tpot_ms": record.tpot_ms, "e2el_ms": record.e2el_ms,
+            plain[codec.DERIVED] = {"ttft_ms": record.ttft_ms, "tpot_ms": record.tpot_ms, "e2el_ms": record.e2el_ms,
                                 "queue_ms": record.queue_ms}
             if record.prefix is not None:
-                plain["prefix"]["derived"] = {"num_computed_tokens": record.prefix.num_computed_tokens,
+                plain["prefix"][codec.DERIVED] = {"num_computed_tokens": record.prefix.num_computed_tokens,
                                               "hit_rate": record.prefix.hit_rate}
         for it, plain in zip(self.iterations, data["iterations"]):
-            plain["derived"] = {"num_prefill_tokens": it.num_prefill_tokens, "num_decode_tokens": it.num_decode_tokens,
-                                "duration_ms": it.duration_ms, "wasted_slots": it.blocks.wasted_slots}
+            plain[codec.DERIVED] = {"num_prefill_tokens": it.num_prefill_tokens,
+                                    "num_decode_tokens": it.num_decode_tokens, "duration_ms": it.duration_ms,
+                                    "wasted_slots": it.blocks.wasted_slots}
         return data
 
     def to_json(self, indent: int | None = 2) -> str:
         """The run as JSON; a number that is not finite is refused (LimitError), never written as NaN."""
-        return dump_json(self.to_dict(), ensure_ascii=False, indent=indent)
+        return codec.encode(self, indent)
+
+    @staticmethod
+    def upgrade(data: Any) -> Any:
+        """A run's parsed JSON before it is built (engine.contract.codec): a serving run of this schema version,
+        every number finite and within MAX_MAGNITUDE (LimitError naming where) before any record is built."""
+        if not isinstance(data, dict) or data.get("kind") != "serving_run":
+            raise TraceFormatError("not a serving run (kind must be 'serving_run')")
+        if data.get("schema_version") != SERVING_SCHEMA_VERSION or isinstance(data.get("schema_version"), bool):
+            raise TraceFormatError(f"serving run schema_version {data.get('schema_version')!r}; "
+                                   f"this build reads {SERVING_SCHEMA_VERSION}")
+        check_magnitudes(data)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ServingRun:
-        if not isinstance(data, dict) or data.get("kind") != "serving_run":
-            raise TraceFormatError("not a serving run (kind must be 'serving_run')")
-        if data.get("schema_version") != SERVING_SCHEMA_VERSION:
-            raise TraceFormatError(f"serving run schema_version {data.get('schema_version')!r}; "
-                                   f"this build reads {SERVING_SCHEMA_VERSION}")
-        try:
-            return _build(cls, data)
-        except (KeyError, TypeError, ValueError) as err:
-            if isinstance(err, TraceFormatError):
-                raise
-            raise TraceFormatError(f"not a valid serving run: {err}") from err
+        return codec.convert(data, cls)
 
     @classmethod
     def from_json(cls, text: str) -> ServingRun:
         """Read a run, bounded (engine.contract.limits): nesting, number lengths, NaN / Infinity and numbers beyond
         MAX_MAGNITUDE are refused (LimitError) before any record is built."""
-        try:
-            data = load_json(text)
-        except json.JSONDecodeError as err:
-            raise TraceFormatError(f"not JSON: {err}") from err
-        check_magnitudes(data)
-        return cls.from_dict(data)
-
-
-def _build(tp: Any, value: Any) -> Any:
-    """Rebuild a value of type `tp` from plain JSON (dataclasses, tuples, optionals)."""
-    if dataclasses.is_dataclass(tp):
-        hints = typing.get_type_hints(tp)
-        names = {f.name for f in dataclasses.fields(tp) if f.init}
-        unknown = set(value) - names - {"derived"}
-        if unknown:
-            raise TraceFormatError(f"{tp.__name__} has no field(s) {sorted(unknown)}")
-        return tp(**{k: _build(hints[k], v) for k, v in value.items() if k in names})
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (typing.Union, types.UnionType):
-        if value is None:
-            return None
-        return _build(next(a for a in args if a is not type(None)), value)
-    if origin is tuple:
-        if not isinstance(value, list):
-            raise TypeError(f"expected a list, got {type(value).__name__}")
-        if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(_build(args[0], v) for v in value)
-        return tuple(_build(a, v) for a, v in zip(args, value))
-    if tp is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    return value
+        return codec.decode(text, cls)

@@ -11,11 +11,14 @@
 
 Each call opens its own connection (a key challenge, ~1 ms on this machine) and closes it when
 its result has come, so calls from many threads (a page's sessions) never share a connection. A
+connection the worker closes before the call is in (a burst past its door's bounds) is opened
+again, a few times; it never leads to a worker being replaced: only one that answers no liveness
+check (`ping`, which a busy worker answers between its passes) is. A
 call's events are an iterator; leaving it early (a page that is rerun or closed: Streamlit
 stops the script inside the loop) closes the connection, which cancels the call in the worker.
 
-Results are rebuilt as the engine's own frozen types (RequestTrace, Sweep, ServingRun through
-their JSON; the rest through engine/contract/worker/codec.py), equal to what the worker computed. An
+Results are rebuilt as the engine's own frozen types by the contract's one codec (engine/contract/codec.py:
+strict types, no unknown field, then the meaning checks), equal to what the worker computed. An
 engine error raised in the worker is raised here as the same class, with its key and params.
 """
 
@@ -43,16 +46,14 @@ from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import WorkloadRequest
 from engine.contract.sweep import Sweep
 from engine.contract.limits import WORKER_MAX_CALL_S, WORKER_MAX_RESULT_BYTES, WORKER_SILENCE_S, WORKER_STALL_S
-from engine.contract.limits import load_json
 from engine.contract.meaning import (
-    MAX_TRACE_STEPS, MeaningError, check_comparison, check_plain_steps, check_serving, check_step, check_sweep,
+    MAX_TRACE_STEPS, MeaningError, check_comparison, check_serving, check_step, check_sweep,
     check_time, check_trace,
 )
-from engine.contract.recorded import check_types
-from engine.contract.trace import ModelInfo, RequestTrace, Step, StepsSoFar
+from engine.contract.trace import RequestTrace, Step, StepsSoFar
 from engine.contract.worker import calls
 from engine.contract.worker.calls import CALLS, ModelDescription, TokenPreview
-from engine.contract.worker.codec import from_plain, to_plain
+from engine.contract.codec import convert, decode, to_plain
 from engine.contract.worker.errors import (
     EngineWorkerError, ProtocolError, RunCancelled, RunStalled, WorkerAuthError, WorkerSetupError, WorkerSilent,
     WorkerUnreachable, error_from_wire,
@@ -68,6 +69,10 @@ T = TypeVar("T")
 MAX_REPEATS = 20  # traces in one trace_repeats result (engine.runtime.repeats' cap)
 STALL_CHECKED = calls.names(measured=True, measurement=True)  # calls whose result is a measurement
 CLIENT_STALL_S = WORKER_STALL_S + 2 * HEARTBEAT_S  # no heartbeat this long in a run: the worker stood still
+OPEN_TRIES = 5  # a connection closed before its call was in is opened again this many times in all
+OPEN_BACKOFF_S = 0.05  # the first wait before opening again (doubled each time, with jitter)
+LIVENESS_TIMEOUT_S = 10.0  # a local worker that does not answer `ping` this long (a light call) is stuck
+REPLICA = secrets.token_hex(4)  # this process, one replica of the app: the worker's turns and slots go per replica
 
 
 
@@ -191,6 +196,7 @@ class EngineClient:
         self.silence_s = silence_s  # nothing at all from the worker this long: WorkerSilent
         self.max_call_s = max_call_s  # no call takes longer, heartbeats or not: WorkerSilent
         self.client_name = client_name or secrets.token_hex(4)  # whose turn in the worker's queue
+        self.replica = REPLICA  # whose peer: the worker counts session slots and turns per address and replica
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ, *, heartbeat_s: float | None = None) -> EngineClient:
@@ -257,9 +263,9 @@ class EngineClient:
         """The prompt once per engine mode, back to back in one queued call: {mode: its trace}."""
         args = {"model": model.to_wire(), "prompt": prompt, "num_tokens": num_tokens, "modes": list(modes),
                 "max_prompt_tokens": max_prompt_tokens}
-        return self._rebuilt("modes", args, lambda runs: {str(mode): checked_trace(load_json(run_json))
-                                                          for mode, run_json in list(runs.items())[:len(modes)]},
-                             on_event=on_event)
+        return self._rebuilt("modes", args, lambda runs: {
+            str(mode): checked("trace", functools.partial(decode, run_json, RequestTrace), check_trace)
+            for mode, run_json in list(runs.items())[:len(modes)]}, on_event=on_event)
 
     def compare_cache(self, model: ModelRef, prompt_ids: Sequence[int], max_new_tokens: int, *,
                       on_event: OnEvent = None) -> CacheComparison:
@@ -288,7 +294,8 @@ class EngineClient:
         plain = to_plain(config) if dataclasses.is_dataclass(config) else dict(config or {})
         args = {"model": model.to_wire(), "requests": [to_plain(r) for r in requests], "config": plain,
                 "scenario": scenario}
-        return self._rebuilt("serve_workload", args, ServingRun.from_json, check_serving, on_event=on_event)
+        return self._rebuilt("serve_workload", args, functools.partial(decode, cls=ServingRun), check_serving,
+                             on_event=on_event)
 
     def decode_ops(self, model: ModelRef) -> DecodeOps:
         return self._rebuilt("decode_ops", {"model": model.to_wire()})
@@ -339,10 +346,9 @@ class EngineClient:
         call past WORKER_MAX_CALL_S. A measured run during which the worker went quiet for longer than
         a heartbeat allows (it stood still) raises RunStalled instead of giving its result."""
         since = self._check_local()
-        channel, where = self._open(since)
+        channel, where = self._open_call(since, method, args)
         clock = CallClock(self.silence_s, measured=method in STALL_CHECKED, max_s=self.max_call_s)
         try:
-            channel.send("call", method=method, args=args, client=self.client_name)
             while True:
                 if not clock.wait(channel, self.heartbeat_s):
                     if clock.silent():
@@ -383,11 +389,11 @@ class EngineClient:
 
     def _rebuilt(self, method: str, args: dict[str, Any], build: Callable[[Any], T] | None = None,
                  check: Callable[[T], None] | None = None, *, on_event: OnEvent = None) -> T:
-        """The call's result rebuilt by `build` (None: as the table's result type, engine.contract.worker.codec)
+        """The call's result rebuilt by `build` (None: as the table's result type, engine.contract.codec)
         and checked, any refusal named as the table names the result (`checked`)."""
         kind = CALLS[method]
         data = self._result(method, args, on_event)
-        rebuild = build if build is not None else functools.partial(from_plain, kind.result)
+        rebuild = build if build is not None else functools.partial(convert, cls=kind.result)
         return checked(kind.what, lambda: rebuild(data), check)
 
     def _stream(self, method: str, args: dict[str, Any], finish: Callable[..., Iterator[Event]]) -> Iterator[Event]:
@@ -409,11 +415,22 @@ class EngineClient:
                 yield _event(kind, fields)
 
     def _silent(self, where: str, since: int | None, clock: CallClock) -> WorkerSilent:
-        """The worker stopped answering: a local one is stopped and started again (the app's own advice)."""
-        if self.local is not None:
+        """The worker stopped answering: a local one that fails its liveness check too is stopped and started
+        again (the app's own advice); one that answers is busy, never killed."""
+        if self.local is not None and not self._alive():
             self.local.replace_stuck(since)
         return WorkerSilent(where, clock.waited if clock.waited >= clock.silence_s else clock.elapsed,
                             local=self.local is not None)
+
+    def _alive(self) -> bool:
+        """The liveness check: the worker answers a light call (from its connection's own thread, so a worker
+        busy measuring answers it too) within LIVENESS_TIMEOUT_S."""
+        probe = EngineClient(self.address, self._key(), connect_timeout_s=LIVENESS_TIMEOUT_S,
+                             silence_s=LIVENESS_TIMEOUT_S, max_call_s=LIVENESS_TIMEOUT_S)
+        try:
+            return isinstance(probe.ping(), dict)
+        except (EngineWorkerError, OSError, EOFError):
+            return False
 
     def _check_local(self) -> int | None:
         """The local worker's generation this call runs on (restarting a dead one raises first)."""
@@ -422,21 +439,46 @@ class EngineClient:
         self.local.ensure_alive()
         return self.local.generation
 
-    def _open(self, since: int | None) -> tuple[Channel, str]:
+    def _key(self) -> bytes:
+        return self.local.authkey if self.local is not None else self._authkey
+
+    def _open_call(self, since: int | None, method: str, args: dict[str, Any]) -> tuple[Channel, str]:
+        """A connection with this call sent on it. One that closes before the call is in (the worker's door
+        pushed it out in a burst, or it hung up) is opened again, up to OPEN_TRIES times, after a short
+        wait; then the usual WorkerUnreachable (WorkerRestarted when a local worker had died)."""
+        for attempt in range(OPEN_TRIES):
+            channel, where = self._open(since, last=attempt == OPEN_TRIES - 1)
+            if channel is None:
+                time.sleep(OPEN_BACKOFF_S * 2 ** attempt * (0.5 + secrets.randbelow(1000) / 1000))
+                continue
+            try:
+                channel.send("call", method=method, args=args, client=self.client_name, replica=self.replica)
+                return channel, where
+            except (OSError, EOFError) as err:
+                channel.close()
+                if attempt == OPEN_TRIES - 1:
+                    self._lost(since, during_run=False)
+                    raise WorkerUnreachable(where, _reason(err), local=self.local is not None) from None
+        raise AssertionError("unreachable: the last try returns or raises")
+
+    def _open(self, since: int | None, last: bool = True) -> tuple[Channel | None, str]:
+        """A keyed connection, or (None, where) when it closed during the key challenge and `last` is False
+        (the caller tries again). A local worker is replaced only when it also fails the liveness check."""
         address = self.address
         where = format_address(address)
-        authkey = self.local.authkey if self.local is not None else self._authkey
         try:
-            conn = connect(address, authkey, self.connect_timeout_s)
+            conn = connect(address, self._key(), self.connect_timeout_s)
         except AuthenticationError:
             self._lost(since, during_run=False)
             raise WorkerAuthError(where) from None
         except AssertionError:  # the first frame was not a key challenge: not an engine worker
             raise WorkerUnreachable(where, "what answers there is not an engine worker") from None
         except (OSError, EOFError) as err:
+            if not last and isinstance(err, (EOFError, ConnectionResetError, BrokenPipeError)):
+                return None, where  # closed during the challenge: open it again
             self._lost(since, during_run=False)
-            if self.local is not None and isinstance(err, (EOFError, TimeoutError)):  # alive, not answering:
-                self.local.replace_stuck(since)  # stuck; the app starts a new one
+            if self.local is not None and isinstance(err, (EOFError, TimeoutError)) and not self._alive():
+                self.local.replace_stuck(since)  # alive, but it answers no light call either: stuck
             raise WorkerUnreachable(where, _reason(err), local=self.local is not None) from None
         return Channel(conn, WORKER_TYPES, WORKER_MAX_RESULT_BYTES), where
 
@@ -493,7 +535,7 @@ def _repeats_done(result: Any, header: RequestTrace | None, steps: list[Step]) -
 
 
 def _description(data: dict[str, Any]) -> ModelDescription:
-    return ModelDescription(from_plain(ModelInfo, data["info"]), data["device"], float(data["load_ms"]))
+    return convert(data, ModelDescription)
 
 
 def _load_time(description: ModelDescription) -> None:
@@ -510,12 +552,11 @@ def _names(data: Any) -> tuple[str, ...]:
 # --- results checked before anything is drawn ----------------------------------------
 
 def checked(what: str, build: Callable[[], T], check: Callable[[T], None] | None = None) -> T:
-    """`build()`'s value, its fields of the types their hints name (engine.contract.recorded.check_types)
-    and passing `check` (engine.contract.meaning); anything else a worker sent is one ProtocolError
-    (key protocol_malformed, why "meaning"), never an exception from inside a figure."""
+    """`build()`'s value (engine.contract.codec: its fields of the types their hints name, strict) passing
+    `check` (engine.contract.meaning); anything else a worker sent is one ProtocolError (key
+    protocol_malformed, why "meaning"), never an exception from inside a figure."""
     try:
         value = build()
-        check_types(value)
         if check is not None:
             check(value)
         return value
@@ -528,13 +569,9 @@ def checked(what: str, build: Callable[[], T], check: Callable[[T], None] | None
 
 
 def checked_trace(data: Any) -> RequestTrace:
-    """A finished trace from the worker: its step count before one Step is built, then types and meaning."""
-    return checked("trace", lambda: _trace(data), check_trace)
-
-
-def _trace(data: Any) -> RequestTrace:
-    check_plain_steps(data)
-    return RequestTrace.from_dict(data)
+    """A finished trace from the worker: its step count before one Step is built (RequestTrace.upgrade), then
+    types and meaning."""
+    return checked("trace", lambda: convert(data, RequestTrace), check_trace)
 
 
 def _traces(data: Any) -> tuple[RequestTrace, ...]:
@@ -546,15 +583,14 @@ def _traces(data: Any) -> tuple[RequestTrace, ...]:
 
 
 def _sweep(text: Any) -> Sweep:
-    load_json(text)  # bounded first: Sweep.from_json parses with the standard library
-    return Sweep.from_json(text)
+    return decode(text, Sweep)  # bounded first (engine.contract.codec)
 
 
 def _header(fields: dict[str, Any], header: RequestTrace | None) -> RequestTrace:
     """A streamed pass's trace header (the first pass carries it; later ones may repeat it)."""
     if fields.get("header") is not None:
         plain = fields["header"]
-        header = checked("trace header", lambda: RequestTrace.from_dict({**plain, "steps": []}),
+        header = checked("trace header", lambda: convert({**plain, "steps": []}, RequestTrace),
                          functools.partial(check_trace, header=True))
     if header is None:
         raise ProtocolError("protocol_malformed", "a pass before the trace's header", why="pass")
@@ -576,7 +612,7 @@ def _steps(fields: dict[str, Any], so_far: list[Step]) -> list[Step]:
 
 def _next_step(data: Any, before: Step | None, n: int) -> Step:
     """Pass `n` rebuilt and checked: its own meaning, its index, its start after the pass before it."""
-    step = from_plain(Step, data)
+    step = convert(data, Step)
     check_step(step, f"steps[{n}]")
     if step.index != n or (before is not None and step.start_ms < before.end_ms):
         raise MeaningError(f"steps[{n}] is out of order")

@@ -18,7 +18,8 @@ One call per connection: the client connects, sends one `call`, reads events unt
 `error` or `cancelled`, then closes. A connection closed before the end cancels its call: a
 queued call leaves the queue, a running one stops at its next forward pass.
 
-    client -> worker   call       {"method": str, "args": {...}, "client": str}   (client: whose turn, see below)
+    client -> worker   call       {"method": str, "args": {...}, "client": str, "replica": str}
+                                  (client, replica: whose turn and whose session slots, see below)
                        cancel     {}                               stop this connection's call
     worker -> client   queued     {"ahead": N}                     N runs before this one (the running one counted)
                        started    {}                               this call's measured run has begun
@@ -35,9 +36,10 @@ queued call leaves the queue, a running one stops at its next forward pass.
                        cancelled  {}
 
 Methods (`call.method`, the kinds of engine/contract/worker/calls.py): MEASURED_METHODS run one at a
-time in the worker's queue (a forward pass or a benchmark is inside each), taken in turns by client
-(the call's `client` name on the peer's address): one client's many calls do not all go before
-another client's one. LIGHT_METHODS answer at once from the connection's own thread (no forward
+time in the worker's queue (a forward pass or a benchmark is inside each), taken in turns by peer
+(the peer's address, then the call's `replica`: one app process), then by its `client` name (a page
+session): one client's many calls do not all go before another client's one, and a fresh name per
+call gains nothing. LIGHT_METHODS answer at once from the connection's own thread (no forward
 pass; a model they need is loaded through the queue first).
 
 Every frame is bounded before it is read (a call: WORKER_MAX_CALL_BYTES; anything from a worker:
@@ -63,7 +65,7 @@ from engine.contract.limits import WORKER_MAX_RESULT_BYTES, load_json
 from engine.contract.worker import calls
 from engine.contract.worker.errors import ProtocolError, ProtocolVersionError, WorkerSetupError
 
-PROTOCOL_VERSION = 2  # 2: the `alive` heartbeat, a call's `client`, bounded frames
+PROTOCOL_VERSION = 3  # 2: the `alive` heartbeat, a call's `client`, bounded frames; 3: a call's `replica`
 MIN_TOKEN_CHARS = 16  # a remote worker's token: shorter ones are guessable
 HANDSHAKE_TIMEOUT_S = 10.0  # a client's connect and key challenge, in all (the worker allows its peers less)
 HEARTBEAT_S = 1.0  # the worker says `alive` this often to every open call

@@ -7,7 +7,9 @@
                    read exactly frame by frame, each refused from its prefix past its bound
     Door           the selector thread: connections in the key challenge, then keyed without their
                    call, within PendingHandshakes' bounds (peers.py) and their deadlines; a connection
-                   whose call is in is handed on with it (`on_call`), blocking again
+                   whose call is in is handed on with it (`on_call`), blocking again, or, while no
+                   session slot is free, waits here for one in arrival order (a class's burst is
+                   queued, not refused), hearing `alive` every HEARTBEAT_S
 
 Why one thread: a thread per pending connection put a thread's start and two hand-overs of the GIL on
 the accept path of every connection, in the process that times forward passes; a flood of silent
@@ -30,9 +32,12 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import AuthenticationError, Connection
 from typing import Any
 
-from engine.contract.limits import WORKER_CALL_DEADLINE_S, WORKER_HANDSHAKE_DEADLINE_S, WORKER_MAX_CALL_BYTES
-from engine.contract.worker.errors import ProtocolError, error_to_wire
-from engine.contract.worker.protocol import CLIENT_TYPES, decode, encode
+from engine.contract.limits import (
+    WORKER_CALL_DEADLINE_S, WORKER_HANDSHAKE_DEADLINE_S, WORKER_MAX_CALL_BYTES, WORKER_MAX_PARKED,
+    WORKER_PARK_DEADLINE_S,
+)
+from engine.contract.worker.errors import EngineWorkerError, ProtocolError, error_to_wire
+from engine.contract.worker.protocol import CLIENT_TYPES, HEARTBEAT_S, client_name, decode, encode
 from engine.runtime.worker.peers import PendingHandshakes, Watchdog
 
 CHALLENGE, WELCOME, FAILURE = b"#CHALLENGE#", b"#WELCOME#", b"#FAILURE#"
@@ -171,6 +176,7 @@ class Pending:
     deadline: float
     reader: FrameReader = field(init=False)
     gone: bool = False  # handed on with its call, or closed: the door holds it no more
+    call: dict[str, Any] | None = None  # its call, while it waits here for a session slot
 
     def __post_init__(self) -> None:
         self.reader = FrameReader(self.conn.fileno())
@@ -179,14 +185,18 @@ class Pending:
 class Door:
     """The selector thread. `admit(conn, host, peer)` from the accepting thread (never waits);
     `on_call(conn, host, peer, message)` from this thread, for a keyed connection whose call is in
-    (it must not wait either: it starts the session's thread, or refuses). A refused call is told
-    why in one keyed error (`refuse`), then closed."""
+    (it must not wait either: it starts the session's thread and returns True, or returns False when
+    no session slot is free: the call then waits here, in arrival order, until `wake()` says a slot
+    was given back). A refused call is told why in one keyed error (`refuse`), then closed."""
 
-    def __init__(self, authkey: bytes, on_call: Callable[[Connection, str, str, dict[str, Any]], None],
+    def __init__(self, authkey: bytes, on_call: Callable[[Connection, str, str, dict[str, Any]], bool],
                  check_call: Callable[[dict[str, Any]], Any], watchdog: Watchdog) -> None:
         self.authkey, self.on_call, self.check_call, self.watchdog = authkey, on_call, check_call, watchdog
         self.pending = PendingHandshakes()
         self.handshake_deadline_s, self.call_deadline_s = WORKER_HANDSHAKE_DEADLINE_S, WORKER_CALL_DEADLINE_S
+        self.max_parked, self.park_deadline_s = WORKER_MAX_PARKED, WORKER_PARK_DEADLINE_S
+        self._parked: deque[Pending] = deque()  # calls waiting for a session slot, in arrival order
+        self._last_beat = time.monotonic()
         self._selector = selectors.DefaultSelector()
         self._arrived: deque[tuple[Connection, str, str]] = deque()
         self._wake_in, self._wake_out = socket.socketpair()
@@ -203,6 +213,10 @@ class Door:
 
     def admit(self, conn: Connection, host: str, peer: str) -> None:
         self._arrived.append((conn, host, peer))
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the door's thread (a connection arrived, or a session slot was given back)."""
         try:
             self._wake_out.send(b"\0")
         except BlockingIOError:
@@ -217,7 +231,12 @@ class Door:
                     self.watchdog.warn("door", "a connection was closed: %s: %s", type(err).__name__, err)
                     if key.data is not None:
                         self._close(key.data)
-            self._expire(time.monotonic())
+            self._hand_on_parked()
+            now = time.monotonic()
+            self._expire(now)
+            if now - self._last_beat >= HEARTBEAT_S:
+                self._last_beat = now
+                self._beat_parked()
 
     def _take_arrivals(self) -> None:
         try:
@@ -231,11 +250,13 @@ class Door:
     def _enter(self, conn: Connection, host: str, peer: str) -> None:
         """A slot in the pending pool (its oldest shut down when full, in all or for this address), the
         worker's challenge sent, the connection watched."""
-        evicted = self.pending.evicted
-        self.pending.admit(host, conn)
-        if self.pending.evicted != evicted:
+        evicted = self.pending.admit(host, conn)
+        if evicted is not None:
             self.watchdog.warn("pending", "too many connections in the key challenge: the oldest closed (%s came)",
                                peer)
+            pushed_out = self._open.get(evicted.fileno()) if not evicted.closed else None
+            if pushed_out is not None:
+                self._close(pushed_out)  # closed as pushed out: no "wrong token" said of it
         entry = Pending(conn, host, peer, KeyChallenge(self.authkey), time.monotonic() + self.handshake_deadline_s)
         try:
             os.set_blocking(conn.fileno(), False)
@@ -254,9 +275,12 @@ class Door:
         except (AuthenticationError, EOFError, OSError, ValueError) as err:
             if isinstance(err, AuthenticationError) and len(err.args) > 1:
                 self._write_quietly(entry, *err.args[1])  # FAILURE, as the standard library says it
-            if not entry.challenge.done:
+            if isinstance(err, AuthenticationError):
                 self._refused_key(entry)
-            elif isinstance(err, ValueError):  # a call's frame over its bound, refused unread
+            elif not entry.challenge.done:
+                self.watchdog.warn(f"hung up {entry.host}", "%s closed its connection during the key challenge "
+                                   "(%s)", entry.peer, type(err).__name__)
+            elif isinstance(err, ValueError) and entry.call is None:  # a call's frame over its bound, refused unread
                 self.refuse(entry.conn, ProtocolError("protocol_too_large", f"a frame over {WORKER_MAX_CALL_BYTES:,} "
                                                       "bytes was refused unread", limit=WORKER_MAX_CALL_BYTES))
             self._close(entry)
@@ -265,6 +289,8 @@ class Door:
         return entry.reader.read(WORKER_MAX_CALL_BYTES if entry.challenge.done else MAX_HANDSHAKE_FRAME)
 
     def _step(self, entry: Pending, frame: bytes) -> None:
+        if entry.call is not None:  # waiting for a slot: its only frame may be `cancel`, which ends it
+            raise EOFError("the call was cancelled while it waited for a session slot")
         if not entry.challenge.done:
             self._write(entry, *entry.challenge.take(frame))
             if entry.challenge.done:
@@ -277,9 +303,62 @@ class Door:
             self.refuse(entry.conn, err)
             self._close(entry)
             return
+        self.pending.release(entry.conn)  # keyed, its call in: no longer in the key challenge's pool
+        entry.call = message
+        if self._parked or not self._hand_on(entry):
+            self._park(entry)
+
+    def _hand_on(self, entry: Pending) -> bool:
+        """The call to its session (True), or False while no session slot is free (it stays here)."""
         self._forget(entry)
         os.set_blocking(entry.conn.fileno(), True)
-        self.on_call(entry.conn, entry.host, entry.peer, message)
+        if self.on_call(entry.conn, entry.host, entry.peer, entry.call):
+            return True
+        os.set_blocking(entry.conn.fileno(), False)  # back at the door: watched for its hang-up or cancel
+        entry.gone = False
+        self._selector.register(entry.conn.fileno(), selectors.EVENT_READ, entry)
+        self._open[entry.conn.fileno()] = entry
+        return False
+
+    def _park(self, entry: Pending) -> None:
+        """Wait for a session slot, behind the calls that came before (none is refused while the bound holds)."""
+        if len(self._parked) >= self.max_parked:
+            self.watchdog.warn("parked", "refused %s's call: %d calls wait for a session slot already", entry.peer,
+                               self.max_parked)
+            self.refuse(entry.conn, EngineWorkerError("engine_busy", f"the worker holds {self.max_parked} calls "
+                                                      "waiting already; try again"))
+            self._close(entry)
+            return
+        entry.deadline = time.monotonic() + self.park_deadline_s
+        self._parked.append(entry)
+
+    def _hand_on_parked(self) -> None:
+        """Every waiting call whose peer has a slot now, in arrival order; a peer whose call found none
+        keeps its later ones waiting too (its calls stay in order)."""
+        full: set[str] = set()
+        still: deque[Pending] = deque()
+        while self._parked:
+            entry = self._parked.popleft()
+            if entry.gone:
+                continue  # it hung up, or was refused at its deadline
+            key = _peer_key(entry)
+            if key in full or not self._hand_on(entry):
+                full.add(key)
+                still.append(entry)
+        self._parked = still
+
+    def _beat_parked(self) -> None:
+        """`alive` to every waiting call, so its client knows the worker is there (it reads no silence)."""
+        beat = framed(encode("alive"))
+        for entry in list(self._parked):
+            if not entry.gone:
+                try:
+                    if os.write(entry.conn.fileno(), beat) != len(beat):
+                        self._close(entry)  # a frame cut short: the connection is out of step
+                except BlockingIOError:
+                    pass  # it does not read: its deadline still holds
+                except OSError:
+                    self._close(entry)
 
     def refuse(self, conn: Connection, err: Exception) -> None:
         """One keyed error to a connection no thread serves (a small frame into an empty send buffer:
@@ -302,13 +381,17 @@ class Door:
             pass
 
     def _refused_key(self, entry: Pending) -> None:
-        self.watchdog.warn(f"token {entry.host}", "refused a connection from %s: wrong or missing token "
-                           "(or no answer within %.0f s)", entry.peer, self.handshake_deadline_s)
+        self.watchdog.warn(f"token {entry.host}", "refused a connection from %s: wrong or missing token", entry.peer)
 
     def _expire(self, now: float) -> None:
         for entry in [e for e in self._open.values() if e.deadline < now]:
             if not entry.challenge.done:
-                self._refused_key(entry)
+                self.watchdog.warn(f"token {entry.host}", "closed a connection from %s: no answer to the key "
+                                   "challenge within %.0f s", entry.peer, self.handshake_deadline_s)
+            elif entry.call is not None:
+                self.refuse(entry.conn, EngineWorkerError("engine_busy", f"the call waited "
+                                                          f"{self.park_deadline_s:.0f} s for a session slot; "
+                                                          "try again"))
             self._close(entry)
 
     def _forget(self, entry: Pending) -> None:
@@ -323,3 +406,14 @@ class Door:
         self._forget(entry)
         if not entry.conn.closed:
             entry.conn.close()
+
+
+def _peer_key(entry: Pending) -> str:
+    """Whose session slots a waiting call counts in (as the server's SessionSlots key them)."""
+    return peer_key(entry.host, entry.call or {})
+
+
+def peer_key(host: str, call: dict[str, Any]) -> str:
+    """One peer of the worker: its address and the replica its call names (every replica of a classroom
+    behind one proxy comes from 127.0.0.1; a replica is one app process, `EngineClient.replica`)."""
+    return f"{host}/{client_name(call.get('replica'))}"

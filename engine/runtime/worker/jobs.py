@@ -29,7 +29,7 @@ from engine.contract.prompts import extend_prompt, prompt_token_ids
 from engine.contract.serving.config import ServeConfig
 from engine.contract.serving.workloads import WorkloadRequest
 from engine.contract.trace import RequestTrace, Step
-from engine.contract.worker.codec import from_plain, to_plain
+from engine.contract.codec import CodecError, convert, to_plain
 from engine.contract.worker.errors import ProtocolError, RunCancelled
 from engine.contract.worker.protocol import LIGHT_METHODS, MEASURED_METHODS, PROTOCOL_VERSION, ModelRef
 from engine.runtime import hf, machine
@@ -71,6 +71,15 @@ class JobContext:
     def lm(self, args: dict[str, Any]) -> LoadedModel:
         return self.model(ModelRef.from_wire(args.get("model")))
 
+    def prompt_cap(self, args: dict[str, Any]) -> Any:
+        """The prompt cap a run is held to: the worker's own (PREFILL_DECODE_MAX_PROMPT_TOKENS), or a caller's
+        lower one. A caller's `max_prompt_tokens` of null, or larger, never lifts it (its cap would become
+        the model's context); a value that is no count is passed on, to be refused as before."""
+        own, asked = self.models.settings.max_prompt_tokens, args.get("max_prompt_tokens")
+        if asked is None:
+            return own
+        return min(own, asked) if isinstance(asked, int) and not isinstance(asked, bool) else asked
+
 
 def field_values(cls: type, data: Any, what: str) -> dict[str, Any]:
     """`data` as keyword arguments of the dataclass `cls`; an unknown key is a ProtocolError."""
@@ -80,6 +89,14 @@ def field_values(cls: type, data: Any, what: str) -> dict[str, Any]:
     if unknown:
         raise ProtocolError("protocol_malformed", f"{what} has unknown fields {sorted(unknown)}", why=what)
     return data
+
+
+def field_value(cls: type, data: Any, what: str) -> Any:
+    """`data` as the dataclass `cls` (engine.contract.codec, strict types); any other shape is a ProtocolError."""
+    try:
+        return convert(field_values(cls, data, what), cls)
+    except CodecError as err:
+        raise ProtocolError("protocol_malformed", f"{what}: {err}", why=what) from None
 
 
 # --- measured: one at a time ------------------------------------------------------------
@@ -93,7 +110,7 @@ def run_trace(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
     cfg = GenerationConfig(**field_values(GenerationConfig, args.get("config", {}), "config"))
     stream = bool(args.get("stream", True))
     traces = stream_trace(lm, args.get("prompt"), cfg, request_id=str(args.get("request_id", "r0")),
-                          max_prompt_tokens=args.get("max_prompt_tokens"))
+                          max_prompt_tokens=ctx.prompt_cap(args))
     unsent, sent_at = [], 0.0
     with closing(traces):
         for trace in traces:
@@ -119,8 +136,8 @@ def run_trace_repeats(ctx: JobContext, args: dict[str, Any]) -> dict[str, Any]:
     cfg = GenerationConfig(**field_values(GenerationConfig, args.get("config", {}), "config"))
     repeats = check_repeats(args.get("repeats", 1))
     finished: list[dict[str, Any]] = []
-    traces = stream_repeats(lm, args.get("prompt"), cfg, repeats=repeats, max_prompt_tokens=args.get(
-        "max_prompt_tokens"), request_id=str(args.get("request_id", "r0")))
+    traces = stream_repeats(lm, args.get("prompt"), cfg, repeats=repeats, max_prompt_tokens=ctx.prompt_cap(args),
+                            request_id=str(args.get("request_id", "r0")))
     with closing(traces):
         for trace in traces:
             ctx.check_cancelled()
@@ -153,7 +170,7 @@ def run_modes(ctx: JobContext, args: dict[str, Any]) -> dict[str, str]:
     runs: dict[str, str] = {}
     for done, mode in enumerate(modes):
         cfg = GenerationConfig(max_new_tokens=args.get("num_tokens"), ignore_eos=True, mode=mode)
-        with closing(stream_trace(lm, args.get("prompt"), cfg, max_prompt_tokens=args.get("max_prompt_tokens"))) \
+        with closing(stream_trace(lm, args.get("prompt"), cfg, max_prompt_tokens=ctx.prompt_cap(args))) \
                 as traces:
             for trace in traces:
                 ctx.check_cancelled()
@@ -194,9 +211,9 @@ def run_sweep_job(ctx: JobContext, args: dict[str, Any]) -> str:
 
 def run_serve(ctx: JobContext, args: dict[str, Any]) -> str:
     """A serving run of the workload under the config; the result is ServingRun.to_json(indent=None)."""
-    requests = tuple(from_plain(WorkloadRequest, field_values(WorkloadRequest, r, "request"))
+    requests = tuple(field_value(WorkloadRequest, r, "request")
                      for r in args.get("requests", ()))
-    config = from_plain(ServeConfig, field_values(ServeConfig, args.get("config", {}), "config"))
+    config = field_value(ServeConfig, args.get("config", {}), "config")
 
     # Progress in answer tokens written (of every request's budget): a run spends its time writing them,
     # so a page can say how far it is and how long is left; a request that ended early at EOS counts its

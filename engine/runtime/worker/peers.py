@@ -1,9 +1,10 @@
 """The worker's side of its peers: what keeps one client from stalling, locking out or crashing the others.
 
     PendingHandshakes   connections in the key challenge: WORKER_MAX_PENDING at once, and
-                        WORKER_MAX_PENDING_PER_HOST from one address; more are closed at once
+                        WORKER_MAX_PENDING_PER_HOST from one address; past either, the oldest is closed
     SessionSlots        keyed connections with a call: WORKER_MAX_SESSIONS at once, and
-                        WORKER_MAX_SESSIONS_PER_HOST from one address; more are refused (engine_busy)
+                        WORKER_MAX_SESSIONS_PER_HOST from one peer (its address and the replica its call
+                        names); more wait at the door (door.py) until a slot is given back
     Outbox              one client's send buffer: the runner puts an event in it and goes on (never
                         waits on a socket); the session's sender thread writes it out. A client that
                         leaves WORKER_SEND_BUFFER_BYTES unread, or an event untaken for
@@ -53,25 +54,29 @@ class PendingHandshakes:
         self._by_host: Counter[str] = Counter()
         self.evicted = 0
 
-    def admit(self, host: str, conn: Connection) -> None:
-        """Take a slot for `conn`, shutting the oldest pending connection down when there is none."""
+    def admit(self, host: str, conn: Connection) -> Connection | None:
+        """Take a slot for `conn`, shutting the oldest pending connection down when there is none (it is
+        returned, so the door closes it as pushed out, not as a peer that failed its challenge)."""
         with self._lock:
+            evicted = None
             if self._by_host[host] >= self.per_host:
-                self._evict(next(t for t, (h, _) in self._pending.items() if h == host))
+                evicted = self._evict(next(t for t, (h, _) in self._pending.items() if h == host))
             elif len(self._pending) >= self.total:
-                self._evict(next(iter(self._pending)))
+                evicted = self._evict(next(iter(self._pending)))
             self._pending[id(conn)] = (host, conn)
             self._by_host[host] += 1
+            return evicted
 
     def release(self, conn: Connection) -> None:
         with self._lock:
             self._forget(id(conn))
 
-    def _evict(self, token: int) -> None:
+    def _evict(self, token: int) -> Connection:
         _, conn = self._pending[token]
         self._forget(token)
         self.evicted += 1
-        shutdown(conn)  # its thread's read ends at once
+        shutdown(conn)  # its read ends at once
+        return conn
 
     def _forget(self, token: int) -> None:
         entry = self._pending.pop(token, None)
@@ -86,33 +91,35 @@ class PendingHandshakes:
 
 
 class SessionSlots:
-    """Keyed connections with a call, held at once: at most `total`, and `per_host` from one address (a
-    client that opens connection after connection, each with a call, fills its own share only).
-    `take(host)` returns None when a slot was taken, else why not, in one line; `give(host)` after."""
+    """Keyed connections with a call, served at once: at most `total`, and `per_peer` from one peer (its
+    address and the replica its call names: every replica behind a proxy comes from 127.0.0.1), so a
+    client that opens connection after connection, each with a call, fills its own share only.
+    `take(peer)` returns None when a slot was taken, else why not, in one line; `give(peer)` after.
+    A call that finds no slot waits at the door for one (door.py), it is not refused."""
 
-    def __init__(self, total: int = WORKER_MAX_SESSIONS, per_host: int = WORKER_MAX_SESSIONS_PER_HOST) -> None:
-        self.total, self.per_host = total, per_host
+    def __init__(self, total: int = WORKER_MAX_SESSIONS, per_peer: int = WORKER_MAX_SESSIONS_PER_HOST) -> None:
+        self.total, self.per_peer = total, per_peer
         self._lock = threading.Lock()
-        self._by_host: Counter[str] = Counter()
+        self._by_peer: Counter[str] = Counter()
 
-    def take(self, host: str) -> str | None:
+    def take(self, peer: str) -> str | None:
         with self._lock:
-            if self._by_host.total() >= self.total:
-                return f"the worker holds {self.total} calls already; try again"
-            if self._by_host[host] >= self.per_host:
-                return f"the worker holds {self.per_host} calls from {host} already; try again"
-            self._by_host[host] += 1
+            if self._by_peer.total() >= self.total:
+                return f"the worker serves {self.total} calls already"
+            if self._by_peer[peer] >= self.per_peer:
+                return f"the worker serves {self.per_peer} calls from {peer} already"
+            self._by_peer[peer] += 1
             return None
 
-    def give(self, host: str) -> None:
+    def give(self, peer: str) -> None:
         with self._lock:
-            self._by_host[host] -= 1
-            if self._by_host[host] <= 0:
-                del self._by_host[host]
+            self._by_peer[peer] -= 1
+            if self._by_peer[peer] <= 0:
+                del self._by_peer[peer]
 
-    def held(self, host: str) -> int:
+    def held(self, peer: str) -> int:
         with self._lock:
-            return self._by_host[host]
+            return self._by_peer[peer]
 
 
 class Outbox:

@@ -12,8 +12,12 @@ ORDER, the one policy (`ordered()`), composes two rules:
      `between_units()` between its measured units (a serving iteration, a sweep point, a mode) and the
      runner then runs every waiting short job before the long one goes on, as chunked prefill lets
      Decode steps through. The long job's timeline excludes that pause, so none of its numbers move.
-  2. within a lane: round-robin by client (`Waiter.client`, "" when the server names none), each
-     client's calls in arrival order; a client not served yet goes first, the one served last to the back.
+  2. within a lane: turns by peer, then by name within it (`Waiter.client`, the server's path
+     (host, replica, name): Turns). At each level the rotation holds only those with work waiting: one
+     joins at the BACK when its first call arrives (never at the front, so a fresh name per call gains
+     nothing), goes to the back when served, and leaves once nothing of its waits. Each name's calls in
+     arrival order. So a flood under one name, the honest client's own name on another peer, or a fresh
+     name per call, costs an honest peer one turn per round, as one well-behaved busy client does.
 
 Identical work is measured once: a call whose `share_key` (a digest of its method and the canonical
 JSON of its arguments, which determine the result: prompt, lengths, sampling and seed, workload and
@@ -28,6 +32,7 @@ Every `queued` event is sent under the queue's lock, so a client's places arrive
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import threading
 import time
@@ -94,8 +99,8 @@ class Waiter:
     connection, for an internal load it keeps the result for the light call that waits on it."""
 
     def __init__(self, method: str, args: dict[str, Any], sink: Callable[[str, dict], None], *,
-                 client: str = "") -> None:
-        self.method, self.args, self.sink, self.client = method, args, sink, client
+                 client: str | tuple[str, ...] = "") -> None:
+        self.method, self.args, self.sink, self.client = method, args, sink, client  # whose turn: turn_path
         self.cancelled = threading.Event()
         self.finished = threading.Event()
 
@@ -117,6 +122,7 @@ class Measurement:
 
     def __init__(self, first: Waiter) -> None:
         self.method, self.args, self.client = first.method, first.args, first.client
+        self.turn = turn_path(first.client)
         self.key, self.lane = share_key(first.method, first.args), calls.lane_of(first.method)
         self.waiters = [first]
         self.finished = _Finished()
@@ -177,24 +183,74 @@ class Measurement:
                 "pauses": [[ago(a), ago(b if b is not None else now)] for a, b in self.pauses]}
 
 
-def ordered(waiting: list[Measurement], rotation: list[str]) -> list[Measurement]:
-    """ORDER: short lane before long; in each lane, round-robin by client in `rotation`'s order (clients
-    in the order they were last served, the latest at its back; a client never served before them all),
-    each client's calls in arrival order."""
+TURN_DEPTH = 3  # a call's turn path: the peer's address, the replica its call names, its client name
+
+
+def turn_path(client: str | tuple[str, ...]) -> tuple[str, ...]:
+    """A waiter's `client` as a path of TURN_DEPTH keys (a bare name, as tests and internal loads give it,
+    is a peer of its own)."""
+    path = (client,) if isinstance(client, str) else tuple(client)
+    return (path + ("",) * TURN_DEPTH)[:TURN_DEPTH]
+
+
+class Turns:
+    """The rotation at every level of the turn paths: for each prefix, its children in turn order. Only
+    prefixes with work waiting are held (`keep`), so it never grows past the waiting calls."""
+
+    def __init__(self) -> None:
+        self._order: dict[tuple[str, ...], dict[str, None]] = {}  # prefix -> children, next turn first
+
+    def arrived(self, path: tuple[str, ...]) -> None:
+        """A call of `path` waits: each level not in its rotation joins at the back (its arrival)."""
+        for depth in range(TURN_DEPTH):
+            self._order.setdefault(path[:depth], {}).setdefault(path[depth], None)
+
+    def served(self, path: tuple[str, ...]) -> None:
+        """A call of `path` started: at each level it goes to the back of its round."""
+        for depth in range(TURN_DEPTH):
+            children = self._order.setdefault(path[:depth], {})
+            children.pop(path[depth], None)
+            children[path[depth]] = None
+
+    def keep(self, waiting: list[Measurement]) -> None:
+        """Forget every level with nothing waiting (a client leaves the rotation with its last call)."""
+        live = {m.turn[:depth + 1] for m in waiting for depth in range(TURN_DEPTH)}
+        for prefix in list(self._order):
+            if prefix and prefix not in live:
+                del self._order[prefix]
+                continue
+            children = self._order[prefix]
+            for child in [c for c in children if prefix + (c,) not in live]:
+                del children[child]
+
+    def ranks(self, prefix: tuple[str, ...]) -> dict[str, int]:
+        """Each child of `prefix` and its place in the rotation (0: the next turn)."""
+        return {child: i for i, child in enumerate(self._order.get(prefix, {}))}
+
+    def __len__(self) -> int:
+        return sum(len(children) for children in self._order.values())
+
+
+def ordered(waiting: list[Measurement], turns: Turns) -> list[Measurement]:
+    """ORDER: short lane before long; in each lane, turns by peer, then replica, then name (`turns`' order
+    at each level), each name's calls in arrival order."""
     out: list[Measurement] = []
     for lane in ("short", "long"):
-        groups: dict[str, deque[Measurement]] = {}
-        for m in waiting:
-            if m.lane == lane:
-                groups.setdefault(m.client, deque()).append(m)
-        clients = sorted(groups, key=lambda c: rotation.index(c) if c in rotation else -1)  # new ones first
-        while groups:
-            for c in list(clients):
-                if c in groups:
-                    out.append(groups[c].popleft())
-                    if not groups[c]:
-                        del groups[c]
+        out += _in_turns([m for m in waiting if m.lane == lane], turns, ())
     return out
+
+
+def _in_turns(items: list[Measurement], turns: Turns, prefix: tuple[str, ...]) -> list[Measurement]:
+    """`items` (all under `prefix`) in turn order: one from each child in its rotation's order, round after round."""
+    if len(prefix) == TURN_DEPTH:
+        return items  # one name's calls: arrival order
+    groups: dict[str, list[Measurement]] = {}
+    for m in items:
+        groups.setdefault(m.turn[len(prefix)], []).append(m)
+    ranks = turns.ranks(prefix)
+    in_turn = sorted(groups, key=lambda c: ranks.get(c, len(ranks)))
+    rounds = [_in_turns(groups[c], turns, prefix + (c,)) for c in in_turn]
+    return [m for round_ in itertools.zip_longest(*rounds) for m in round_ if m is not None]
 
 
 class JobQueue:
@@ -205,7 +261,7 @@ class JobQueue:
         self._cond = threading.Condition()
         self._waiting: list[Measurement] = []
         self._running: list[Measurement] = []  # a stack: [a long job, a short one run in its pause]
-        self._rotation: list[str] = []
+        self._turns = Turns()
         self._done: deque[Measurement] = deque(maxlen=MAX_HISTORY)
 
     @property
@@ -222,6 +278,7 @@ class JobQueue:
                 return
             measurement = Measurement(waiter)
             self._waiting.append(measurement)
+            self._turns.arrived(measurement.turn)
             self._announce()  # its place, and a new place for each long one it goes before
             self._cond.notify()
 
@@ -236,6 +293,7 @@ class JobQueue:
                 if waiter in m.waiters:
                     if not m.leave(waiter):
                         self._waiting.remove(m)
+                        self._turns.keep(self._waiting)
                         m.outcome, m.ended = "cancelled", time.monotonic()
                         self._done.append(m)
                         self._announce()
@@ -247,12 +305,12 @@ class JobQueue:
         with self._cond:
             while not self._waiting:
                 self._cond.wait()
-            return self._start(ordered(self._waiting, self._rotation)[0])
+            return self._start(ordered(self._waiting, self._turns)[0])
 
     def take_short(self) -> Measurement | None:
         """A waiting short measurement to run in a long one's pause (None: none waits)."""
         with self._cond:
-            first = next(iter(ordered(self._waiting, self._rotation)), None)
+            first = next(iter(ordered(self._waiting, self._turns)), None)
             return self._start(first) if first is not None and first.lane == "short" else None
 
     def finish(self) -> None:
@@ -288,9 +346,8 @@ class JobQueue:
     def _start(self, m: Measurement) -> Measurement:
         self._waiting.remove(m)
         self._running.append(m)
-        if m.client in self._rotation:
-            self._rotation.remove(m.client)
-        self._rotation.append(m.client)  # served last: to the back of its lane's round
+        self._turns.served(m.turn)  # served last: to the back of its round, at every level
+        self._turns.keep(self._waiting)  # and out of the rotation if nothing of it waits
         self._announce()
         return m
 
@@ -298,11 +355,11 @@ class JobQueue:
         """Runs before `m`: those ORDER puts first, and the one measuring now (0 for a running one)."""
         if m in self._running:
             return 0
-        return ordered(self._waiting, self._rotation).index(m) + bool(self._running)
+        return ordered(self._waiting, self._turns).index(m) + bool(self._running)
 
     def _announce(self) -> None:
         """Tell every waiting measurement whose place changed its new place (under the lock)."""
-        for ahead, m in enumerate(ordered(self._waiting, self._rotation), start=1 if self._running else 0):
+        for ahead, m in enumerate(ordered(self._waiting, self._turns), start=1 if self._running else 0):
             if m.ahead != ahead:
                 m.ahead = ahead
                 for w in list(m.waiters):

@@ -56,7 +56,7 @@ from engine.contract.worker.protocol import (
     encode, format_address, recv_frame,
 )
 from engine.runtime.model import LoadedModel, set_num_threads
-from engine.runtime.worker.door import Door
+from engine.runtime.worker.door import Door, peer_key
 from engine.runtime.worker.jobs import LIGHT, MEASURED, JobContext
 from engine.runtime.worker.models import ModelCache, WorkerSettings
 from engine.runtime.worker.queue import Job, JobQueue, Measurement
@@ -178,7 +178,7 @@ class EngineWorker:
             elif kind in ("done", "error"):
                 outcome[kind] = fields
 
-        job = Job("load", {"model": ref.to_wire()}, sink, client=forward.client if forward is not None else "")
+        job = Job("load", {"model": ref.to_wire()}, sink, client=forward.client if forward is not None else ())
         self.queue.submit(job)
         job.finished.wait()
         if "error" in outcome:
@@ -211,26 +211,31 @@ class EngineWorker:
             address = listener.last_accepted or ("?", 0)
             self.door.admit(conn, str(address[0]), format_address(address))
 
-    def _on_call(self, conn: Connection, host: str, peer: str, message: dict[str, Any]) -> None:
+    def _on_call(self, conn: Connection, host: str, peer: str, message: dict[str, Any]) -> bool:
         """A keyed connection whose call is in (called from the door's thread, so it never waits): a session
-        slot (WORKER_MAX_SESSIONS, and WORKER_MAX_SESSIONS_PER_HOST from one address) and a thread of its
-        own; else one keyed error (engine_busy) and the connection closed."""
-        why = self.sessions.take(host)
-        if why is None:
-            try:
-                threading.Thread(target=self._session, args=(conn, host, peer, message),
-                                 name=f"engine-session {peer}", daemon=True).start()
-                return
-            except THREAD_ERRORS as err:  # "can't start new thread": refuse this one, keep serving the rest
-                self.sessions.give(host)
-                self.watchdog.warn("threads", "refused %s: %s", peer, err)
-                why = "the worker is out of threads; try again"
-        else:
-            self.watchdog.warn(f"sessions {host}", "refused %s's call: %s", peer, why)
-        self.door.refuse(conn, EngineWorkerError("engine_busy", why))
+        slot (WORKER_MAX_SESSIONS, and WORKER_MAX_SESSIONS_PER_HOST from one peer: its address and replica)
+        and a thread of its own (True). False while no slot is free: the call waits at the door for one."""
+        key = peer_key(host, message)
+        why = self.sessions.take(key)
+        if why is not None:
+            self.watchdog.warn(f"sessions {key}", "%s's call waits for a session slot: %s", peer, why)
+            return False
+        try:
+            threading.Thread(target=self._session, args=(conn, host, key, peer, message),
+                             name=f"engine-session {peer}", daemon=True).start()
+            return True
+        except THREAD_ERRORS as err:  # "can't start new thread": refuse this one, keep serving the rest
+            self._give_slot(key)
+            self.watchdog.warn("threads", "refused %s: %s", peer, err)
+        self.door.refuse(conn, EngineWorkerError("engine_busy", "the worker is out of threads; try again"))
         conn.close()
+        return True
 
-    def _session(self, conn: Connection, host: str, peer: str, message: dict[str, Any]) -> None:
+    def _give_slot(self, key: str) -> None:
+        self.sessions.give(key)
+        self.door.wake()  # a call waiting at the door for a slot may take this one
+
+    def _session(self, conn: Connection, host: str, key: str, peer: str, message: dict[str, Any]) -> None:
         """A keyed connection's call answered, its slot given back, the connection closed."""
         session = Session(conn, host, peer, self.watchdog)
         try:
@@ -238,13 +243,13 @@ class EngineWorker:
         except Exception as err:  # noqa: BLE001 - one line, and this session only
             log.error("session %s ended: %s: %s", peer, type(err).__name__, str(err).splitlines()[:1])
         finally:
-            self.sessions.give(host)
+            self._give_slot(key)
             session.close()
 
     def _keyed(self, session: Session, message: dict[str, Any]) -> None:
         """Answer the call through the session's outbox (its sender thread writes it)."""
         method, args = self._checked_call(message)
-        session.client = f"{session.host}/{client_name(message.get('client'))}"
+        session.client = turn_of(session.host, message)
         if not session.start_sender():
             self.watchdog.warn("threads", "refused %s's call: no thread to send its events", session.peer)
             session.say_now("error", error=error_to_wire(EngineWorkerError("engine_busy", "the worker is out of "
@@ -331,13 +336,19 @@ class EngineWorker:
             job.finished.set()
 
 
+def turn_of(host: str, message: dict[str, Any]) -> tuple[str, str, str]:
+    """Whose turn a call takes in the queue: its peer's address, the replica it names (one app process), and
+    its client name (a page session): turns go by address first, then replica, then name (queue.py)."""
+    return host, client_name(message.get("replica")), client_name(message.get("client"))
+
+
 class Session:
     """One keyed connection: its peer, its outbox (and sender thread), its call's job while it has one."""
 
     def __init__(self, conn: Connection, host: str, peer: str, watchdog: Watchdog) -> None:
         self.conn, self.host, self.peer, self.watchdog = conn, host, peer, watchdog
         self.outbox = Outbox(conn, peer)
-        self.client = ""
+        self.client: tuple[str, ...] = ()  # whose turn its call takes (queue.py): host, replica, name
         self.job: Job | None = None
         self.sender: threading.Thread | None = None
 

@@ -10,6 +10,7 @@ TEXT: dict = {
         "output at the last position, predicts the first answer token “ Paris”. Next, “ Paris” is fed in as the "
         "new input to predict “.”. Only if it is to go on is “.” sent back into the model."
     ),
+    "timeline_projector_hint": "Teaching on a projector? Switch on classroom mode at the top: the figures' labels grow to the body text's size (21 px at 1280x720).",
     "timeline_real_split": "The run panel below shows the real tokenizer's split, to compare with this sketch.",
     "timeline_table": [
         ["Moment", "What is fed into the model", "Next token produced this round", "Phase"],

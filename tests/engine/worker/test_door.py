@@ -1,7 +1,8 @@
 """The worker's door (engine/runtime/worker/door.py): the key challenge and the call read in one thread
 for every new connection, and what happens to a call once it is in (peers.SessionSlots): a cap per
-address on keyed connections with a call, each refused beyond it in one keyed error; a keyed
-connection that sends no call closed after its deadline; no thread started for a pending connection."""
+peer on keyed connections with a call, the calls beyond it waiting at the door in arrival order (and
+refused in one keyed error only past the door's own bound); a keyed connection that sends no call
+closed after its deadline; no thread started for a pending connection."""
 
 from __future__ import annotations
 
@@ -130,15 +131,14 @@ def call_from(address, source: str, method: str) -> Channel:
     return channel
 
 
-def test_one_address_holds_only_its_share_of_calls_and_the_next_is_refused_in_one_line(served, monkeypatch):
-    monkeypatch.setattr(served.worker, "sessions", SessionSlots(total=16, per_host=2))
+def test_one_peer_holds_only_its_share_of_slots_and_its_next_call_waits_at_the_door(served, monkeypatch):
+    monkeypatch.setattr(served.worker, "sessions", SessionSlots(total=16, per_peer=2))
     served.gate.reset()
     held = [call_from(served.address, "127.0.0.2", "gate") for _ in range(2)]
     for channel in held:
         assert channel.recv()["type"] == "queued"
-    refused = call_from(served.address, "127.0.0.2", "quick").recv()
-    assert refused["type"] == "error" and refused["error"]["key"] == "engine_busy", refused
-    assert "\n" not in refused["error"]["message"] and "127.0.0.2" in refused["error"]["message"]
+    waiting = call_from(served.address, "127.0.0.2", "quick")
+    assert waiting.recv()["type"] == "alive"  # at the door, not refused: the worker says it is there
     other = call_from(served.address, "127.0.0.3", "ping")  # another address still gets in
     assert other.recv()["type"] == "done"
     served.gate.opened.set()
@@ -146,14 +146,17 @@ def test_one_address_holds_only_its_share_of_calls_and_the_next_is_refused_in_on
         while channel.recv()["type"] not in ("done", "cancelled"):
             pass
         channel.close()
-    assert EngineClient(served.address, KEY).ping()  # its slots are given back once its calls end
+    while (kind := waiting.recv()["type"]) not in ("done", "error", "cancelled"):
+        pass
+    assert kind == "done"  # a slot was given back: the waiting call was handed on and ran
 
 
-def test_the_client_raises_the_refusal_as_engine_busy(served, monkeypatch):
-    monkeypatch.setattr(served.worker, "sessions", SessionSlots(total=16, per_host=0))
+def test_past_the_doors_bound_a_call_is_refused_as_engine_busy_in_one_line(served, monkeypatch):
+    monkeypatch.setattr(served.worker, "sessions", SessionSlots(total=16, per_peer=0))
+    monkeypatch.setattr(served.worker.door, "max_parked", 0)
     with pytest.raises(EngineWorkerError) as caught:
         EngineClient(served.address, KEY).ping()
-    assert caught.value.key == "engine_busy"
+    assert caught.value.key == "engine_busy" and "\n" not in str(caught.value)
 
 
 def test_a_keyed_connection_that_sends_no_call_is_closed_after_its_deadline(served, monkeypatch):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 
 from engine.contract.engine_queue import QueueHistory
-from engine.runtime.worker.queue import JobQueue, Waiter, ordered, share_key
+from engine.runtime.worker.queue import JobQueue, Turns, Waiter, ordered, share_key
 
 GREEDY = {"model": {"choice": "default", "device": "cpu", "dtype": "auto"}, "prompt": "法国的首都是",
           "config": {"max_new_tokens": 8, "temperature": 0.0}, "repeats": 5}
@@ -56,7 +56,7 @@ def test_round_robin_puts_the_client_served_last_at_the_back():
     for w in jobs:
         queue.submit(w)
     assert [queue.take().waiters[0] for _ in range(3)] == [jobs[0], jobs[2], jobs[1]]
-    assert ordered([], ["a", "b"]) == []
+    assert ordered([], Turns()) == []
 
 
 def test_a_short_run_waits_only_for_the_running_unit_and_long_ones_hear_their_new_place():
@@ -184,3 +184,9 @@ def test_a_waiter_that_hangs_up_after_the_result_still_counts_as_served():
     assert not queue.remove(a)  # its connection closed after the result: nothing to cancel
     queue.finish()
     assert QueueHistory.from_plain(queue.history()).jobs[0].visitors == 2
+
+
+def test_a_calls_turn_is_its_peers_address_then_its_replica_then_its_name():
+    from engine.runtime.worker.server import turn_of
+    assert turn_of("127.0.0.1", {"replica": "r1", "client": "page-7"}) == ("127.0.0.1", "r1", "page-7")
+    assert turn_of("10.0.0.5", {"client": 5, "replica": "x" * 200}) == ("10.0.0.5", "x" * 64, "")  # bounded text

@@ -27,7 +27,7 @@ from engine.contract.serving.config import ServeConfig
 from engine.contract.serving.trace import ServingRun
 from engine.contract.serving.workloads import WorkloadRequest, questions
 from engine.contract.worker.client import EngineClient, Queued, Shared
-from engine.contract.worker.codec import to_plain
+from engine.contract.codec import to_plain
 from engine.contract.worker.protocol import ModelRef
 from engine.runtime.serving import core as serving_core
 from engine.runtime.serving import engine as serving_engine
