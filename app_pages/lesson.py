@@ -14,7 +14,7 @@ import functools
 import streamlit as st
 
 from app_support import (compare, first_screens, frame, gallery, links, presenter, resources, run_panel, sections,
-                         slide_kit, stepping)
+                         slide_kit, speculative, stepping)
 from app_support.run_store import RunView
 from lesson.text import t
 
@@ -39,6 +39,7 @@ def rest_of_lesson(lang: str, settings, view: RunView | None) -> None:
     """The lesson's sections below the first screen, in order."""
     sections.section_prefill(lang, view)
     sections.section_decode(lang, view)
+    speculative.section_speculative(lang, settings)  # guessing first: speculative decoding
     sections.section_blocks_demo(lang)
     sections.section_bottleneck(lang, view, settings)
     sections.section_waits(lang, view)

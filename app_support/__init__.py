@@ -18,6 +18,7 @@
     gallery       recorded runs: open one from the gallery, drawn as the lesson draws a run
     slide_kit     the slide kit's downloads: every figure of the run shown, for slides
     exercises     the exercises page: predict, then measure
+    speculative   the section after Decode: guessing first (speculative decoding) run live, and its two exercises
     quantization  the lesson's last section: weight formats as measured, and its two exercises
     lab, modes    the bottleneck lab page and its engine-modes section
     serving, serving_remote, prefix_cache   the serving lab page; its probe of real servers and vLLM files;

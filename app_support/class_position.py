@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from engine.contract.trace import RequestTrace
 from lesson.class_steps import ClassPosition, clamped
+from lesson.run_words import pass_phase
 from lesson.text import t
 
 
@@ -20,13 +22,14 @@ def keep_position(position: ClassPosition) -> None:
     st.session_state.class_step, st.session_state.class_at_end = position.step, position.at_end
 
 
-def position_words(lang: str, position: ClassPosition, total: int) -> str:
-    """"Showing forward pass 2 of 3 (Decode 1)", or at the run's end "End of this run: all 3 passes shown"."""
+def position_words(lang: str, position: ClassPosition, trace: RequestTrace) -> str:
+    """"Showing forward pass 2 of 3 (Decode 1)" (a verify pass: "Verify 1", zh 验证 1: lesson.run_words.pass_phase),
+    or at the run's end "End of this run: all 3 passes shown"."""
+    total = len(trace.steps)
     if position.at_end:
         return t(lang, "classroom_end_position", total=total)
     step = position.step
-    phase = t(lang, "phase_prefill") if step == 1 else f"{t(lang, 'phase_decode')} {step - 1}"
-    return t(lang, "classroom_position", shown=step, total=total, phase=phase)
+    return t(lang, "classroom_position", shown=step, total=total, phase=pass_phase(trace, step, lang))
 
 
 def end_note(lang: str, total: int, stretched: int | None, presenting: bool = False) -> None:

@@ -29,7 +29,8 @@ log = logging.getLogger("prefill_decode.app")
 # (anchor, title key) in page order: the sidebar's table of contents.
 CONTENTS = (
     ("timeline", "sec_timeline"), ("run", "run_title"), ("prefill", "sec_prefill"), ("decode", "sec_decode"),
-    ("blocks", "sec_blocks"), ("bottleneck", "sec_bottleneck"), ("waits", "sec_waits"), ("compare", "sec_compare"),
+    ("speculative", "spec_title"), ("blocks", "sec_blocks"), ("bottleneck", "sec_bottleneck"), ("waits", "sec_waits"),
+    ("compare", "sec_compare"),
     ("many", "sec_many"), ("summary", "sec_summary"), ("animation", "sec_animation"), ("references", "sec_references"),
     ("review", "sec_review"),
 )

@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import streamlit as st
 
+from engine.contract.trace import RequestTrace
 from lesson.alt_text import figure_alt, with_run_note
 from lesson.diagrams import DIAGRAMS, RUN_NOTED, render_animation
 from lesson.slides import LESSON_FIGURES
@@ -128,7 +129,7 @@ def presenter_view(lang: str, run: StoredRun, link_box: Callable[[], None] | Non
         ss.class_step, ss.pending_class_step, ss.class_at_end = ss.pending_class_step, None, False
     _figure(0)  # a forged or stale figure number back in range
     name = FIGURES[ss.presenter_figure][0]
-    _pass_controls(lang, total)
+    _pass_controls(lang, total, run.trace)
     step = shown_passes(total)
     with error_boundary(lang, "err_diagram"):
         run_note = run_label(run.headline, lang)  # the stored run: which repeat
@@ -140,7 +141,7 @@ def presenter_view(lang: str, run: StoredRun, link_box: Callable[[], None] | Non
         link_box()
 
 
-def _pass_controls(lang: str, total: int) -> None:
+def _pass_controls(lang: str, total: int, trace: RequestTrace) -> None:
     """One row: the pass before (← / Page Up), where the stepping stands, the pass after (→ / Page Down).
     Past the last pass (the run's end) the middle says what comes next instead of the progress bar."""
     position = class_position(total)
@@ -152,7 +153,7 @@ def _pass_controls(lang: str, total: int) -> None:
             if position.at_end:
                 end_note(lang, total, stretch_offered(total, total), presenting=True)
             else:
-                st.progress(position.step / total, text=position_words(lang, position, total))
+                st.progress(position.step / total, text=position_words(lang, position, trace))
         forward.button(t(lang, "presenter_next"), key="pres_next", icon=":material/skip_next:", type="primary",
                        help=t(lang, "presenter_next_help"), on_click=_next, args=(total,), width="stretch",
                        disabled=position.at_end)

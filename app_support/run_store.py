@@ -250,7 +250,8 @@ def keep(key: str, value: ServingSet | ProbeShown | RecordedLab | None) -> None:
     hold_session_runs()
 
 
-HELD_KEYS = ("run_id", "sl_runs", "sl_probe", "recorded_lab", "recorded_serving")  # keys naming a stored value
+HELD_KEYS = ("run_id", "sl_runs", "sl_probe", "recorded_lab", "recorded_serving",  # keys naming a stored value
+             "spec_run_id", "spec_plain_id")
 
 
 def hold_session_runs() -> None:

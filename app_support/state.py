@@ -14,6 +14,7 @@ from typing import Any
 import streamlit as st
 
 from engine.contract.config import Limits
+from engine.contract.speculative import MAX_SPECULATIVE_TOKENS
 from lesson.inputs import (
     DEFAULT_MODEL_CHOICE, DEFAULT_OUTPUT_LEN, DEFAULT_PROMPT, as_int_in_range, default_prompt, is_default_prompt,
 )
@@ -93,6 +94,14 @@ DEFAULTS: dict[str, Any] = {
     "q_speedup_guess": 2.0,  # the student's guess of INT4's Decode speed-up over fp32
     "q_paris_guess": "yes",  # whether INT4 weights still answer 巴黎
     "q_grades": None,  # (speed-up, 巴黎) lesson.exercises.Grade once checked against the measured file
+    # ---- guessing first: speculative decoding (app_support/speculative.py) ----
+    "spec_source": "example",  # the repeating example, or the run panel's prompt
+    "spec_k": 4,  # drafts per verify pass (GenerationConfig.num_speculative_tokens)
+    "spec_run_id": None,  # the run with guessing, in the run store
+    "spec_plain_id": None,  # the same prompt's plain Decode run, in the run store
+    "spec_passes_guess": 4,  # target passes for 4 guesses, 3 accepted (the answer is 1)
+    "spec_ratio_guess": "yes",  # whether a pass over k + 1 positions costs k + 1 Decode steps
+    "spec_grades": None,  # lesson.exercises.Grade of each, once checked against the two runs
     KEPT: {},  # a plain copy of every widget's value: see keep_widget_values
 }
 
@@ -256,6 +265,10 @@ def repair_session(limits: Limits, model_choices: Sequence[str] = (DEFAULT_MODEL
     repair("compare_pins", keep_pins(ss.compare_pins, ss.history))
     if ss.replay_pace not in REPLAY_PACES:
         ss.replay_pace = DEFAULT_REPLAY_PACE
+    if ss.spec_source not in ("example", "yours"):
+        ss.spec_source = DEFAULTS["spec_source"]
+    if ss.spec_ratio_guess not in ("yes", "no"):
+        ss.spec_ratio_guess = DEFAULTS["spec_ratio_guess"]
     for key in ("anim_paused", "ignore_eos", "prefix_reuse"):
         repair(key, ss[key] is True)
     if ss.reset_model_choice:
@@ -270,6 +283,8 @@ def repair_session(limits: Limits, model_choices: Sequence[str] = (DEFAULT_MODEL
         "seed": (0, 2**31 - 1, 0),
         "demo_prompt_len": (1, DEMO_MAX_PROMPT, DEFAULTS["demo_prompt_len"]),
         "demo_output_len": (1, DEMO_MAX_OUTPUT, DEFAULTS["demo_output_len"]),
+        "spec_k": (1, MAX_SPECULATIVE_TOKENS, DEFAULTS["spec_k"]),  # a k the engine would refuse: said, and clamped
+        "spec_passes_guess": (0, 16, DEFAULTS["spec_passes_guess"]),
     }
     for key, (low, high, default) in ranges.items():
         fixed, ok = as_int_in_range(ss[key], low, high, default)

@@ -71,7 +71,7 @@ def classroom_controls(lang: str, slot) -> None:
         st.button(t(lang, "classroom_all"), key="class_all", width="stretch", icon=":material/last_page:",
                   on_click=_set_class_step, args=(total, total, False))
         with st.container(key="class_position"):  # browser tests read the step here
-            st.progress(position.step / total, text=position_words(lang, position, total))
+            st.progress(position.step / total, text=position_words(lang, position, run.trace))
         if position.at_end:
             end_note(lang, total, stretched)
         st.caption(t(lang, "classroom_keys"))

@@ -11,6 +11,16 @@ from engine.contract.trace import RequestTrace
 from .formats import escape_markdown, format_ms, shown_piece
 from .text import t
 
+def pass_phase(trace: RequestTrace, shown: int, lang: str) -> str:
+    """The stepping's name for the last of the first `shown` passes: "Prefill", "Decode N", or "Verify N"
+    (zh: 验证 N) for a speculative run's verify pass; N is the pass's index, as the figures' D<n> and V<n>."""
+    index = max(1, min(shown, len(trace.steps))) - 1
+    step = trace.steps[index]
+    if step.phase == "prefill":
+        return t(lang, "phase_prefill")
+    return t(lang, "phase_step_verify" if step.phase == "verify" else "phase_step_decode", n=index)
+
+
 def sampling_text(trace: RequestTrace, lang: str) -> str:
     s = trace.sampling
     return t(lang, "greedy") if s.greedy else t(lang, "sampled", temperature=s.temperature, seed=s.seed)

@@ -12,7 +12,8 @@ drawn from a trace alone (an export, the slide kit, a recorded run) it says it h
 exported here, registered in neither table; so are `render_roofline` and `render_step_floors`
 (an `engine.contract.cost.TraceFloors`), `render_sweep` (an `engine.contract.sweep.Sweep`),
 `render_format_kl` and `render_format_time` (an `engine.contract.format_runs.FormatRuns`), and
-`render_acceptance` (a speculative run's verify passes: exported when the run has some).
+`render_acceptance` (a speculative run's verify passes: exported when the run has some, and drawn by the
+lesson's section after Decode, app_support/speculative.py).
 """
 
 from .acceptance import render_acceptance

@@ -4,7 +4,8 @@ One column per verify pass (V<n>), one cell per draft from the bottom: kept draf
 a dashed edge (computed, then dropped), and on top the pass's own token (the bonus) in ink: the column's height
 in solid cells is the tokens that one target pass wrote. A subtitle says tokens per target pass and how many
 drafts were kept. Registered in neither table of lesson/diagrams/__init__.py (a plain run has no verify pass):
-`python -m lesson.export --speculative ngram` writes it.
+`python -m lesson.export --speculative ngram` writes it, and the lesson's section after Decode draws it
+(app_support/speculative.py).
 
 `acceptance_layout()` computes the cells; `render_acceptance()` draws them.
 """

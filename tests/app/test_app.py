@@ -259,8 +259,8 @@ def test_first_view_shows_the_default_prompt_live(app):
     assert_healthy(app)
     assert "read_on" not in {b.key for b in app.button}  # pressed once: the lesson stays whole
     assert [h.value for h in app.header][2:] == [t("zh", key) for key in (
-        "sec_prefill", "sec_decode", "sec_blocks", "sec_bottleneck", "sec_waits", "sec_compare", "sec_many",
-        "sec_summary", "sec_animation", "sec_references", "sec_review")]  # in the order the caption named them
+        "sec_prefill", "sec_decode", "spec_title", "sec_blocks", "sec_bottleneck", "sec_waits", "sec_compare",
+        "sec_many", "sec_summary", "sec_animation", "sec_references", "sec_review")]  # in the caption's order
     assert shown_trace(app) == trace  # the same run, now drawn whole
     assert len(app.get("image")) == 9  # every diagram, the passes' floors, TTFT's parts, as an <img>
     alts = [img.proto.imgs[0].alt for img in app.get("image")]
