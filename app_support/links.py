@@ -172,7 +172,7 @@ OVERFLOW_JS = (Path(__file__).with_name("overflow_address.js").read_text(encodin
 
 def _check_overflow() -> None:
     """On a session's first run with no query: the script that tells a dropped query from none."""
-    if st.session_state.setdefault("link_overflow_checked", False):
+    if st.session_state.get("link_overflow_checked"):
         return
     st.session_state.link_overflow_checked = True
     st.html(f"\n<script>\n{OVERFLOW_JS}</script>\n", unsafe_allow_javascript=True)

@@ -84,6 +84,7 @@ DEFAULTS: dict[str, Any] = {
     "link_applied": None,  # the query of the link this session opened (applied once)
     "link_tidy": None,  # "to_draw", then "drawn": the opened link's query leaving the address bar (links.apply_link)
     "lang_in_url": False,  # the page's language is in the address bar (app_support.links.keep_language)
+    "link_overflow_checked": False,  # the script that tells a query Streamlit dropped (links._check_overflow) ran
     "link_notice": None,  # (page path, what the link did and what was wrong with it): said once there
     "pending_class_step": None,  # a link's classroom step, set once the run it steps through is stored
     "sl_link_run": False,  # a link to the serving lab: run its policies on the next draw
