@@ -47,7 +47,7 @@ from lesson.downloads import download_stem, run_stamp
 from lesson.inputs import DEFAULT_MODEL_CHOICE
 from lesson.recorded import recorded_stamp
 from lesson.spread import shown_run
-from lesson.style import DEFAULT_STYLE, classroom_style
+from lesson.style import DEFAULT_STYLE, classroom_style, phone_style
 
 from .run_store import RunArgs, RunView, StoredRun
 
@@ -212,15 +212,16 @@ def model_shape(model_choice: str, device: str, dtype: str):
     return client().model_shape(ModelRef(model_choice, device, dtype))
 
 
-def figure_style(classroom: bool):
+def figure_style(classroom: bool, phone: bool = False):
     """The diagrams' style: the default, or classroom mode's (every label at least the page's
-    body text at 1280x720, folded to the column's width instead of shrunk: lesson.style)."""
-    return classroom_style() if classroom else DEFAULT_STYLE
+    body text at 1280x720, folded to the column's width instead of shrunk: lesson.style), or a phone's
+    (`phone`: a 358 px column, labels 12 px: the timeline's narrow layout)."""
+    return classroom_style() if classroom else phone_style() if phone else DEFAULT_STYLE
 
 
 @functools.lru_cache(maxsize=256)
 def diagram_svg(name: str, view: RunView, lang: str, classroom: bool = False, run_note: str = "",
-                floors_ms: tuple[float, ...] | None = None) -> str:
+                floors_ms: tuple[float, ...] | None = None, phone: bool = False) -> str:
     """One diagram of the passes `view` shows, as an SVG string, on the whole run's axes while it steps.
     `classroom`: the classroom style (larger type, folded layouts). `run_note`: which repeat the run
     is ("median run 3 of 5 (...)"), drawn on the figures in lesson.diagrams.RUN_NOTED. `floors_ms`: each
@@ -228,7 +229,7 @@ def diagram_svg(name: str, view: RunView, lang: str, classroom: bool = False, ru
     noted = {"run_note": run_note} if run_note and name in RUN_NOTED else {}
     if floors_ms is not None and name == "timeline":
         noted["floors_ms"] = floors_ms
-    return DIAGRAMS[name](view.trace, lang=lang, full=view.full, style=figure_style(classroom), **noted)
+    return DIAGRAMS[name](view.trace, lang=lang, full=view.full, style=figure_style(classroom, phone), **noted)
 
 
 @functools.lru_cache(maxsize=256)
