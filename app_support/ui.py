@@ -26,6 +26,11 @@ from .run_store import StoredRun
 
 log = logging.getLogger("prefill_decode.app")
 
+# A phone's latency chart (lesson/charts/run.py) has a plot about 150 px wide beside its level lines' labels,
+# where its up to 8 pass labels crowd: there only the first and the last pass are labelled (they stand at least
+# half the plot apart). The rule, without its media query, is what the chart's browser test applies.
+PHONE_CHART_RULE = ".js-plotly-plot .xtick:not(:first-child):not(:last-child) text { display: none !important; }"
+
 BASE_CSS = """
 <style>
 .block-container { max-width: 1180px; padding-top: 2.2rem; }
@@ -78,8 +83,9 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
   :is(.st-key-figure-timeline, .st-key-scrollhint-timeline) { display: none !important; }
   /* a phone's headings smaller, so the timeline's time axis is on the first screen (tests/browser) */
   h1 { font-size: 1.6rem !important; } [data-testid="stMain"] h2 { font-size: 1.35rem !important; } }
+@media (max-width: 720px) { PHONE_CHART_RULE }
 </style>
-"""
+""".replace("PHONE_CHART_RULE", PHONE_CHART_RULE)
 
 CLASSROOM_CSS = """
 <style>

@@ -141,6 +141,11 @@ def test_phone_figures_keep_their_size_and_scroll_sideways(browser, server_url):
             # the whole figure is within scroll's reach: nothing hangs off the left edge
             assert fig["left_cut"] <= 1 and fig["box_scroll"] >= fig["shown"] - 1, (fig["name"], fig["left_cut"])
         assert "st-key-narrowfig-timeline" in [f["name"] for f in figures]  # the phone's timeline, not the wide
+        # the latency chart's pass labels: the first and the last only (app_support/ui.py PHONE_CHART_RULE)
+        page.locator(".js-plotly-plot .xtick text").first.wait_for(state="attached", timeout=30_000)
+        labels = page.evaluate("() => [...document.querySelectorAll('.js-plotly-plot .xtick text')]"
+                               ".map(t => t.getClientRects().length > 0)")
+        assert len(labels) >= 3 and labels.count(True) == 2 and labels[0] and labels[-1], labels
         name = next(f["name"] for f in figures if f["name"].startswith("st-key-figure-"))
         page.evaluate(f"() => document.querySelector('.{name}').scrollLeft = 200")
         assert page.evaluate(f"() => document.querySelector('.{name}').scrollLeft") > 0  # it really scrolls
