@@ -261,6 +261,11 @@ def _draw_ahead(calls: list) -> None:
                     log.debug("drawing a step ahead failed", exc_info=True)
 
 
+def figure_cache_info() -> tuple:
+    """(the SVG figures' cache_info, the latency charts'): how many were found drawn, how many drawn."""
+    return _diagram_svg.cache_info(), _latency_figure.cache_info()
+
+
 def diagram_svg(name: str, view: RunView, lang: str, classroom: bool = False, run_note: str = "",
                 floors_ms: tuple[float, ...] | None = None, phone: bool = False) -> str:
     """`_diagram_svg`, cached; a stepping view's call noted for draw_neighbours_ahead."""

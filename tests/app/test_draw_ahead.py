@@ -20,11 +20,11 @@ def test_the_steps_either_side_are_drawn_ahead_and_found_cached():
     thread = resources.draw_neighbours_ahead()
     assert thread is not None
     thread.join(timeout=60)
-    before = resources._diagram_svg.cache_info(), resources._latency_figure.cache_info()
+    before = resources.figure_cache_info()
     for step in (2, 4):  # the step back and the step on: each a cache hit, not drawn again
         resources.diagram_svg("timeline", RunView(run, step, stepping=True), "zh", True)
         resources.latency_figure(RunView(run, step, stepping=True), "zh", True)
-    after = resources._diagram_svg.cache_info(), resources._latency_figure.cache_info()
+    after = resources.figure_cache_info()
     assert [a.hits - b.hits for a, b in zip(after, before)] == [2, 2]
     assert [a.misses - b.misses for a, b in zip(after, before)] == [0, 0]
     assert resources.draw_neighbours_ahead() is not None  # these four calls were noted too
