@@ -32,6 +32,7 @@ def lesson(lang: str, settings) -> None:
             rest_of_lesson(lang, settings, view)
     else:  # what the visitor cannot see yet is not drawn: a class opening the lesson draws first screens only
         sections.read_on(lang, [key for anchor, key in frame.CONTENTS if anchor not in FIRST_SCREEN])
+    resources.draw_neighbours_ahead()  # a classroom step's figures for the steps either side, in the background
     stepping.replay_tick()  # last: while a replay runs, the page is drawn again at its next token
 
 

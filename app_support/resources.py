@@ -47,7 +47,7 @@ from lesson.downloads import download_stem, run_stamp
 from lesson.inputs import DEFAULT_MODEL_CHOICE
 from lesson.recorded import recorded_stamp
 from lesson.spread import shown_run
-from lesson.style import DEFAULT_STYLE, classroom_style
+from lesson.style import DEFAULT_STYLE, classroom_style, phone_style
 
 from .run_store import RunArgs, RunView, StoredRun
 
@@ -212,15 +212,70 @@ def model_shape(model_choice: str, device: str, dtype: str):
     return client().model_shape(ModelRef(model_choice, device, dtype))
 
 
-def figure_style(classroom: bool):
+def figure_style(classroom: bool, phone: bool = False):
     """The diagrams' style: the default, or classroom mode's (every label at least the page's
-    body text at 1280x720, folded to the column's width instead of shrunk: lesson.style)."""
-    return classroom_style() if classroom else DEFAULT_STYLE
+    body text at 1280x720, folded to the column's width instead of shrunk: lesson.style), or a phone's
+    (`phone`: a 358 px column, labels 12 px: the timeline's narrow layout)."""
+    return classroom_style() if classroom else phone_style() if phone else DEFAULT_STYLE
+
+
+# --- a classroom step's neighbours drawn ahead ------------------------------------------------------
+# A step's page run drew its stepping figures afresh (0.31 s of a step's 0.5-2 s at load 10, measured with
+# AppTest: 6 figure cache misses; 0.05 s with every figure cached). So each page run notes the figure calls it
+# made on a stepping view (this thread's, in call order), and once drawn, one daemon thread makes the same calls
+# for the steps either side: the next key press finds them cached (the caches are shared by every session).
+_asked = threading.local()
+_AHEAD_LOCK = threading.Lock()  # one drawing-ahead thread at a time: a second page run's waits its turn
+
+
+def _note(kind: str, view: RunView, args: tuple) -> None:
+    if view.stepping:
+        calls = getattr(_asked, "calls", None)
+        if calls is None:
+            calls = _asked.calls = []
+        calls.append((kind, view, args))
+
+
+def draw_neighbours_ahead() -> threading.Thread | None:
+    """After a page run: the stepping figures it drew, drawn for the step before and after (in the background;
+    returns the thread, None when this page run drew no stepping figure)."""
+    calls, _asked.calls = getattr(_asked, "calls", None) or [], []
+    if not calls:
+        return None
+    thread = threading.Thread(target=_draw_ahead, args=(calls,), name="draw-step-ahead", daemon=True)
+    thread.start()
+    return thread
+
+
+def _draw_ahead(calls: list) -> None:
+    with _AHEAD_LOCK:
+        for delta in (1, -1):  # the next step first: a lecturer mostly goes forward
+            for kind, view, args in calls:
+                step = view.step + delta
+                if not 1 <= step <= view.run.num_passes:
+                    continue
+                near = RunView(view.run, step, stepping=True)
+                try:
+                    _diagram_svg(args[0], near, *args[1:]) if kind == "svg" else _latency_figure(near, *args)
+                except Exception:  # noqa: BLE001 - drawing ahead is a guess: the page draws (and reports) it itself
+                    log.debug("drawing a step ahead failed", exc_info=True)
+
+
+def figure_cache_info() -> tuple:
+    """(the SVG figures' cache_info, the latency charts'): how many were found drawn, how many drawn."""
+    return _diagram_svg.cache_info(), _latency_figure.cache_info()
+
+
+def diagram_svg(name: str, view: RunView, lang: str, classroom: bool = False, run_note: str = "",
+                floors_ms: tuple[float, ...] | None = None, phone: bool = False) -> str:
+    """`_diagram_svg`, cached; a stepping view's call noted for draw_neighbours_ahead."""
+    _note("svg", view, (name, lang, classroom, run_note, floors_ms, phone))
+    return _diagram_svg(name, view, lang, classroom, run_note, floors_ms, phone)
 
 
 @functools.lru_cache(maxsize=256)
-def diagram_svg(name: str, view: RunView, lang: str, classroom: bool = False, run_note: str = "",
-                floors_ms: tuple[float, ...] | None = None) -> str:
+def _diagram_svg(name: str, view: RunView, lang: str, classroom: bool = False, run_note: str = "",
+                 floors_ms: tuple[float, ...] | None = None, phone: bool = False) -> str:
     """One diagram of the passes `view` shows, as an SVG string, on the whole run's axes while it steps.
     `classroom`: the classroom style (larger type, folded layouts). `run_note`: which repeat the run
     is ("median run 3 of 5 (...)"), drawn on the figures in lesson.diagrams.RUN_NOTED. `floors_ms`: each
@@ -228,7 +283,7 @@ def diagram_svg(name: str, view: RunView, lang: str, classroom: bool = False, ru
     noted = {"run_note": run_note} if run_note and name in RUN_NOTED else {}
     if floors_ms is not None and name == "timeline":
         noted["floors_ms"] = floors_ms
-    return DIAGRAMS[name](view.trace, lang=lang, full=view.full, style=figure_style(classroom), **noted)
+    return DIAGRAMS[name](view.trace, lang=lang, full=view.full, style=figure_style(classroom, phone), **noted)
 
 
 @functools.lru_cache(maxsize=256)
@@ -243,8 +298,14 @@ def schematic_svg(prompt_len: int, output_len: int, lang: str, classroom: bool =
     return render_blocks_schematic(prompt_len, output_len, lang=lang, style=figure_style(classroom))
 
 
-@functools.lru_cache(maxsize=64)
 def latency_figure(view: RunView, lang: str, classroom: bool = False, run_note: str = ""):
+    """`_latency_figure`, cached; a stepping view's call noted for draw_neighbours_ahead."""
+    _note("latency", view, (lang, classroom, run_note))
+    return _latency_figure(view, lang, classroom, run_note)
+
+
+@functools.lru_cache(maxsize=64)
+def _latency_figure(view: RunView, lang: str, classroom: bool = False, run_note: str = ""):
     """The latency chart (a plotly Figure, built once per view, language and style and shared by every
     session: st.plotly_chart only serializes it; never mutate it); `run_note` as for diagram_svg."""
     from lesson.charts.run import latency_figure as make_figure

@@ -67,7 +67,10 @@ def live_diagram(name: str, view: RunView | None, lang: str, caption: str | None
         alt, stem = resources.diagram_words(name, view, lang)
         alt, stem, note = figure_words(lang, view, alt, stem)  # a recorded run says so
         alt = with_run_note(alt, run_note if name in RUN_NOTED else "")
-        svg_figure(name, svg, lang, with_note(caption, note), alt=alt, file_stem=stem)
+        narrow = None  # a phone's drawing (the time axis on its first screen), shown there instead (app_support.ui)
+        if name == "timeline" and not st.session_state.classroom:
+            narrow = resources.diagram_svg(name, view, lang, run_note=run_note, floors_ms=floors_ms, phone=True)
+        svg_figure(name, svg, lang, with_note(caption, note), alt=alt, file_stem=stem, narrow_svg=narrow)
 
 
 def shown_run_note(lang: str, view: RunView) -> str:

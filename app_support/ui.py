@@ -26,6 +26,11 @@ from .run_store import StoredRun
 
 log = logging.getLogger("prefill_decode.app")
 
+# A phone's latency chart (lesson/charts/run.py) has a plot about 150 px wide beside its level lines' labels,
+# where its up to 8 pass labels crowd: there only the first and the last pass are labelled (they stand at least
+# half the plot apart). The rule, without its media query, is what the chart's browser test applies.
+PHONE_CHART_RULE = ".js-plotly-plot .xtick:not(:first-child):not(:last-child) text { display: none !important; }"
+
 BASE_CSS = """
 <style>
 .block-container { max-width: 1180px; padding-top: 2.2rem; }
@@ -71,8 +76,16 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
 [data-testid="stElementContainer"]:has([data-testid="stHtml"] script:only-child) { display: none !important; }
 /* A phone's scrollbars are hidden until touched: a line under each figure says it scrolls. */
 @media (min-width: 721px) { [class*="st-key-scrollhint-"] { display: none !important; } }
+/* A figure drawn twice (the timeline: lesson.style.phone_style's narrow layout beside the wide one): a phone
+   shows the narrow drawing, which fits its column (nothing to scroll), and every wider screen the wide one. */
+@media (min-width: 721px) { [class*="st-key-narrowfig-"] { display: none !important; } }
+@media (max-width: 720px) { [data-testid="stMain"]:has(.st-key-narrowfig-timeline)
+  :is(.st-key-figure-timeline, .st-key-scrollhint-timeline) { display: none !important; }
+  /* a phone's headings smaller, so the timeline's time axis is on the first screen (tests/browser) */
+  h1 { font-size: 1.6rem !important; } [data-testid="stMain"] h2 { font-size: 1.35rem !important; } }
+@media (max-width: 720px) { PHONE_CHART_RULE }
 </style>
-"""
+""".replace("PHONE_CHART_RULE", PHONE_CHART_RULE)
 
 CLASSROOM_CSS = """
 <style>
@@ -136,15 +149,20 @@ def error_boundary(lang: str, key: str = "err_internal") -> Iterator[None]:
             st.error(t(lang, key, kind=type(err).__name__))
 
 
-def svg_figure(name: str, svg: str, lang: str, caption: str | None = None, *, alt: str, file_stem: str) -> None:
+def svg_figure(name: str, svg: str, lang: str, caption: str | None = None, *, alt: str, file_stem: str,
+               narrow_svg: str | None = None) -> None:
     """A diagram with its text alternative, then its SVG download (`file_stem`.svg) and,
     on demand, its source (wrapped: the SVG is one long line).
 
     `alt` is plain text set as the <img>'s alt attribute (lesson.alt_text.figure_alt),
-    never parsed as markup. On a phone the figure keeps its own width and scrolls sideways.
+    never parsed as markup. On a phone the figure keeps its own width and scrolls sideways, or, given
+    `narrow_svg` (the same figure drawn for a phone's column), the phone shows that one instead (BASE_CSS).
     """
     with st.container(key=f"figure-{name}"):  # the box that scrolls sideways on a phone (BASE_CSS)
         st.image(svg, width="stretch", alt=alt)
+    if narrow_svg is not None:
+        with st.container(key=f"narrowfig-{name}"):  # shown only on a phone (BASE_CSS)
+            st.image(narrow_svg, width="content", alt=alt)
     with st.container(key=f"scrollhint-{name}"):  # shown only on a phone, where the box scrolls (BASE_CSS)
         st.caption(t(lang, "figure_scroll_hint"))
     if caption:

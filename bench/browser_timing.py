@@ -5,8 +5,9 @@
 Runs the four browser tests that record their seconds in tests/artifacts/ (in one pytest session: one
 Streamlit server, one chromium), then reads what they recorded and prints each against its goal:
 
-- a classroom step by key, the median of seven: under 1 s (test_app_browser.py);
-- a presenter-view step, the median of 30 per projector size: at most 0.5 s (test_presenter_browser.py);
+- a classroom step by key, the median of seven: under 1 s, and their p95: at most 0.5 s (test_app_browser.py);
+- a presenter-view step, the median of 30 per projector size, and their p95: each at most 0.5 s
+  (test_presenter_browser.py);
 - the replay at "1 s a pass": each gap between passes within 0.5-4 s (test_compare_browser.py);
 - on a reload, the widgets within 3 s of the text (test_presenter_browser.py).
 
@@ -44,14 +45,23 @@ def presenter_steps(path: Path) -> list[float]:
     return numbers(line.removeprefix("steps (s): "))
 
 
+def p95(values: list[float]) -> float:
+    """The 95th percentile, interpolated between the sorted values (of seven steps: near the slowest)."""
+    return statistics.quantiles(values, n=20, method="inclusive")[18]
+
+
 def rows() -> list[tuple[str, float, float, str, bool]]:
     """(what, measured seconds, the goal's seconds, goal, met) for every recorded measurement."""
     out = []
-    classroom = statistics.median(numbers((ARTIFACTS / "classroom_step_seconds.txt").read_text()))
+    steps = numbers((ARTIFACTS / "classroom_step_seconds.txt").read_text())
+    classroom = statistics.median(steps)
     out.append(("classroom step, median", classroom, 1.0, "< 1.0 s", classroom < 1.0))
+    out.append(("classroom step, p95", p95(steps), 0.5, "<= 0.5 s", p95(steps) <= 0.5))
     for size in ("1280x720", "1024x768"):
-        median = statistics.median(presenter_steps(ARTIFACTS / f"presenter_{size}.txt"))
+        steps = presenter_steps(ARTIFACTS / f"presenter_{size}.txt")
+        median = statistics.median(steps)
         out.append((f"presenter step {size}, median", median, 0.5, "<= 0.5 s", median <= 0.5))
+        out.append((f"presenter step {size}, p95", p95(steps), 0.5, "<= 0.5 s", p95(steps) <= 0.5))
     for i, gap in enumerate(numbers((ARTIFACTS / "replay_seconds.txt").read_text()), start=1):
         out.append((f"replay gap {i} -> {i + 1} (1 s a pass)", gap, 1.0, "0.5-4 s", 0.5 < gap < 4.0))
     seen = ast.literal_eval((ARTIFACTS / "first_screen_seconds.txt").read_text())

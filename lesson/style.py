@@ -75,3 +75,15 @@ def classroom_style(width: float = CLASSROOM_WIDTH, min_font: float = CLASSROOM_
     shown `width` px wide, no label is under `min_font` px."""
     return replace(base, title_size=round(min_font * 1.3), font_size=round(min_font * 1.1), small_size=min_font,
                    tiny_size=min_font, max_width=width)
+
+
+# A phone (390 px wide screen): Streamlit's main column is 358 px (1 rem margins). A figure drawn for it
+# (the timeline's narrow layout) is at most PHONE_WIDTH units wide, shown at scale 1: no label under
+# PHONE_MIN_FONT px and nothing to scroll sideways.
+PHONE_WIDTH, PHONE_MIN_FONT = 358.0, 12.0
+
+
+def phone_style(base: Style = DEFAULT_STYLE) -> Style:
+    """A phone's column: every figure at most PHONE_WIDTH units wide, every text at least PHONE_MIN_FONT."""
+    return replace(base, title_size=17.0, font_size=14.0, small_size=PHONE_MIN_FONT, tiny_size=PHONE_MIN_FONT,
+                   max_width=PHONE_WIDTH)

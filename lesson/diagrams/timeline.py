@@ -17,7 +17,10 @@ fold into one gap row.
 With a width to fit (`Style.max_width`, classroom mode) and type too large for
 one line per pass, the figure folds instead of shrinking: the prompt row shows
 fewer chips ("…N more…"), and the time panel moves under the table, full width,
-one thin row per pass with the pass's name again.
+one thin row per pass with the pass's name again. Narrower still (`NARROW_WIDTH`, a phone's
+column: `phone_style()`), the figure is "narrow": the time panel comes first, right under the title,
+so its axis is on a phone's first screen, then the table without its phase column (each chip
+and the pass's time bar carry the phase's colour).
 
 `timeline_layout()` computes every coordinate; `draw_timeline()` only draws. The
 animation module reuses both.
@@ -30,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from engine.contract.trace import RequestTrace
 
-from ..layout import LinearScale, Slot, fit_chips, nice_ticks, plan_slots, text_width
+from ..layout import LinearScale, Slot, clip_text, fit_chips, nice_ticks, plan_slots, text_width
 from ..text import Table, label, table_for
 from ..style import DEFAULT_STYLE, Style
 from ..formats import fmt_count, fmt_int, fmt_ms
@@ -44,6 +47,7 @@ FLOOR_INK = "#0f172a"  # a pass's floor, dark over its bar (lesson.pass_floors: 
 MIN_SLICE_PX = 1.5  # waits thinner than this are not drawn (they would be a hairline beside the bar)
 PAD, ROW_H, GAP_ROW_H, CHIP_H, CHIP_GAP = 32, 48, 36, 28, 6
 INPUT_BUDGET, TIME_W, CHIP_SCAN = 460, 330, 64
+NARROW_WIDTH = 600  # a width to fit under this (a phone's column) draws the narrow layout: time panel first
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,11 @@ class TimelineLayout:
     def folded(self) -> bool:
         return self.time_top >= 0
 
+    @property
+    def narrow(self) -> bool:
+        """The time panel above the table, and no phase column (a phone's column)."""
+        return bool(self.col_x.get("narrow"))
+
 
 def _chip_w(content: str, style: Style) -> float:
     return max(text_width(content, style.small_size) + 16, 26)
@@ -166,21 +175,26 @@ def _columns(trace: RequestTrace, slots, style: Style, table) -> dict:
                 + [text_width(label(table, "col_output"), style.small_size) + 8])
     phases = {"prefill", "decode"} | {s.phase for s in trace.steps}  # the whole run's (`trace` is `full` here)
     phase_w = max(92, max(text_width(label(table, f"phase_{p}"), style.small_size) for p in phases) + 30)
+    narrow = style.fitted and style.max_width < NARROW_WIDTH
+    if narrow:  # a phone's column: the chips' and the time bar's colours say the phase
+        phase_w = 0
     budget = INPUT_BUDGET
     if style.fitted:  # the chips get what the other columns leave of the width
-        budget = min(INPUT_BUDGET, style.max_width - 2 * PAD - pass_w - 40 - out_w - 24 - phase_w)
+        budget = min(INPUT_BUDGET, style.max_width - 2 * PAD - pass_w - 40 - out_w - (0 if narrow else 24) - phase_w)
         budget = max(budget, 3 * _chip_w("…", style))
     chip_rows = [_input_chips(trace, slot, 0, 0, style, table, budget) for slot in slots]
     chips_w = max((row[-1].x + row[-1].w for row in chip_rows if row), default=0)
-    input_w = max(chips_w, text_width(label(table, "col_input"), style.small_size) + 8)
-    col = {"pass": PAD, "input": PAD + pass_w, "budget": budget, "folded": 0}
+    header_w = text_width(label(table, "col_input"), style.small_size) + 8
+    # narrow: the chips' room bounds the column (its header may run on towards the output's, which starts 40 later)
+    input_w = max(chips_w, min(header_w, budget) if narrow else header_w)
+    col = {"pass": PAD, "input": PAD + pass_w, "budget": budget, "folded": 0, "narrow": int(narrow)}
     col["output"] = col["input"] + input_w + 40
-    col["phase"] = col["output"] + out_w + 24
+    col["phase"] = col["output"] + out_w + (0 if narrow else 24)
     col["time"] = col["phase"] + phase_w
     col["time_end"] = col["time"] + TIME_W
-    if style.fitted and col["time_end"] + PAD > style.max_width:
+    if style.fitted and (narrow or col["time_end"] + PAD > style.max_width):
         col["folded"] = 1
-        col["table_end"] = col["time"] - 8
+        col["table_end"] = col["time"] - (0 if narrow else 8)
         col["time"] = col["input"]
         col["time_end"] = max(style.max_width, col["table_end"] + PAD) - PAD
     return col
@@ -240,20 +254,10 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
     end_ms = whole.steps[-1].end_ms
     ticks = nice_ticks(0, end_ms, 4)
     scale = LinearScale(0, ticks[-1], col["time"] + 8, col["time_end"] - 8)
-    row_h, chip_h = max(ROW_H, style.small_size + 30), _chip_h(style)
-    y, rows = header_y + 12, []
-    for slot in slots:
-        h = GAP_ROW_H if slot.kind == "gap" else row_h
-        chip_y = y + (h - chip_h) / 2
-        chips = _input_chips(trace, slot, col["input"], chip_y, style, table, col["budget"])
-        step = trace.steps[slot.first]
-        out = None
-        if slot.kind == "pass":
-            text_out = piece_label(step.output_piece)
-            out = Chip(col["output"], chip_y, _chip_w(text_out, style), text_out,
-                       f"{visible(step.output_piece)!r} (id {step.output_id})", "output", step.context_after)
-        rows.append(Row(slot, step.phase, y, h, chips, out, **_time_row(trace, slot, scale, style, table)))
-        y += h
+    row_h = max(ROW_H, style.small_size + 30)
+    rows, y = _table_rows(trace, slots, col, scale, style, table, header_y + 12, row_h)
+    if col["narrow"]:
+        return _narrow_layout(trace, whole, rows, col, scale, style, table, header_y, full, run_note, floors, ticks)
     time_top = -1.0
     if col["folded"]:  # the time panel under the table: one thin row per pass, same slots
         # Room for the whole run's rows (classroom stepping): the panel and its axis never move.
@@ -266,10 +270,7 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
     elif full is not None:  # room for the whole run's rows: stepping fills them, the axis and notes stay put
         y = max(y, header_y + 12 + _room(whole, row_h)[0])
     width = col["time_end"] + PAD
-    note_lines = ((run_note,) if run_note else ()) + (
-        label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table)) + (
-        (label(table, "note_floor"),) if floors else ()) + (
-        (label(table, "legend_rejected"),) if any(s.rejected_ids for s in trace.steps) else ())
+    note_lines = _note_lines(trace, table, run_note, floors)
     axis_y = y + 10
     legend = wait_legend(rows, whole if full is not None else None, scale, style, table) + (
         ("floor",) if floors else ())
@@ -278,6 +279,61 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
     height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
     return TimelineLayout(
         width=width, height=height, col_x=col, header_y=header_y, rows=tuple(rows), arrows=_arrows(rows),
+        ticks=tuple((scale(t), f"{t:g}") for t in ticks), axis_y=axis_y,
+        ttft_x=scale(trace.steps[0].end_ms), legend_y=legend_y, legend=legend, notes_y=notes_y, notes=note_lines,
+        time_top=time_top, table_right=col.get("table_end", -1.0),
+    )
+
+
+def _table_rows(trace: RequestTrace, slots, col: dict, scale: LinearScale, style: Style, table: Table, top: float,
+                row_h: float) -> tuple[list[Row], float]:
+    """The table's rows from `top` down (chips, output chip, the pass's time marks); and the y under them."""
+    chip_h, y, rows = _chip_h(style), top, []
+    for slot in slots:
+        h = GAP_ROW_H if slot.kind == "gap" else row_h
+        chip_y = y + (h - chip_h) / 2
+        chips = _input_chips(trace, slot, col["input"], chip_y, style, table, col["budget"])
+        step = trace.steps[slot.first]
+        out = None
+        if slot.kind == "pass":
+            text_out = piece_label(step.output_piece)
+            out = Chip(col["output"], chip_y, _chip_w(text_out, style), text_out,
+                       f"{visible(step.output_piece)!r} (id {step.output_id})", "output", step.context_after)
+        rows.append(Row(slot, step.phase, y, h, chips, out, **_time_row(trace, slot, scale, style, table)))
+        y += h
+    return rows, y
+
+
+def _note_lines(trace: RequestTrace, table: Table, run_note: str, floors: bool) -> tuple[str, ...]:
+    return ((run_note,) if run_note else ()) + (
+        label(table, "note_tokenizer"), label(table, "note_first_token"), _measured_on(trace, table)) + (
+        (label(table, "note_floor"),) if floors else ()) + (
+        (label(table, "legend_rejected"),) if any(s.rejected_ids for s in trace.steps) else ())
+
+
+def _narrow_layout(trace: RequestTrace, whole: RequestTrace, rows: list[Row], col: dict, scale: LinearScale,
+                   style: Style, table: Table, header_y: float, full: RequestTrace | None, run_note: str,
+                   floors: bool, ticks) -> TimelineLayout:
+    """A phone's column: the time panel right under the title (its axis on the first screen), one thin row
+    per pass, its axis and legend; then the table (its header, a row per pass); then the notes. Room for
+    the whole run's rows in both (classroom stepping): nothing moves as passes are added."""
+    row_h = max(ROW_H, style.small_size + 30)
+    rows_h, num_rows = _room(whole, row_h) if full is not None else (0.0, 0)
+    time_top, time_h = header_y, max(30.0, style.tiny_size * 1.6)
+    axis_y = time_top + 4 + time_h * max(len(rows), num_rows) + 10
+    legend = wait_legend(rows, whole if full is not None else None, scale, style, table) + (
+        ("floor",) if floors else ())
+    legend_y = axis_y + 34 + style.tiny_size * 2
+    table_header_y = (legend_y + 8 if legend else axis_y + 12 + style.tiny_size * 2) + style.small_size * 2 + 16
+    rows, y = _table_rows(trace, plan_slots(len(trace.steps), MAX_ROWS, HEAD_ROWS, TAIL_ROWS), col, scale, style,
+                          table, table_header_y + 12, row_h)
+    rows = [replace(row, time_y=time_top + 4 + time_h * (i + 0.5)) for i, row in enumerate(rows)]
+    notes_y = max(y, table_header_y + 12 + rows_h) + 16
+    width = col["time_end"] + PAD
+    note_lines = _note_lines(trace, table, run_note, floors)
+    height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
+    return TimelineLayout(
+        width=width, height=height, col_x=col, header_y=table_header_y, rows=tuple(rows), arrows=_arrows(rows),
         ticks=tuple((scale(t), f"{t:g}") for t in ticks), axis_y=axis_y,
         ttft_x=scale(trace.steps[0].end_ms), legend_y=legend_y, legend=legend, notes_y=notes_y, notes=note_lines,
         time_top=time_top, table_right=col.get("table_end", -1.0),
@@ -358,7 +414,8 @@ def _draw_row(dwg, row: Row, layout: TimelineLayout, trace: RequestTrace, style:
         group.add(_draw_chip(dwg, row.output, row.phase, style))
         group.add(dwg.path(d=f"M{col['output'] - 30},{row.cy} h20", stroke=style.muted_ink, stroke_width=1.5,
                            fill="none", marker_end="url(#arrow-muted)", class_="flow"))
-    group.add(_phase_badge(dwg, col["phase"], row.cy, row.phase, style, table))
+    if not layout.narrow:
+        group.add(_phase_badge(dwg, col["phase"], row.cy, row.phase, style, table))
     if layout.folded and row.slot.kind == "pass":  # the time row under the table names its pass again
         group.add(text(dwg, label(table, "pass_n", n=row.slot.first + 1), col["pass"],
                        row.time_cy + style.tiny_size * 0.36, size=style.tiny_size, fill=style.ink, class_="pass-label"))
@@ -420,8 +477,13 @@ def draw_frame(dwg, layout: TimelineLayout, style: Style, table: Table) -> None:
     panel_top = layout.time_top if layout.folded else hy + 4
     headers = [("col_pass", col["pass"], hy), ("col_input", col["input"], hy), ("col_output", col["output"], hy),
                ("col_phase", col["phase"], hy), ("col_time", col["time"], panel_top - 4)]
+    if layout.narrow:  # no phase column: the colours say it
+        headers = [h for h in headers if h[0] != "col_phase"]
     for key, x, y in headers:
-        dwg.add(text(dwg, label(table, key), x, y - 6, size=style.small_size, fill=style.muted_ink,
+        words = label(table, key)
+        if layout.narrow and key == "col_input":  # ends before the output's header
+            words = clip_text(words, col["output"] - x - 8, style.small_size)
+        dwg.add(text(dwg, words, x, y - 6, size=style.small_size, fill=style.muted_ink,
                      weight="bold", class_="col-header"))
     right = col["time_end"]
     rule_right = layout.table_right if layout.folded else right

@@ -251,7 +251,8 @@ def test_first_view_shows_the_default_prompt_live(app):
     assert trace["prompt"] == "法国的首都是" and trace["steps"][0]["phase"] == "prefill"
     assert "巴黎" in trace["output_text"]
     # the first screen: the timeline, where each pass's time goes and TTFT's parts; the rest when read to
-    assert len(app.get("image")) == 3 and not app.get("plotly_chart") and not app.metric
+    # the timeline (wide, and a phone's: CSS shows one), the passes' floors, TTFT's parts
+    assert len(app.get("image")) == 4 and not app.get("plotly_chart") and not app.metric
     captions = texts(app, "caption")
     assert all(t("zh", key) in captions for key in ("sec_prefill", "sec_waits", "sec_review"))  # it says what is below
     assert app.button(key="read_on").label == t("zh", "read_on")
@@ -262,8 +263,10 @@ def test_first_view_shows_the_default_prompt_live(app):
         "sec_prefill", "sec_decode", "spec_title", "sec_blocks", "sec_bottleneck", "sec_waits", "sec_compare",
         "sec_many", "sec_summary", "sec_animation", "sec_references", "sec_review")]  # in the caption's order
     assert shown_trace(app) == trace  # the same run, now drawn whole
-    assert len(app.get("image")) == 9  # every diagram, the passes' floors, TTFT's parts, as an <img>
+    # every diagram (the timeline twice: wide, and a phone's), the passes' floors, TTFT's parts, as an <img>
+    assert len(app.get("image")) == 10
     alts = [img.proto.imgs[0].alt for img in app.get("image")]
+    assert alts[0] == alts[1]  # the two timelines say the same
     assert all(alts) and len(set(alts)) == 9 and "巴黎" in alts[0]  # each says what it shows, with the run's numbers
     assert len(app.get("plotly_chart")) == 1
     assert {"download_json", "download_csv", "download_svg_timeline", "download_svg_blocks_schematic"} <= {

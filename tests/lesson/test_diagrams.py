@@ -19,7 +19,7 @@ from lesson.diagrams import (
     render_latency, render_review_map, render_timeline,
 )
 from lesson.diagrams.kv_growth import NOTE_ROOM, kv_layout
-from lesson.style import DEFAULT_STYLE, classroom_style
+from lesson.style import DEFAULT_STYLE, classroom_style, phone_style
 from lesson.formats import fmt_bytes
 from lesson.text import TEXTS, label
 from tests.factories import SLIDING_MODEL, TINY_MODEL, make_long_trace, make_trace
@@ -356,6 +356,7 @@ SNAPSHOT_CASES = {
     "review_map_en": lambda t: render_review_map(t, lang="en"),
     "animation_zh": lambda t: render_animation(t, lang="zh"),
     "timeline_classroom_zh": lambda t: render_timeline(t, lang="zh", style=classroom_style()),
+    "timeline_phone_en": lambda t: render_timeline(t, lang="en", style=phone_style()),
     "latency_classroom_en": lambda t: render_latency(t, lang="en", style=classroom_style()),
     "review_map_classroom_zh": lambda t: render_review_map(t, lang="zh", style=classroom_style()),
     "ttft_parts_en": lambda t: DIAGRAMS["ttft_parts"](t, lang="en"),
