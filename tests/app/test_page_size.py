@@ -10,8 +10,9 @@ from streamlit.testing.v1 import AppTest
 from tests.app.apptest import APP, assert_healthy, needs_model, num_deltas, read_on
 
 # Deltas of the lesson page fully read (docs/app.md): 263 (268 in classroom mode) before its text was packed,
-# 213 (220) since; the goal is 120 (not met: the nine figures send 8 each, docs/app.md).
-LESSON_BUDGET = 220
+# 213 (220) since, 231 (238) with the speculative-decoding section and the live quantization section's
+# widgets; the goal is 120 (not met: the nine figures send 8 each, docs/app.md).
+LESSON_BUDGET = 240
 
 
 @needs_model
