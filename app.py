@@ -19,7 +19,7 @@ from app_support import starting
 starting_slot = starting.starting_note()
 
 from app_support import frame, lab, links, resources, serving, state, stepping  # noqa: E402 - after the note
-from app_support.ui import inject_css, streamlit_words, wait_clock  # noqa: E402
+from app_support.ui import inject_css, page_scripts  # noqa: E402
 from lesson.text import t  # noqa: E402
 
 state.init_session()
@@ -53,8 +53,7 @@ links.tidy_address(lang)  # an opened link's query leaves the address bar, its #
 frame.header(lang)
 starting_slot.empty()  # the loading note stays until the header is there: no blank page between the two
 inject_css(st.session_state.classroom, presenter=presenting)
-wait_clock(lang)  # every wait on the page says how long it has lasted
-streamlit_words(lang)  # Streamlit's own English (its buttons' labels for screen readers) in the page's language
+page_scripts(lang)  # every wait says how long it has lasted; Streamlit's own English in the page's language
 frame.show_flash(lang)
 links.show_notice(lang, page.url_path)
 classroom_slot = frame.sidebar(lang, settings, contents=on_lesson)

@@ -23,6 +23,7 @@ from lesson.messages import error_message
 from lesson.text import LANGUAGE_NAMES, LANGUAGES, t
 
 from . import resources, state
+from .ui import join_paragraphs
 
 log = logging.getLogger("prefill_decode.app")
 
@@ -87,8 +88,8 @@ def sidebar(lang: str, settings: ServerSettings, contents: bool = True):
         st.button(t(lang, "reset_defaults"), key="reset_defaults", help=t(lang, "reset_defaults_help"),
                   icon=":material/restart_alt:", width="stretch", on_click=state.reset_to_defaults, args=(limits,))
         if contents:
-            st.markdown(f"**{t(lang, 'toc')}**")
-            st.markdown("\n".join(f"- [{t(lang, key)}](#{anchor})" for anchor, key in CONTENTS))
+            st.markdown(join_paragraphs(f"**{t(lang, 'toc')}**",
+                                        "\n".join(f"- [{t(lang, key)}](#{anchor})" for anchor, key in CONTENTS)))
     return classroom_slot
 
 
@@ -141,14 +142,17 @@ def _flash_params(err: Exception) -> dict:
 def model_caption(lang: str, lm) -> None:
     info = lm.info
     with st.sidebar:
-        st.markdown(t(lang, "model_in_use", model_id=escape_markdown(info.model_id),
-                      architecture=escape_markdown(info.architecture), num_layers=info.num_layers,
-                      num_params=fmt_count(info.num_params)))
-        st.markdown(t(lang, "device_dtype", device=info.device, dtype=info.dtype,
-                      kv_per_token=fmt_bytes(info.kv_bytes_per_token)))
+        sliding = None
         if info.sliding_window is not None:  # the per-token figure above holds only until the window is full
-            st.markdown(t(lang, "kv_sliding_window", sliding=info.num_sliding_layers, layers=info.num_layers,
-                          window=f"{info.sliding_window:,}"))
+            sliding = t(lang, "kv_sliding_window", sliding=info.num_sliding_layers, layers=info.num_layers,
+                        window=f"{info.sliding_window:,}")
+        st.markdown(join_paragraphs(
+            t(lang, "model_in_use", model_id=escape_markdown(info.model_id),
+              architecture=escape_markdown(info.architecture), num_layers=info.num_layers,
+              num_params=fmt_count(info.num_params)),
+            t(lang, "device_dtype", device=info.device, dtype=info.dtype,
+              kv_per_token=fmt_bytes(info.kv_bytes_per_token)),
+            sliding))
 
 
 class QueuePlace:

@@ -112,12 +112,12 @@ def open_panel(lang: str, page: str, settings: ServerSettings) -> None:
         st.caption(t(lang, f"rec_intro_{page}"))
         choices = page_choices(page)
         if choices:
-            left, right = st.columns([5, 1], vertical_alignment="bottom")
-            left.selectbox(t(lang, "rec_gallery"), list(choices), key=f"rec_pick_{page}",
-                           format_func=lambda name: entries_label(choices[name], lang) if name in choices else name,
-                           placeholder=t(lang, "choose_option"))
-            right.button(t(lang, "rec_open"), key=f"rec_open_{page}", icon=":material/folder_open:",
-                         on_click=_open_picked, args=(page, settings))
+            with st.container(horizontal=True, vertical_alignment="bottom"):  # one block, not three
+                st.selectbox(t(lang, "rec_gallery"), list(choices), key=f"rec_pick_{page}",
+                             format_func=lambda name: entries_label(choices[name], lang) if name in choices else name,
+                             placeholder=t(lang, "choose_option"))
+                st.button(t(lang, "rec_open"), key=f"rec_open_{page}", icon=":material/folder_open:",
+                          on_click=_open_picked, args=(page, settings))
         else:
             st.caption(t(lang, "rec_gallery_none"))
         st.file_uploader(t(lang, "rec_upload", limit=f"{settings.recorded_max_mb:g}"), type=["json"],

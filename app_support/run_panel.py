@@ -38,15 +38,11 @@ from lesson.text import t
 
 from . import frame, resources, run_store, stepping
 from .run_store import RunArgs, RunView, StoredRun
-from .ui import error_boundary, felt_source
+from .ui import error_boundary, felt_source, join_paragraphs
 
 log = logging.getLogger("prefill_decode.app")
 
 UI_REFRESH_S = 0.1  # while the model runs, redraw the answer at most 10 times a second
-
-# Each paragraph of the prompt box takes its direction from its first strong character, so a
-# right-to-left prompt (Arabic, Hebrew) is right-aligned and reads in order. Fixed CSS, no user text.
-PROMPT_CSS = "<style>.st-key-prompt textarea { unicode-bidi: plaintext; text-align: start; }</style>"
 
 
 def figures_run(lang: str, settings: ServerSettings) -> RunView | None:
@@ -112,7 +108,6 @@ def _controls(lang: str, settings: ServerSettings):
     left, right = st.columns([3, 2], gap="large")
     with left:
         st.text_area(t(lang, "prompt"), key="prompt", placeholder=t(lang, "prompt_placeholder"), height=110)
-        st.html(PROMPT_CSS)
     with right:
         st.slider(t(lang, "output_len"), 1, limits.max_new_tokens, key="output_len", help=t(lang, "output_len_help"))
         st.slider(t(lang, "prompt_len"), 0, limits.max_prompt_tokens, key="prompt_len", help=t(lang, "prompt_len_help"))
@@ -129,16 +124,9 @@ def _shown_run(lang: str, view: RunView, ran: bool, stale: bool) -> None:
         _replay_box(lang, shown, len(trace.steps))
     elif not ran:
         _result_box(lang, shown)
-    st.caption(trace_summary(trace, lang))
-    reuse = prefix_note(trace, lang)
-    if reuse:
-        st.caption(reuse)
-    note = recorded_caption(view.run, lang)
-    if note:
-        st.caption(note)
     finished, st.session_state.replay_finished = st.session_state.replay_finished, None
-    if finished:
-        st.caption(t(lang, "replay_done", total=len(trace.steps)))
+    st.caption(join_paragraphs(trace_summary(trace, lang), prefix_note(trace, lang), recorded_caption(view.run, lang),
+                               t(lang, "replay_done", total=len(trace.steps)) if finished else None))
     if stale:
         st.info(t(lang, "stale_note"), icon=":material/refresh:")
 
@@ -346,17 +334,17 @@ def _replay_box(lang: str, shown: RequestTrace, total: int) -> None:
 
 
 def _done_notes(lang: str, trace: RequestTrace) -> None:
+    """"Done" and why it stopped, then its notes in one caption (the page sends one message per element)."""
+    eos_hint = past_eos = None
     if trace.finished:
         st.success(t(lang, "done", num_tokens=len(trace.steps), stop_reason=stop_reason_text(trace, lang)))
         if trace.stop_reason == "eos" and len(trace.steps) < trace.max_new_tokens:
-            st.caption(t(lang, "eos_hint", num_tokens=len(trace.steps), limit=trace.max_new_tokens,
-                         ignore_eos=t(lang, "ignore_eos")))
+            eos_hint = t(lang, "eos_hint", num_tokens=len(trace.steps), limit=trace.max_new_tokens,
+                         ignore_eos=t(lang, "ignore_eos"))
         past_eos = past_eos_note(trace, lang)  # why the answer turned into unrelated (often English) text
-        if past_eos:
-            st.caption(past_eos)
-    note = queue_note(trace, lang)  # only the engine-measured wait for the model lock
-    if note is not None:
-        st.caption(note)
+    notes = join_paragraphs(eos_hint, past_eos, queue_note(trace, lang))  # the queue: the engine's wait alone
+    if notes:
+        st.caption(notes)
 
 
 def answer_and_log(lang: str, trace: RequestTrace, answer, log_box, tail: int | None = None) -> None:
@@ -424,16 +412,16 @@ def _data_downloads(lang: str, run: StoredRun) -> None:
     if run.origin == "recorded":  # the file names say it too
         stem = recorded_stem(stem, trace.provenance)
     felt = felt_for(run)
-    left, right = st.columns(2)
-    left.download_button(t(lang, "download_json"), data=trace.to_json, file_name=f"{stem}_trace.json",
-                         mime="application/json", key="download_json", on_click="ignore",
-                         icon=":material/download:")
-    right.download_button(t(lang, "download_csv"), data=lambda: trace_csv(trace), file_name=f"{stem}_steps.csv",
-                          mime="text/csv", key="download_csv", on_click="ignore", icon=":material/download:")
-    st.download_button(t(lang, "download_perfetto"), data=lambda: to_perfetto_json(trace, felt=felt),
-                       file_name=f"{stem}.perfetto.json",
-                       mime="application/json", key="download_perfetto", on_click="ignore",
-                       icon=":material/download:", help=t(lang, "download_perfetto_help"))
+    with st.container(horizontal=True):  # the three files in a row: one block (a message each: test_page_size)
+        st.download_button(t(lang, "download_json"), data=trace.to_json, file_name=f"{stem}_trace.json",
+                           mime="application/json", key="download_json", on_click="ignore",
+                           icon=":material/download:")
+        st.download_button(t(lang, "download_csv"), data=lambda: trace_csv(trace), file_name=f"{stem}_steps.csv",
+                           mime="text/csv", key="download_csv", on_click="ignore", icon=":material/download:")
+        st.download_button(t(lang, "download_perfetto"), data=lambda: to_perfetto_json(trace, felt=felt),
+                           file_name=f"{stem}.perfetto.json",
+                           mime="application/json", key="download_perfetto", on_click="ignore",
+                           icon=":material/download:", help=t(lang, "download_perfetto_help"))
 
 
 def felt_for(run: StoredRun) -> FeltTimes | None:

@@ -35,12 +35,11 @@ from lesson.text import label, t, table_for
 from . import pass_floors, resources, state
 from .quantization import section_quantization
 from .run_store import RunView, StoredRun
-from .ui import error_boundary, felt_source, metric_row, plotly_config, scroll_into_view, svg_figure
+from .ui import error_boundary, felt_source, join_paragraphs, metric_row, plotly_config, scroll_into_view, svg_figure
 
 
 def intro(lang: str) -> None:
-    st.markdown(t(lang, "intro_1"))
-    st.markdown(t(lang, "intro_2"))
+    st.markdown(join_paragraphs(t(lang, "intro_1"), t(lang, "intro_2")))
 
 
 def figure_words(lang: str, view: RunView, alt: str, stem: str) -> tuple[str, str, str | None]:
@@ -103,9 +102,8 @@ def section_timeline(lang: str, view: RunView | None) -> None:
         st.caption(t(lang, "timeline_projector_hint"))
     if view is not None:
         ttft_bar(lang, view)
-    st.markdown(t(lang, "timeline_1"))
-    st.markdown(markdown_table(t(lang, "timeline_table")))
-    st.markdown(t(lang, "timeline_2"))
+    st.markdown(join_paragraphs(t(lang, "timeline_1"), markdown_table(t(lang, "timeline_table")),
+                                t(lang, "timeline_2")))
 
 
 def _contradicts(view: RunView, floors) -> bool:
@@ -176,24 +174,22 @@ def read_on(lang: str, heading_keys: list[str]) -> None:
 
 def section_prefill(lang: str, view: RunView | None) -> None:
     st.header(t(lang, "sec_prefill"), anchor="prefill")
-    st.markdown(t(lang, "prefill_1"))
-    st.markdown(t(lang, "prefill_2"))
+    st.markdown(join_paragraphs(t(lang, "prefill_1"), t(lang, "prefill_2")))
     live_diagram("blocks", view, lang, t(lang, "blocks_caption"))
 
 
 def section_decode(lang: str, view: RunView | None) -> None:
     st.header(t(lang, "sec_decode"), anchor="decode")
-    for key in ("decode_1", "decode_2", "decode_3"):
-        st.markdown(t(lang, key))
+    st.markdown(join_paragraphs(*(t(lang, key) for key in ("decode_1", "decode_2", "decode_3"))))
     live_diagram("kv_growth", view, lang, t(lang, "kv_caption"))
 
 
 def section_blocks_demo(lang: str) -> None:
     st.header(t(lang, "sec_blocks"), anchor="blocks")
     st.markdown(t(lang, "blocks_note"))
-    left, right = st.columns(2)
-    left.slider(t(lang, "demo_prompt_len"), 1, state.DEMO_MAX_PROMPT, key="demo_prompt_len")
-    right.slider(t(lang, "demo_output_len"), 1, state.DEMO_MAX_OUTPUT, key="demo_output_len")
+    with st.container(horizontal=True, gap="medium"):  # side by side, one block (not three)
+        st.slider(t(lang, "demo_prompt_len"), 1, state.DEMO_MAX_PROMPT, key="demo_prompt_len")
+        st.slider(t(lang, "demo_output_len"), 1, state.DEMO_MAX_OUTPUT, key="demo_output_len")
     _sketch_live(lang, int(st.session_state.demo_prompt_len), int(st.session_state.demo_output_len))
     with st.container(key="sketch_figure"), error_boundary(lang, "err_diagram"):
         prompt_len, output_len = int(st.session_state.demo_prompt_len), int(st.session_state.demo_output_len)
@@ -229,9 +225,8 @@ def _sketch_live(lang: str, prompt_len: int, output_len: int) -> None:
 
 def section_bottleneck(lang: str, view: RunView | None, settings: ServerSettings) -> None:
     st.header(t(lang, "sec_bottleneck"), anchor="bottleneck")
-    st.markdown(t(lang, "bottleneck_1"))
-    st.markdown(markdown_table(t(lang, "bottleneck_table")))
-    st.markdown(t(lang, "bottleneck_2"))
+    st.markdown(join_paragraphs(t(lang, "bottleneck_1"), markdown_table(t(lang, "bottleneck_table")),
+                                t(lang, "bottleneck_2")))
     if view is not None:
         # the passes shown (a classroom prefix quotes its own numbers), with the repeats' medians when whole
         floors = pass_floors.shown_floors(view.trace)  # equal floors: a slow Decode step there is no noise
@@ -252,20 +247,16 @@ def section_bottleneck(lang: str, view: RunView | None, settings: ServerSettings
 
 def section_waits(lang: str, view: RunView | None) -> None:
     st.header(t(lang, "sec_waits"), anchor="waits")
-    st.markdown(t(lang, "waits_1"))
-    st.markdown(t(lang, "waits_2"))
+    st.markdown(join_paragraphs(t(lang, "waits_1"), t(lang, "waits_2")))
     if view is None:
         st.info(t(lang, "no_trace"))
         return
     with error_boundary(lang):
         trace = view.trace
         metric_row(metric_cards(trace, lang, view.headline))  # medians of the run's repeats, if any
-        st.caption(engine_caption(trace, lang))  # which engine mode and attention kernel ran
-        for note in metric_gap_notes(trace, lang):  # the pass times (timeline) beside the waits (cards)
-            st.caption(note)
-        drawing = page_drawing_note(trace, lang)
-        if drawing:
-            st.caption(drawing)
+        # which engine mode and attention kernel ran; the pass times (timeline) beside the waits (cards)
+        st.caption(join_paragraphs(engine_caption(trace, lang), *metric_gap_notes(trace, lang),
+                                   page_drawing_note(trace, lang)))
     with error_boundary(lang, "err_diagram"):
         figure = resources.latency_figure(view, lang, classroom=st.session_state.classroom,
                                           run_note=shown_run_note(lang, view))
@@ -280,8 +271,7 @@ def section_many(lang: str) -> None:
     st.caption(t(lang, "many_server_note"))
     st.page_link("app_pages/serving_lab.py", label=t(lang, "sl_link"), icon=":material/dns:")  # the serving lab
     st.subheader(t(lang, "sec_prefix"), anchor="prefix-caching")  # what the lab's prefix-caching switch shows
-    st.markdown(t(lang, "prefix_1"))
-    st.markdown(t(lang, "prefix_2"))
+    st.markdown(join_paragraphs(t(lang, "prefix_1"), t(lang, "prefix_2")))
     st.caption(t(lang, "prefix_3"))
     st.markdown(t(lang, "prefix_4", switch=t(lang, "prefix_reuse")))
 
@@ -308,14 +298,13 @@ def section_animation(lang: str, view: RunView | None) -> None:
         _classroom_still(lang, view)  # the classroom steps: the still frame at its step
         return
     paused = st.session_state.anim_paused
-    with st.container(key="anim_controls"):
-        st.caption(t(lang, "anim_controls"))
-        left, right = st.columns([1, 4], vertical_alignment="bottom")
-        left.button(t(lang, "anim_play" if paused else "anim_pause"), key="anim_play_pause", width="stretch",
-                    icon=":material/play_arrow:" if paused else ":material/pause:", on_click=_flip_animation)
-        step = total
+    st.caption(t(lang, "anim_controls"))
+    step = total
+    with st.container(horizontal=True, vertical_alignment="bottom", gap="medium"):  # one block, not three
+        st.button(t(lang, "anim_play" if paused else "anim_pause"), key="anim_play_pause",
+                  icon=":material/play_arrow:" if paused else ":material/pause:", on_click=_flip_animation)
         if total > 1:  # the key names the count: a value left from a longer run never applies
-            step = right.select_slider(
+            step = st.select_slider(
                 t(lang, "anim_step"), options=list(range(1, total + 1)), value=total, key=f"anim_step_{total}",
                 format_func=lambda k: anim_step_words(lang, k, total, paused), on_change=_pause_animation)
     step = int(step)

@@ -169,16 +169,15 @@ def replay_controls(lang: str) -> None:
     """Pace and start / stop, under the answer. Off in classroom mode (the teacher steps by hand)."""
     if st.session_state.classroom or run_store.current() is None:
         return
-    pace, button = st.columns([3, 2], vertical_alignment="bottom")
-    pace.selectbox(t(lang, "replay_pace"), list(REPLAY_PACES), key="replay_pace",
-                   format_func=lambda key: t(lang, f"replay_pace_{key}"), help=t(lang, "replay_pace_help"),
-                   placeholder=t(lang, "choose_option"))
-    if st.session_state.replay_shown is None:
-        button.button(t(lang, "replay_start"), key="replay_start", icon=":material/slow_motion_video:",
-                      on_click=_start_replay, width="stretch")
-    else:
-        button.button(t(lang, "replay_stop"), key="replay_stop", icon=":material/stop:", on_click=_stop_replay,
-                      width="stretch")
+    with st.container(horizontal=True, vertical_alignment="bottom"):  # one block, not three (test_page_size)
+        st.selectbox(t(lang, "replay_pace"), list(REPLAY_PACES), key="replay_pace",
+                     format_func=lambda key: t(lang, f"replay_pace_{key}"), help=t(lang, "replay_pace_help"),
+                     placeholder=t(lang, "choose_option"))
+        if st.session_state.replay_shown is None:
+            st.button(t(lang, "replay_start"), key="replay_start", icon=":material/slow_motion_video:",
+                      on_click=_start_replay)
+        else:
+            st.button(t(lang, "replay_stop"), key="replay_stop", icon=":material/stop:", on_click=_stop_replay)
 
 
 def replay_tick() -> None:

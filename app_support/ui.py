@@ -74,6 +74,9 @@ h1 { font-size: 2.1rem !important; line-height: 1.25 !important; }
    words) takes no room: each one's element otherwise added the column's 16 px gap and pushed the presenter's
    figure down. (No markup in these comments: a tag named in one dropped the rule after it.) */
 [data-testid="stElementContainer"]:has([data-testid="stHtml"] script:only-child) { display: none !important; }
+/* Each paragraph of the prompt box takes its direction from its first strong character, so a right-to-left
+   prompt (Arabic, Hebrew) is right-aligned and reads in order (app_support/run_panel.py's prompt box). */
+.st-key-prompt textarea { unicode-bidi: plaintext; text-align: start; }
 /* A phone's scrollbars are hidden until touched: a line under each figure says it scrolls. */
 @media (min-width: 721px) { [class*="st-key-scrollhint-"] { display: none !important; } }
 /* A figure drawn twice (the timeline: lesson.style.phone_style's narrow layout beside the wide one): a phone
@@ -167,12 +170,13 @@ def svg_figure(name: str, svg: str, lang: str, caption: str | None = None, *, al
         st.caption(t(lang, "figure_scroll_hint"))
     if caption:
         st.caption(caption)
-    left, right = st.columns([1, 2], vertical_alignment="center")
-    left.download_button(
-        t(lang, "download_svg"), data=svg, file_name=f"{file_stem}.svg", mime="image/svg+xml",
-        key=f"download_svg_{name}", on_click="ignore", icon=":material/download:",
-    )
-    if right.toggle(t(lang, "raw_svg"), key=f"raw_svg_{name}"):
+    with st.container(horizontal=True, vertical_alignment="center", gap="large"):  # one block, not three
+        st.download_button(
+            t(lang, "download_svg"), data=svg, file_name=f"{file_stem}.svg", mime="image/svg+xml",
+            key=f"download_svg_{name}", on_click="ignore", icon=":material/download:",
+        )
+        shown = st.toggle(t(lang, "raw_svg"), key=f"raw_svg_{name}")
+    if shown:
         st.code(svg, language="xml", height=320, wrap_lines=True)
 
 
@@ -194,9 +198,13 @@ def metric_row(cards: list[MetricCard]) -> None:
     for column, card in zip(st.columns(len(cards) or 1, border=True), cards):
         with column:
             st.metric(card.label, card.value, help=card.definition)
-            if card.spread:
-                st.caption(card.spread)  # our own words and numbers
-            st.caption(card.definition)
+            st.caption(join_paragraphs(card.spread, card.definition))  # our own words and numbers
+
+
+def join_paragraphs(*texts: str | None) -> str:
+    """Markdown paragraphs, one element's text: what the page once sent as one element each, in order (a
+    page sends one websocket message per element: tests/app/test_page_size.py). Empty ones are left out."""
+    return "\n\n".join(text for text in texts if text)
 
 
 # Classroom keys -> the keys of the buttons they press, the first on the page (buttons carry `st-key-<key>`
@@ -237,12 +245,11 @@ POSITION_BARS = ["class_position", "presenter-position"]  # progress bars that s
 KIT_BUTTONS = ["kit_download", "kit_download_serving"]  # app_support/slide_kit.py's download buttons
 
 
-def wait_clock(lang: str) -> None:
+def wait_clock_js(lang: str) -> str:
     """The seconds each wait has lasted, in the page's language, under it. Fixed script and words."""
     words = {"elapsed": t(lang, "wait_elapsed"), "kit": t(lang, "wait_kit")}
-    script = (WAIT_CLOCK_JS.replace("__WAIT_WORDS__", json.dumps(words, ensure_ascii=False))
-              .replace("__NOT_WAITS__", json.dumps(POSITION_BARS)).replace("__KIT_BUTTONS__", json.dumps(KIT_BUTTONS)))
-    st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)
+    return (WAIT_CLOCK_JS.replace("__WAIT_WORDS__", json.dumps(words, ensure_ascii=False))
+            .replace("__NOT_WAITS__", json.dumps(POSITION_BARS)).replace("__KIT_BUTTONS__", json.dumps(KIT_BUTTONS)))
 
 
 # Streamlit's own English that a page can reach (its buttons' aria-labels and titles, the uploader's button), by
@@ -257,7 +264,7 @@ STREAMLIT_PREFIXES = {"Help for ": "st_help_for", "Fullscreen: ": "st_fullscreen
 STREAMLIT_WORDS_JS = Path(__file__).with_name("streamlit_words.js").read_text(encoding="utf-8")
 
 
-def streamlit_words(lang: str) -> None:
+def streamlit_words_js(lang: str) -> str:
     """Streamlit's own English words on the page in the page's language (none for English). Fixed script;
     the words are this app's, and a label's own text is only ever copied into an attribute."""
     if lang == "en":
@@ -265,8 +272,13 @@ def streamlit_words(lang: str) -> None:
     else:
         words = {"exact": {english: t(lang, key) for english, key in STREAMLIT_WORDS.items()},
                  "prefixes": {prefix: t(lang, key, label="{label}") for prefix, key in STREAMLIT_PREFIXES.items()}}
-    script = STREAMLIT_WORDS_JS.replace("__STREAMLIT_WORDS__", json.dumps(words, ensure_ascii=False))
-    st.html(f"\n<script>\n{script}</script>\n", unsafe_allow_javascript=True)
+    return STREAMLIT_WORDS_JS.replace("__STREAMLIT_WORDS__", json.dumps(words, ensure_ascii=False))
+
+
+def page_scripts(lang: str) -> None:
+    """Every page's in-page scripts (the wait clock, Streamlit's words), one element: a page sends one
+    websocket message per element. Each script is a self-contained function call; fixed code and words."""
+    st.html(f"\n<script>\n{wait_clock_js(lang)}\n{streamlit_words_js(lang)}</script>\n", unsafe_allow_javascript=True)
 
 
 def metric_dataframe(records: list[dict[str, str]]) -> None:

@@ -104,3 +104,12 @@ def scan_components_once() -> None:
     scan = manifest_scanner.scan_component_manifests
     if not hasattr(scan, "cache_info"):
         manifest_scanner.scan_component_manifests = functools.lru_cache(maxsize=1)(scan)
+
+
+def num_deltas(at) -> int:
+    """How many elements the page sent: every element and every block (a container, a column, an expander)
+    under the page's roots, each one websocket message (a Streamlit delta) from the server to the browser."""
+    def count(node) -> int:
+        return sum(1 + count(child) for child in getattr(node, "children", {}).values())
+
+    return sum(count(root) for root in at._tree.children.values())
