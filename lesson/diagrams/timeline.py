@@ -245,7 +245,8 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
     """Coordinates of every mark. `full`: the whole run when `trace` is a prefix of it
     (classroom stepping); the columns and the time axis come from it, so they never move.
     `run_note`: which of several repeats this run is (lesson.spread.run_label), the first note. `floors`: each
-    pass's bar shows its floor (render_timeline's floors_ms): the legend and a note say what it is."""
+    pass's bar shows its floor (render_timeline's floors_ms): the legend and a note say what it is (the legend
+    alone in a wide fitted style, classroom mode: the figure fits a projector's window)."""
     if not trace.steps:
         raise ValueError("the timeline needs a trace with at least one forward pass")
     slots = plan_slots(len(trace.steps), MAX_ROWS, HEAD_ROWS, TAIL_ROWS)
@@ -270,7 +271,10 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
     elif full is not None:  # room for the whole run's rows: stepping fills them, the axis and notes stay put
         y = max(y, header_y + 12 + _room(whole, row_h)[0])
     width = col["time_end"] + PAD
-    note_lines = _note_lines(trace, table, run_note, floors)
+    # A projector's timeline (a width to fit, classroom mode) leaves the floor's note out: its two lines of
+    # large type made the figure taller than a 1280x720 window (763 -> 824 px, tests/browser); the legend
+    # still names the dark part, and the page's caption and floors figure under it say what it is.
+    note_lines = _note_lines(trace, table, run_note, floors and not style.fitted)
     axis_y = y + 10
     legend = wait_legend(rows, whole if full is not None else None, scale, style, table) + (
         ("floor",) if floors else ())
@@ -570,7 +574,8 @@ def render_timeline(trace: RequestTrace, *, lang: str = "zh", style: Style | Non
     axis come from it, so stepping through the run never rescales the figure.
     `run_note`: which of several repeats this is ("median run 3 of 5 (...)", lesson.spread.run_label),
     drawn as the first note; "" for a single run. `floors_ms`: each pass's floor on the machine's measured
-    roofs (engine.contract.cost.trace_floors, by step index), drawn dark over the start of its bar."""
+    roofs (engine.contract.cost.trace_floors, by step index), drawn dark over the start of its bar, named in
+    the legend and in a note (no note in a wide fitted style, classroom mode: see timeline_layout)."""
     table, style = table_for(lang), style or DEFAULT_STYLE
     dwg, _, _ = build_timeline(trace, table, style, "timeline", label(table, "timeline_title"), full=full,
                                run_note=run_note, floors_ms=floors_ms)

@@ -109,6 +109,11 @@ def test_the_timeline_draws_each_pass_as_its_floor_and_the_rest(lang):
     words = all_text(root)
     assert t(lang, "legend_floor") in words and t(lang, "note_floor")[:10] in words
     assert not with_class(parse(render_timeline(trace, lang=lang)), "pass-floor")  # without floors: none
+    # classroom mode: the marks and the legend, not the note's lines (the figure fits a 1280x720 window)
+    projected = parse(render_timeline(trace, lang=lang, floors_ms=floors_ms, style=classroom_style()))
+    assert len(with_class(projected, "pass-floor")) == len(trace.steps)
+    words = all_text(projected)
+    assert t(lang, "legend_floor") in words and t(lang, "note_floor")[:10] not in words
 
 
 @pytest.mark.parametrize("lang", ["zh", "en"])
