@@ -131,6 +131,10 @@ def apply_link(path: str, settings: ServerSettings, model_choices) -> bool:
     takes the query out in the browser, keeping the hash (tidy_address), and the session's next run sets
     the same query here, which the browser's address already has, so Streamlit leaves the address alone."""
     ss = st.session_state
+    # The overflow check's script is drawn on a session's first run only, into a slot every run holds: an
+    # element there on one run and not the next shifted every element below it, and Streamlit then drew
+    # the page's widgets and expanders anew (an expander the visitor had opened, closed again).
+    overflow_slot = st.empty()
     if ss.link_tidy == "drawn":  # the page took the link's query out: Streamlit's own query follows it, once
         ss.link_tidy = None
         st.query_params.from_dict(_kept_query(ss.lang))
@@ -138,7 +142,7 @@ def apply_link(path: str, settings: ServerSettings, model_choices) -> bool:
     query = {name: st.query_params[name] for name in st.query_params}
     signature = (path, tuple(sorted(query.items())))
     if not query:
-        _check_overflow()
+        _check_overflow(overflow_slot)
     if not query or ss.link_applied == signature:
         return False
     if DROPPED_PARAM in query:  # the address's query was past Streamlit's bounds: dropped before we saw it
@@ -170,12 +174,13 @@ OVERFLOW_JS = (Path(__file__).with_name("overflow_address.js").read_text(encodin
                .replace("__LANGUAGES__", json.dumps(list(LANGUAGES))).replace("__PARAM__", DROPPED_PARAM))
 
 
-def _check_overflow() -> None:
-    """On a session's first run with no query: the script that tells a dropped query from none."""
+def _check_overflow(slot) -> None:
+    """On a session's first run with no query: the script that tells a dropped query from none, drawn
+    into `slot` (apply_link's, held on every run)."""
     if st.session_state.get("link_overflow_checked"):
         return
     st.session_state.link_overflow_checked = True
-    st.html(f"\n<script>\n{OVERFLOW_JS}</script>\n", unsafe_allow_javascript=True)
+    slot.html(f"\n<script>\n{OVERFLOW_JS}</script>\n", unsafe_allow_javascript=True)
 
 
 def _dropped(path: str, query: dict[str, str], signature: tuple) -> bool:
