@@ -160,3 +160,20 @@ def fresh_tab(context, url: str):
     tab.goto(url, wait_until="domcontentloaded")
     wait_idle(tab, first=True)
     return tab
+
+
+# The classroom's position line ("第 1 / 4 次前向"), read in the page; a step pressed and its line awaited.
+CLASS_POSITION = "() => (document.querySelector('.st-key-class_position') || {}).innerText || ''"
+
+
+def open_stepping_page(browser, url: str, width: int, height: int):
+    page = open_page(browser, url, width, height)
+    page.wait_for_function(f"() => ({CLASS_POSITION})().includes('第 1 /') && ({IDLE})()", timeout=120_000)
+    return page
+
+
+def press(page, key: str, position_js: str, expected: str) -> None:
+    page.keyboard.press(key)
+    page.wait_for_function(f"() => ({position_js})().includes('{expected}') && ({IDLE})()", timeout=60_000,
+                           polling=50)
+    page.wait_for_timeout(300)

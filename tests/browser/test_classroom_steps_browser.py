@@ -17,28 +17,16 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
-from tests.browser.pages import ARTIFACTS, IDLE, PROJECTORS, open_page, wait_idle
+from tests.browser.pages import (
+    ARTIFACTS, CLASS_POSITION, IDLE, PROJECTORS, open_page, open_stepping_page, press, wait_idle,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LINK = "/?lang=zh&eos=1&out=3&class=1"  # a run of 3 passes in classroom mode
-CLASS_POSITION = "() => (document.querySelector('.st-key-class_position') || {}).innerText || ''"
 PRESENTER_POSITION = "() => (document.querySelector('.st-key-presenter-position') || {}).innerText || ''"
 FIGURE_SVG = """async () => { const img = document.querySelector('.st-key-presenter-figure img');
   return await (await fetch(img.src)).text(); }"""
-
-
-def open_stepping_page(browser, url: str, width: int, height: int):
-    page = open_page(browser, url, width, height)
-    page.wait_for_function(f"() => ({CLASS_POSITION})().includes('第 1 /') && ({IDLE})()", timeout=120_000)
-    return page
-
-
-def press(page, key: str, position_js: str, expected: str) -> None:
-    page.keyboard.press(key)
-    page.wait_for_function(f"() => ({position_js})().includes('{expected}') && ({IDLE})()", timeout=60_000,
-                           polling=50)
-    page.wait_for_timeout(300)
 
 
 @pytest.mark.parametrize("width,height", PROJECTORS)

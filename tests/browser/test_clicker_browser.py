@@ -11,31 +11,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.pages import ARTIFACTS, IDLE, open_page, wait_idle
+from tests.browser.pages import ARTIFACTS, CLASS_POSITION, IDLE, open_stepping_page, press, wait_idle
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 LINK = "/?lang=zh&eos=1&out=3&class=1"  # a run of 3 passes in classroom mode
-CLASS_POSITION = "() => (document.querySelector('.st-key-class_position') || {}).innerText || ''"
 PRESENTER_POSITION = "() => (document.querySelector('.st-key-presenter-position') || {}).innerText || ''"
 CLASSROOM_ON = "() => !!document.querySelector('.st-key-classroom input:checked')"
 BLANK_SHOWN = "() => !!document.getElementById('pd-blank')"
 END_WORDS = "讲完了"  # the run's end, in the sidebar's note and the presenter view's
 # the lesson's text (a paragraph of the body: the kicker above the title lies under a phone's header bar)
 PAGE_TEXT = "[data-testid=stMain] [data-testid=stMarkdownContainer] p"
-
-
-def open_stepping_page(browser, url: str, width: int, height: int):
-    page = open_page(browser, url, width, height)
-    page.wait_for_function(f"() => ({CLASS_POSITION})().includes('第 1 /') && ({IDLE})()", timeout=120_000)
-    return page
-
-
-def press(page, key: str, position_js: str, expected: str) -> None:
-    page.keyboard.press(key)
-    page.wait_for_function(f"() => ({position_js})().includes('{expected}') && ({IDLE})()", timeout=60_000,
-                           polling=50)
-    page.wait_for_timeout(300)
 
 
 def test_space_enter_and_page_keys_step_and_never_toggle_the_switch_that_holds_the_focus(browser, server_url):
