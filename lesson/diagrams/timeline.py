@@ -270,16 +270,31 @@ def timeline_layout(trace: RequestTrace, table: Table, style: Style, header_y: f
         y = time_top + 4 + time_h * max(len(rows), num_rows)
     elif full is not None:  # room for the whole run's rows: stepping fills them, the axis and notes stay put
         y = max(y, header_y + 12 + _room(whole, row_h)[0])
-    width = col["time_end"] + PAD
     # A projector's timeline (a width to fit, classroom mode) leaves the floor's note out: its two lines of
     # large type made the figure taller than a 1280x720 window (763 -> 824 px, tests/browser); the legend
     # still names the dark part, and the page's caption and floors figure under it say what it is.
     note_lines = _note_lines(trace, table, run_note, floors and not style.fitted)
     axis_y = y + 10
-    legend = wait_legend(rows, whole if full is not None else None, scale, style, table) + (
-        ("floor",) if floors else ())
+    legend = _legend(rows, whole, full, scale, style, table, floors)
     legend_y = axis_y + 34 + style.tiny_size * 2
     notes_y = legend_y + 8 if legend else axis_y + 12 + style.tiny_size * 2
+    return _finished(trace, col, scale, ticks, style, header_y, rows, axis_y, legend_y, legend, notes_y, note_lines,
+                     time_top)
+
+
+def _legend(rows: list[Row], whole: RequestTrace, full: RequestTrace | None, scale: LinearScale, style: Style,
+            table: Table, floors: bool) -> tuple:
+    """The legend's entries: the waits drawn (the whole run's while stepping), and the floor where drawn."""
+    return wait_legend(rows, whole if full is not None else None, scale, style, table) + (
+        ("floor",) if floors else ())
+
+
+def _finished(trace: RequestTrace, col: dict, scale: LinearScale, ticks, style: Style, header_y: float,
+              rows: list[Row], axis_y: float, legend_y: float, legend: tuple, notes_y: float,
+              note_lines: tuple[str, ...], time_top: float) -> TimelineLayout:
+    """The layout from its placed parts, both shapes alike: its width from the columns, its height from the
+    notes below everything else."""
+    width = col["time_end"] + PAD
     height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
     return TimelineLayout(
         width=width, height=height, col_x=col, header_y=header_y, rows=tuple(rows), arrows=_arrows(rows),
@@ -325,23 +340,16 @@ def _narrow_layout(trace: RequestTrace, whole: RequestTrace, rows: list[Row], co
     rows_h, num_rows = _room(whole, row_h) if full is not None else (0.0, 0)
     time_top, time_h = header_y, max(30.0, style.tiny_size * 1.6)
     axis_y = time_top + 4 + time_h * max(len(rows), num_rows) + 10
-    legend = wait_legend(rows, whole if full is not None else None, scale, style, table) + (
-        ("floor",) if floors else ())
+    legend = _legend(rows, whole, full, scale, style, table, floors)
     legend_y = axis_y + 34 + style.tiny_size * 2
     table_header_y = (legend_y + 8 if legend else axis_y + 12 + style.tiny_size * 2) + style.small_size * 2 + 16
     rows, y = _table_rows(trace, plan_slots(len(trace.steps), MAX_ROWS, HEAD_ROWS, TAIL_ROWS), col, scale, style,
                           table, table_header_y + 12, row_h)
     rows = [replace(row, time_y=time_top + 4 + time_h * (i + 0.5)) for i, row in enumerate(rows)]
     notes_y = max(y, table_header_y + 12 + rows_h) + 16
-    width = col["time_end"] + PAD
     note_lines = _note_lines(trace, table, run_note, floors)
-    height = notes_y + notes_height(style, list(note_lines), width - 2 * PAD) + 24
-    return TimelineLayout(
-        width=width, height=height, col_x=col, header_y=table_header_y, rows=tuple(rows), arrows=_arrows(rows),
-        ticks=tuple((scale(t), f"{t:g}") for t in ticks), axis_y=axis_y,
-        ttft_x=scale(trace.steps[0].end_ms), legend_y=legend_y, legend=legend, notes_y=notes_y, notes=note_lines,
-        time_top=time_top, table_right=col.get("table_end", -1.0),
-    )
+    return _finished(trace, col, scale, ticks, style, table_header_y, rows, axis_y, legend_y, legend, notes_y,
+                     note_lines, time_top)
 
 
 def _room(whole: RequestTrace, row_h: float) -> tuple[float, int]:
